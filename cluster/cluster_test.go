@@ -1,0 +1,67 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+func TestUpDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs redis-server")
+	}
+	ctx := context.Background()
+	c, err := cluster.Up(ctx, cluster.Config{Nodes: 3, Clients: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Down() })
+	for cl := 0; cl < 2; cl++ {
+		eps := c.Endpoints(cl)
+		if len(eps) != 3 {
+			t.Fatalf("client %d: %d endpoints, want 3", cl, len(eps))
+		}
+		for _, ep := range eps {
+			if err := cluster.Ping(ctx, ep.Addr, time.Second); err != nil {
+				t.Fatalf("ping %s via %s: %v", ep.Node, ep.Addr, err)
+			}
+		}
+	}
+	if err := cluster.Ping(ctx, c.StorageAddr(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// A blackholed link times out; after heal a new connection works.
+	l, err := c.Link("c0", "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Ping(ctx, l.Addr(), 300*time.Millisecond); err == nil {
+		t.Fatal("ping through a blackholed link succeeded")
+	}
+	l.Heal(ctx)
+	if err := cluster.Ping(ctx, l.Addr(), time.Second); err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+	if err := c.Down(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		if n.Running() {
+			t.Fatalf("%s still running after Down", n.Name)
+		}
+	}
+}
+
+func TestMissingBinary(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := cluster.Up(context.Background(), cluster.Config{Nodes: 1})
+	if !errors.Is(err, cluster.ErrMissingBinary) {
+		t.Fatalf("got %v, want ErrMissingBinary", err)
+	}
+}

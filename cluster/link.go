@@ -1,0 +1,89 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+)
+
+const defaultReadyTimeout = 10 * time.Second
+
+// Link is one directed network path, from a client (or a replica, or a
+// sentinel) to a node, through its own toxiproxy proxy. Faults are toxics on
+// the link's proxy.
+type Link struct {
+	Name  string // "c0->n1"
+	From  string // "c0"
+	To    string // "n1"
+	proxy *toxiproxy.Proxy
+}
+
+// LinkName is the name of the link from → to.
+func LinkName(from, to string) string { return from + "->" + to }
+
+// Addr is the address to dial to use this link.
+func (l *Link) Addr() string { return l.proxy.Listen }
+
+// AddLink creates a proxy from "from" to server s.
+func (c *Cluster) AddLink(from string, s *Server) (*Link, error) {
+	name := LinkName(from, s.Name)
+	if _, dup := c.links[name]; dup {
+		return nil, fmt.Errorf("link %s already exists", name)
+	}
+	p := toxiproxy.NewProxy(c.proxies, strings.ReplaceAll(name, "->", "_"), "127.0.0.1:0", s.Addr())
+	if err := c.proxies.Collection.Add(p, true); err != nil {
+		return nil, fmt.Errorf("start proxy %s: %w", name, err)
+	}
+	l := &Link{Name: name, From: from, To: s.Name, proxy: p}
+	c.links[name] = l
+	return l, nil
+}
+
+// Link returns the link named from->to.
+func (c *Cluster) Link(from, to string) (*Link, error) {
+	l := c.links[LinkName(from, to)]
+	if l == nil {
+		return nil, fmt.Errorf("no link %s in this topology", LinkName(from, to))
+	}
+	return l, nil
+}
+
+// Links lists every link.
+func (c *Cluster) Links() []*Link {
+	out := make([]*Link, 0, len(c.links))
+	for _, l := range c.links {
+		out = append(out, l)
+	}
+	return out
+}
+
+// AddToxic adds a toxic to the link, given as toxiproxy's JSON
+// ({"name","type","stream","toxicity","attributes"}).
+func (l *Link) AddToxic(json string) error {
+	if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(json)); err != nil {
+		return fmt.Errorf("add toxic to %s: %w", l.Name, err)
+	}
+	return nil
+}
+
+// Blackhole stops all traffic on the link in both directions: bytes are
+// held, never delivered, and connections hang (toxiproxy's timeout toxic
+// with timeout 0), as a network partition looks to TCP.
+func (l *Link) Blackhole() error {
+	for _, stream := range []string{"upstream", "downstream"} {
+		j := fmt.Sprintf(`{"name":"partition-%s","type":"timeout","stream":%q,"attributes":{"timeout":0}}`, stream, stream)
+		if err := l.AddToxic(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Heal removes every toxic from the link. Connections stalled by a
+// blackhole are closed, as toxiproxy does.
+func (l *Link) Heal(ctx context.Context) {
+	l.proxy.Toxics.ResetToxics(ctx)
+}

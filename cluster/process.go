@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrMissingBinary is wrapped when redis-server (or another program the
+// topology needs) is not on PATH.
+var ErrMissingBinary = errors.New("missing binary")
+
+// ErrPortBusy is wrapped when a requested port is already in use.
+var ErrPortBusy = errors.New("port busy")
+
+// InstallHint says how to get the Redis binaries.
+const InstallHint = "install them with `apt-get install -y redis-server redis-sentinel` (Debian/Ubuntu) or `make deps`, or put them on PATH"
+
+// LookBinary finds a program on PATH, with an error that says how to
+// install it.
+func LookBinary(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s not found on PATH; %s", ErrMissingBinary, name, InstallHint)
+	}
+	return p, nil
+}
+
+// Server is one redis-server (or redis-sentinel) process: its port, its own
+// directory and config, and its process, which can be stopped, paused,
+// killed and restarted on the same port.
+type Server struct {
+	Name string
+	Port int
+	Dir  string
+	// Binary is the path of redis-server (or redis-sentinel).
+	Binary string
+	// Config is the content of the config file written into Dir before each
+	// start (a Sentinel rewrites it, so it is written afresh).
+	Config string
+	// Env is added to the environment of the process (LD_PRELOAD for
+	// libfaketime).
+	Env []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	exit chan struct{} // closed when the current process has been reaped
+}
+
+// Addr is the server's direct address (not through any proxy).
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+
+// ConfigPath is where the config file is written.
+func (s *Server) ConfigPath() string { return filepath.Join(s.Dir, s.Name+".conf") }
+
+// LogPath is the server's log file.
+func (s *Server) LogPath() string { return filepath.Join(s.Dir, s.Name+".log") }
+
+// PID is the current process id, or 0 when not running.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Running reports whether the process is alive (possibly stopped by SIGSTOP).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exit == nil {
+		return false
+	}
+	select {
+	case <-s.exit:
+		return false
+	default:
+		return true
+	}
+}
+
+// Start writes the config and starts the process, then waits until it
+// answers PING (or, with wait false, returns at once).
+func (s *Server) Start(ctx context.Context, wait bool) error {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	if err := os.WriteFile(s.ConfigPath(), []byte(s.Config), 0o644); err != nil {
+		return fmt.Errorf("start %s: write config: %w", s.Name, err)
+	}
+	cmd := exec.Command(s.Binary, s.ConfigPath())
+	cmd.Dir = s.Dir
+	cmd.Env = append(os.Environ(), s.Env...)
+	// The child dies with the harness even when the harness is SIGKILLed,
+	// and gets its own process group so a Ctrl-C at the terminal reaches
+	// only the harness, which then tears down in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	exit := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exit = cmd, exit
+	s.mu.Unlock()
+	go func() {
+		_ = cmd.Wait() // reaped; the exit status is in the log
+		close(exit)
+	}()
+	if !wait {
+		return nil
+	}
+	return s.WaitReady(ctx, 10*time.Second)
+}
+
+// WaitReady polls PING until the server answers +PONG, the process exits,
+// or timeout passes.
+func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	s.mu.Lock()
+	exit := s.exit
+	s.mu.Unlock()
+	for {
+		if err := Ping(ctx, s.Addr(), 200*time.Millisecond); err == nil {
+			return nil
+		}
+		select {
+		case <-exit:
+			return fmt.Errorf("start %s on port %d: process exited: %s", s.Name, s.Port, s.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("start %s: %w", s.Name, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("start %s on port %d: no PONG after %v: %s", s.Name, s.Port, timeout, s.logTail())
+		}
+	}
+}
+
+// logTail returns the last lines of the server's log, for error messages.
+func (s *Server) logTail() string {
+	f, err := os.Open(s.LogPath())
+	if err != nil {
+		return "(no log)"
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > 3 {
+			lines = lines[1:]
+		}
+	}
+	if len(lines) == 0 {
+		return "(empty log)"
+	}
+	return strings.Join(lines, " | ")
+}
+
+// Signal sends sig to the process (SIGSTOP, SIGCONT, …).
+func (s *Server) Signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return fmt.Errorf("signal %s: not running", s.Name)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signal %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL (after SIGCONT, in case it was paused) and waits until
+// the process is reaped. Killing a server that is not running is a no-op.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	cmd, exit := s.cmd, s.exit
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-exit:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("kill %s (pid %d): not reaped after 10s", s.Name, cmd.Process.Pid)
+	}
+	s.mu.Lock()
+	if s.cmd == cmd {
+		s.cmd = nil
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Ping sends PING over a fresh TCP connection and expects +PONG.
+func Ping(ctx context.Context, addr string, timeout time.Duration) error {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 7)
+	n, err := c.Read(buf)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(string(buf[:n]), "+PONG") {
+		return fmt.Errorf("unexpected reply %q", buf[:n])
+	}
+	return nil
+}
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// CheckPortFree fails with ErrPortBusy when port cannot be bound.
+func CheckPortFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("%w: 127.0.0.1:%d is in use (%v); stop whatever listens there or choose another --base-port", ErrPortBusy, port, err)
+	}
+	return l.Close()
+}

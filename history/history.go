@@ -1,0 +1,156 @@
+// Package history is the operation record of a run: Jepsen's vocabulary
+// (invoke, then exactly one of ok, fail or info), one JSON object per line,
+// streamed to disk while the run goes on so that a killed run still leaves a
+// checkable prefix.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Type is the kind of a history event.
+type Type string
+
+// The four event types. An invocation is followed by exactly one completion
+// from the same process: ok (it happened), fail (it certainly did not happen)
+// or info (its effect is unknown: a timeout, a reset connection). A harness
+// never guesses: an error whose effect is unknown is info.
+const (
+	Invoke Type = "invoke"
+	OK     Type = "ok"
+	Fail   Type = "fail"
+	Info   Type = "info"
+)
+
+// Valid reports whether t is one of the four known types.
+func (t Type) Valid() bool {
+	switch t {
+	case Invoke, OK, Fail, Info:
+		return true
+	}
+	return false
+}
+
+// Function names used by clients. Nemeses use their own names (for example
+// "start-partition"); checkers only interpret the ones below and the
+// nemesis-process events.
+const (
+	FAcquire = "acquire"
+	FRelease = "release"
+	FRenew   = "renew"
+	FRead    = "read"  // the protected resource: read the counter
+	FWrite   = "write" // the protected resource: write counter+1
+	FPause   = "pause" // a client stops the world (GC pause) inside its critical section
+	FCrash   = "crash" // a client process dies; it never completes anything again
+
+	// FFinalHeal is recorded by the nemesis process when every fault has been
+	// healed at the end of the run; the recovery period starts at its ok.
+	FFinalHeal = "final-heal"
+)
+
+// Process identifies who performed an event: a client number (0, 1, …) or
+// the nemesis. It is written as a JSON number, or the string "nemesis".
+type Process int
+
+// Nemesis is the process number of the fault injector.
+const Nemesis Process = -1
+
+// IsNemesis reports whether p is the nemesis process.
+func (p Process) IsNemesis() bool { return p == Nemesis }
+
+func (p Process) String() string {
+	if p == Nemesis {
+		return "nemesis"
+	}
+	return strconv.Itoa(int(p))
+}
+
+// MarshalJSON writes a client as a number and the nemesis as "nemesis".
+func (p Process) MarshalJSON() ([]byte, error) {
+	if p == Nemesis {
+		return []byte(`"nemesis"`), nil
+	}
+	if p < 0 {
+		return nil, fmt.Errorf("invalid process number %d", int(p))
+	}
+	return []byte(strconv.Itoa(int(p))), nil
+}
+
+// UnmarshalJSON accepts a non-negative number or the string "nemesis".
+func (p *Process) UnmarshalJSON(b []byte) error {
+	if string(b) == `"nemesis"` {
+		*p = Nemesis
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil || n < 0 {
+		return fmt.Errorf("process must be a non-negative number or \"nemesis\", got %s", b)
+	}
+	*p = Process(n)
+	return nil
+}
+
+// Value is the payload of an event. Which fields are set depends on f and
+// type; every field is optional so the JSON stays small.
+type Value struct {
+	// Lease, on acquire/renew ok and on release invoke.
+	Token string `json:"token,omitempty"`
+	// Fence is the fencing token, when the lock hands one out (> 0).
+	Fence int64 `json:"fence,omitempty"`
+	// Deadline is the end of the lease as the lock itself computed it, in
+	// nanoseconds of the run clock. Zero means the lease never expires
+	// (setnx, or setnx-expire before its EXPIRE).
+	Deadline int64 `json:"deadline,omitempty"`
+
+	// Counter is the value read (read ok) or written (write invoke/ok).
+	Counter *int64 `json:"counter,omitempty"`
+	// Rejected is set on a write ok that the storage refused because its
+	// fencing token was stale: the write completed and changed nothing.
+	Rejected bool `json:"rejected,omitempty"`
+
+	// Duration, for pauses, in nanoseconds.
+	Duration int64 `json:"duration,omitempty"`
+
+	// Targets names what a nemesis event affected: nodes ("n1"), links
+	// ("c0->n2"), clients ("c3").
+	Targets []string `json:"targets,omitempty"`
+	// Detail is a short human description ("clock +60s", "aof-always").
+	Detail string `json:"detail,omitempty"`
+}
+
+// Op is one history event.
+type Op struct {
+	Index   int64   `json:"index"`
+	Time    int64   `json:"time"` // nanoseconds since the run started, one monotonic clock
+	Process Process `json:"process"`
+	Type    Type    `json:"type"`
+	F       string  `json:"f"`
+	Key     string  `json:"key,omitempty"`
+	Value   *Value  `json:"value,omitempty"`
+	// Error is the error text of a fail or info completion.
+	Error string `json:"error,omitempty"`
+}
+
+// Validate checks the invariants every event must satisfy on its own.
+func (o Op) Validate() error {
+	if !o.Type.Valid() {
+		return fmt.Errorf("unknown type %q (want invoke, ok, fail or info)", o.Type)
+	}
+	if o.F == "" {
+		return fmt.Errorf("missing f")
+	}
+	if o.Time < 0 {
+		return fmt.Errorf("negative time %d", o.Time)
+	}
+	if o.Index < 0 {
+		return fmt.Errorf("negative index %d", o.Index)
+	}
+	return nil
+}
+
+func (o Op) String() string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}

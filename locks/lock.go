@@ -1,0 +1,132 @@
+// Package locks holds the distributed lock implementations under test, one
+// file each, behind one small interface. Every lock reaches Redis through
+// Node (a name and a go-redis client), the narrow seam that lets adapters for
+// real libraries stay small and lets a topology put a proxy on every link.
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// Node is one Redis server as a lock client sees it: through its own link
+// (a proxy), under a stable name used in errors and in the history.
+type Node struct {
+	Name   string
+	Client redis.UniversalClient
+}
+
+// Lease is what a successful acquire hands to its holder.
+type Lease struct {
+	Key   string
+	Token string
+	// Fence is a fencing token that increases with every grant (> 0), for
+	// locks that have one; 0 otherwise.
+	Fence int64
+	// ValidUntil is the end of the lease as the lock itself computes it (for
+	// a single node: the instant before the SET was sent, plus the TTL; for
+	// Redlock: start + TTL − drift). The zero time means it never expires.
+	ValidUntil time.Time
+}
+
+// Expires reports whether the lease has a deadline.
+func (l Lease) Expires() bool { return !l.ValidUntil.IsZero() }
+
+// Lock is a distributed lock under test. One Lock value belongs to one client
+// process: it may keep per-client state (an owner id, a watchdog), and it is
+// used by one goroutine at a time.
+//
+// Errors carry the outcome the history needs: ErrNotAcquired and ErrNotHeld
+// (and any error wrapping them, or a Redis error reply) mean the operation
+// certainly did not take effect; any other error (a timeout, a reset
+// connection) means its effect is unknown. See Outcome.
+type Lock interface {
+	// Acquire tries to take key, waiting at most opts.Wait for it to become
+	// free. On failure the returned lease still carries the token the
+	// attempt used, so a caller that got an unknown outcome can release it.
+	Acquire(ctx context.Context, key string, opts AcquireOptions) (Lease, error)
+	// Release gives the lease up. Locks that check ownership return an error
+	// wrapping ErrNotHeld when the lease is no longer theirs.
+	Release(ctx context.Context, lease Lease) error
+}
+
+// Renewer is a Lock whose leases can be extended by their holder.
+type Renewer interface {
+	Lock
+	// Renew extends lease by the lock's TTL and returns the extended lease.
+	Renew(ctx context.Context, lease Lease) (Lease, error)
+}
+
+// Closer is a Lock that owns background work (a watchdog, a subscription)
+// to stop when its client is done.
+type Closer interface {
+	Close() error
+}
+
+// AcquireOptions tunes one acquisition.
+type AcquireOptions struct {
+	// Wait is how long a blocking acquire may wait for the lock; zero means
+	// try once.
+	Wait time.Duration
+}
+
+// Definite outcomes.
+var (
+	// ErrNotAcquired: the lock is held by someone else (or the attempt
+	// failed in a way that certainly left nothing behind).
+	ErrNotAcquired = errors.New("lock not acquired")
+	// ErrNotHeld: release or renew refused, the lease is not the caller's.
+	ErrNotHeld = errors.New("lock not held")
+)
+
+// NodeError names the node an error came from.
+type NodeError struct {
+	Node string
+	Op   string
+	Err  error
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("%s on %s: %v", e.Op, e.Node, e.Err) }
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// Outcome maps an error from a Lock (or from a Redis command) to the history
+// type of the completion: ok for nil, fail when the operation certainly did
+// not happen, info when its effect is unknown.
+func Outcome(err error) history.Type {
+	if err == nil {
+		return history.OK
+	}
+	if errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotHeld) {
+		return history.Fail
+	}
+	if errors.Is(err, context.Canceled) {
+		// Canceled by us: the command may or may not have reached Redis.
+		return history.Info
+	}
+	// A Redis error reply (READONLY, NOSCRIPT, NOREPLICAS, …) means the
+	// server answered and did not execute the command.
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !errors.Is(err, redis.Nil) {
+		if isDefiniteReply(rerr.Error()) {
+			return history.Fail
+		}
+	}
+	// Timeouts, resets, closed connections: unknown.
+	return history.Info
+}
+
+// isDefiniteReply reports whether a Redis error reply proves the command was
+// not executed. go-redis also reports some client-side conditions through
+// redis.Error ("redis: client is closed", pool timeouts), which are not.
+func isDefiniteReply(msg string) bool {
+	if len(msg) >= 6 && msg[:6] == "redis:" {
+		return false
+	}
+	return true
+}

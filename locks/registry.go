@@ -1,0 +1,175 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Options configures a lock instance. The zero value is completed by
+// WithDefaults.
+type Options struct {
+	// TTL is the lease length for locks that expire.
+	TTL time.Duration
+	// Rand is the source of tokens and retry jitter, seeded from the run's
+	// seed and the client number so a run can be replayed.
+	Rand *rand.Rand
+	// Failpoint, when set, is called at each named failpoint of the lock
+	// (see the Failpoint… constants). A non-nil error aborts the operation
+	// with that error, as if the client crashed there; the hook may also
+	// block to pause the client.
+	Failpoint func(ctx context.Context, name string) error
+	// RetryDelay is the upper bound of the random delay between attempts of
+	// a blocking acquire. Default 10ms.
+	RetryDelay time.Duration
+}
+
+// WithDefaults fills in unset fields.
+func (o Options) WithDefaults() Options {
+	if o.TTL == 0 {
+		o.TTL = time.Second
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(1, 1))
+	}
+	if o.RetryDelay == 0 {
+		o.RetryDelay = 10 * time.Millisecond
+	}
+	return o
+}
+
+// failpoint calls the hook if one is set.
+func (o Options) failpoint(ctx context.Context, name string) error {
+	if o.Failpoint == nil {
+		return nil
+	}
+	return o.Failpoint(ctx, name)
+}
+
+// Factory builds one client's instance of a lock over that client's view of
+// the nodes.
+type Factory func(nodes []Node, opts Options) (Lock, error)
+
+// Info describes a registered lock.
+type Info struct {
+	Name        string
+	Description string
+	// MinNodes and MaxNodes bound how many independent nodes the lock uses
+	// (MaxNodes 0 = no upper bound).
+	MinNodes, MaxNodes int
+	// Fenced is true when leases carry a fencing token.
+	Fenced bool
+	// Failpoints lists the failpoint names the lock honours.
+	Failpoints []string
+	New        Factory
+}
+
+// Registry maps lock names to factories. Builtin returns one with every lock
+// of this package; users add their own with Register.
+type Registry struct {
+	byName map[string]Info
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{byName: map[string]Info{}} }
+
+// Register adds a lock. It rejects an empty name, a missing factory and a
+// name that is already taken.
+func (r *Registry) Register(info Info) error {
+	if info.Name == "" {
+		return fmt.Errorf("register lock: empty name")
+	}
+	if info.New == nil {
+		return fmt.Errorf("register lock %q: no factory", info.Name)
+	}
+	if _, dup := r.byName[info.Name]; dup {
+		return fmt.Errorf("register lock %q: name already registered", info.Name)
+	}
+	if info.MinNodes == 0 {
+		info.MinNodes = 1
+	}
+	r.byName[info.Name] = info
+	return nil
+}
+
+// UnknownError is returned for a lock name that is not registered.
+type UnknownError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("unknown lock %q (known locks: %s)", e.Name, strings.Join(e.Known, ", "))
+}
+
+// Lookup returns the lock registered as name.
+func (r *Registry) Lookup(name string) (Info, error) {
+	info, ok := r.byName[name]
+	if !ok {
+		return Info{}, &UnknownError{Name: name, Known: r.Names()}
+	}
+	return info, nil
+}
+
+// Names lists the registered names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// All lists every registered lock, sorted by name.
+func (r *Registry) All() []Info {
+	out := make([]Info, 0, len(r.byName))
+	for _, n := range r.Names() {
+		out = append(out, r.byName[n])
+	}
+	return out
+}
+
+// Builtin returns a new registry holding every lock of this package.
+func Builtin() *Registry {
+	r := NewRegistry()
+	for _, info := range builtins() {
+		if err := r.Register(info); err != nil {
+			panic(err) // a programming error in this package, caught by its tests
+		}
+	}
+	return r
+}
+
+// newToken returns a random 128-bit token in hex from the lock's source.
+func newToken(rng *rand.Rand) string {
+	return fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
+}
+
+// retry runs try until it succeeds, fails with something other than
+// ErrNotAcquired, or wait has passed; between attempts it sleeps a random
+// delay up to max. With wait 0 it tries once.
+func retry(ctx context.Context, wait, max time.Duration, rng *rand.Rand, try func() (Lease, error)) (Lease, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		lease, err := try()
+		if err == nil || wait <= 0 || !errors.Is(err, ErrNotAcquired) {
+			return lease, err
+		}
+		d := time.Duration(rng.Int64N(int64(max))) + time.Millisecond
+		if time.Now().Add(d).After(deadline) {
+			return lease, err
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return lease, err
+		case <-t.C:
+		}
+	}
+}
