@@ -1,0 +1,62 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// LatestLink is the name of the symlink in a store that points at the
+// newest run.
+const LatestLink = "latest"
+
+var safeName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// NewRunDir creates store/<test>/<timestamp>/ for a new run and points
+// store/latest at it. The timestamp has millisecond resolution; a clash
+// (two runs in the same millisecond) gets a numeric suffix.
+func NewRunDir(store, test string, t time.Time) (string, error) {
+	if !safeName.MatchString(test) {
+		return "", fmt.Errorf("test name %q: use letters, digits, '.', '_' and '-'", test)
+	}
+	if err := os.MkdirAll(filepath.Join(store, test), 0o755); err != nil {
+		return "", fmt.Errorf("store %s is not writable: %w (choose another with --store)", store, err)
+	}
+	stamp := t.UTC().Format("20060102T150405.000Z")
+	dir := filepath.Join(store, test, stamp)
+	for i := 1; ; i++ {
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("create run directory: %w", err)
+		}
+		dir = filepath.Join(store, test, fmt.Sprintf("%s-%d", stamp, i))
+	}
+	if err := pointLatest(store, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// pointLatest atomically replaces store/latest with a relative symlink to dir.
+func pointLatest(store, dir string) error {
+	rel, err := filepath.Rel(store, dir)
+	if err != nil {
+		return fmt.Errorf("link latest run: %w", err)
+	}
+	tmp := filepath.Join(store, fmt.Sprintf(".latest-%d", os.Getpid()))
+	_ = os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err != nil {
+		return fmt.Errorf("link latest run: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(store, LatestLink)); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("link latest run: %w", err)
+	}
+	return nil
+}
