@@ -1,0 +1,137 @@
+package history_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+func counter(v int64) *int64 { return &v }
+
+func TestRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	rec := history.NewRecorder(history.NewClock(), &buf)
+	rec.Invoke(0, history.FAcquire, "lock-0", nil)
+	rec.Complete(0, history.OK, history.FAcquire, "lock-0", &history.Value{Token: "ab", Fence: 3, Deadline: 1_000_000_000}, nil)
+	rec.Invoke(1, history.FRead, "lock-0", nil)
+	rec.Complete(1, history.OK, history.FRead, "lock-0", &history.Value{Counter: counter(0)}, nil)
+	rec.Invoke(history.Nemesis, "start-partition", "", &history.Value{Targets: []string{"c0->n1"}})
+	rec.Complete(history.Nemesis, history.Info, "start-partition", "", nil, errors.New("timeout"))
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := rec.Ops()
+	got, err := history.Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Truncated || len(got.Ops) != len(want) {
+		t.Fatalf("read %d ops (truncated %v), want %d", len(got.Ops), got.Truncated, len(want))
+	}
+	for i := range want {
+		if got.Ops[i].String() != want[i].String() {
+			t.Errorf("op %d: got %s, want %s", i, got.Ops[i], want[i])
+		}
+		if got.Ops[i].Index != int64(i) {
+			t.Errorf("op %d has index %d", i, got.Ops[i].Index)
+		}
+		if i > 0 && got.Ops[i].Time < got.Ops[i-1].Time {
+			t.Errorf("time goes backwards at %d", i)
+		}
+	}
+	if got.Ops[4].Process != history.Nemesis || !strings.Contains(got.Ops[4].String(), `"process":"nemesis"`) {
+		t.Errorf("nemesis process not round-tripped: %s", got.Ops[4])
+	}
+	if *got.Ops[3].Value.Counter != 0 {
+		t.Errorf("counter 0 lost")
+	}
+}
+
+func TestTruncatedLastLine(t *testing.T) {
+	in := `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"lock-0"}
+{"index":1,"time":2,"process":0,"type":"ok","f":"acq`
+	got, err := history.Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Truncated || len(got.Ops) != 1 {
+		t.Fatalf("got %d ops truncated=%v, want 1 op and truncated", len(got.Ops), got.Truncated)
+	}
+}
+
+func TestMalformedLineNamesTheLine(t *testing.T) {
+	cases := map[string]string{
+		"bad json":      "{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n{nope}\n{\"index\":2,\"time\":3,\"process\":0,\"type\":\"ok\",\"f\":\"acquire\"}\n",
+		"unknown type":  "{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n{\"index\":1,\"time\":1,\"process\":0,\"type\":\"maybe\",\"f\":\"acquire\"}\n",
+		"bad process":   "{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n{\"index\":1,\"time\":1,\"process\":\"bob\",\"type\":\"ok\",\"f\":\"acquire\"}\n",
+		"unknown field": "{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n{\"index\":1,\"time\":1,\"process\":0,\"type\":\"ok\",\"f\":\"acquire\",\"colour\":1}\n",
+		"missing f":     "{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n{\"index\":1,\"time\":1,\"process\":0,\"type\":\"ok\"}\n",
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := history.Read(strings.NewReader(in))
+			var le *history.LineError
+			if !errors.As(err, &le) || le.Line != 2 {
+				t.Fatalf("got %v, want an error naming line 2", err)
+			}
+			if !errors.Is(err, history.ErrMalformed) {
+				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+			}
+			if !strings.Contains(err.Error(), "line 2") {
+				t.Fatalf("message does not name the line: %v", err)
+			}
+		})
+	}
+}
+
+// A recorder writing to a file makes events visible on disk within the
+// flush interval, so a killed run leaves a checkable prefix.
+func TestRecorderStreamsToDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec := history.NewRecorder(history.NewClock(), f)
+	defer rec.Close()
+	var wg sync.WaitGroup
+	for p := 0; p < 8; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				rec.Invoke(history.Process(p), history.FAcquire, "k", nil)
+				rec.Complete(history.Process(p), history.Fail, history.FAcquire, "k", nil, nil)
+			}
+		}(p)
+	}
+	wg.Wait()
+	// Without Close: poll the file until the flusher has written it all.
+	var res history.ReadResult
+	for i := 0; i < 200; i++ {
+		res, err = history.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Ops) == 1600 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // poll: the flusher runs every 100ms
+	}
+	if len(res.Ops) != 1600 {
+		t.Fatalf("on disk: %d events, want 1600", len(res.Ops))
+	}
+	for i, op := range res.Ops {
+		if op.Index != int64(i) {
+			t.Fatalf("event %d has index %d: indexes must follow file order", i, op.Index)
+		}
+	}
+}
