@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,13 +29,13 @@ func (o ClientOptions) WithDefaults() ClientOptions {
 	return o
 }
 
-// NewRedisClient returns a go-redis client for addr with the harness's
-// settings. Retries are disabled (MaxRetries -1): go-redis retries a command
-// whose reply was lost, which executes a write twice; the harness records
-// such a command as info instead.
-func NewRedisClient(addr string, o ClientOptions) *redis.Client {
+// options are the harness's go-redis settings for addr. Retries are
+// disabled (MaxRetries -1): go-redis retries a command whose reply was lost,
+// which executes a write twice; the harness records such a command as info
+// instead.
+func (o ClientOptions) options(addr string) *redis.Options {
 	o = o.WithDefaults()
-	return redis.NewClient(&redis.Options{
+	return &redis.Options{
 		Addr:            addr,
 		DialTimeout:     o.Timeout,
 		ReadTimeout:     o.Timeout,
@@ -45,19 +46,73 @@ func NewRedisClient(addr string, o ClientOptions) *redis.Client {
 		PoolTimeout:     o.Timeout,
 		MinRetryBackoff: -1,
 		MaxRetryBackoff: -1,
-	})
+	}
 }
+
+// NewRedisClient returns a go-redis client for addr with the harness's
+// settings (retries disabled, see ClientOptions).
+func NewRedisClient(addr string, o ClientOptions) *redis.Client {
+	return redis.NewClient(o.options(addr))
+}
+
+// MasterNodeName is the name of the one lock node of a replicated topology:
+// whichever server is master at the moment.
+const MasterNodeName = "master"
 
 // ClientNodes returns the lock nodes as client slot cl reaches them, each
 // with its own go-redis client dialing that client's proxy. The caller
 // closes the clients (CloseNodes).
+//
+// A replicated topology has one lock node, named MasterNodeName, whose
+// client follows the master: with Sentinel it is go-redis's failover client
+// asking the sentinels (through the client's links to them) and reaching
+// the node they name through the client's link to it; with manual failover
+// it dials the master the harness set (SetMaster) through the client's link.
 func (c *Cluster) ClientNodes(cl int, o ClientOptions) []locks.Node {
+	if c.Replicated() {
+		return []locks.Node{{Name: MasterNodeName, Client: c.masterClient(cl, o)}}
+	}
 	eps := c.Endpoints(cl)
 	nodes := make([]locks.Node, 0, len(eps))
 	for _, ep := range eps {
 		nodes = append(nodes, locks.Node{Name: ep.Node, Client: NewRedisClient(ep.Addr, o)})
 	}
 	return nodes
+}
+
+func (c *Cluster) masterClient(cl int, o ClientOptions) *redis.Client {
+	o = o.WithDefaults()
+	from := fmt.Sprintf("c%d", cl)
+	if len(c.Sentinels) > 0 {
+		var addrs []string
+		for _, s := range c.Sentinels {
+			if l := c.links[LinkName(from, s.Name)]; l != nil {
+				addrs = append(addrs, l.Addr())
+			}
+		}
+		ro := o.options("")
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:      MasterName,
+			SentinelAddrs:   addrs,
+			Dialer:          c.announceDialer(from, o.Timeout),
+			DialTimeout:     ro.DialTimeout,
+			ReadTimeout:     ro.ReadTimeout,
+			WriteTimeout:    ro.WriteTimeout,
+			MaxRetries:      ro.MaxRetries,
+			DialerRetries:   ro.DialerRetries,
+			PoolSize:        ro.PoolSize,
+			PoolTimeout:     ro.PoolTimeout,
+			MinRetryBackoff: ro.MinRetryBackoff,
+			MaxRetryBackoff: ro.MaxRetryBackoff,
+		})
+	}
+	d := &masterDialer{c: c, from: from, timeout: o.Timeout, conns: map[*trackedConn]struct{}{}}
+	c.mu.Lock()
+	c.dialers = append(c.dialers, d)
+	c.mu.Unlock()
+	ro := o.options(MasterNodeName + ":0")
+	ro.Dialer = d.dial
+	return redis.NewClient(ro)
 }
 
 // CloseNodes closes the clients of nodes.

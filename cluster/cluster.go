@@ -13,15 +13,46 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 )
 
-// Config describes an independent-masters topology. The zero value, after
-// WithDefaults, is one node and one client.
+// Topologies.
+const (
+	// Independent is N independent masters (what Redlock needs).
+	Independent = "independent"
+	// Replicated is one master with replicas, failed over by Sentinel or by
+	// the harness.
+	Replicated = "replicated"
+)
+
+// Failover modes of a replicated topology.
+const (
+	// FailoverSentinel: Sentinel watches the master and promotes a replica;
+	// clients find the master through Sentinel.
+	FailoverSentinel = "sentinel"
+	// FailoverManual: no Sentinel; the harness promotes a replica and moves
+	// the clients (a nemesis decides when).
+	FailoverManual = "manual"
+)
+
+// Persistence modes of the lock nodes.
+const (
+	PersistNone        = "none"
+	PersistAOFEverysec = "aof-everysec"
+	PersistAOFAlways   = "aof-always"
+)
+
+// MasterName is the name Sentinel monitors the master under.
+const MasterName = "mymaster"
+
+// Config describes a topology. The zero value, after WithDefaults, is one
+// independent node and one client.
 type Config struct {
-	// Nodes is the number of independent Redis masters the lock uses.
+	// Nodes is the number of independent Redis masters the lock uses. A
+	// replicated topology has 1+Replicas nodes and ignores it.
 	Nodes int
 	// Clients is the number of client slots; each slot gets its own proxy to
 	// every node, so one client can be cut off while another is not.
@@ -29,39 +60,125 @@ type Config struct {
 	// Dir is the parent of the per-node directories. Empty: a new temporary
 	// directory, removed by Down.
 	Dir string
-	// BasePort, when non-zero, puts node i on BasePort+i and the storage
-	// node on BasePort+Nodes+1; otherwise ports are chosen free.
+	// BasePort, when non-zero, puts node i on BasePort+i, the storage node
+	// on BasePort+Nodes+1 and the sentinels after it; otherwise ports are
+	// chosen free.
 	BasePort int
 	// RedisServer is the redis-server binary; empty means look it up on PATH.
 	RedisServer string
 	// ExtraConfig is appended to every lock node's config (for example
 	// "appendonly yes").
 	ExtraConfig string
+
+	// Topology is Independent (default) or Replicated.
+	Topology string
+	// Replicas is the number of replicas of a replicated topology (default 2).
+	Replicas int
+	// Sentinels is the number of sentinels with FailoverSentinel (default 3).
+	Sentinels int
+	// Failover is FailoverSentinel (default) or FailoverManual.
+	Failover string
+	// RedisSentinel is the redis-sentinel binary; empty means look it up.
+	RedisSentinel string
+	// SentinelDownAfter is Sentinel's down-after-milliseconds (default 1s).
+	SentinelDownAfter time.Duration
+	// SentinelFailoverTimeout is Sentinel's failover-timeout (default 3s).
+	SentinelFailoverTimeout time.Duration
+
+	// Faketime runs every lock node under libfaketime with its own control
+	// file, so clock faults can skew or drift one node's clock.
+	Faketime bool
+	// Persistence of the lock nodes: PersistNone (default),
+	// PersistAOFEverysec or PersistAOFAlways. It decides what a node killed
+	// and restarted remembers.
+	Persistence string
 }
 
 // WithDefaults fills in unset fields.
 func (c Config) WithDefaults() Config {
-	if c.Nodes == 0 {
-		c.Nodes = 1
+	if c.Topology == "" {
+		c.Topology = Independent
 	}
 	if c.Clients == 0 {
 		c.Clients = 1
+	}
+	if c.Persistence == "" {
+		c.Persistence = PersistNone
+	}
+	if c.Topology == Replicated {
+		if c.Replicas == 0 {
+			c.Replicas = 2
+		}
+		c.Nodes = 1 + c.Replicas
+		if c.Failover == "" {
+			c.Failover = FailoverSentinel
+		}
+		if c.Failover == FailoverSentinel && c.Sentinels == 0 {
+			c.Sentinels = 3
+		}
+		if c.SentinelDownAfter == 0 {
+			c.SentinelDownAfter = time.Second
+		}
+		if c.SentinelFailoverTimeout == 0 {
+			c.SentinelFailoverTimeout = 3 * time.Second
+		}
+	}
+	if c.Nodes == 0 {
+		c.Nodes = 1
 	}
 	return c
 }
 
 // Validate rejects configurations that cannot be started.
 func (c Config) Validate() error {
+	switch c.Topology {
+	case Independent, Replicated:
+	default:
+		return fmt.Errorf("unknown topology %q (want %s or %s)", c.Topology, Independent, Replicated)
+	}
 	if c.Nodes < 1 {
 		return fmt.Errorf("nodes must be at least 1, got %d", c.Nodes)
 	}
 	if c.Clients < 1 {
 		return fmt.Errorf("clients must be at least 1, got %d", c.Clients)
 	}
-	if c.BasePort < 0 || c.BasePort > 65535-c.Nodes-1 {
+	if _, err := PersistenceConfig(c.Persistence); err != nil {
+		return err
+	}
+	if c.Topology == Replicated {
+		if c.Replicas < 1 {
+			return fmt.Errorf("replicated topology needs at least 1 replica, got %d", c.Replicas)
+		}
+		switch c.Failover {
+		case FailoverSentinel:
+			if c.Sentinels < 1 {
+				return fmt.Errorf("sentinel failover needs at least 1 sentinel, got %d", c.Sentinels)
+			}
+		case FailoverManual:
+			if c.Sentinels != 0 {
+				return fmt.Errorf("manual failover runs no sentinels, got %d", c.Sentinels)
+			}
+		default:
+			return fmt.Errorf("unknown failover %q (want %s or %s)", c.Failover, FailoverSentinel, FailoverManual)
+		}
+	}
+	if c.BasePort < 0 || c.BasePort > 65535-c.Nodes-c.Sentinels-1 {
 		return fmt.Errorf("base port %d out of range", c.BasePort)
 	}
 	return nil
+}
+
+// PersistenceConfig is the redis.conf fragment of a persistence mode.
+func PersistenceConfig(mode string) (string, error) {
+	switch mode {
+	case "", PersistNone:
+		return "appendonly no\n", nil
+	case PersistAOFEverysec:
+		return "appendonly yes\nappendfsync everysec\n", nil
+	case PersistAOFAlways:
+		return "appendonly yes\nappendfsync always\n", nil
+	}
+	return "", fmt.Errorf("unknown persistence %q (want %s, %s or %s)", mode, PersistNone, PersistAOFEverysec, PersistAOFAlways)
 }
 
 // Endpoint is one node as one client reaches it.
@@ -75,20 +192,30 @@ type Cluster struct {
 	cfg     Config
 	tempDir bool
 
-	// Nodes are the lock's Redis servers, n1…nN.
+	// Nodes are the lock's Redis servers, n1…nN. In a replicated topology
+	// n1 is the first master and the others its replicas.
 	Nodes []*Server
+	// Sentinels watch a replicated topology's master (s1…sS), with
+	// FailoverSentinel.
+	Sentinels []*Server
 	// Storage holds the protected resource; no fault reaches it.
 	Storage *Server
 
 	proxies *toxiproxy.ApiServer
 	links   map[string]*Link // by name, "c0->n1"
 
+	mu       sync.Mutex
+	master   string            // replicated: the node the harness takes as master
+	announce map[string]string // announced address -> node name (sentinel mode)
+	dialers  []*masterDialer   // manual mode: clients following the master
+
 	downOnce sync.Once
 	downErr  error
 }
 
-// Up starts the topology: every node, then the proxies, then waits until
-// every node answers PING. On error, whatever was started is stopped.
+// Up starts the topology: the proxies, every node, then waits until every
+// node answers PING (and, when replicated, until replicas are in sync and
+// sentinels know each other). On error, whatever was started is stopped.
 func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -100,7 +227,13 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	c := &Cluster{cfg: cfg, links: map[string]*Link{}}
+	sbin := cfg.RedisSentinel
+	if sbin == "" && cfg.Sentinels > 0 {
+		if sbin, err = LookBinary("redis-sentinel"); err != nil {
+			return nil, err
+		}
+	}
+	c := &Cluster{cfg: cfg, links: map[string]*Link{}, announce: map[string]string{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
@@ -113,36 +246,62 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 		c.cfg.Dir, c.tempDir = d, true
 	}
+	var ftEnv func(clockFile string) []string
+	if cfg.Faketime {
+		lib, err := Libfaketime()
+		if err != nil {
+			return nil, err
+		}
+		shim, err := BuildMallocShim(c.cfg.Dir)
+		if err != nil {
+			return nil, err
+		}
+		ftEnv = func(f string) []string { return faketimeEnv(shim, lib, f) }
+	}
 	ports, err := c.ports()
 	if err != nil {
 		return nil, err
 	}
 	for i := 0; i < cfg.Nodes; i++ {
 		name := fmt.Sprintf("n%d", i+1)
-		c.Nodes = append(c.Nodes, &Server{
-			Name: name, Port: ports[i], Binary: bin,
-			Dir:    filepath.Join(c.cfg.Dir, name),
-			Config: RedisConfig(ports[i], filepath.Join(c.cfg.Dir, name), name) + cfg.ExtraConfig,
-		})
+		s := &Server{Name: name, Port: ports[i], Binary: bin, Dir: filepath.Join(c.cfg.Dir, name)}
+		if cfg.Faketime {
+			s.ClockFile = filepath.Join(s.Dir, "faketime")
+			s.Env = ftEnv(s.ClockFile)
+		}
+		c.Nodes = append(c.Nodes, s)
 	}
 	sp := ports[cfg.Nodes]
 	c.Storage = &Server{Name: "storage", Port: sp, Binary: bin, Dir: filepath.Join(c.cfg.Dir, "storage"),
 		Config: RedisConfig(sp, filepath.Join(c.cfg.Dir, "storage"), "storage")}
+	for i := 0; i < cfg.Sentinels; i++ {
+		name := fmt.Sprintf("s%d", i+1)
+		p := ports[cfg.Nodes+1+i]
+		c.Sentinels = append(c.Sentinels, &Server{Name: name, Port: p, Binary: sbin, Dir: filepath.Join(c.cfg.Dir, name)})
+	}
+
+	// Every proxy exists before any server starts: a replica whose first
+	// connection to its master is refused retries only after ≈1 s.
+	zerolog.SetGlobalLevel(zerolog.Disabled) // the bandwidth toxic logs through the global logger
+	c.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	if err := c.addLinks(); err != nil {
+		return nil, err
+	}
+	if cfg.Topology == Replicated {
+		c.master = c.Nodes[0].Name
+	}
+	for _, s := range c.Nodes {
+		s.Config = c.renderConfig(s)
+	}
+	for _, s := range c.Sentinels {
+		s.Config = c.sentinelConfig(s)
+	}
 
 	all := append(append([]*Server(nil), c.Nodes...), c.Storage)
+	all = append(all, c.Sentinels...)
 	for _, s := range all {
 		if err := s.Start(ctx, false); err != nil {
 			return nil, err
-		}
-	}
-	// Proxies go up while the servers start; nothing dials through them yet.
-	zerolog.SetGlobalLevel(zerolog.Disabled) // the bandwidth toxic logs through the global logger
-	c.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	for cl := 0; cl < cfg.Clients; cl++ {
-		for _, n := range c.Nodes {
-			if _, err := c.AddLink(fmt.Sprintf("c%d", cl), n); err != nil {
-				return nil, err
-			}
 		}
 	}
 	errs := make(chan error, len(all))
@@ -156,12 +315,122 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if werr != nil {
 		return nil, werr
 	}
+	if cfg.Topology == Replicated {
+		if err := c.waitReplicated(ctx, 30*time.Second); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
-// ports allocates a port for every node and the storage node.
+// addLinks creates every proxy of the topology:
+//   - "cK->nI": client slot K to node I (and "cK->sJ" to sentinel J);
+//   - replicated: "nI->nJ", replica I's replication link to master J, for
+//     every ordered pair, so any node can follow any other after a failover;
+//   - sentinel failover: "sentinels->nI", the address node I announces. A
+//     node announces one address to everyone, so the sentinels (and the
+//     replicas Sentinel re-points to a new master) share one proxy per node.
+func (c *Cluster) addLinks() error {
+	for cl := 0; cl < c.cfg.Clients; cl++ {
+		for _, n := range c.Nodes {
+			if _, err := c.AddLink(fmt.Sprintf("c%d", cl), n); err != nil {
+				return err
+			}
+		}
+		for _, s := range c.Sentinels {
+			if _, err := c.AddLink(fmt.Sprintf("c%d", cl), s); err != nil {
+				return err
+			}
+		}
+	}
+	if c.cfg.Topology != Replicated {
+		return nil
+	}
+	for _, a := range c.Nodes {
+		for _, b := range c.Nodes {
+			if a == b {
+				continue
+			}
+			if _, err := c.AddLink(a.Name, b); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range c.Sentinels {
+		// go-redis's failover client learns the other sentinels' real
+		// addresses from the sentinels; map them back to its own links.
+		c.announce[s.Addr()] = s.Name
+	}
+	if len(c.Sentinels) > 0 {
+		for _, n := range c.Nodes {
+			l, err := c.AddLink(SentinelsFrom, n)
+			if err != nil {
+				return err
+			}
+			c.announce[l.Addr()] = n.Name
+		}
+	}
+	return nil
+}
+
+// SentinelsFrom is the "from" of the links the sentinels use
+// ("sentinels->n1").
+const SentinelsFrom = "sentinels"
+
+// renderConfig is node s's config in the topology's current state: base,
+// persistence, and in a replicated topology its role (a replica follows the
+// current master through its own link) and the address it announces.
+func (c *Cluster) renderConfig(s *Server) string {
+	var b strings.Builder
+	b.WriteString(RedisConfig(s.Port, s.Dir, s.Name))
+	pc, _ := PersistenceConfig(c.cfg.Persistence) // validated in Up
+	b.WriteString(pc)
+	if c.cfg.Topology == Replicated {
+		// A full sync starts at once instead of waiting 5 s for more replicas.
+		b.WriteString("repl-diskless-sync-delay 0\n")
+		if m := c.master; m != "" && m != s.Name {
+			if l := c.links[LinkName(s.Name, m)]; l != nil {
+				fmt.Fprintf(&b, "replicaof %s\n", strings.Replace(l.Addr(), ":", " ", 1))
+			}
+		}
+		if l := c.links[LinkName(SentinelsFrom, s.Name)]; l != nil {
+			host, port, _ := strings.Cut(l.Addr(), ":")
+			fmt.Fprintf(&b, "replica-announce-ip %s\nreplica-announce-port %s\n", host, port)
+		}
+	}
+	b.WriteString(c.cfg.ExtraConfig)
+	if c.cfg.ExtraConfig != "" && !strings.HasSuffix(c.cfg.ExtraConfig, "\n") {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// sentinelConfig is a fresh config for sentinel s (Sentinel rewrites its
+// file, so it is written anew at every start). It monitors the first master
+// through that master's announced address.
+func (c *Cluster) sentinelConfig(s *Server) string {
+	l := c.links[LinkName(SentinelsFrom, c.Nodes[0].Name)]
+	host, port, _ := strings.Cut(l.Addr(), ":")
+	quorum := len(c.Sentinels)/2 + 1
+	return strings.Join([]string{
+		fmt.Sprintf("port %d", s.Port),
+		"bind 127.0.0.1",
+		"protected-mode no",
+		"daemonize no",
+		fmt.Sprintf("dir %s", s.Dir),
+		fmt.Sprintf("logfile %s", s.LogPath()),
+		fmt.Sprintf("sentinel monitor %s %s %s %d", MasterName, host, port, quorum),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", MasterName, c.cfg.SentinelDownAfter.Milliseconds()),
+		fmt.Sprintf("sentinel failover-timeout %s %d", MasterName, c.cfg.SentinelFailoverTimeout.Milliseconds()),
+		fmt.Sprintf("sentinel parallel-syncs %s 1", MasterName),
+		"",
+	}, "\n")
+}
+
+// ports allocates a port for every node, the storage node and every
+// sentinel.
 func (c *Cluster) ports() ([]int, error) {
-	n := c.cfg.Nodes + 1
+	n := c.cfg.Nodes + 1 + c.cfg.Sentinels
 	ports := make([]int, 0, n)
 	seen := map[int]bool{}
 	for i := 0; i < n; i++ {
@@ -246,7 +515,7 @@ func (c *Cluster) Down() error {
 		if c.proxies != nil {
 			c.proxies.Collection.Clear()
 		}
-		servers := append([]*Server(nil), c.Nodes...)
+		servers := append(append([]*Server(nil), c.Sentinels...), c.Nodes...)
 		if c.Storage != nil {
 			servers = append(servers, c.Storage)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
 const defaultReadyTimeout = 10 * time.Second
@@ -86,4 +87,40 @@ func (l *Link) Blackhole() error {
 // blackhole are closed, as toxiproxy does.
 func (l *Link) Heal(ctx context.Context) {
 	l.proxy.Toxics.ResetToxics(ctx)
+}
+
+// AddLatency delays every byte on the link by latency ± jitter, in both
+// directions.
+func (l *Link) AddLatency(latency, jitter time.Duration) error {
+	for _, stream := range []string{"upstream", "downstream"} {
+		j := fmt.Sprintf(`{"name":"latency-%s","type":"latency","stream":%q,"attributes":{"latency":%d,"jitter":%d}}`,
+			stream, stream, latency.Milliseconds(), jitter.Milliseconds())
+		if err := l.AddToxic(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Toxics names the toxics on the link; none means the link is healthy.
+func (l *Link) Toxics() []string {
+	var out []string
+	for _, t := range l.proxy.Toxics.GetToxicArray() {
+		if w, ok := t.(*toxics.ToxicWrapper); ok {
+			out = append(out, w.Name)
+			continue
+		}
+		out = append(out, fmt.Sprintf("%T", t))
+	}
+	return out
+}
+
+// Faulted reports whether the link has any toxic on it.
+func (l *Link) Faulted() bool { return len(l.proxy.Toxics.GetToxicArray()) > 0 }
+
+// HealLinks removes every toxic from every link.
+func (c *Cluster) HealLinks(ctx context.Context) {
+	for _, l := range c.links {
+		l.Heal(ctx)
+	}
 }

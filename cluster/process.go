@@ -51,10 +51,16 @@ type Server struct {
 	// Env is added to the environment of the process (LD_PRELOAD for
 	// libfaketime).
 	Env []string
+	// ClockFile, when set, is the libfaketime control file the server reads
+	// its clock offset and rate from (Env must preload libfaketime).
+	ClockFile string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	exit chan struct{} // closed when the current process has been reaped
+	mu        sync.Mutex
+	cmd       *exec.Cmd
+	exit      chan struct{} // closed when the current process has been reaped
+	paused    bool
+	clock     Clock
+	startedAt time.Time // when libfaketime (roughly) took its start instant
 }
 
 // Addr is the server's direct address (not through any proxy).
@@ -100,6 +106,17 @@ func (s *Server) Start(ctx context.Context, wait bool) error {
 	if err := os.WriteFile(s.ConfigPath(), []byte(s.Config), 0o644); err != nil {
 		return fmt.Errorf("start %s: write config: %w", s.Name, err)
 	}
+	if s.Faked() {
+		// libfaketime's rate is relative to the instant the process loads
+		// it, so the file is rewritten for every new process.
+		s.mu.Lock()
+		s.startedAt = time.Now()
+		err := s.writeClockLocked()
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("start %s: %w", s.Name, err)
+		}
+	}
 	cmd := exec.Command(s.Binary, s.ConfigPath())
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
@@ -112,7 +129,7 @@ func (s *Server) Start(ctx context.Context, wait bool) error {
 	}
 	exit := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.exit = cmd, exit
+	s.cmd, s.exit, s.paused = cmd, exit, false
 	s.mu.Unlock()
 	go func() {
 		_ = cmd.Wait() // reaped; the exit status is in the log
@@ -199,10 +216,58 @@ func (s *Server) Kill() error {
 	}
 	s.mu.Lock()
 	if s.cmd == cmd {
-		s.cmd = nil
+		s.cmd, s.paused = nil, false
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// Pause stops the process with SIGSTOP. The kernel still accepts new TCP
+// connections for it; commands hang until Resume.
+func (s *Server) Pause() error {
+	if err := s.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.paused = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Resume continues a paused process with SIGCONT. Resuming a server that is
+// not paused (or not running) is a no-op.
+func (s *Server) Resume() error {
+	s.mu.Lock()
+	paused := s.paused
+	s.mu.Unlock()
+	if !paused {
+		return nil
+	}
+	if err := s.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.paused = false
+	s.mu.Unlock()
+	return nil
+}
+
+// Paused reports whether the process is stopped by Pause.
+func (s *Server) Paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused && s.cmd != nil
+}
+
+// Restart starts the server again on the same port, with the same
+// directory (so whatever it persisted there is loaded) and its current
+// Config, and waits until it answers PING. It kills the process first if it
+// is still running.
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.Kill(); err != nil {
+		return err
+	}
+	return s.Start(ctx, true)
 }
 
 // Ping sends PING over a fresh TCP connection and expects +PONG.

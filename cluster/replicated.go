@@ -1,0 +1,329 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Replicated reports whether the topology is one master with replicas.
+func (c *Cluster) Replicated() bool { return c.cfg.Topology == Replicated }
+
+// Master is the node the harness takes as the master of a replicated
+// topology: the first master until a failover moves it (SetMaster, or
+// RefreshMaster after Sentinel promoted another node). Nil when independent.
+func (c *Cluster) Master() *Server {
+	c.mu.Lock()
+	name := c.master
+	c.mu.Unlock()
+	s, err := c.Node(name)
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// Replicas are the nodes other than Master.
+func (c *Cluster) Replicas() []*Server {
+	m := c.Master()
+	var out []*Server
+	for _, n := range c.Nodes {
+		if n != m {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// SetMaster records name as the master and moves the clients that follow
+// the harness's master (FailoverManual): their open connections are closed,
+// so their next command dials the new master through their own link. It
+// also rewrites every node's config so a restart keeps the new roles. It
+// does not send REPLICAOF: see Promote and Follow.
+func (c *Cluster) SetMaster(name string) error {
+	if !c.Replicated() {
+		return fmt.Errorf("set master: topology %s has no master", c.cfg.Topology)
+	}
+	if _, err := c.Node(name); err != nil {
+		return fmt.Errorf("set master: %w", err)
+	}
+	c.mu.Lock()
+	changed := c.master != name
+	c.master = name
+	dialers := append([]*masterDialer(nil), c.dialers...)
+	for _, s := range c.Nodes {
+		s.Config = c.renderConfig(s)
+	}
+	c.mu.Unlock()
+	if changed {
+		for _, d := range dialers {
+			d.closeAll()
+		}
+	}
+	return nil
+}
+
+// Promote makes node name a master (REPLICAOF NO ONE), over a direct
+// connection: the harness is the operator, not a client under faults.
+func (c *Cluster) Promote(ctx context.Context, name string) error {
+	s, err := c.Node(name)
+	if err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	if err := adminDo(ctx, s, "replicaof", "no", "one"); err != nil {
+		return fmt.Errorf("promote %s: %w", name, err)
+	}
+	return nil
+}
+
+// Follow makes node name a replica of master, through its replication link
+// "name->master".
+func (c *Cluster) Follow(ctx context.Context, name, master string) error {
+	s, err := c.Node(name)
+	if err != nil {
+		return fmt.Errorf("follow: %w", err)
+	}
+	l, err := c.Link(name, master)
+	if err != nil {
+		return fmt.Errorf("%s follow %s: %w", name, master, err)
+	}
+	host, port, _ := strings.Cut(l.Addr(), ":")
+	if err := adminDo(ctx, s, "replicaof", host, port); err != nil {
+		return fmt.Errorf("%s follow %s: %w", name, master, err)
+	}
+	return nil
+}
+
+// Role is a node's replication role as it reports it: "master", "slave"
+// (with the address of its master and whether the link is up) or an error.
+func (c *Cluster) Role(ctx context.Context, name string) (ReplicationInfo, error) {
+	s, err := c.Node(name)
+	if err != nil {
+		return ReplicationInfo{}, err
+	}
+	return s.Replication(ctx)
+}
+
+// ReplicationInfo is the part of INFO replication the harness uses.
+type ReplicationInfo struct {
+	Role       string // "master" or "slave"
+	MasterAddr string // a replica's master, as it dials it
+	LinkUp     bool   // a replica's master_link_status is up
+	Replicas   int    // a master's connected_slaves
+}
+
+// Replication reads INFO replication over a direct connection.
+func (s *Server) Replication(ctx context.Context) (ReplicationInfo, error) {
+	cl := NewRedisClient(s.Addr(), ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
+	defer cl.Close()
+	txt, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return ReplicationInfo{}, fmt.Errorf("INFO replication on %s: %w", s.Name, err)
+	}
+	var ri ReplicationInfo
+	var host, port string
+	for _, line := range strings.Split(txt, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "role":
+			ri.Role = v
+		case "master_host":
+			host = v
+		case "master_port":
+			port = v
+		case "master_link_status":
+			ri.LinkUp = v == "up"
+		case "connected_slaves":
+			ri.Replicas, _ = strconv.Atoi(v)
+		}
+	}
+	if host != "" {
+		ri.MasterAddr = net.JoinHostPort(host, port)
+	}
+	return ri, nil
+}
+
+func adminDo(ctx context.Context, s *Server, args ...any) error {
+	cl := NewRedisClient(s.Addr(), ClientOptions{Timeout: time.Second, PoolSize: 1})
+	defer cl.Close()
+	return cl.Do(ctx, args...).Err()
+}
+
+// SentinelMaster asks every sentinel (directly) which node is the master
+// and returns the answer of the majority of those that answered.
+func (c *Cluster) SentinelMaster(ctx context.Context) (string, error) {
+	if len(c.Sentinels) == 0 {
+		return "", fmt.Errorf("sentinel master: topology has no sentinels")
+	}
+	votes := map[string]int{}
+	var errs []string
+	for _, s := range c.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 300 * time.Millisecond,
+			ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, PoolSize: 1})
+		addr, err := sc.GetMasterAddrByName(ctx, MasterName).Result()
+		_ = sc.Close()
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", s.Name, err))
+			continue
+		}
+		a := net.JoinHostPort(addr[0], addr[1])
+		c.mu.Lock()
+		name, ok := c.announce[a]
+		c.mu.Unlock()
+		if _, err := c.Node(name); !ok || err != nil {
+			errs = append(errs, fmt.Sprintf("%s: unknown master address %s", s.Name, a))
+			continue
+		}
+		votes[name]++
+	}
+	best, n := "", 0
+	for name, v := range votes {
+		if v > n || (v == n && name < best) {
+			best, n = name, v
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("sentinel master: no answer: %s", strings.Join(errs, "; "))
+	}
+	return best, nil
+}
+
+// RefreshMaster sets Master to what the sentinels say it is.
+func (c *Cluster) RefreshMaster(ctx context.Context) (string, error) {
+	name, err := c.SentinelMaster(ctx)
+	if err != nil {
+		return "", err
+	}
+	return name, c.SetMaster(name)
+}
+
+// waitReplicated waits until every replica's link to the master is up and,
+// with Sentinel, every sentinel knows every replica and every other
+// sentinel (≈2 s): a failover before that would not find a replica.
+func (c *Cluster) waitReplicated(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := c.replicatedReady(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replicated topology not ready after %v: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replicated topology: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) replicatedReady(ctx context.Context) error {
+	for _, r := range c.Replicas() {
+		ri, err := r.Replication(ctx)
+		if err != nil {
+			return err
+		}
+		if ri.Role != "slave" || !ri.LinkUp {
+			return fmt.Errorf("%s: role %s, link up %v", r.Name, ri.Role, ri.LinkUp)
+		}
+	}
+	for _, s := range c.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 300 * time.Millisecond,
+			ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, PoolSize: 1})
+		m, err := sc.Master(ctx, MasterName).Result()
+		_ = sc.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		if m["num-slaves"] != strconv.Itoa(c.cfg.Replicas) || m["num-other-sentinels"] != strconv.Itoa(len(c.Sentinels)-1) {
+			return fmt.Errorf("%s knows %s replicas and %s other sentinels", s.Name, m["num-slaves"], m["num-other-sentinels"])
+		}
+	}
+	return nil
+}
+
+// masterDialer dials, for one client slot, the current master through that
+// client's own link to it, and remembers its connections so SetMaster can
+// close them: the client's pool then redials the new master.
+type masterDialer struct {
+	c       *Cluster
+	from    string
+	timeout time.Duration
+
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
+}
+
+func (d *masterDialer) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	d.c.mu.Lock()
+	l := d.c.links[LinkName(d.from, d.c.master)]
+	d.c.mu.Unlock()
+	if l == nil {
+		return nil, fmt.Errorf("dial master: no link from %s", d.from)
+	}
+	nd := net.Dialer{Timeout: d.timeout}
+	conn, err := nd.DialContext(ctx, "tcp", l.Addr())
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: conn, d: d}
+	d.mu.Lock()
+	d.conns[tc] = struct{}{}
+	d.mu.Unlock()
+	return tc, nil
+}
+
+func (d *masterDialer) closeAll() {
+	d.mu.Lock()
+	conns := make([]*trackedConn, 0, len(d.conns))
+	for tc := range d.conns {
+		conns = append(conns, tc)
+	}
+	d.mu.Unlock()
+	for _, tc := range conns {
+		_ = tc.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	d    *masterDialer
+	once sync.Once
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() {
+		t.d.mu.Lock()
+		delete(t.d.conns, t)
+		t.d.mu.Unlock()
+	})
+	return t.Conn.Close()
+}
+
+// announceDialer maps an address a node announces (what Sentinel hands out)
+// to the client's own link to that node, so a client that found the master
+// through Sentinel still reaches it through its own proxy. Other addresses
+// (the client's links to the sentinels) are dialed as they are.
+func (c *Cluster) announceDialer(from string, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c.mu.Lock()
+		if name, ok := c.announce[addr]; ok {
+			if l := c.links[LinkName(from, name)]; l != nil {
+				addr = l.Addr()
+			}
+		}
+		c.mu.Unlock()
+		nd := net.Dialer{Timeout: timeout}
+		return nd.DialContext(ctx, network, addr)
+	}
+}

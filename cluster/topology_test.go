@@ -1,0 +1,189 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// up starts a cluster for a test and stops it in Cleanup. It fails the test
+// with an install hint when the binaries are missing.
+func up(t *testing.T, cfg cluster.Config) *cluster.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs redis-server")
+	}
+	c, err := cluster.Up(context.Background(), cfg)
+	if err != nil {
+		if errors.Is(err, cluster.ErrMissingBinary) {
+			t.Fatalf("%v (apt-get install -y redis-server redis-sentinel libfaketime gcc)", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Down(); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	})
+	return c
+}
+
+func TestReplicatedSentinel(t *testing.T) {
+	c := up(t, cluster.Config{Topology: cluster.Replicated, Clients: 2})
+	ctx := context.Background()
+	if len(c.Nodes) != 3 || len(c.Sentinels) != 3 {
+		t.Fatalf("%d nodes, %d sentinels; want 3 and 3", len(c.Nodes), len(c.Sentinels))
+	}
+	// Replication goes through the replica's own link.
+	l, err := c.Link("n2", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := c.Role(ctx, "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ri.Role != "slave" || ri.MasterAddr != l.Addr() || !ri.LinkUp {
+		t.Fatalf("n2 replication %+v, want slave of %s with link up", ri, l.Addr())
+	}
+	if m, err := c.SentinelMaster(ctx); err != nil || m != "n1" {
+		t.Fatalf("sentinel master %q, %v; want n1", m, err)
+	}
+	nodes := c.ClientNodes(1, cluster.ClientOptions{Timeout: time.Second})
+	defer cluster.CloseNodes(nodes)
+	if len(nodes) != 1 || nodes[0].Name != cluster.MasterNodeName {
+		t.Fatalf("client nodes %v, want one named master", nodes)
+	}
+	if err := nodes[0].Client.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The client reached the master through its own link: cutting that
+	// link cuts the client off.
+	cl, err := c.Link("c1", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := c.ClientNodes(1, cluster.ClientOptions{Timeout: 300 * time.Millisecond})
+	defer cluster.CloseNodes(fresh)
+	if err := fresh[0].Client.Get(ctx, "k").Err(); err == nil {
+		t.Fatal("GET through a blackholed client link succeeded")
+	}
+	cl.Heal(ctx)
+	if v, err := fresh[0].Client.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("after heal: %q, %v", v, err)
+	}
+}
+
+func TestReplicatedManual(t *testing.T) {
+	c := up(t, cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverManual, Replicas: 1})
+	ctx := context.Background()
+	nodes := c.ClientNodes(0, cluster.ClientOptions{})
+	defer cluster.CloseNodes(nodes)
+	cli := nodes[0].Client
+	if err := cli.Set(ctx, "k", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Promote(ctx, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetMaster("n2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Follow(ctx, "n1", "n2"); err != nil {
+		t.Fatal(err)
+	}
+	// The client's next command goes to n2 (its pooled connection to n1 was
+	// closed); the first one may see the closed connection.
+	var err error
+	for i := 0; i < 3; i++ {
+		if err = cli.Set(ctx, "k", "2", 0).Err(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := c.Role(ctx, "n2")
+	if err != nil || ri.Role != "master" {
+		t.Fatalf("n2: %+v %v", ri, err)
+	}
+	n2 := cluster.NewRedisClient(c.Nodes[1].Addr(), cluster.ClientOptions{})
+	defer n2.Close()
+	if v, err := n2.Get(ctx, "k").Result(); err != nil || v != "2" {
+		t.Fatalf("n2 has k=%q (%v), want 2", v, err)
+	}
+}
+
+func TestFaketimeClock(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil && !testing.Short() {
+		t.Fatalf("gcc missing: %s", cluster.FaketimeHint)
+	}
+	c := up(t, cluster.Config{Nodes: 2, Faketime: true})
+	ctx := context.Background()
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	for _, n := range c.Nodes {
+		if _, err := n.ConfirmClock(ctx, 50*time.Millisecond, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range c.Nodes {
+		cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{})
+		defer cl.Close()
+		if err := cl.Do(ctx, "set", "lock", "tok", "px", 30000).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n1.SetClock(time.Minute, 1); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := n1.ConfirmClock(ctx, 100*time.Millisecond, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs < 59*time.Second {
+		t.Fatalf("observed skew %v after +1m", obs)
+	}
+	c1 := cluster.NewRedisClient(n1.Addr(), cluster.ClientOptions{})
+	defer c1.Close()
+	c2 := cluster.NewRedisClient(n2.Addr(), cluster.ClientOptions{})
+	defer c2.Close()
+	if n, _ := c1.Exists(ctx, "lock").Result(); n != 0 {
+		t.Fatal("lock still on n1 after its clock jumped past the TTL")
+	}
+	if n, _ := c2.Exists(ctx, "lock").Result(); n != 1 {
+		t.Fatal("lock gone from n2, whose clock did not move")
+	}
+	// Drift: the skew grows at rate−1 per second, with no jump at the start.
+	if err := n1.SetClock(0, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n1.ConfirmClock(ctx, 20*time.Millisecond, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := n1.ServerTime(ctx, time.Second)
+	time.Sleep(300 * time.Millisecond)
+	b, _, _ := n1.ServerTime(ctx, time.Second)
+	if grew := b - a; grew < 400*time.Millisecond || grew > 800*time.Millisecond {
+		t.Fatalf("skew grew %v in 300ms at rate 3, want ≈600ms", grew)
+	}
+	// Restarting keeps the clock as set, relative to the new process.
+	if err := n1.SetClock(-time.Minute, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if obs, err := n1.ConfirmClock(ctx, 100*time.Millisecond, 3*time.Second); err != nil || obs > -59*time.Second {
+		t.Fatalf("after restart: skew %v, %v", obs, err)
+	}
+	_ = redis.Nil
+}
