@@ -1,9 +1,19 @@
 package locks
 
-// builtins lists every lock of this package, in the order of the catalogue.
+// builtins lists every lock of this package, in the order of the catalogue:
+// from the naive recipes to the ones with a checked owner, then several
+// nodes, then fencing and replication, then the real libraries.
 func builtins() []Info {
 	return []Info{
-		tokenInfo,
+		setNXInfo,
+		setNXExpireInfo,
 		setNXEXInfo,
+		tokenInfo,
+		reentrantInfo,
+		redlockInfo,
+		fencedInfo,
+		tokenWaitInfo,
+		redsyncInfo,
+		redislockInfo,
 	}
 }

@@ -26,6 +26,16 @@ type Options struct {
 	// RetryDelay is the upper bound of the random delay between attempts of
 	// a blocking acquire. Default 10ms.
 	RetryDelay time.Duration
+	// OnRenew, when set, is told about every renewal a lock makes on its own
+	// in the background (the reentrant lock's watchdog), so the workload can
+	// record it in the history as a renew invoke and its completion. It is
+	// called right before the renewal is sent (record the invoke there) and
+	// returns the function to call with the result: the lease as extended
+	// (ValidUntil = instant before sending + TTL) and nil, or the lease as it
+	// was and the error (classify it with Outcome). Renewals a caller makes
+	// through Renewer.Renew are not reported here. Both functions run on the
+	// lock's background goroutine, concurrently with the client's own calls.
+	OnRenew func(key string) func(Lease, error)
 }
 
 // WithDefaults fills in unset fields.

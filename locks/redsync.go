@@ -1,0 +1,266 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	goredisv9 "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+)
+
+var redsyncInfo = Info{
+	Name:        "redsync",
+	Description: "go-redsync/redsync v4 (Redlock in Go) over its go-redis v9 adapter, one pool per node; renew with Extend",
+	MinNodes:    1,
+	New:         newRedsyncLock,
+}
+
+// redsyncLock adapts github.com/go-redsync/redsync/v4 to Lock. The library
+// does the work with its own options; the adapter only watches what each
+// node answered (through a Pool wrapper that changes nothing) so that it can
+// say when a failure is certain, since redsync's errors alone do not tell.
+type redsyncLock struct {
+	nodes []Node
+	opts  Options
+	pools []redsyncredis.Pool
+}
+
+func newRedsyncLock(nodes []Node, opts Options) (Lock, error) {
+	if len(nodes) < 1 {
+		return nil, fmt.Errorf("redsync needs at least 1 node, got 0")
+	}
+	l := &redsyncLock{nodes: nodes, opts: opts.WithDefaults()}
+	for _, n := range nodes {
+		l.pools = append(l.pools, goredisv9.NewPool(n.Client))
+	}
+	return l, nil
+}
+
+func (l *redsyncLock) quorum() int { return len(l.nodes)/2 + 1 }
+
+// mutex builds redsync's Mutex for key over watched pools. value, when set,
+// is the token of an existing lease (redsync.WithValue).
+func (l *redsyncLock) mutex(key, value string, w *watch, extra ...redsync.Option) *redsync.Mutex {
+	pools := make([]redsyncredis.Pool, len(l.pools))
+	for i, p := range l.pools {
+		pools[i] = &watchedPool{Pool: p, node: i, w: w}
+	}
+	opts := []redsync.Option{
+		redsync.WithExpiry(l.opts.TTL),
+		redsync.WithGenValueFunc(func() (string, error) { return newToken(l.opts.Rand), nil }),
+	}
+	if value != "" {
+		opts = append(opts, redsync.WithValue(value))
+	}
+	return redsync.New(pools...).NewMutex(key, append(opts, extra...)...)
+}
+
+// Acquire is TryLock for a try, and Lock with redsync's own retries for a
+// wait: as many tries as fit in the wait at the mean delay, each delay drawn
+// from the seeded source. redsync stops retrying only when its tries run out
+// or its context is done; the delay function cancels the context when the
+// next try would start after the wait, which redsync sees between tries
+// (never during one, so its release after a failed try is never cut short).
+func (l *redsyncLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
+	w := newWatch(len(l.nodes), true)
+	var m *redsync.Mutex
+	var err error
+	if o.Wait <= 0 {
+		m = l.mutex(key, "", w)
+		err = m.TryLockContext(ctx)
+	} else {
+		deadline := time.Now().Add(o.Wait)
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		delay := func(int) time.Duration {
+			d := l.opts.RetryDelay/2 + time.Duration(l.opts.Rand.Int64N(int64(l.opts.RetryDelay)))
+			if time.Now().Add(d).After(deadline) {
+				cancel()
+			}
+			return d
+		}
+		tries := 1 + int(o.Wait/l.opts.RetryDelay)
+		m = l.mutex(key, "", w, redsync.WithTries(tries), redsync.WithRetryDelayFunc(delay))
+		err = m.LockContext(wctx)
+	}
+	lease := Lease{Key: key, Token: m.Value()}
+	if err == nil {
+		lease.ValidUntil = m.Until()
+		return lease, nil
+	}
+	if lease.Token == "" {
+		// redsync keeps the value only on success; the watch saw it.
+		lease.Token = w.value
+	}
+	return lease, l.failure("acquire", key, err, w.results(), ErrNotAcquired)
+}
+
+// Release is Unlock of a mutex carrying the lease's token.
+func (l *redsyncLock) Release(ctx context.Context, lease Lease) error {
+	w := newWatch(len(l.nodes), false)
+	ok, err := l.mutex(lease.Key, lease.Token, w).UnlockContext(ctx)
+	if ok {
+		return nil
+	}
+	return l.failure("release", lease.Key, err, w.results(), ErrNotHeld)
+}
+
+// Renew is Extend of a mutex carrying the lease's token; ValidUntil is the
+// mutex's Until.
+func (l *redsyncLock) Renew(ctx context.Context, lease Lease) (Lease, error) {
+	w := newWatch(len(l.nodes), false)
+	m := l.mutex(lease.Key, lease.Token, w)
+	ok, err := m.ExtendContext(ctx)
+	if ok {
+		lease.ValidUntil = m.Until()
+		return lease, nil
+	}
+	if err == nil || errors.Is(err, redsync.ErrExtendFailed) {
+		// Extended on a quorum, too late: redsync refuses the extension.
+		return lease, &QuorumError{Op: "renew", Key: lease.Key, Quorum: l.quorum(), Reason: "redsync: " + flatten(redsync.ErrExtendFailed), Definite: ErrNotHeld}
+	}
+	return lease, l.failure("renew", lease.Key, err, w.results(), ErrNotHeld)
+}
+
+// failure maps a redsync error to the harness's outcome: definite when
+// fewer than a quorum of nodes may hold the effect (every node whose state
+// is not Refused), unknown otherwise. redsync's own errors (ErrFailed,
+// *ErrTaken, ErrNodeTaken, RedisError, ErrLockAlreadyExpired, joined) say
+// what it saw but not whether a token was left behind.
+func (l *redsyncLock) failure(op, key string, err error, maybe []Result, definite error) error {
+	e := &QuorumError{Op: op, Key: key, Quorum: l.quorum(), Reason: "redsync: " + flatten(err)}
+	n := 0
+	for i, r := range maybe {
+		e.Nodes = append(e.Nodes, NodeResult{Node: l.nodes[i].Name, Result: r})
+		if r != Refused {
+			n++
+		}
+	}
+	if n < l.quorum() {
+		e.Definite = definite
+	}
+	return e
+}
+
+// flatten renders a (possibly joined) redsync error on one line, naming
+// nodes by index as redsync does.
+func flatten(err error) string {
+	if err == nil {
+		return "failed"
+	}
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// watch records, per node, what redsync's commands did there during one
+// operation.
+type watch struct {
+	acquire bool // an acquire (SET NX, then releases) or a release/renew
+
+	mu    sync.Mutex
+	value string
+	// state, for an acquire: whether our token may be on the node (Done: it
+	// is, Unknown: maybe, Refused: it is not). For a release or renew: what
+	// the last script did there (Done: acted on our token).
+	state []Result
+}
+
+func newWatch(n int, acquire bool) *watch {
+	w := &watch{acquire: acquire, state: make([]Result, n)}
+	for i := range w.state {
+		w.state[i] = Refused // nothing of ours is there yet
+	}
+	return w
+}
+
+// setNX records an acquire attempt on node i.
+func (w *watch) setNX(i int, value string, ok bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.value = value
+	switch {
+	case err == nil && ok:
+		w.state[i] = Done
+	case err != nil && classify(err) == Unknown && w.state[i] == Refused:
+		w.state[i] = Unknown
+	}
+}
+
+// eval records a script on node i: redsync's release (delete script: 1
+// deleted, 0 another token, -1 no key) or extend (touch script: 1 extended,
+// 0 not ours).
+func (w *watch) eval(i int, reply any, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, _ := reply.(int64)
+	acted := err == nil && n == 1
+	unknown := err != nil && classify(err) == Unknown
+	if !w.acquire {
+		switch {
+		case acted:
+			w.state[i] = Done
+		case unknown:
+			w.state[i] = Unknown
+		default:
+			w.state[i] = Refused
+		}
+		return
+	}
+	// An acquire's release: a deletion cleans the node. A reply that found
+	// no token of ours cleans it only if our SET is known to have landed;
+	// an unknown SET may still be on its way. An unknown release leaves a
+	// granted node in doubt.
+	switch {
+	case acted:
+		w.state[i] = Refused
+	case err == nil && w.state[i] == Done:
+		w.state[i] = Refused
+	case unknown && w.state[i] == Done:
+		w.state[i] = Unknown
+	}
+}
+
+// results is a copy of the per-node state.
+func (w *watch) results() []Result {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Result(nil), w.state...)
+}
+
+// watchedPool hands out connections that report to a watch. It changes
+// nothing in what redsync sends or receives.
+type watchedPool struct {
+	redsyncredis.Pool
+	node int
+	w    *watch
+}
+
+func (p *watchedPool) Get(ctx context.Context) (redsyncredis.Conn, error) {
+	c, err := p.Pool.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c, node: p.node, w: p.w}, nil
+}
+
+type watchedConn struct {
+	redsyncredis.Conn
+	node int
+	w    *watch
+}
+
+func (c *watchedConn) SetNX(name, value string, expiry time.Duration) (bool, error) {
+	ok, err := c.Conn.SetNX(name, value, expiry)
+	c.w.setNX(c.node, value, ok, err)
+	return ok, err
+}
+
+func (c *watchedConn) Eval(script *redsyncredis.Script, keysAndArgs ...any) (any, error) {
+	reply, err := c.Conn.Eval(script, keysAndArgs...)
+	c.w.eval(c.node, reply, err)
+	return reply, err
+}
