@@ -1,0 +1,471 @@
+// Package workloads drives lock clients and records what they do. The mutex
+// workload is Jepsen's idea of a partial test: a generator of operations
+// (acquire a random key, run a critical section on the protected resource,
+// release) plus the history its clients write; the lock under test supplies
+// the client, and the checker package judges the history.
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/resource"
+)
+
+// Config is the mutex workload's configuration.
+type Config struct {
+	// Clients is the number of concurrent client slots (goroutines). A
+	// crashed client's slot goes on under a new process number.
+	Clients int
+	// Keys is the number of lock keys, "lock-0" … "lock-{Keys-1}".
+	Keys int
+	// TTL is the lease length handed to the lock.
+	TTL time.Duration
+	// AcquireTimeout is how long one acquire may wait for a held lock; 0
+	// tries once, then backs off a few milliseconds.
+	AcquireTimeout time.Duration
+	// ClientPause, when non-zero, makes a client stop the world for this
+	// long between reading and writing the resource (a GC pause), with
+	// probability ClientPauseRate per critical section.
+	ClientPause     time.Duration
+	ClientPauseRate float64
+	// OpTimeout bounds each lock and storage operation; running out of it
+	// makes the outcome unknown (info). Default 2s.
+	OpTimeout time.Duration
+	// Seed makes every random choice of the workload replayable.
+	Seed uint64
+}
+
+// WithDefaults fills in unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Clients == 0 {
+		c.Clients = 5
+	}
+	if c.Keys == 0 {
+		c.Keys = 1
+	}
+	if c.TTL == 0 {
+		c.TTL = time.Second
+	}
+	if c.ClientPause > 0 && c.ClientPauseRate == 0 {
+		c.ClientPauseRate = 0.1
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = 2 * time.Second
+	}
+	return c
+}
+
+// Validate rejects configurations that make no sense.
+func (c Config) Validate() error {
+	switch {
+	case c.Clients < 1:
+		return fmt.Errorf("clients must be at least 1, got %d", c.Clients)
+	case c.Keys < 1:
+		return fmt.Errorf("keys must be at least 1, got %d", c.Keys)
+	case c.TTL < 0:
+		return fmt.Errorf("ttl must be positive, got %v", c.TTL)
+	case c.AcquireTimeout < 0:
+		return fmt.Errorf("acquire timeout must not be negative, got %v", c.AcquireTimeout)
+	case c.ClientPause < 0:
+		return fmt.Errorf("client pause must not be negative, got %v", c.ClientPause)
+	case c.ClientPauseRate < 0 || c.ClientPauseRate > 1:
+		return fmt.Errorf("client pause rate must be between 0 and 1, got %v", c.ClientPauseRate)
+	case c.OpTimeout < 0:
+		return fmt.Errorf("op timeout must not be negative, got %v", c.OpTimeout)
+	}
+	return nil
+}
+
+// Key is the name of lock key i.
+func Key(i int) string { return fmt.Sprintf("lock-%d", i) }
+
+// Env is what the workload runs against.
+type Env struct {
+	Recorder *history.Recorder
+	Lock     locks.Info
+	// LockOptions is the base options for every client's lock instance;
+	// the workload sets Rand and Failpoint per client.
+	LockOptions locks.Options
+	// Nodes returns client slot i's view of the lock's nodes. The workload
+	// does not close them.
+	Nodes func(slot int) []locks.Node
+	// Storage is a client of the storage node holding the resource.
+	Storage redis.Cmdable
+}
+
+// Stats counts completions as they happen, for the progress line.
+type Stats struct {
+	OK, Fail, Info atomic.Int64
+}
+
+// errCrash is how an armed failpoint makes a client die mid-operation.
+var errCrash = errors.New("client crashed at failpoint")
+
+// Mutex is a running mutex workload. Its methods PauseHolder, CrashHolder
+// and ArmFailpoint let a nemesis fault the clients.
+type Mutex struct {
+	cfg   Config
+	env   Env
+	Stats Stats
+
+	nextProcess atomic.Int64
+	slots       []*slot
+
+	mu         sync.Mutex
+	failpoints map[string]failpointAction
+	rng        *rand.Rand // for the nemesis-facing choices; guarded by mu
+}
+
+type failpointAction struct {
+	pause time.Duration
+	crash bool
+}
+
+// slot is one client goroutine's state, visible to the nemesis.
+type slot struct {
+	id      int
+	holding atomic.Bool
+	// requests from the nemesis, taken at the next safe point inside a
+	// critical section.
+	pauseReq chan time.Duration
+	crashReq chan struct{}
+	process  atomic.Int64
+}
+
+// NewMutex prepares a workload; Run starts it.
+func NewMutex(cfg Config, env Env) (*Mutex, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if env.Recorder == nil || env.Nodes == nil || env.Storage == nil || env.Lock.New == nil {
+		return nil, fmt.Errorf("mutex workload: incomplete environment")
+	}
+	m := &Mutex{cfg: cfg, env: env, failpoints: map[string]failpointAction{},
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0x6e656d))}
+	m.nextProcess.Store(int64(cfg.Clients))
+	for i := 0; i < cfg.Clients; i++ {
+		s := &slot{id: i, pauseReq: make(chan time.Duration, 1), crashReq: make(chan struct{}, 1)}
+		s.process.Store(int64(i))
+		m.slots = append(m.slots, s)
+	}
+	return m, nil
+}
+
+// Run runs every client until stop is done, then lets each finish its
+// current critical section and release. Operations themselves run under
+// ctx, so a stop at the end of the run does not turn them into unknowns;
+// cancelling ctx (Ctrl-C) aborts them.
+func (m *Mutex) Run(ctx, stop context.Context) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(m.slots))
+	for _, s := range m.slots {
+		wg.Add(1)
+		go func(s *slot) {
+			defer wg.Done()
+			if err := m.client(ctx, stop, s); err != nil {
+				errs <- err
+			}
+		}(s)
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// newLock builds slot s's lock instance for its current process.
+func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, error) {
+	opts := m.env.LockOptions
+	opts.TTL = m.cfg.TTL
+	opts.Rand = rng
+	opts.Failpoint = func(ctx context.Context, name string) error { return m.failpoint(ctx, name) }
+	l, err := m.env.Lock.New(m.env.Nodes(s.id), opts)
+	if err != nil {
+		return nil, fmt.Errorf("client %d: new %s lock: %w", process, m.env.Lock.Name, err)
+	}
+	return l, nil
+}
+
+func closeLock(l locks.Lock) {
+	if c, ok := l.(locks.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+// client is one slot's loop.
+func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
+	rng := rand.New(rand.NewPCG(m.cfg.Seed, uint64(s.id)+1))
+	process := s.process.Load()
+	lock, err := m.newLock(s, process, rng)
+	if err != nil {
+		return err
+	}
+	defer func() { closeLock(lock) }()
+	for stop.Err() == nil && ctx.Err() == nil {
+		crashed := m.cycle(ctx, s, history.Process(process), lock, rng)
+		if crashed {
+			// The process is gone with its lock instance (and any watchdog);
+			// the slot goes on as a new process, as a restarted client would.
+			closeLock(lock)
+			process = m.nextProcess.Add(1) - 1
+			s.process.Store(process)
+			if lock, err = m.newLock(s, process, rng); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cycle runs one acquire → critical section → release. It returns true when
+// the client crashed.
+func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock locks.Lock, rng *rand.Rand) bool {
+	rec := m.env.Recorder
+	key := Key(rng.IntN(m.cfg.Keys))
+
+	rec.Invoke(p, history.FAcquire, key, nil)
+	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout+m.cfg.AcquireTimeout)
+	lease, err := lock.Acquire(opCtx, key, locks.AcquireOptions{Wait: m.cfg.AcquireTimeout})
+	cancel()
+	if errors.Is(err, errCrash) {
+		m.complete(p, history.Info, history.FAcquire, key, nil, err)
+		m.crash(p, key)
+		return true
+	}
+	t := locks.Outcome(err)
+	if t == history.OK {
+		s.holding.Store(true)
+		m.complete(p, t, history.FAcquire, key, m.leaseValue(lease), nil)
+	} else {
+		m.complete(p, t, history.FAcquire, key, nil, err)
+	}
+	switch t {
+	case history.Fail:
+		backoff(ctx, rng, 5*time.Millisecond)
+		return false
+	case history.Info:
+		// We may hold it without knowing: give it back, recorded like any
+		// release, so a lock without expiry is not blocked by our ghost.
+		m.release(ctx, p, lock, lease)
+		backoff(ctx, rng, 5*time.Millisecond)
+		return false
+	}
+
+	if m.criticalSection(ctx, s, p, key, lease, rng) {
+		return true
+	}
+	s.holding.Store(false)
+	m.release(ctx, p, lock, lease)
+	return false
+}
+
+// criticalSection reads the counter, maybe pauses, and writes counter+1
+// with the lease's fencing token. It returns true when the client crashed.
+func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process, key string, lease locks.Lease, rng *rand.Rand) bool {
+	rec := m.env.Recorder
+	rec.Invoke(p, history.FRead, key, nil)
+	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
+	v, err := resource.Read(opCtx, m.env.Storage, key)
+	cancel()
+	if err != nil {
+		m.complete(p, locks.Outcome(err), history.FRead, key, nil, err)
+		return false
+	}
+	m.complete(p, history.OK, history.FRead, key, &history.Value{Counter: &v}, nil)
+
+	// The safe point where a nemesis's requests take effect, and where a
+	// configured GC pause strikes: between read and write, the worst place.
+	pause := time.Duration(0)
+	if m.cfg.ClientPause > 0 && rng.Float64() < m.cfg.ClientPauseRate {
+		pause = m.cfg.ClientPause
+	}
+	select {
+	case d := <-s.pauseReq:
+		pause += d
+	default:
+	}
+	select {
+	case <-s.crashReq:
+		m.crash(p, key)
+		return true
+	default:
+	}
+	if pause > 0 {
+		rec.Invoke(p, history.FPause, key, &history.Value{Duration: int64(pause)})
+		sleep(ctx, pause)
+		m.complete(p, history.OK, history.FPause, key, &history.Value{Duration: int64(pause)}, nil)
+	}
+
+	next := v + 1
+	rec.Invoke(p, history.FWrite, key, &history.Value{Counter: &next, Fence: lease.Fence})
+	opCtx, cancel = context.WithTimeout(ctx, m.cfg.OpTimeout)
+	accepted, err := resource.Write(opCtx, m.env.Storage, key, next, lease.Fence)
+	cancel()
+	if err != nil {
+		m.complete(p, locks.Outcome(err), history.FWrite, key, nil, err)
+		return false
+	}
+	m.complete(p, history.OK, history.FWrite, key, &history.Value{Counter: &next, Rejected: !accepted}, nil)
+	return false
+}
+
+func (m *Mutex) release(ctx context.Context, p history.Process, lock locks.Lock, lease locks.Lease) {
+	rec := m.env.Recorder
+	rec.Invoke(p, history.FRelease, lease.Key, &history.Value{Token: lease.Token})
+	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
+	err := lock.Release(opCtx, lease)
+	cancel()
+	m.complete(p, locks.Outcome(err), history.FRelease, lease.Key, nil, err)
+}
+
+// crash records that process p died (holding key, if it did).
+func (m *Mutex) crash(p history.Process, key string) {
+	m.env.Recorder.Invoke(p, history.FCrash, key, nil)
+	m.complete(p, history.Info, history.FCrash, key, nil, errors.New("client crashed"))
+}
+
+func (m *Mutex) complete(p history.Process, t history.Type, f, key string, v *history.Value, err error) {
+	m.env.Recorder.Complete(p, t, f, key, v, err)
+	switch t {
+	case history.OK:
+		m.Stats.OK.Add(1)
+	case history.Fail:
+		m.Stats.Fail.Add(1)
+	default:
+		m.Stats.Info.Add(1)
+	}
+}
+
+// leaseValue is the history form of a lease: the deadline in run-clock ns.
+func (m *Mutex) leaseValue(l locks.Lease) *history.Value {
+	v := &history.Value{Token: l.Token, Fence: l.Fence}
+	if l.Expires() {
+		v.Deadline = m.env.Recorder.Clock().At(l.ValidUntil)
+		if v.Deadline <= 0 {
+			v.Deadline = 1 // expired at once; 0 would mean "never"
+		}
+	}
+	return v
+}
+
+// FinalReads records, after the run, one read of every key's counter by a
+// fresh process, so the checker can compare the final count with the
+// accepted writes.
+func (m *Mutex) FinalReads(ctx context.Context) {
+	p := history.Process(m.nextProcess.Add(1) - 1)
+	for i := 0; i < m.cfg.Keys; i++ {
+		key := Key(i)
+		m.env.Recorder.Invoke(p, history.FRead, key, nil)
+		opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
+		v, err := resource.Read(opCtx, m.env.Storage, key)
+		cancel()
+		if err != nil {
+			m.complete(p, locks.Outcome(err), history.FRead, key, nil, err)
+			continue
+		}
+		m.complete(p, history.OK, history.FRead, key, &history.Value{Counter: &v}, nil)
+	}
+}
+
+// failpoint is every lock instance's failpoint hook: an armed failpoint
+// fires once, in the first client that reaches it.
+func (m *Mutex) failpoint(ctx context.Context, name string) error {
+	m.mu.Lock()
+	a, ok := m.failpoints[name]
+	if ok {
+		delete(m.failpoints, name)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if a.crash {
+		return errCrash
+	}
+	sleep(ctx, a.pause)
+	return nil
+}
+
+// ArmFailpoint makes the next client that reaches the lock failpoint name
+// pause for d, or crash when crash is true.
+func (m *Mutex) ArmFailpoint(name string, d time.Duration, crash bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failpoints[name] = failpointAction{pause: d, crash: crash}
+}
+
+// holder picks, at random from the workload's seed, a slot that holds a
+// lock right now.
+func (m *Mutex) holder() (*slot, bool) {
+	var held []*slot
+	for _, s := range m.slots {
+		if s.holding.Load() {
+			held = append(held, s)
+		}
+	}
+	if len(held) == 0 {
+		return nil, false
+	}
+	m.mu.Lock()
+	s := held[m.rng.IntN(len(held))]
+	m.mu.Unlock()
+	return s, true
+}
+
+// PauseHolder asks a client that holds a lock to stop the world for d at
+// its next safe point in the critical section (between read and write).
+func (m *Mutex) PauseHolder(ctx context.Context, d time.Duration) (history.Process, bool) {
+	s, ok := m.holder()
+	if !ok {
+		return 0, false
+	}
+	select {
+	case s.pauseReq <- d:
+	default: // already asked
+	}
+	return history.Process(s.process.Load()), true
+}
+
+// CrashHolder asks a client that holds a lock to die at its next safe point
+// without releasing; its slot goes on as a new process.
+func (m *Mutex) CrashHolder(ctx context.Context) (history.Process, bool) {
+	s, ok := m.holder()
+	if !ok {
+		return 0, false
+	}
+	select {
+	case s.crashReq <- struct{}{}:
+	default:
+	}
+	return history.Process(s.process.Load()), true
+}
+
+func backoff(ctx context.Context, rng *rand.Rand, max time.Duration) {
+	sleep(ctx, time.Duration(rng.Int64N(int64(max))))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
