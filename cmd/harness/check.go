@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/reports"
+)
+
+func newCheckCmd() *cobra.Command {
+	var timeout time.Duration
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "check HISTORY.jsonl",
+		Short: "re-check a stored history and print the verdict",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := history.ReadFile(args[0])
+			if err != nil {
+				return &codeError{exitError, err}
+			}
+			if timeout <= 0 {
+				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
+			}
+			res := checker.Check(cmd.Context(), h.Ops, checker.Config{Timeout: timeout})
+			out := reports.Results{Meta: reports.RunMeta{Test: args[0]}, Result: res}
+			if jsonOut {
+				if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
+					return &codeError{exitError, err}
+				}
+			} else {
+				if h.Truncated {
+					fmt.Fprintln(cmd.ErrOrStderr(), "note: the last line was cut off (a killed run); checked the complete prefix")
+				}
+				printSummary(cmd.OutOrStdout(), args[0], out)
+			}
+			return verdictCode(res.Verdict)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "check-timeout", 30*time.Second, "bound on each linearizability check")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
+	return cmd
+}
+
+func newLocksCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "locks",
+		Short: "list the locks under test",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			for _, l := range locks.Builtin().All() {
+				fmt.Fprintf(tw, "%s\t%s\n", l.Name, l.Description)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newNemesesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "nemeses",
+		Short: "list the faults that can be injected",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			for _, n := range nemesis.Known() {
+				fmt.Fprintf(tw, "%s\t%s\n", n.Name, n.Description)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

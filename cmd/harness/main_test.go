@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// harnessBin is the harness binary built once for the tests that run it as
+// a user would (signals, exit codes).
+var harnessBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "harness-bin-")
+	if err != nil {
+		panic(err)
+	}
+	harnessBin = filepath.Join(dir, "harness")
+	out, err := exec.Command("go", "build", "-o", harnessBin, ".").CombinedOutput()
+	if err != nil {
+		os.Stderr.Write(out)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runCLI runs the command in-process and returns its exit code and output.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestBadInput(t *testing.T) {
+	store := t.TempDir()
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badHistory := filepath.Join(t.TempDir(), "h.jsonl")
+	if err := os.WriteFile(badHistory, []byte("{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\nnot json\n{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"unknown lock", []string{"run", "--lock", "nope", "--store", store}, "known locks: "},
+		{"no lock", []string{"run", "--store", store}, "--lock is required"},
+		{"negative ttl", []string{"run", "--lock", "token", "--ttl", "-1s", "--store", store}, "ttl must be positive"},
+		{"malformed duration", []string{"run", "--lock", "token", "--time-limit", "ten", "--store", store}, "invalid argument \"ten\""},
+		{"zero clients", []string{"run", "--lock", "token", "--clients", "0", "--store", store}, "clients must be at least 1"},
+		{"negative time limit", []string{"run", "--lock", "token", "--time-limit", "-5s", "--store", store}, "time limit must be positive"},
+		{"pause rate", []string{"run", "--lock", "token", "--client-pause", "1s", "--client-pause-rate", "2", "--store", store}, "between 0 and 1"},
+		{"store is a file", []string{"run", "--lock", "token", "--store", notDir}, "not writable"},
+		{"wrong node count", []string{"run", "--lock", "token", "--nodes", "3", "--store", store}, "exactly 1 node"},
+		{"missing history", []string{"check", filepath.Join(store, "none.jsonl")}, "no such file"},
+		{"malformed history", []string{"check", badHistory}, "line 2"},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != 2 {
+				t.Errorf("exit code %d, want 2 (stderr: %s)", code, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, c.want)
+			}
+		})
+	}
+	// Nothing was started for bad input: the store holds no run.
+	entries, _ := filepath.Glob(filepath.Join(store, "*", "*"))
+	if len(entries) != 0 {
+		t.Errorf("bad input left runs in the store: %v", entries)
+	}
+}
+
+func TestLocksListsEveryLock(t *testing.T) {
+	code, out, _ := runCLI(t, "locks")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, name := range []string{"token", "set-nx-ex"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("locks output lacks %s:\n%s", name, out)
+		}
+	}
+}
+
+// serversUnder lists the PIDs of processes whose working directory is under
+// dir: the redis-servers of a run whose store is dir (redis-server rewrites
+// its command line, but not its cwd).
+func serversUnder(t *testing.T, dir string) []int {
+	t.Helper()
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cwd, err := os.Readlink(filepath.Join(p, "cwd"))
+		if err != nil || !strings.HasPrefix(cwd, dir) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// No process is left behind after the harness is sent SIGINT, SIGTERM or
+// SIGKILL mid-run.
+func TestNoProcessLeftAfterSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs redis-server")
+	}
+	requireRedis(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			store := t.TempDir()
+			cmd := exec.Command(harnessBin, "run", "--lock", "token", "--nodes", "1", "--time-limit", "60s", "--store", store, "--seed", "3")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			// Wait until the run's servers are up (lock node + storage).
+			deadline := time.Now().Add(20 * time.Second)
+			for len(serversUnder(t, store)) < 2 {
+				if time.Now().After(deadline) {
+					t.Fatalf("servers never came up; stderr: %s", stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond) // let the workload run a little
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			code := cmd.ProcessState.ExitCode()
+			if sig != syscall.SIGKILL && code != 2 {
+				t.Errorf("exit code %d after %v, want 2 (err %v); stderr: %s", code, sig, err, stderr.String())
+			}
+			// Pdeathsig reaps children of a SIGKILLed harness asynchronously.
+			deadline = time.Now().Add(5 * time.Second)
+			for {
+				left := serversUnder(t, store)
+				if len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					for _, pid := range left {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+					t.Fatalf("after %v: %d redis-server processes left: %v", sig, len(left), left)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if sig != syscall.SIGKILL {
+				// An interrupted run still leaves its history and verdict.
+				if _, err := os.Stat(filepath.Join(store, "latest", "history.jsonl")); err != nil {
+					t.Errorf("no history after %v: %v", sig, err)
+				}
+			}
+		})
+	}
+}
+
+func requireRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server is not on PATH: apt-get install -y redis-server redis-sentinel (or make deps)")
+	}
+}

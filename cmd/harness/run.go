@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/reports"
+)
+
+func newRunCmd() *cobra.Command {
+	var cfg lockharness.Config
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "run --lock NAME [flags]",
+		Short: "run a lock against real Redis under faults and check the history",
+		Example: `  harness run --lock token --clients 5 --keys 1 --ttl 1s --time-limit 10s --seed 7
+  harness run --lock set-nx-ex --client-pause 1.5s --time-limit 10s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Lock == "" {
+				return &codeError{exitError, fmt.Errorf("--lock is required (known locks: %s)", strings.Join(locks.Builtin().Names(), ", "))}
+			}
+			cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
+			if !cmd.Flags().Changed("seed") {
+				cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
+				cfg.Command += fmt.Sprintf(" --seed %d", cfg.Seed)
+			}
+			errw := cmd.ErrOrStderr()
+			if !jsonOut {
+				cfg.Log = phaseLog{errw}
+				cfg.Progress = errw
+				cfg.ProgressTTY = isTerminal(errw)
+			}
+			out, err := lockharness.Run(cmd.Context(), cfg)
+			var ue *lockharness.UsageError
+			if errors.As(err, &ue) {
+				return &codeError{exitError, err}
+			}
+			if out.Dir == "" || out.Results.Verdict == "" {
+				return &codeError{exitError, err}
+			}
+			if jsonOut {
+				if werr := writeJSON(cmd.OutOrStdout(), out.Results); werr != nil {
+					return &codeError{exitError, werr}
+				}
+			} else {
+				printSummary(cmd.OutOrStdout(), out.Dir, out.Results)
+			}
+			if err != nil {
+				return &codeError{exitError, err}
+			}
+			return verdictCode(out.Results.Verdict)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Lock, "lock", "", "lock under test (see `harness locks`)")
+	f.IntVar(&cfg.Nodes, "nodes", 0, "independent Redis nodes (default: 1, or 5 for Redlock-style locks)")
+	f.IntVar(&cfg.Workload.Clients, "clients", 5, "concurrent clients")
+	f.IntVar(&cfg.Workload.Keys, "keys", 1, "lock keys the clients compete for")
+	f.DurationVar(&cfg.Workload.TTL, "ttl", time.Second, "lease length")
+	f.DurationVar(&cfg.TimeLimit, "time-limit", 25*time.Second, "length of the run phase")
+	f.DurationVar(&cfg.Recovery, "recovery", 5*time.Second, "fault-free period after the final heal (liveness)")
+	f.DurationVar(&cfg.Workload.ClientPause, "client-pause", 0, "stop-the-world pause inside the critical section (a GC pause)")
+	f.Float64Var(&cfg.Workload.ClientPauseRate, "client-pause-rate", 0.1, "probability of --client-pause per critical section")
+	f.DurationVar(&cfg.Workload.AcquireTimeout, "acquire-timeout", 0, "how long one acquire may wait for a held lock (0: try once)")
+	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 30*time.Second, "bound on each linearizability check (unknown when exceeded)")
+	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed; the same seed replays the same choices (default: random, printed)")
+	f.StringVar(&cfg.Store, "store", "store", "directory runs are written to")
+	f.BoolVar(&jsonOut, "json", false, "print results.json to stdout instead of the summary")
+	addFaultFlags(f, &cfg)
+	return cmd
+}
+
+// addFaultFlags adds the flags that choose faults and the topology they
+// need.
+func addFaultFlags(f *pflag.FlagSet, cfg *lockharness.Config) {
+	f.StringSliceVar(&cfg.Nemesis.Names, "nemesis", nil, "faults to inject, comma-separated (see `harness nemeses`)")
+	f.DurationVar(&cfg.Nemesis.Interval, "nemesis-interval", 5*time.Second, "quiet time before each fault, and how long it lasts")
+	f.StringVar(&cfg.Cluster.Topology, "topology", "", "independent (N masters) or replicated (master + replicas; default with --nemesis failover)")
+	f.IntVar(&cfg.Cluster.Replicas, "replicas", 0, "replicas of a replicated topology (default 2)")
+	f.StringVar(&cfg.Cluster.Failover, "failover", "", "replicated topology: sentinel (default) or manual (the harness promotes)")
+	f.StringVar(&cfg.Cluster.Persistence, "persistence", "", "lock nodes' persistence: none (default), aof-everysec or aof-always")
+	f.DurationVar(&cfg.Nemesis.RestartDelay, "restart-delay", 0, "how long a killed node stays down (antirez's delayed restart)")
+	f.DurationVar(&cfg.Nemesis.ClockBump, "clock-bump", time.Minute, "largest clock jump of the clock nemesis")
+	f.DurationVar(&cfg.Nemesis.Latency, "latency", 100*time.Millisecond, "delay added by the latency nemesis")
+}
+
+// verdictCode maps a verdict to the command's exit.
+func verdictCode(v checker.Verdict) error {
+	switch v {
+	case checker.Valid:
+		return nil
+	case checker.Invalid:
+		return &codeError{code: exitInvalid}
+	default:
+		return &codeError{code: exitError}
+	}
+}
+
+// phaseLog prefixes phase lines so they read as a log next to the
+// progress line.
+type phaseLog struct{ w io.Writer }
+
+func (p phaseLog) Write(b []byte) (int, error) {
+	if _, err := fmt.Fprintf(p.w, "phase  %s", b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printSummary is the one-screen account of a run.
+func printSummary(w io.Writer, dir string, res reports.Results) {
+	fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(res.Verdict)), res.Meta.Test)
+	for _, name := range []string{"lock-promise", "resource", "liveness"} {
+		c, ok := res.Checkers[name]
+		if !ok {
+			continue
+		}
+		line := fmt.Sprintf("  %-13s %s", name, c.Verdict)
+		if c.Reason != "" {
+			line += "  (" + c.Reason + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprint(w, "  operations   ")
+	for _, f := range []string{"acquire", "release", "read", "write"} {
+		c := res.Counts[f]
+		fmt.Fprintf(w, " %s %d/%d/%d", f, c["ok"], c["fail"], c["info"])
+	}
+	fmt.Fprintln(w, "  (ok/fail/info)")
+	shown := 0
+	for _, v := range res.Violations {
+		if shown == 8 {
+			fmt.Fprintf(w, "  … and %d more in results.json\n", len(res.Violations)-shown)
+			break
+		}
+		mark := "!"
+		if !v.Fatal {
+			mark = "·"
+		}
+		fmt.Fprintf(w, "  %s %s\n", mark, v.Description)
+		shown++
+	}
+	fmt.Fprintf(w, "  report       %s/index.html\n", dir)
+	fmt.Fprintf(w, "  reproduce    %s\n", res.Meta.Command)
+}

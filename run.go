@@ -1,0 +1,419 @@
+// Package lockharness runs Jepsen-style tests of distributed locks on real
+// Redis: it starts a topology, drives lock clients with a workload while a
+// nemesis injects faults, records every operation, checks the history and
+// writes a report. The CLI (cmd/harness) is a thin layer over Run.
+package lockharness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+// Config is one run. The zero value (plus a Lock) does something sensible.
+type Config struct {
+	// Lock is the name of the lock under test (see locks.Builtin).
+	Lock string `json:"lock"`
+	// Registry holds the locks to choose from; nil means locks.Builtin().
+	Registry *locks.Registry `json:"-"`
+	// Nodes is the number of independent Redis nodes; 0 means the lock's
+	// minimum (5 for Redlock-style locks).
+	Nodes int `json:"nodes"`
+
+	Workload workloads.Config `json:"workload"`
+	Cluster  cluster.Config   `json:"cluster"`
+	// Nemesis chooses and tunes the faults; no names, no faults. Its seed
+	// is the run's.
+	Nemesis nemesis.Config `json:"nemesis"`
+
+	// TimeLimit is the length of the run phase (workload and faults).
+	TimeLimit time.Duration `json:"time_limit"`
+	// Recovery is how long the workload goes on after the final heal,
+	// without faults, to measure liveness.
+	Recovery time.Duration `json:"recovery"`
+	// CheckTimeout bounds each porcupine check (unknown when it runs out).
+	CheckTimeout time.Duration `json:"check_timeout"`
+
+	// Seed makes the run replayable: tokens, keys, pauses, fault schedule.
+	Seed uint64 `json:"seed"`
+	// Store is the directory runs are written to (default "store").
+	Store string `json:"store"`
+	// Test names the run's subdirectory of the store (default: the lock).
+	Test string `json:"test"`
+	// Command is the command line that reproduces the run, for the report.
+	Command string `json:"command,omitempty"`
+
+	// Log receives the phase log ("setup", "run", …); nil discards it.
+	Log io.Writer `json:"-"`
+	// Progress receives a live progress line; nil discards it. When it is
+	// a terminal the line is redrawn in place.
+	Progress io.Writer `json:"-"`
+	// ProgressTTY redraws the progress line with \r instead of new lines.
+	ProgressTTY bool `json:"-"`
+}
+
+// DefaultNodes is the node count of multi-node locks when none is given.
+const DefaultNodes = 5
+
+// WithDefaults fills in unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Registry == nil {
+		c.Registry = locks.Builtin()
+	}
+	if c.TimeLimit == 0 {
+		c.TimeLimit = 25 * time.Second
+	}
+	if c.Recovery == 0 {
+		c.Recovery = 5 * time.Second
+	}
+	if c.CheckTimeout == 0 {
+		c.CheckTimeout = 30 * time.Second
+	}
+	if c.Store == "" {
+		c.Store = "store"
+	}
+	if c.Test == "" {
+		c.Test = c.Lock
+	}
+	c.Workload = c.Workload.WithDefaults()
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	c.Workload.Seed = c.Seed
+	c.Nemesis.Seed = c.Seed
+	// Clock faults need every node under libfaketime; failover needs
+	// replicas.
+	for _, n := range c.Nemesis.Names {
+		switch n {
+		case "clock":
+			c.Cluster.Faketime = true
+		case "failover":
+			if c.Cluster.Topology == "" {
+				c.Cluster.Topology = cluster.Replicated
+			}
+		}
+	}
+	return c
+}
+
+// UsageError is an error in the configuration: the CLI exits 2 and prints it.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usage(format string, a ...any) error { return &UsageError{Err: fmt.Errorf(format, a...)} }
+
+// resolve validates the configuration and returns the lock's registry
+// entry and the node count.
+func (c Config) resolve() (locks.Info, int, error) {
+	info, err := c.Registry.Lookup(c.Lock)
+	if err != nil {
+		return info, 0, &UsageError{Err: err}
+	}
+	if _, err := nemesis.New(c.Nemesis); err != nil {
+		return info, 0, &UsageError{Err: err}
+	}
+	if c.Nemesis.Interval < 0 {
+		return info, 0, usage("nemesis interval must be positive, got %v", c.Nemesis.Interval)
+	}
+	if err := c.Workload.Validate(); err != nil {
+		return info, 0, &UsageError{Err: err}
+	}
+	switch {
+	case c.TimeLimit < 0:
+		return info, 0, usage("time limit must be positive, got %v", c.TimeLimit)
+	case c.Recovery < 0:
+		return info, 0, usage("recovery must not be negative, got %v", c.Recovery)
+	case c.CheckTimeout < 0:
+		return info, 0, usage("check timeout must not be negative, got %v", c.CheckTimeout)
+	}
+	nodes := c.Nodes
+	if nodes == 0 {
+		nodes = info.MinNodes
+		if info.MaxNodes == 0 {
+			nodes = max(nodes, DefaultNodes)
+		}
+	}
+	if nodes < info.MinNodes || (info.MaxNodes > 0 && nodes > info.MaxNodes) {
+		if info.MaxNodes == info.MinNodes {
+			return info, 0, usage("lock %s uses exactly %d node(s), got --nodes %d", info.Name, info.MinNodes, nodes)
+		}
+		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d", info.Name, info.MinNodes, info.MaxNodes, nodes)
+	}
+	return info, nodes, nil
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	// Dir is the run's directory in the store.
+	Dir     string
+	Results reports.Results
+}
+
+// ErrInterrupted is returned (with the outcome of the prefix that ran) when
+// the run was cancelled before its end.
+var ErrInterrupted = errors.New("run interrupted")
+
+// Run performs one test: setup, run, heal, recovery, teardown, check, report.
+// Teardown happens on every exit path. The returned error is a *UsageError
+// for bad configuration, ErrInterrupted (wrapped) when ctx was cancelled,
+// or another error when the run could not be carried out.
+func Run(ctx context.Context, cfg Config) (Outcome, error) {
+	cfg = cfg.WithDefaults()
+	info, nodes, err := cfg.resolve()
+	if err != nil {
+		return Outcome{}, err
+	}
+	r := &runner{cfg: cfg, lock: info, nodes: nodes, log: cfg.Log}
+	if r.log == nil {
+		r.log = io.Discard
+	}
+	return r.run(ctx)
+}
+
+type runner struct {
+	cfg   Config
+	lock  locks.Info
+	nodes int
+	log   io.Writer
+
+	clock  *history.Clock
+	rec    *history.Recorder
+	phases []reports.Phase
+}
+
+func (r *runner) phase(name string) {
+	at := int64(0)
+	if r.clock != nil {
+		at = r.clock.Now()
+	}
+	r.phases = append(r.phases, reports.Phase{Name: name, At: at})
+	fmt.Fprintf(r.log, "%-9s %s\n", name, time.Now().Format("15:04:05.000"))
+}
+
+func (r *runner) run(ctx context.Context) (out Outcome, err error) {
+	dir, err := reports.NewRunDir(r.cfg.Store, r.cfg.Test, time.Now())
+	if err != nil {
+		return out, &UsageError{Err: err}
+	}
+	out.Dir = dir
+	hf, err := os.Create(filepath.Join(dir, reports.HistoryFile))
+	if err != nil {
+		return out, fmt.Errorf("create history: %w", err)
+	}
+	defer hf.Close()
+
+	r.phase("setup")
+	ccfg := r.cfg.Cluster
+	ccfg.Nodes = r.nodes
+	ccfg.Clients = r.cfg.Workload.Clients
+	if ccfg.Dir == "" {
+		ccfg.Dir = filepath.Join(dir, "nodes")
+	}
+	cl, err := cluster.Up(ctx, ccfg)
+	if err != nil {
+		return out, fmt.Errorf("setup: %w", err)
+	}
+	// Teardown on every path, panics included.
+	defer func() { _ = cl.Down() }()
+
+	r.clock = history.NewClock()
+	r.rec = history.NewRecorder(r.clock, hf)
+	start := time.Now()
+
+	storage := cluster.NewRedisClient(cl.StorageAddr(), cluster.ClientOptions{Timeout: 2 * time.Second, PoolSize: r.cfg.Workload.Clients + 2})
+	defer storage.Close()
+	slotNodes := make([][]locks.Node, r.cfg.Workload.Clients)
+	for i := range slotNodes {
+		slotNodes[i] = cl.ClientNodes(i, cluster.ClientOptions{Timeout: clientTimeout(r.cfg)})
+	}
+	defer func() {
+		for _, ns := range slotNodes {
+			cluster.CloseNodes(ns)
+		}
+	}()
+	nem, err := nemesis.New(r.cfg.Nemesis)
+	if err != nil {
+		return out, &UsageError{Err: err}
+	}
+	wl, err := workloads.NewMutex(r.cfg.Workload, workloads.Env{
+		Recorder: r.rec, Lock: r.lock, Storage: storage,
+		Nodes: func(slot int) []locks.Node { return slotNodes[slot] },
+	})
+	if err != nil {
+		return out, &UsageError{Err: err}
+	}
+
+	env := nemesis.Env{Cluster: cl, Recorder: r.rec, Clients: wl}
+	if err := nem.Setup(ctx, env); err != nil {
+		return out, fmt.Errorf("setup: %w", err)
+	}
+
+	r.phase("run")
+	stop, stopWorkload := context.WithCancel(context.Background())
+	defer stopWorkload()
+	wlDone := make(chan error, 1)
+	go func() { wlDone <- wl.Run(ctx, stop) }()
+	progressDone := r.progress(ctx, stop, wl, start)
+	faults, stopFaults := context.WithCancel(ctx)
+	nemDone := make(chan error, 1)
+	go func() { nemDone <- nem.Run(faults, env) }()
+
+	interrupted := !wait(ctx, r.cfg.TimeLimit)
+	stopFaults()
+	nemErr := <-nemDone
+
+	// Heal on every path; Heal bounds itself and ignores ctx's cancellation.
+	r.phase("heal")
+	if err := nem.Heal(ctx, env); err != nil {
+		fmt.Fprintf(r.log, "heal: %v\n", err)
+	}
+
+	if !interrupted {
+		r.phase("recovery")
+		interrupted = !wait(ctx, r.cfg.Recovery)
+	}
+
+	r.phase("teardown")
+	stopWorkload()
+	wlErr := <-wlDone
+	<-progressDone
+	finalCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	wl.FinalReads(finalCtx)
+	cancel()
+	if err := r.rec.Close(); err != nil {
+		return out, err
+	}
+	if err := cl.Down(); err != nil {
+		fmt.Fprintf(r.log, "teardown: %v\n", err)
+	}
+	_ = os.RemoveAll(ccfg.Dir) // node data is not part of the record
+	if wlErr != nil {
+		return out, fmt.Errorf("workload: %w", wlErr)
+	}
+	if nemErr != nil {
+		return out, fmt.Errorf("nemesis: %w", nemErr)
+	}
+
+	r.phase("check")
+	ops := r.rec.Ops()
+	checkCtx, cancel := context.WithTimeout(context.Background(), 4*r.cfg.CheckTimeout)
+	res := checker.Check(checkCtx, ops, checker.Config{Timeout: r.cfg.CheckTimeout})
+	cancel()
+
+	r.phase("report")
+	meta, err := r.meta(start)
+	if err != nil {
+		return out, err
+	}
+	out.Results = reports.Results{Meta: meta, Result: res}
+	if err := reports.WriteJSON(dir, reports.MetaFile, meta); err != nil {
+		return out, err
+	}
+	if err := reports.WriteJSON(dir, reports.ResultsFile, out.Results); err != nil {
+		return out, err
+	}
+	if err := reports.Render(context.Background(), dir, meta, ops, res); err != nil {
+		return out, fmt.Errorf("report: %w", err)
+	}
+	if interrupted {
+		return out, fmt.Errorf("%w: %v", ErrInterrupted, ctx.Err())
+	}
+	return out, nil
+}
+
+// clientTimeout is the per-command timeout of lock clients: short enough
+// that a partitioned node does not eat the lease, long enough for a loaded
+// two-core machine.
+func clientTimeout(cfg Config) time.Duration {
+	t := cfg.Workload.TTL / 4
+	return min(max(t, 50*time.Millisecond), 500*time.Millisecond)
+}
+
+func (r *runner) meta(start time.Time) (reports.RunMeta, error) {
+	cj, err := json.Marshal(r.cfg)
+	if err != nil {
+		return reports.RunMeta{}, fmt.Errorf("encode config: %w", err)
+	}
+	return reports.RunMeta{
+		Test: r.cfg.Test, Lock: r.cfg.Lock, Nemeses: r.cfg.Nemesis.Names, Seed: r.cfg.Seed, Command: r.cfg.Command,
+		Config: cj, Start: start, Duration: time.Since(start), Phases: r.phases,
+	}, nil
+}
+
+// wait sleeps for d; false if ctx ended first.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// progress prints the live progress line until stop is done.
+func (r *runner) progress(ctx, stop context.Context, wl *workloads.Mutex, start time.Time) <-chan struct{} {
+	done := make(chan struct{})
+	w := r.cfg.Progress
+	if w == nil {
+		close(done)
+		return done
+	}
+	every := time.Second
+	if !r.cfg.ProgressTTY {
+		every = 5 * time.Second
+	}
+	total := r.cfg.TimeLimit + r.cfg.Recovery
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		var lastOps int64
+		last := start
+		line := func() {
+			ok, fail, info := wl.Stats.OK.Load(), wl.Stats.Fail.Load(), wl.Stats.Info.Load()
+			now := time.Now()
+			rate := float64(ok+fail+info-lastOps) / now.Sub(last).Seconds()
+			lastOps, last = ok+fail+info, now
+			s := fmt.Sprintf("%5.1fs / %.0fs  %7.0f ops/s  ok %d  fail %d  info %d",
+				now.Sub(start).Seconds(), total.Seconds(), rate, ok, fail, info)
+			if r.cfg.ProgressTTY {
+				fmt.Fprintf(w, "\r%-78s", s)
+			} else {
+				fmt.Fprintln(w, strings.TrimSpace(s))
+			}
+		}
+		for {
+			select {
+			case <-stop.Done():
+				line()
+				if r.cfg.ProgressTTY {
+					fmt.Fprintln(w)
+				}
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				line()
+			}
+		}
+	}()
+	return done
+}

@@ -1,0 +1,143 @@
+package lockharness_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+func requireRedis(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: runs redis-server")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server is not on PATH: apt-get install -y redis-server redis-sentinel (or make deps)")
+	}
+}
+
+// run runs cfg into a temporary store and reads back results.json, so the
+// test sees what a user would.
+func run(t *testing.T, cfg lockharness.Config) reports.Results {
+	t.Helper()
+	cfg.Store = t.TempDir()
+	out, err := lockharness.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(out.Dir, reports.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res reports.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{reports.HistoryFile, "timeline.png"} {
+		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Store, "latest", reports.ResultsFile)); err != nil {
+		t.Errorf("store/latest does not point at the run: %v", err)
+	}
+	return res
+}
+
+func total(res reports.Results) int {
+	n := 0
+	for _, byType := range res.Counts {
+		for _, c := range byType {
+			n += c
+		}
+	}
+	return n
+}
+
+func TestTokenNoFaultsIsValid(t *testing.T) {
+	requireRedis(t)
+	t.Parallel()
+	res := run(t, lockharness.Config{
+		Lock: "token", Seed: 7, TimeLimit: 5 * time.Second, Recovery: time.Second,
+		Workload: workloads.Config{Clients: 5, Keys: 1, TTL: time.Second},
+	})
+	if res.Verdict != checker.Valid {
+		t.Fatalf("verdict %s, want valid; violations: %+v; checkers %+v", res.Verdict, res.Violations, res.Checkers)
+	}
+	if n := res.Counts["acquire"]["ok"]; n < 1000 {
+		t.Errorf("only %d successful acquires in 5s; want thousands", n)
+	}
+	if n := total(res); n < 5000 {
+		t.Errorf("only %d completions; want thousands", n)
+	}
+}
+
+// set-nx-ex's release is a plain DEL: a client that pauses past its TTL
+// deletes the next holder's lock, and a third client gets in while the
+// second still holds it.
+func TestSetNXEXClientPauseIsInvalid(t *testing.T) {
+	requireRedis(t)
+	t.Parallel()
+	res := run(t, lockharness.Config{
+		Lock: "set-nx-ex", Seed: 7, TimeLimit: 8 * time.Second, Recovery: time.Second,
+		Workload: workloads.Config{Clients: 5, Keys: 1, TTL: time.Second, ClientPause: 1500 * time.Millisecond},
+	})
+	if res.Verdict != checker.Invalid || res.Checkers["lock-promise"].Verdict != checker.Invalid {
+		t.Fatalf("verdict %s (lock promise %s), want invalid", res.Verdict, res.Checkers["lock-promise"].Verdict)
+	}
+	var foreign, overlap *checker.Violation
+	for i, v := range res.Violations {
+		switch v.Kind {
+		case checker.KindForeignRelease:
+			foreign = &res.Violations[i]
+		case checker.KindOverlap:
+			overlap = &res.Violations[i]
+		}
+	}
+	if foreign == nil {
+		t.Fatalf("no foreign-release violation among %d", len(res.Violations))
+	}
+	if len(foreign.Processes) < 2 || foreign.Key == "" || len(foreign.Events) == 0 {
+		t.Errorf("foreign release does not name the processes, key and events: %+v", *foreign)
+	}
+	if overlap == nil {
+		t.Fatalf("no overlap violation among %d", len(res.Violations))
+	}
+	if len(overlap.Processes) != 2 || overlap.Processes[0] == overlap.Processes[1] || overlap.End <= overlap.Start {
+		t.Errorf("overlap does not name two holders and a window: %+v", *overlap)
+	}
+}
+
+// token's compare-and-delete keeps the lock's promise under the same
+// pauses, but the paused client still writes after its lease ran out: the
+// resource check sees the lost update (fencing would prevent it).
+func TestTokenClientPauseLosesUpdates(t *testing.T) {
+	requireRedis(t)
+	t.Parallel()
+	res := run(t, lockharness.Config{
+		Lock: "token", Seed: 7, TimeLimit: 8 * time.Second, Recovery: time.Second,
+		Workload: workloads.Config{Clients: 5, Keys: 1, TTL: time.Second, ClientPause: 1500 * time.Millisecond},
+	})
+	if v := res.Checkers["lock-promise"].Verdict; v != checker.Valid {
+		t.Fatalf("lock promise %s, want valid: %+v", v, res.Violations)
+	}
+	if v := res.Checkers["resource"].Verdict; v != checker.Invalid {
+		t.Fatalf("resource %s, want invalid", v)
+	}
+	kinds := map[string]int{}
+	for _, v := range res.Violations {
+		kinds[v.Kind]++
+	}
+	if kinds[checker.KindLostUpdate] == 0 || kinds[checker.KindStaleWrite] == 0 {
+		t.Errorf("want lost updates and stale writes reported, got %v", kinds)
+	}
+}
