@@ -39,6 +39,9 @@ type Config struct {
 	// Nemesis chooses and tunes the faults; no names, no faults. Its seed
 	// is the run's.
 	Nemesis nemesis.Config `json:"nemesis"`
+	// Script, when set, replaces the random fault schedule: each step runs
+	// at its time from the start of the run phase (scenarios are scripts).
+	Script []nemesis.Step `json:"script,omitempty"`
 
 	// TimeLimit is the length of the run phase (workload and faults).
 	TimeLimit time.Duration `json:"time_limit"`
@@ -56,6 +59,12 @@ type Config struct {
 	Test string `json:"test"`
 	// Command is the command line that reproduces the run, for the report.
 	Command string `json:"command,omitempty"`
+	// Scenario, Explanation and Expected label a scripted scenario's run
+	// in its report: its name, what happens and why in plain words, and
+	// the verdict expected of each checker ("lock-promise": "invalid").
+	Scenario    string            `json:"scenario,omitempty"`
+	Explanation string            `json:"-"`
+	Expected    map[string]string `json:"expected,omitempty"`
 
 	// Log receives the phase log ("setup", "run", …); nil discards it.
 	Log io.Writer `json:"-"`
@@ -127,6 +136,15 @@ func (c Config) resolve() (locks.Info, int, error) {
 	}
 	if _, err := nemesis.New(c.Nemesis); err != nil {
 		return info, 0, &UsageError{Err: err}
+	}
+	known := map[string]bool{}
+	for _, n := range nemesis.Known() {
+		known[n.Name] = true
+	}
+	for i, st := range c.Script {
+		if !known[st.Nemesis] {
+			return info, 0, usage("script step %d: unknown nemesis %q", i+1, st.Nemesis)
+		}
 	}
 	if c.Nemesis.Interval < 0 {
 		return info, 0, usage("nemesis interval must be positive, got %v", c.Nemesis.Interval)
@@ -272,7 +290,13 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	progressDone := r.progress(ctx, stop, wl, start)
 	faults, stopFaults := context.WithCancel(ctx)
 	nemDone := make(chan error, 1)
-	go func() { nemDone <- nem.Run(faults, env) }()
+	go func() {
+		if len(r.cfg.Script) > 0 {
+			nemDone <- runScript(faults, nem, env, r.cfg.Script)
+			return
+		}
+		nemDone <- nem.Run(faults, env)
+	}()
 
 	interrupted := !wait(ctx, r.cfg.TimeLimit)
 	stopFaults()
@@ -337,6 +361,26 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	return out, nil
 }
 
+// runScript performs each step at its time from now, until ctx is done. A
+// step that fails is recorded by the nemesis and the script goes on, as in a
+// random schedule.
+func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step) error {
+	start := time.Now()
+	for _, s := range steps {
+		if !wait(ctx, time.Until(start.Add(s.At))) {
+			return nil
+		}
+		if err := nem.Do(ctx, env, s); err != nil {
+			var unknown *nemesis.UnknownError
+			if errors.As(err, &unknown) {
+				return err
+			}
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
 // clientTimeout is the per-command timeout of lock clients: short enough
 // that a partitioned node does not eat the lease, long enough for a loaded
 // two-core machine.
@@ -352,6 +396,7 @@ func (r *runner) meta(start time.Time) (reports.RunMeta, error) {
 	}
 	return reports.RunMeta{
 		Test: r.cfg.Test, Lock: r.cfg.Lock, Nemeses: r.cfg.Nemesis.Names, Seed: r.cfg.Seed, Command: r.cfg.Command,
+		Scenario: r.cfg.Scenario, Explanation: r.cfg.Explanation, Expected: r.cfg.Expected,
 		Config: cj, Start: start, Duration: time.Since(start), Phases: r.phases,
 	}, nil
 }

@@ -38,6 +38,9 @@ type Config struct {
 	// probability ClientPauseRate per critical section.
 	ClientPause     time.Duration
 	ClientPauseRate float64
+	// Hold is how long a client works inside its critical section, between
+	// reading and writing the resource (default 0: as fast as it can).
+	Hold time.Duration
 	// OpTimeout bounds each lock and storage operation; running out of it
 	// makes the outcome unknown (info). Default 2s.
 	OpTimeout time.Duration
@@ -76,6 +79,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ttl must be positive, got %v", c.TTL)
 	case c.AcquireTimeout < 0:
 		return fmt.Errorf("acquire timeout must not be negative, got %v", c.AcquireTimeout)
+	case c.Hold < 0:
+		return fmt.Errorf("hold must not be negative, got %v", c.Hold)
 	case c.ClientPause < 0:
 		return fmt.Errorf("client pause must not be negative, got %v", c.ClientPause)
 	case c.ClientPauseRate < 0 || c.ClientPauseRate > 1:
@@ -286,6 +291,8 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 		return false
 	}
 	m.complete(p, history.OK, history.FRead, key, &history.Value{Counter: &v}, nil)
+
+	sleep(ctx, m.cfg.Hold) // the work the lock protects
 
 	// The safe point where a nemesis's requests take effect, and where a
 	// configured GC pause strikes: between read and write, the worst place.

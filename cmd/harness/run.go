@@ -72,6 +72,7 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&cfg.Recovery, "recovery", 5*time.Second, "fault-free period after the final heal (liveness)")
 	f.DurationVar(&cfg.Workload.ClientPause, "client-pause", 0, "stop-the-world pause inside the critical section (a GC pause)")
 	f.Float64Var(&cfg.Workload.ClientPauseRate, "client-pause-rate", 0.1, "probability of --client-pause per critical section")
+	f.DurationVar(&cfg.Workload.Hold, "hold", 0, "how long a client works inside its critical section")
 	f.DurationVar(&cfg.Workload.AcquireTimeout, "acquire-timeout", 0, "how long one acquire may wait for a held lock (0: try once)")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 30*time.Second, "bound on each linearizability check (unknown when exceeded)")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed; the same seed replays the same choices (default: random, printed)")
