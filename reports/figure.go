@@ -1,0 +1,440 @@
+package reports
+
+import (
+	"bufio"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// DPI of the PNG files. Sizes below are in points (1/72 inch), so a PNG is
+// 4/3 as many pixels wide as the figure is points.
+const DPI = 96
+
+// Colours. Red means a violation and nothing else, so that a picture with
+// no red has nothing wrong in it.
+var (
+	colViolation = color.NRGBA{R: 214, G: 39, B: 40, A: 255}
+	colWarn      = color.NRGBA{R: 255, G: 127, B: 14, A: 255} // rejected writes, harmless findings
+	colOK        = color.NRGBA{R: 44, G: 160, B: 44, A: 255}
+	colFail      = color.NRGBA{R: 255, G: 127, B: 14, A: 255}
+	colInfo      = color.NRGBA{R: 148, G: 103, B: 189, A: 255}
+	colInk       = color.NRGBA{R: 40, G: 40, B: 40, A: 255}
+	colFaint     = color.NRGBA{R: 150, G: 150, B: 150, A: 255}
+	colGrid      = color.NRGBA{R: 225, G: 225, B: 225, A: 255}
+	// Holds are coloured by key; none of these is red or orange.
+	keyColours = []color.NRGBA{
+		{R: 31, G: 119, B: 180, A: 255},  // blue
+		{R: 23, G: 190, B: 207, A: 255},  // cyan
+		{R: 44, G: 160, B: 44, A: 255},   // green
+		{R: 148, G: 103, B: 189, A: 255}, // purple
+		{R: 140, G: 86, B: 75, A: 255},   // brown
+		{R: 188, G: 189, B: 34, A: 255},  // olive
+		{R: 127, G: 127, B: 127, A: 255}, // grey
+	}
+)
+
+// faultColour is the translucent shade of a fault family (color.NRGBA:
+// color.RGBA would be read as premultiplied and come out wrong).
+func faultColour(family string, alpha uint8) color.NRGBA {
+	switch family {
+	case "partition":
+		return color.NRGBA{R: 255, G: 190, B: 0, A: alpha}
+	case "clock":
+		return color.NRGBA{R: 148, G: 103, B: 189, A: alpha}
+	case "pause":
+		return color.NRGBA{R: 110, G: 110, B: 110, A: alpha}
+	case "kill":
+		return color.NRGBA{R: 140, G: 86, B: 75, A: alpha}
+	case "promote", "failover":
+		return color.NRGBA{R: 23, G: 190, B: 207, A: alpha}
+	case "latency", "delay":
+		return color.NRGBA{R: 31, G: 119, B: 180, A: alpha}
+	}
+	return color.NRGBA{R: 188, G: 189, B: 34, A: alpha}
+}
+
+func textStyle(size vg.Length, c color.Color) draw.TextStyle {
+	return draw.TextStyle{Color: c, Font: font.From(plot.DefaultFont, size), Handler: plot.DefaultTextHandler}
+}
+
+// saveFigure draws fig twice, into base.png and base.svg in dir.
+func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
+	fig(draw.New(img))
+	if err := writeAtomic(filepath.Join(dir, base+".png"), vgimg.PngCanvas{Canvas: img}); err != nil {
+		return err
+	}
+	svg := vgsvg.New(w, h)
+	dc := draw.New(svg)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	fig(dc)
+	return writeAtomic(filepath.Join(dir, base+".svg"), svg)
+}
+
+// writeAtomic writes through a temporary file so a browser never sees half
+// a picture.
+func writeAtomic(path string, w io.WriterTo) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	_, err = w.WriteTo(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// shapes is a plotter of primitive marks in data coordinates, drawn in the
+// order they were added. It exists because a plot of a long run has tens of
+// thousands of marks, and one plotter.Polygon each would be slow.
+type shapes struct {
+	items []shape
+}
+
+type shapeKind int
+
+const (
+	kRect     shapeKind = iota // X0..X1 × Y0..Y1
+	kShade                     // X0..X1 × the whole height
+	kVLine                     // at X0, from Y0 to Y1 (whole height when Y0 == Y1)
+	kHLine                     // at Y0, from X0 to X1 (whole width when X0 == X1)
+	kText                      // Text at (X0, Y0), left-aligned, vertically centred
+	kGlyph                     // Glyph at (X0, Y0)
+	kTickMark                  // a short vertical mark at X0 spanning Y0..Y1, at least 1 px
+)
+
+type shape struct {
+	Kind           shapeKind
+	X0, X1, Y0, Y1 float64
+	Col            color.Color
+	Width          vg.Length // line width; minimum width of rects
+	Dash           []vg.Length
+	Text           string
+	Size           vg.Length
+	Glyph          draw.GlyphDrawer
+	ClipRight      float64 // kText: do not draw past this x (0 = no limit)
+}
+
+func (s *shapes) rect(x0, x1, y0, y1 float64, c color.Color, minW vg.Length) {
+	s.items = append(s.items, shape{Kind: kRect, X0: x0, X1: x1, Y0: y0, Y1: y1, Col: c, Width: minW})
+}
+
+func (s *shapes) shade(x0, x1 float64, c color.Color) {
+	s.items = append(s.items, shape{Kind: kShade, X0: x0, X1: x1, Col: c})
+}
+
+func (s *shapes) vline(x, y0, y1 float64, c color.Color, w vg.Length, dash ...vg.Length) {
+	s.items = append(s.items, shape{Kind: kVLine, X0: x, Y0: y0, Y1: y1, Col: c, Width: w, Dash: dash})
+}
+
+func (s *shapes) hline(y, x0, x1 float64, c color.Color, w vg.Length, dash ...vg.Length) {
+	s.items = append(s.items, shape{Kind: kHLine, X0: x0, X1: x1, Y0: y, Col: c, Width: w, Dash: dash})
+}
+
+func (s *shapes) text(x, y float64, txt string, size vg.Length, c color.Color, clipRight float64) {
+	s.items = append(s.items, shape{Kind: kText, X0: x, Y0: y, Text: txt, Size: size, Col: c, ClipRight: clipRight})
+}
+
+func (s *shapes) glyph(x, y float64, g draw.GlyphDrawer, size vg.Length, c color.Color) {
+	s.items = append(s.items, shape{Kind: kGlyph, X0: x, Y0: y, Glyph: g, Size: size, Col: c})
+}
+
+func (s *shapes) tick(x, y0, y1 float64, c color.Color, w vg.Length) {
+	s.items = append(s.items, shape{Kind: kTickMark, X0: x, Y0: y0, Y1: y1, Col: c, Width: w})
+}
+
+// Plot implements plot.Plotter.
+func (s *shapes) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	xmin, xmax := p.X.Min, p.X.Max
+	px := vg.Length(72.0 / DPI) // one pixel, in points
+	for _, it := range s.items {
+		switch it.Kind {
+		case kRect:
+			if it.X1 < xmin || it.X0 > xmax {
+				continue
+			}
+			x0, x1 := trX(math.Max(it.X0, xmin)), trX(math.Min(it.X1, xmax))
+			if w := it.Width; x1-x0 < w {
+				mid := (x0 + x1) / 2
+				x0, x1 = mid-w/2, mid+w/2
+			}
+			y0, y1 := trY(it.Y0), trY(it.Y1)
+			fillRect(&c, it.Col, x0, x1, y0, y1)
+		case kShade:
+			if it.X1 < xmin || it.X0 > xmax {
+				continue
+			}
+			x0, x1 := trX(math.Max(it.X0, xmin)), trX(math.Min(it.X1, xmax))
+			if x1-x0 < px {
+				x1 = x0 + px
+			}
+			fillRect(&c, it.Col, x0, x1, c.Min.Y, c.Max.Y)
+		case kVLine, kTickMark:
+			if it.X0 < xmin || it.X0 > xmax {
+				continue
+			}
+			x := trX(it.X0)
+			y0, y1 := c.Min.Y, c.Max.Y
+			if it.Y0 != it.Y1 {
+				y0, y1 = trY(it.Y0), trY(it.Y1)
+			}
+			w := it.Width
+			if it.Kind == kTickMark {
+				w = max(w, px)
+			}
+			c.StrokeLine2(draw.LineStyle{Color: it.Col, Width: w, Dashes: it.Dash}, x, y0, x, y1)
+		case kHLine:
+			y := trY(it.Y0)
+			x0, x1 := c.Min.X, c.Max.X
+			if it.X0 != it.X1 {
+				x0, x1 = trX(math.Max(it.X0, xmin)), trX(math.Min(it.X1, xmax))
+			}
+			c.StrokeLine2(draw.LineStyle{Color: it.Col, Width: it.Width, Dashes: it.Dash}, x0, y, x1, y)
+		case kText:
+			if it.X0 > xmax {
+				continue
+			}
+			sty := textStyle(it.Size, it.Col)
+			sty.YAlign = draw.YCenter
+			x := trX(math.Max(it.X0, xmin)) + 2
+			limit := c.Max.X
+			if it.ClipRight != 0 {
+				limit = min(limit, trX(math.Min(it.ClipRight, xmax)))
+			}
+			txt := fitText(sty, it.Text, limit-x)
+			if txt == "" {
+				continue
+			}
+			c.FillText(sty, vg.Point{X: x, Y: trY(it.Y0)}, txt)
+		case kGlyph:
+			if it.X0 < xmin || it.X0 > xmax {
+				continue
+			}
+			c.DrawGlyphNoClip(draw.GlyphStyle{Color: it.Col, Radius: it.Size, Shape: it.Glyph}, vg.Point{X: trX(it.X0), Y: trY(it.Y0)})
+		}
+	}
+}
+
+func fillRect(c *draw.Canvas, col color.Color, x0, x1, y0, y1 vg.Length) {
+	var p vg.Path
+	p.Move(vg.Point{X: x0, Y: y0})
+	p.Line(vg.Point{X: x1, Y: y0})
+	p.Line(vg.Point{X: x1, Y: y1})
+	p.Line(vg.Point{X: x0, Y: y1})
+	p.Close()
+	c.SetColor(col)
+	c.Fill(p)
+}
+
+// fitText shortens txt with an ellipsis until it fits in width, or returns
+// "" when not even a few characters fit.
+func fitText(sty draw.TextStyle, txt string, width vg.Length) string {
+	if sty.Width(txt) <= width {
+		return txt
+	}
+	r := []rune(txt)
+	for n := len(r) - 1; n >= 3; n-- {
+		s := string(r[:n]) + "…"
+		if sty.Width(s) <= width {
+			return s
+		}
+	}
+	return ""
+}
+
+// thumb is a legend thumbnail: a filled box, a line or a glyph.
+type thumb struct {
+	fill  color.Color
+	line  *draw.LineStyle
+	glyph *draw.GlyphStyle
+	vert  bool // the line is vertical (a tick)
+}
+
+func (t thumb) Thumbnail(c *draw.Canvas) {
+	if t.fill != nil {
+		h := (c.Max.Y - c.Min.Y) / 4
+		fillRect(c, t.fill, c.Min.X, c.Max.X, c.Min.Y+h, c.Max.Y-h)
+	}
+	if t.line != nil {
+		if t.vert {
+			x := (c.Min.X + c.Max.X) / 2
+			c.StrokeLine2(*t.line, x, c.Min.Y, x, c.Max.Y)
+		} else {
+			y := (c.Min.Y + c.Max.Y) / 2
+			c.StrokeLine2(*t.line, c.Min.X, y, c.Max.X, y)
+		}
+	}
+	if t.glyph != nil {
+		c.DrawGlyphNoClip(*t.glyph, c.Center())
+	}
+}
+
+func boxThumb(c color.Color) thumb { return thumb{fill: c} }
+func lineThumb(c color.Color, w vg.Length, dash ...vg.Length) thumb {
+	return thumb{line: &draw.LineStyle{Color: c, Width: w, Dashes: dash}}
+}
+func tickThumb(c color.Color, w vg.Length) thumb {
+	return thumb{line: &draw.LineStyle{Color: c, Width: w}, vert: true}
+}
+func glyphThumb(c color.Color, g draw.GlyphDrawer, r vg.Length) thumb {
+	return thumb{glyph: &draw.GlyphStyle{Color: c, Shape: g, Radius: r}}
+}
+
+// legend is a plot.Legend that counts its entries, so a figure can be made
+// tall enough for it.
+type legend struct {
+	plot.Legend
+	n int
+}
+
+func (l *legend) Add(name string, thumbs ...plot.Thumbnailer) {
+	l.Legend.Add(name, thumbs...)
+	l.n++
+}
+
+func (l *legend) height() vg.Length { return vg.Length(l.n) * (12 + l.Padding) }
+
+// newLegend is a legend for the right-hand column of a figure.
+func newLegend() *legend {
+	l := plot.NewLegend()
+	l.Top, l.Left = true, true
+	l.TextStyle = textStyle(9, colInk)
+	l.ThumbnailWidth = 16
+	l.Padding = 2
+	return &legend{Legend: l}
+}
+
+// alignX crops each canvas so that the data areas of the plots, stacked
+// vertically, start and end at the same x: their time axes line up.
+func alignX(plots []*plot.Plot, cs []draw.Canvas) {
+	var left, right vg.Length
+	for i, p := range plots {
+		dc := p.DataCanvas(cs[i])
+		left = max(left, dc.Min.X-cs[i].Min.X)
+		right = max(right, cs[i].Max.X-dc.Max.X)
+	}
+	for i, p := range plots {
+		dc := p.DataCanvas(cs[i])
+		cs[i] = draw.Crop(cs[i], left-(dc.Min.X-cs[i].Min.X), -(right - (cs[i].Max.X - dc.Max.X)), 0, 0)
+	}
+}
+
+// basePlot is a plot with the house style: small fonts, light grid lines
+// drawn by the caller, time on x in seconds.
+func basePlot(title string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	restyle(&p.Title.TextStyle, 12)
+	p.Title.Padding = 6
+	p.X.Label.Text = "time since the start of the run (s)"
+	restyle(&p.X.Label.TextStyle, 9)
+	restyle(&p.X.Tick.Label, 8)
+	restyle(&p.Y.Tick.Label, 8)
+	restyle(&p.Y.Label.TextStyle, 9)
+	p.X.Tick.Marker = timeTicker{}
+	p.BackgroundColor = nil
+	return p
+}
+
+// restyle changes a text style's size and colour and keeps its alignment.
+func restyle(s *draw.TextStyle, size vg.Length) {
+	s.Font.Size = size
+	s.Color = colInk
+}
+
+// timeTicker puts about ten labelled ticks on a time axis, at round
+// numbers of seconds (1, 2 or 5 times a power of ten).
+type timeTicker struct{}
+
+func (timeTicker) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if span <= 0 {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	raw := span / 10
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	prec := max(0, -int(math.Floor(math.Log10(step))))
+	var ticks []plot.Tick
+	for x := math.Ceil(lo/step) * step; x <= hi+step*1e-9; x += step {
+		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'f', prec, 64)})
+		// a minor tick halfway
+		if m := x + step/2; m < hi {
+			ticks = append(ticks, plot.Tick{Value: m})
+		}
+	}
+	return ticks
+}
+
+// timeTicks are x ticks with grid lines, added to s.
+func timeGrid(s *shapes, p *plot.Plot) {
+	for _, t := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+		if t.Label != "" {
+			s.vline(t.Value, 0, 0, colGrid, 0.5)
+		}
+	}
+}
+
+// logTicker labels a log axis at 1, 2 and 5 times each power of ten when
+// the range is short, at powers of ten otherwise, in plain decimals.
+type logTicker struct{}
+
+func (logTicker) Ticks(lo, hi float64) []plot.Tick {
+	if lo <= 0 || hi <= lo {
+		return nil
+	}
+	mults := []float64{1}
+	if math.Log10(hi/lo) <= 3 {
+		mults = []float64{1, 2, 5}
+	}
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for m := 1.0; m < 10; m++ {
+			v := m * math.Pow(10, e)
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			for _, lm := range mults {
+				if m == lm {
+					t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+				}
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}

@@ -1,0 +1,505 @@
+package reports
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// Limits that keep a report of a pathological run readable.
+const (
+	// MaxZooms is how many violations get a close-up timeline of their own;
+	// the overview shows every violation regardless.
+	MaxZooms = 30
+	// maxListed is how many violations index.html lists in words.
+	maxListed = 500
+)
+
+// File names of the figures (each as .png and .svg) and the page.
+const (
+	TimelineFile = "timeline"
+	LatencyFile  = "latency"
+	RateFile     = "rate"
+	IndexFile    = "index.html"
+)
+
+// ZoomFile is the base name of the close-up of violation n (1-based).
+func ZoomFile(n int) string { return fmt.Sprintf("timeline-violation-%d", n) }
+
+// PorcupineFile is the porcupine view of a key, with the key made safe
+// for a file name.
+func PorcupineFile(key string) string {
+	return "porcupine-" + unsafeChars.ReplaceAllString(key, "_") + ".html"
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// visualizer draws porcupine's view of one key: checker.VisualizeKey.
+type visualizer func(ops []history.Op, key string, w io.Writer) error
+
+func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res checker.Result, vis visualizer) error {
+	v := newRunView(meta, ops, res)
+	if err := removeOld(dir); err != nil {
+		return err
+	}
+	step := func(base string, w, h vg.Length, fig func(draw.Canvas)) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("render %s: %w", base, err)
+		}
+		if err := saveFigure(dir, base, w, h, fig); err != nil {
+			return fmt.Errorf("render %s: %w", base, err)
+		}
+		return nil
+	}
+	w, h, fig, _ := v.timeline(window{From: 0, To: v.end, Title: v.title("timeline")})
+	if err := step(TimelineFile, w, h, fig); err != nil {
+		return err
+	}
+	for i, vi := range res.Violations {
+		if i >= MaxZooms {
+			break
+		}
+		w, h, fig, _ := v.timeline(zoomWindow(v, i, vi))
+		if err := step(ZoomFile(i+1), w, h, fig); err != nil {
+			return err
+		}
+	}
+	w, h, fig = v.latency()
+	if err := step(LatencyFile, w, h, fig); err != nil {
+		return err
+	}
+	w, h, fig = v.rate()
+	if err := step(RateFile, w, h, fig); err != nil {
+		return err
+	}
+	porc := make([]porcupineLink, 0, len(res.NonLinearizableKeys))
+	for _, key := range res.NonLinearizableKeys {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("render porcupine view of %s: %w", key, err)
+		}
+		porc = append(porc, writePorcupine(dir, ops, key, vis))
+	}
+	page, err := v.indexPage(dir, porc)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, IndexFile), bytes.NewReader(page)); err != nil {
+		return fmt.Errorf("render index: %w", err)
+	}
+	return nil
+}
+
+// zoomWindow is the close-up of violation i: the violation with as much
+// time again on each side, at least a second.
+func zoomWindow(v *runView, i int, vi checker.Violation) window {
+	end := max(vi.End, vi.Start)
+	pad := max(int64(time.Second), end-vi.Start)
+	vc := vi
+	return window{
+		From: max(0, vi.Start-pad), To: min(v.end, end+pad), Zoom: true, Highlight: &vc,
+		Title: fmt.Sprintf("violation %d: %s %s, %s–%s — lock %s — %s", i+1, vi.Kind, vi.Key,
+			fmtTime(vi.Start), fmtTime(end), orSome(v.meta.Lock, "?"), verdictWord(v.res.Verdict)),
+	}
+}
+
+// removeOld deletes close-ups and porcupine views left by an earlier
+// render of the same directory, which may have had more violations.
+func removeOld(dir string) error {
+	for _, pat := range []string{"timeline-violation-*.png", "timeline-violation-*.svg", "porcupine-*.html"} {
+		old, err := filepath.Glob(filepath.Join(dir, pat))
+		if err != nil {
+			return fmt.Errorf("render: %w", err)
+		}
+		for _, f := range old {
+			if err := os.Remove(f); err != nil {
+				return fmt.Errorf("render: remove stale %s: %w", filepath.Base(f), err)
+			}
+		}
+	}
+	return nil
+}
+
+type porcupineLink struct {
+	Key, File, Err string
+}
+
+// writePorcupine writes porcupine's view of key. A failure is reported on
+// the page, not fatal: the rest of the report is still worth having.
+func writePorcupine(dir string, ops []history.Op, key string, vis visualizer) porcupineLink {
+	l := porcupineLink{Key: key, File: PorcupineFile(key)}
+	var buf bytes.Buffer
+	if err := vis(ops, key, &buf); err != nil {
+		l.Err = "could not draw: " + err.Error()
+		l.File = ""
+		return l
+	}
+	if err := writeAtomic(filepath.Join(dir, l.File), bytes.NewReader(buf.Bytes())); err != nil {
+		l.Err, l.File = err.Error(), ""
+	}
+	return l
+}
+
+// Normalize puts a result in a canonical order so that checking the same
+// history twice writes byte-identical results.json: violations by time,
+// holds by start, keys sorted, empty lists as [] rather than null.
+func Normalize(res *checker.Result) {
+	slices.SortStableFunc(res.Violations, func(a, b checker.Violation) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Checker, b.Checker),
+			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Key, b.Key), slices.Compare(a.Processes, b.Processes))
+	})
+	slices.SortStableFunc(res.Holds, func(a, b checker.Hold) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Process, b.Process), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Acquire, b.Acquire))
+	})
+	slices.Sort(res.NonLinearizableKeys)
+	res.NonLinearizableKeys = slices.Compact(res.NonLinearizableKeys)
+	if res.Violations == nil {
+		res.Violations = []checker.Violation{}
+	}
+	if res.Checkers == nil {
+		res.Checkers = map[string]checker.CheckResult{}
+	}
+	if res.Counts == nil {
+		res.Counts = map[string]map[string]int{}
+	}
+}
+
+// WriteResults normalizes res and writes results.json. Both the run that
+// produced a history and Rebuild use it, so that they write the same file.
+func WriteResults(dir string, meta RunMeta, res checker.Result) (Results, error) {
+	Normalize(&res)
+	out := Results{Meta: meta, Result: res}
+	if err := WriteJSON(dir, ResultsFile, out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// ReadResults reads dir/results.json.
+func ReadResults(dir string) (Results, error) {
+	var r Results
+	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return r, fmt.Errorf("read results: %w", err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("read %s: %w", filepath.Join(dir, ResultsFile), err)
+	}
+	return r, nil
+}
+
+// ReadMeta reads dir/run.json; ok is false when the run has none.
+func ReadMeta(dir string) (meta RunMeta, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return meta, false, nil
+	}
+	if err != nil {
+		return meta, false, fmt.Errorf("read run metadata: %w", err)
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return meta, false, fmt.Errorf("read %s: %w", filepath.Join(dir, MetaFile), err)
+	}
+	return meta, true, nil
+}
+
+// rebuild is Rebuild with the checker passed in.
+func rebuild(ctx context.Context, dir string, check func(context.Context, []history.Op) checker.Result, vis visualizer) (Results, error) {
+	rr, err := history.ReadFile(filepath.Join(dir, HistoryFile))
+	if err != nil {
+		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
+	}
+	meta, ok, err := ReadMeta(dir)
+	if err != nil {
+		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
+	}
+	if !ok {
+		meta = DeriveMeta(dir, rr.Ops)
+	}
+	res := check(ctx, rr.Ops)
+	if err := ctx.Err(); err != nil {
+		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
+	}
+	out, err := WriteResults(dir, meta, res)
+	if err != nil {
+		return out, fmt.Errorf("rebuild %s: %w", dir, err)
+	}
+	if err := render(ctx, dir, meta, rr.Ops, out.Result, vis); err != nil {
+		return out, fmt.Errorf("rebuild %s: %w", dir, err)
+	}
+	return out, nil
+}
+
+// DeriveMeta guesses a run's metadata from its directory and history, for a
+// run without run.json: the test is the parent directory's name, the start
+// the directory's timestamp, the nemeses the fault families seen.
+func DeriveMeta(dir string, ops []history.Op) RunMeta {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	meta := RunMeta{Test: filepath.Base(filepath.Dir(abs)), Duration: time.Duration(runEnd(ops))}
+	stamp, _, _ := strings.Cut(filepath.Base(abs), "-")
+	if t, err := time.Parse("20060102T150405.000Z", stamp); err == nil {
+		meta.Start = t
+	}
+	seen := map[string]bool{}
+	for _, f := range Faults(ops) {
+		if !seen[f.Family] {
+			seen[f.Family] = true
+			meta.Nemeses = append(meta.Nemeses, f.Family)
+		}
+	}
+	slices.Sort(meta.Nemeses)
+	return meta
+}
+
+// --- index.html ---
+
+//go:embed index.html.tmpl
+var indexTmplText string
+
+var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
+	"join":    strings.Join,
+	"fmtTime": fmtTime,
+}).Parse(indexTmplText))
+
+type checkerRow struct {
+	Name, Expected, Observed, Class, Details string
+	Mismatch                                 bool
+}
+
+type violationRow struct {
+	N                         int
+	Kind, Checker, Text, Zoom string
+	Events                    string
+}
+
+type zoomRow struct {
+	N        int
+	PNG, SVG string
+}
+
+type faultRow struct {
+	Label, From, To, EndedBy string
+}
+
+type countRow struct {
+	F                     string
+	OK, Fail, Info, Total int
+}
+
+type indexData struct {
+	Meta                  RunMeta
+	Lock                  string
+	Verdict, VerdictClass string
+	Headline              string
+	HasExpected           bool
+	Checkers              []checkerRow
+	Violations            []violationRow
+	MoreViolations        int
+	Zooms                 []zoomRow
+	ZoomsLeftOut          bool
+	Porcupine             []porcupineLink
+	Faults                []faultRow
+	Counts                []countRow
+	Start, Duration       string
+	Config                string
+	Files                 []string
+}
+
+func verdictClass(v checker.Verdict) string {
+	switch v {
+	case checker.Valid:
+		return "valid"
+	case checker.Invalid:
+		return "invalid"
+	}
+	return "unknown"
+}
+
+func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
+	d := indexData{
+		Meta: v.meta, Lock: orSome(v.meta.Lock, "?"), Verdict: verdictWord(v.res.Verdict),
+		VerdictClass: verdictClass(v.res.Verdict), Porcupine: porc, HasExpected: len(v.meta.Expected) > 0,
+	}
+	if !v.meta.Start.IsZero() {
+		d.Start = v.meta.Start.UTC().Format("2006-01-02 15:04:05 MST")
+	}
+	dur := v.meta.Duration
+	if dur == 0 {
+		dur = time.Duration(v.end)
+	}
+	d.Duration = dur.Round(time.Millisecond).String()
+	if len(v.meta.Config) > 0 {
+		var buf bytes.Buffer
+		if json.Indent(&buf, v.meta.Config, "", "  ") == nil {
+			d.Config = buf.String()
+		} else {
+			d.Config = string(v.meta.Config)
+		}
+	}
+
+	// Checkers, with what the scenario expected.
+	names := map[string]bool{}
+	for n := range v.res.Checkers {
+		names[n] = true
+	}
+	for n := range v.meta.Expected {
+		names[n] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	slices.Sort(sorted)
+	for _, n := range sorted {
+		r := checkerRow{Name: n, Expected: v.meta.Expected[n], Observed: "—", Class: "unknown"}
+		if cr, ok := v.res.Checkers[n]; ok {
+			r.Observed, r.Class = string(cr.Verdict), verdictClass(cr.Verdict)
+			r.Details = checkerDetails(cr)
+		} else if n == "verdict" || n == "overall" {
+			r.Observed, r.Class = string(v.res.Verdict), verdictClass(v.res.Verdict)
+		}
+		r.Mismatch = r.Expected != "" && r.Expected != r.Observed
+		d.Checkers = append(d.Checkers, r)
+	}
+
+	// Violations in words.
+	for i, vi := range v.res.Violations {
+		if i >= maxListed {
+			d.MoreViolations = len(v.res.Violations) - maxListed
+			break
+		}
+		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: ViolationWords(vi, v.faults)}
+		if i < MaxZooms {
+			r.Zoom = ZoomFile(i+1) + ".png"
+			d.Zooms = append(d.Zooms, zoomRow{N: i + 1, PNG: ZoomFile(i+1) + ".png", SVG: ZoomFile(i+1) + ".svg"})
+		}
+		if len(vi.Events) > 0 {
+			ev := make([]string, 0, min(len(vi.Events), 8))
+			for j, e := range vi.Events {
+				if j == 8 {
+					ev = append(ev, "…")
+					break
+				}
+				ev = append(ev, fmt.Sprintf("#%d", e))
+			}
+			r.Events = strings.Join(ev, " ")
+		}
+		d.Violations = append(d.Violations, r)
+	}
+	d.ZoomsLeftOut = len(v.res.Violations) > MaxZooms
+	d.Headline = v.headline()
+
+	for _, f := range v.faults {
+		r := faultRow{Label: f.Label, From: fmtTime(f.Start), To: fmtTime(f.End), EndedBy: "stop event"}
+		if !f.Stopped {
+			r.EndedBy = "end of history"
+			if v.healed && f.End == v.heal {
+				r.EndedBy = "final heal"
+			}
+		}
+		d.Faults = append(d.Faults, r)
+	}
+
+	fs := make([]string, 0, len(v.res.Counts))
+	for f := range v.res.Counts {
+		fs = append(fs, f)
+	}
+	slices.Sort(fs)
+	for _, f := range fs {
+		c := v.res.Counts[f]
+		r := countRow{F: f, OK: c[string(history.OK)], Fail: c[string(history.Fail)], Info: c[string(history.Info)]}
+		for _, n := range c {
+			r.Total += n
+		}
+		d.Counts = append(d.Counts, r)
+	}
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("render index: %w", err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && e.Type().IsRegular() {
+			d.Files = append(d.Files, e.Name())
+		}
+	}
+	if !slices.Contains(d.Files, IndexFile) {
+		d.Files = append(d.Files, IndexFile)
+		slices.Sort(d.Files)
+	}
+	var buf bytes.Buffer
+	if err := indexTmpl.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("render index: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func checkerDetails(cr checker.CheckResult) string {
+	var parts []string
+	if cr.Reason != "" {
+		parts = append(parts, cr.Reason)
+	}
+	keys := make([]string, 0, len(cr.Stats))
+	for k := range cr.Stats {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var stats []string
+	for _, k := range keys {
+		stats = append(stats, fmt.Sprintf("%s %g", k, cr.Stats[k]))
+	}
+	if len(stats) > 0 {
+		parts = append(parts, strings.Join(stats, " · "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// headline is the one sentence a newcomer reads first.
+func (v *runView) headline() string {
+	lock := orSome(v.meta.Lock, "the lock")
+	if lock != "the lock" {
+		lock = "Lock " + lock
+	}
+	switch v.res.Verdict {
+	case checker.Invalid:
+		for _, vi := range v.res.Violations {
+			if vi.Fatal {
+				return fmt.Sprintf("%s broke its promise: %s", lock, ViolationWords(vi, v.faults))
+			}
+		}
+		return lock + " failed a check: see below."
+	case checker.Valid:
+		return fmt.Sprintf("%s kept its promise: %d holds, %d faults, no violation.", lock, len(v.res.Holds), len(v.faults))
+	}
+	var reasons []string
+	for _, n := range slices.Sorted(maps.Keys(v.res.Checkers)) {
+		if cr := v.res.Checkers[n]; cr.Verdict != checker.Valid && cr.Reason != "" {
+			reasons = append(reasons, n+": "+cr.Reason)
+		}
+	}
+	if len(reasons) == 0 {
+		return "No verdict: the checkers could not decide."
+	}
+	return "No verdict: " + strings.Join(reasons, "; ")
+}

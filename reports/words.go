@@ -1,0 +1,102 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockharness/lockharness/checker"
+)
+
+// ViolationWords tells a violation in plain words, with the faults that
+// were in force around it: "client 2 and client 4 both held lock-0 from
+// 3.41 s to 3.97 s; meanwhile node 3's clock had jumped +60 s at 3.40 s."
+func ViolationWords(v checker.Violation, faults []Fault) string {
+	var b strings.Builder
+	b.WriteString(violationSentence(v))
+	if ctx := faultsAround(faults, v.Start, v.End); len(ctx) > 0 {
+		parts := make([]string, len(ctx))
+		for i, f := range ctx {
+			parts[i] = f.Sentence(v.Start)
+		}
+		b.WriteString("; meanwhile " + strings.Join(parts, "; "))
+	} else if len(faults) > 0 {
+		b.WriteString("; no fault was in force then")
+	}
+	b.WriteString(".")
+	if !v.Fatal {
+		b.WriteString(" (Reported, but harmless by itself.)")
+	}
+	return b.String()
+}
+
+func clients(ps []int) string {
+	ws := make([]string, len(ps))
+	for i, p := range ps {
+		ws[i] = clientName(p)
+	}
+	switch len(ws) {
+	case 0:
+		return "a client"
+	case 1:
+		return ws[0]
+	}
+	return strings.Join(ws[:len(ws)-1], ", ") + " and " + ws[len(ws)-1]
+}
+
+func span(v checker.Violation) string {
+	if v.End > v.Start {
+		return fmt.Sprintf("from %s to %s (%s)", fmtTime(v.Start), fmtTime(v.End), fmtDur(v.End-v.Start))
+	}
+	return "at " + fmtTime(v.Start)
+}
+
+func keyOr(k string) string {
+	if k == "" {
+		return "the lock"
+	}
+	return k
+}
+
+func violationSentence(v checker.Violation) string {
+	desc := strings.TrimSuffix(strings.TrimSpace(v.Description), ".")
+	switch v.Kind {
+	case checker.KindOverlap:
+		who := clients(v.Processes)
+		if len(v.Processes) >= 2 {
+			who += " both"
+		}
+		return capitalise(fmt.Sprintf("%s held %s %s", who, keyOr(v.Key), span(v)))
+	case checker.KindForeignRelease:
+		s := fmt.Sprintf("%s %s: a release or renew succeeded while another client's claim on %s was live", span(v), clients(v.Processes), keyOr(v.Key))
+		return capitalise(withDesc(s, desc))
+	case checker.KindStaleWrite:
+		return capitalise(withDesc(fmt.Sprintf("%s wrote %s after its lease on %s had expired", clients(v.Processes), span(v), keyOr(v.Key)), desc))
+	case checker.KindLostUpdate:
+		return capitalise(withDesc(fmt.Sprintf("lost update %s: critical sections of %s are not linearizable", span(v), clients(v.Processes)), desc))
+	case checker.KindFinalCount:
+		return capitalise(withDesc("the final counter does not match the accepted writes", desc))
+	case checker.KindUnavailable:
+		return capitalise(withDesc(fmt.Sprintf("%s stayed unavailable %s, through the whole recovery period", keyOr(v.Key), span(v)), desc))
+	case checker.KindNonLinearizable:
+		return capitalise(withDesc(fmt.Sprintf("porcupine found no linearization of %s", keyOr(v.Key)), desc))
+	}
+	s := fmt.Sprintf("%s %s", v.Kind, span(v))
+	if len(v.Processes) > 0 {
+		s += " involving " + clients(v.Processes)
+	}
+	return capitalise(withDesc(s, desc))
+}
+
+func withDesc(s, desc string) string {
+	if desc == "" {
+		return s
+	}
+	return s + " — " + desc
+}
+
+func capitalise(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
