@@ -1,0 +1,149 @@
+package locks_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/locks"
+)
+
+// needRedis skips under -short and fails, saying how to install it, when
+// redis-server is missing.
+func needRedis(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("integration test: needs redis-server")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		tb.Fatal("redis-server not found on PATH: apt-get install -y redis-server redis-sentinel")
+	}
+}
+
+// up starts an independent-masters cluster, stopped in Cleanup.
+func up(tb testing.TB, nodes, clients int) *cluster.Cluster {
+	tb.Helper()
+	needRedis(tb)
+	c, err := cluster.Up(context.Background(), cluster.Config{Nodes: nodes, Clients: clients})
+	if err != nil {
+		tb.Fatalf("cluster up: %v", err)
+	}
+	tb.Cleanup(func() { _ = c.Down() })
+	return c
+}
+
+// nodesOf returns fresh go-redis clients for client slot cl, closed in
+// Cleanup. Each call makes new clients: one per simulated process.
+func nodesOf(tb testing.TB, c *cluster.Cluster, cl int) []locks.Node {
+	tb.Helper()
+	ns := c.ClientNodes(cl, cluster.ClientOptions{})
+	tb.Cleanup(func() { cluster.CloseNodes(ns) })
+	return ns
+}
+
+// newLock builds an instance of the named lock over nodes, seeded by seed.
+func newLock(tb testing.TB, name string, nodes []locks.Node, seed uint64, opts locks.Options) locks.Lock {
+	tb.Helper()
+	info, err := locks.Builtin().Lookup(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	opts.Rand = rand.New(rand.NewPCG(seed, 42))
+	l, err := info.New(nodes, opts)
+	if err != nil {
+		tb.Fatalf("new %s: %v", name, err)
+	}
+	if cl, ok := l.(locks.Closer); ok {
+		tb.Cleanup(func() { _ = cl.Close() })
+	}
+	return l
+}
+
+// direct is a client to a node's own address, bypassing every proxy: the
+// test's view of what the node holds.
+func direct(tb testing.TB, s *cluster.Server) *redis.Client {
+	tb.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	tb.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// multiNode reports whether the lock spreads over several nodes.
+func multiNode(name string) bool { return name == "redlock" || name == "redsync" }
+
+// withReplica attaches a replica to node n of c whose replication link goes
+// through a toxiproxy proxy of the test's own, and waits until it is in
+// sync. It returns the proxy (cut it to freeze replication) and the replica.
+func withReplica(tb testing.TB, n *cluster.Server) (*toxiproxy.Proxy, *cluster.Server) {
+	tb.Helper()
+	ctx := context.Background()
+	// A full sync waits repl-diskless-sync-delay (5s by default) for more
+	// replicas to join; there is only one.
+	if err := direct(tb, n).ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+		tb.Fatalf("config master: %v", err)
+	}
+	zerolog.SetGlobalLevel(zerolog.Disabled)
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "r1_n1", "127.0.0.1:0", n.Addr())
+	if err := srv.Collection.Add(p, true); err != nil {
+		tb.Fatalf("replication proxy: %v", err)
+	}
+	tb.Cleanup(func() { srv.Collection.Clear() })
+	_, portStr, _ := strings.Cut(p.Listen, ":")
+	port, err := cluster.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin, err := cluster.LookBinary("redis-server")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	r := &cluster.Server{Name: "r1", Port: port, Binary: bin, Dir: dir,
+		Config: cluster.RedisConfig(port, dir, "r1") + fmt.Sprintf("replicaof 127.0.0.1 %s\n", portStr)}
+	if err := r.Start(ctx, true); err != nil {
+		tb.Fatalf("start replica: %v", err)
+	}
+	tb.Cleanup(func() { _ = r.Kill() })
+	rc := direct(tb, r)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("replica never came in sync: %v %s", err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The master counts the replica for WAIT only once it is online, after
+	// the replica's first acknowledgement (sent once a second).
+	pipe := direct(tb, n).Pipeline()
+	pipe.Set(ctx, "replica-check", "1", 0)
+	acks := pipe.Do(ctx, "wait", 1, 5000)
+	if _, err := pipe.Exec(ctx); err != nil || acks.Val() != int64(1) {
+		tb.Fatalf("replica never acknowledged a write: %d acks, %v", acks.Val(), err)
+	}
+	return p, r
+}
+
+// cut freezes both directions of a proxy (timeout toxic, timeout 0).
+func cut(tb testing.TB, p *toxiproxy.Proxy) {
+	tb.Helper()
+	for _, stream := range []string{"upstream", "downstream"} {
+		j := fmt.Sprintf(`{"name":"cut-%s","type":"timeout","stream":%q,"attributes":{"timeout":0}}`, stream, stream)
+		if _, err := p.Toxics.AddToxicJson(strings.NewReader(j)); err != nil {
+			tb.Fatalf("cut: %v", err)
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package locks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
+)
+
+// lockNames is every built-in lock.
+func lockNames() []string {
+	var out []string
+	for _, info := range locks.Builtin().All() {
+		out = append(out, info.Name)
+	}
+	return out
+}
+
+func TestCatalogue(t *testing.T) {
+	want := []string{"fenced", "redislock", "redlock", "redsync", "reentrant", "set-nx-ex", "setnx", "setnx-expire", "token", "token-wait"}
+	got := lockNames()
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("built-in locks = %v, want %v", got, want)
+	}
+	for _, info := range locks.Builtin().All() {
+		if info.Description == "" {
+			t.Errorf("%s has no description", info.Name)
+		}
+		if info.Fenced != (info.Name == "fenced") {
+			t.Errorf("%s: Fenced = %v", info.Name, info.Fenced)
+		}
+		if _, err := info.New(nil, locks.Options{}); err == nil {
+			t.Errorf("%s accepted zero nodes", info.Name)
+		}
+	}
+	if _, err := locks.Builtin().Lookup("nope"); err == nil || !strings.Contains(err.Error(), "redlock") {
+		t.Fatalf("unknown lock: %v, want an error listing the known locks", err)
+	}
+}
+
+// setup starts the topology the named lock needs: five nodes for the
+// multi-node locks, one otherwise, plus a replica for token-wait.
+func setup(t *testing.T, name string) *cluster.Cluster {
+	t.Helper()
+	n := 1
+	if multiNode(name) {
+		n = 5
+	}
+	c := up(t, n, 1)
+	if name == "token-wait" {
+		withReplica(t, c.Nodes[0])
+	}
+	return c
+}
+
+// holders tracks who is inside the critical section of one key, with the
+// lease each holds, and reports two live leases at once.
+type holders struct {
+	mu         sync.Mutex
+	in         map[int]locks.Lease
+	violations []string
+	maxInside  int
+}
+
+// enter records that client id got lease, at now, and reports every other
+// holder whose lease has not ended: the lock told two clients they hold it.
+func (h *holders) enter(id int, lease locks.Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	for other, l := range h.in {
+		if !l.Expires() || now.Before(l.ValidUntil) {
+			h.violations = append(h.violations, fmt.Sprintf("client %d acquired while client %d's lease runs until %v (%v from now)", id, other, l.ValidUntil, l.ValidUntil.Sub(now)))
+		}
+	}
+	h.in[id] = lease
+	h.maxInside = max(h.maxInside, len(h.in))
+}
+
+func (h *holders) leave(id int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.in, id)
+}
+
+// TestMutualExclusion runs 50 clients, each its own lock instance over its
+// own connections, on one key of a healthy topology: at no instant may two of
+// them hold a live lease.
+func TestMutualExclusion(t *testing.T) {
+	for _, name := range lockNames() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := setup(t, name)
+			const clients = 50
+			run := 1500 * time.Millisecond
+			h := &holders{in: map[int]locks.Lease{}}
+			var acquired, unknown atomic.Int64
+			var inside atomic.Int32
+			var maxInside atomic.Int32
+			ls := make([]locks.Lock, clients)
+			for i := range ls {
+				ls[i] = newLock(t, name, nodesOf(t, c, 0), uint64(i), locks.Options{TTL: time.Second})
+			}
+			ctx := context.Background()
+			// Run at least run, and on until a few clients got the lock (a
+			// loaded machine can make Redlock's short per-node timeouts
+			// expire for a while), but never past maxRun.
+			start := time.Now()
+			maxRun := 10 * time.Second
+			more := func() bool {
+				d := time.Since(start)
+				return d < run || (acquired.Load() < 5 && d < maxRun)
+			}
+			var wg sync.WaitGroup
+			for i, l := range ls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for more() {
+						lease, err := l.Acquire(ctx, "mutex", locks.AcquireOptions{Wait: 200 * time.Millisecond})
+						if err != nil {
+							if locks.Outcome(err) == history.Info {
+								unknown.Add(1)
+							}
+							continue
+						}
+						acquired.Add(1)
+						h.enter(i, lease)
+						n := inside.Add(1)
+						for m := maxInside.Load(); n > m && !maxInside.CompareAndSwap(m, n); m = maxInside.Load() {
+						}
+						time.Sleep(time.Millisecond)
+						inside.Add(-1)
+						h.leave(i)
+						if err := l.Release(ctx, lease); err != nil && locks.Outcome(err) == history.Info {
+							unknown.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			for _, v := range h.violations {
+				t.Error(v)
+			}
+			if acquired.Load() == 0 {
+				t.Fatalf("no client acquired the lock in %v", maxRun)
+			}
+			t.Logf("%s: %d acquisitions by %d clients in %v, %d unknown outcomes, at most %d inside at once",
+				name, acquired.Load(), clients, time.Since(start).Round(time.Millisecond), unknown.Load(), maxInside.Load())
+		})
+	}
+}
+
+// TestExpiry: a holder that never releases loses the lock when its lease
+// ends, and not before: the next client gets it, no earlier than the first
+// lease's ValidUntil. setnx has no expiry: it is held forever.
+func TestExpiry(t *testing.T) {
+	for _, name := range lockNames() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := setup(t, name)
+			ctx := context.Background()
+			ttl := time.Second
+			a := newLock(t, name, nodesOf(t, c, 0), 1, locks.Options{TTL: ttl})
+			b := newLock(t, name, nodesOf(t, c, 0), 2, locks.Options{TTL: ttl})
+			la, err := a.Acquire(ctx, "expiry", locks.AcquireOptions{})
+			if err != nil {
+				t.Fatalf("first acquire: %v", err)
+			}
+			if cl, ok := a.(locks.Closer); ok {
+				_ = cl.Close() // the reentrant holder dies: its watchdog stops
+			}
+			if _, err := b.Acquire(ctx, "expiry", locks.AcquireOptions{}); !errors.Is(err, locks.ErrNotAcquired) {
+				t.Fatalf("second acquire while held: %v, want ErrNotAcquired", err)
+			}
+			if name == "setnx" {
+				if la.Expires() {
+					t.Fatalf("setnx lease expires at %v; it has no expiry", la.ValidUntil)
+				}
+				if _, err := b.Acquire(ctx, "expiry", locks.AcquireOptions{Wait: 2 * ttl}); !errors.Is(err, locks.ErrNotAcquired) {
+					t.Fatalf("setnx acquired after 2 TTLs: %v; an abandoned setnx lock is held forever", err)
+				}
+				return
+			}
+			if !la.Expires() {
+				t.Fatalf("lease has no deadline")
+			}
+			if d := time.Until(la.ValidUntil); d > ttl {
+				t.Fatalf("lease ends %v from now, more than the TTL %v", d, ttl)
+			}
+			lb, err := b.Acquire(ctx, "expiry", locks.AcquireOptions{Wait: 3 * ttl})
+			got := time.Now()
+			if err != nil {
+				t.Fatalf("acquire after the holder went away: %v", err)
+			}
+			if got.Before(la.ValidUntil) {
+				t.Fatalf("second holder got the lock %v before the first lease ended", la.ValidUntil.Sub(got))
+			}
+			t.Logf("%s: lock free again %v after the first lease's end", name, got.Sub(la.ValidUntil).Round(time.Millisecond))
+			if err := b.Release(ctx, lb); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+		})
+	}
+}
+
+// TestNonOwnerRelease: a release by a client that does not hold the lock is
+// refused by every lock that checks a token, and goes through for the ones
+// that only DEL (their flaw: a late holder deletes the next one's lock).
+func TestNonOwnerRelease(t *testing.T) {
+	unchecked := map[string]bool{"setnx": true, "setnx-expire": true, "set-nx-ex": true}
+	for _, name := range lockNames() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := setup(t, name)
+			ctx := context.Background()
+			a := newLock(t, name, nodesOf(t, c, 0), 1, locks.Options{TTL: 2 * time.Second})
+			b := newLock(t, name, nodesOf(t, c, 0), 2, locks.Options{TTL: 2 * time.Second})
+			third := newLock(t, name, nodesOf(t, c, 0), 3, locks.Options{TTL: 2 * time.Second})
+			la, err := a.Acquire(ctx, "owner", locks.AcquireOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			forged := locks.Lease{Key: "owner", Token: "not-" + la.Token}
+			err = b.Release(ctx, forged)
+			if unchecked[name] {
+				if err != nil {
+					t.Fatalf("DEL by a non-owner: %v", err)
+				}
+				lt, err := third.Acquire(ctx, "owner", locks.AcquireOptions{})
+				if err != nil {
+					t.Fatalf("after a non-owner's DEL the lock should be free: %v", err)
+				}
+				t.Logf("%s: a non-owner's release freed the lock; a third client took it while the first still believes it holds it", name)
+				_ = third.Release(ctx, lt)
+				return
+			}
+			if !errors.Is(err, locks.ErrNotHeld) {
+				t.Fatalf("release by a non-owner: %v, want ErrNotHeld", err)
+			}
+			if locks.Outcome(err) != history.Fail {
+				t.Fatalf("refused release is %s, want fail", locks.Outcome(err))
+			}
+			if _, err := third.Acquire(ctx, "owner", locks.AcquireOptions{}); !errors.Is(err, locks.ErrNotAcquired) {
+				t.Fatalf("the lock should still be held: %v", err)
+			}
+			if err := a.Release(ctx, la); err != nil {
+				t.Fatalf("owner's release: %v", err)
+			}
+			if err := a.Release(ctx, la); !errors.Is(err, locks.ErrNotHeld) {
+				t.Fatalf("second release: %v, want ErrNotHeld", err)
+			}
+		})
+	}
+}
