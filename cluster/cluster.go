@@ -474,7 +474,11 @@ func RedisConfig(port int, dir, name string) string {
 }
 
 // Config is the configuration the cluster runs with (defaults filled in).
-func (c *Cluster) Config() Config { return c.cfg }
+func (c *Cluster) Config() Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
 
 // Dir is the directory holding every node's files.
 func (c *Cluster) Dir() string { return c.cfg.Dir }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -123,4 +124,32 @@ func (c *Cluster) HealLinks(ctx context.Context) {
 	for _, l := range c.links {
 		l.Heal(ctx)
 	}
+}
+
+// RemoveToxic removes the named toxic from the link; a missing toxic is not
+// an error.
+func (l *Link) RemoveToxic(ctx context.Context, name string) error {
+	if l.proxy.Toxics.GetToxic(name) == nil {
+		return nil
+	}
+	if err := l.proxy.Toxics.RemoveToxic(ctx, name); err != nil {
+		return fmt.Errorf("remove toxic %s from %s: %w", name, l.Name, err)
+	}
+	return nil
+}
+
+// Blackholed reports whether Blackhole is in effect on the link.
+func (l *Link) Blackholed() bool {
+	return l.proxy.Toxics.GetToxic("partition-upstream") != nil || l.proxy.Toxics.GetToxic("partition-downstream") != nil
+}
+
+// Unblackhole removes what Blackhole added and nothing else. Connections
+// stalled by the blackhole are closed.
+func (l *Link) Unblackhole(ctx context.Context) error {
+	return errors.Join(l.RemoveToxic(ctx, "partition-upstream"), l.RemoveToxic(ctx, "partition-downstream"))
+}
+
+// RemoveLatency removes what AddLatency added and nothing else.
+func (l *Link) RemoveLatency(ctx context.Context) error {
+	return errors.Join(l.RemoveToxic(ctx, "latency-upstream"), l.RemoveToxic(ctx, "latency-downstream"))
 }

@@ -1,0 +1,67 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+func durValue(d time.Duration) *history.Value { return &history.Value{Duration: int64(d)} }
+
+// clientCrash makes a client that holds a lock die without releasing it (it
+// is replaced by a new process), or arms a failpoint so the next client
+// reaching it dies there. A lock without expiry stays taken forever.
+type clientCrash struct{}
+
+func (clientCrash) info() Info {
+	return Info{Name: "client-crash", Description: "a client dies holding its lock and is replaced by a new process (or dies at a lock's named failpoint)"}
+}
+
+func (clientCrash) reset() {}
+
+func (clientCrash) setup(_ context.Context, e *exec) error {
+	if e.env.Clients == nil {
+		return fmt.Errorf("client-crash needs the workload's Clients")
+	}
+	return nil
+}
+
+func (clientCrash) generate(rng *rand.Rand, cfg Config, _ Topology) []Step {
+	if len(cfg.Failpoints) > 0 && rng.IntN(2) == 0 {
+		fp := cfg.Failpoints[rng.IntN(len(cfg.Failpoints))]
+		return []Step{{Action: "failpoint", Params: map[string]string{"failpoint": fp}}}
+	}
+	return []Step{{Action: "holder"}}
+}
+
+func (clientCrash) do(ctx context.Context, e *exec, s Step) error {
+	if e.env.Clients == nil {
+		return fmt.Errorf("no Clients to crash")
+	}
+	switch s.Action {
+	case "holder":
+		return e.recordV("crash-client", &history.Value{}, func(v *history.Value) error {
+			p, ok := e.env.Clients.CrashHolder(ctx)
+			if !ok {
+				return fmt.Errorf("%w: no client holds a lock", errNotDone)
+			}
+			v.Targets = []string{"c" + p.String()}
+			v.Detail = "holder crashed without releasing"
+			return nil
+		})
+	case "failpoint":
+		fp := s.Params["failpoint"]
+		if fp == "" {
+			return fmt.Errorf("failpoint: no failpoint name")
+		}
+		return e.recordV("crash-client", &history.Value{}, func(v *history.Value) error {
+			e.env.Clients.ArmFailpoint(fp, 0, true)
+			v.Detail = "armed failpoint " + fp + ": next client there crashes"
+			return nil
+		})
+	}
+	return fmt.Errorf("unknown action %q (want holder or failpoint)", s.Action)
+}

@@ -1,0 +1,70 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// clientPause stops a client that holds a lock, inside its critical
+// section, the way a long GC pause does; or arms a lock failpoint so the
+// next client reaching it pauses there. The workload does the pausing
+// (Clients); the nemesis chooses when and records it.
+type clientPause struct{}
+
+func (clientPause) info() Info {
+	return Info{Name: "client-pause", Description: "pause a client while it holds a lock (a GC pause), or at a lock's named failpoint"}
+}
+
+func (clientPause) reset() {}
+
+func (clientPause) setup(_ context.Context, e *exec) error {
+	if e.env.Clients == nil {
+		return fmt.Errorf("client-pause needs the workload's Clients")
+	}
+	return nil
+}
+
+func (clientPause) generate(rng *rand.Rand, cfg Config, _ Topology) []Step {
+	d := cfg.ClientPause.String()
+	if len(cfg.Failpoints) > 0 && rng.IntN(2) == 0 {
+		fp := cfg.Failpoints[rng.IntN(len(cfg.Failpoints))]
+		return []Step{{Action: "failpoint", Params: map[string]string{"failpoint": fp, "duration": d}}}
+	}
+	return []Step{{Action: "holder", Params: map[string]string{"duration": d}}}
+}
+
+func (clientPause) do(ctx context.Context, e *exec, s Step) error {
+	if e.env.Clients == nil {
+		return fmt.Errorf("no Clients to pause")
+	}
+	d, err := durParam(s.Params, "duration", e.cfg.ClientPause)
+	if err != nil {
+		return err
+	}
+	switch s.Action {
+	case "holder":
+		return e.recordV("pause-client", durValue(d), func(v *history.Value) error {
+			p, ok := e.env.Clients.PauseHolder(ctx, d)
+			if !ok {
+				return fmt.Errorf("%w: no client holds a lock", errNotDone)
+			}
+			v.Targets = []string{"c" + p.String()}
+			v.Detail = fmt.Sprintf("holder paused %v in its critical section", d)
+			return nil
+		})
+	case "failpoint":
+		fp := s.Params["failpoint"]
+		if fp == "" {
+			return fmt.Errorf("failpoint: no failpoint name")
+		}
+		return e.recordV("pause-client", durValue(d), func(v *history.Value) error {
+			e.env.Clients.ArmFailpoint(fp, d, false)
+			v.Detail = fmt.Sprintf("armed failpoint %s: next client there pauses %v", fp, d)
+			return nil
+		})
+	}
+	return fmt.Errorf("unknown action %q (want holder or failpoint)", s.Action)
+}

@@ -1,0 +1,227 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// clock skews one node's clock through its libfaketime control file: a bump
+// (a jump forward or back), a strobe (flipping between two offsets), a drift
+// (running fast or slow), and reset. Every change is confirmed by reading
+// the node's TIME before it is recorded as done.
+type clock struct {
+	mu      sync.Mutex
+	strobes map[string]func() // node -> stop (waits for the strober to exit)
+}
+
+func (*clock) info() Info {
+	return Info{Name: "clock", Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
+}
+
+// confirmTolerance is how far a node's TIME may be from the clock it was
+// set to and still count as set.
+const confirmTolerance = 100 * time.Millisecond
+
+func (*clock) setup(_ context.Context, e *exec) error {
+	c, err := e.cluster()
+	if err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if !n.Faked() {
+			return fmt.Errorf("node %s: %w", n.Name, cluster.ErrNoFaketime)
+		}
+	}
+	return nil
+}
+
+func (*clock) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+	node := t.Nodes[rng.IntN(len(t.Nodes))]
+	delta := cfg.ClockBump/10 + time.Duration(rng.Int64N(int64(cfg.ClockBump-cfg.ClockBump/10)+1))
+	delta = delta.Round(time.Millisecond)
+	if rng.IntN(2) == 0 {
+		delta = -delta
+	}
+	var start Step
+	switch rng.IntN(3) {
+	case 0:
+		start = Step{Action: "bump", Targets: []string{node}, Params: map[string]string{"delta": fmtSkew(delta)}}
+	case 1:
+		start = Step{Action: "strobe", Targets: []string{node}, Params: map[string]string{
+			"a": "0s", "b": fmtSkew(delta), "period": cfg.StrobePeriod.String()}}
+	default:
+		rate := cfg.DriftRate
+		if rate == 0 {
+			rate = []float64{0.5, 2}[rng.IntN(2)]
+		}
+		start = Step{Action: "drift", Targets: []string{node}, Params: map[string]string{"rate": strconv.FormatFloat(rate, 'g', -1, 64)}}
+	}
+	return []Step{start, {At: cfg.Interval, Action: "reset", Targets: []string{node}}}
+}
+
+func fmtSkew(d time.Duration) string {
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
+
+func (k *clock) do(ctx context.Context, e *exec, s Step) error {
+	targets := s.Targets
+	if len(targets) == 0 {
+		targets = []string{e.topo.Nodes[e.rng.IntN(len(e.topo.Nodes))]}
+	}
+	nodes, err := e.nodes(targets)
+	if err != nil {
+		return err
+	}
+	names := serverNames(nodes)
+	switch s.Action {
+	case "bump":
+		delta, err := durParam(s.Params, "delta", e.cfg.ClockBump)
+		if err != nil {
+			return err
+		}
+		return e.record("bump-clock", names, func() (string, error) {
+			var d []string
+			var errs []error
+			for _, n := range nodes {
+				k.stopStrobe(n.Name)
+				c := n.Clock()
+				if err := n.SetClock(c.SkewAt(time.Now())+delta, c.Rate); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				obs, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
+				errs = append(errs, err)
+				d = append(d, fmt.Sprintf("%s %s (reads %s)", n.Name, fmtSkew(delta), fmtSkew(obs.Round(time.Millisecond))))
+			}
+			return strings.Join(d, ", "), errors.Join(errs...)
+		})
+	case "drift":
+		rate, err := floatParam(s.Params, "rate", 2)
+		if err != nil {
+			return err
+		}
+		return e.record("drift-clock", names, func() (string, error) {
+			var errs []error
+			for _, n := range nodes {
+				k.stopStrobe(n.Name)
+				if err := n.SetClock(n.Clock().SkewAt(time.Now()), rate); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				_, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
+				errs = append(errs, err)
+			}
+			return fmt.Sprintf("rate x%g", rate), errors.Join(errs...)
+		})
+	case "strobe":
+		a, err := durParam(s.Params, "a", 0)
+		if err != nil {
+			return err
+		}
+		b, err := durParam(s.Params, "b", e.cfg.ClockBump)
+		if err != nil {
+			return err
+		}
+		period, err := durParam(s.Params, "period", e.cfg.StrobePeriod)
+		if err != nil {
+			return err
+		}
+		return e.record("strobe-clock", names, func() (string, error) {
+			var errs []error
+			for _, n := range nodes {
+				k.stopStrobe(n.Name)
+				// Confirm the far offset once, then flip in the background.
+				if err := n.SetClock(b, 1); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if _, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				k.startStrobe(n, a, b, period)
+			}
+			return fmt.Sprintf("between %s and %s every %v", fmtSkew(a), fmtSkew(b), period), errors.Join(errs...)
+		})
+	case "reset":
+		return e.record("reset-clock", names, func() (string, error) {
+			var errs []error
+			for _, n := range nodes {
+				k.stopStrobe(n.Name)
+				if err := n.SetClock(0, 1); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				_, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
+				errs = append(errs, err)
+			}
+			return "", errors.Join(errs...)
+		})
+	}
+	return fmt.Errorf("unknown action %q (want bump, strobe, drift or reset)", s.Action)
+}
+
+func (k *clock) startStrobe(n *cluster.Server, a, b, period time.Duration) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		cur := b
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if cur == b {
+				cur = a
+			} else {
+				cur = b
+			}
+			// A failed write leaves the last offset; the reset that ends
+			// the strobe rewrites the file anyway.
+			_ = n.SetClock(cur, 1)
+		}
+	}()
+	k.mu.Lock()
+	if k.strobes == nil {
+		k.strobes = map[string]func(){}
+	}
+	k.strobes[n.Name] = func() { close(stop); <-done }
+	k.mu.Unlock()
+}
+
+func (k *clock) stopStrobe(node string) {
+	k.mu.Lock()
+	stop := k.strobes[node]
+	delete(k.strobes, node)
+	k.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+func (k *clock) reset() {
+	k.mu.Lock()
+	var nodes []string
+	for n := range k.strobes {
+		nodes = append(nodes, n)
+	}
+	k.mu.Unlock()
+	for _, n := range nodes {
+		k.stopStrobe(n)
+	}
+}

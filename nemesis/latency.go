@@ -1,0 +1,84 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+)
+
+// latency slows links down: every byte waits latency ± jitter.
+type latency struct{}
+
+func (latency) info() Info {
+	return Info{Name: "latency", Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
+}
+
+func (latency) reset() {}
+
+func (latency) setup(context.Context, *exec) error { return nil }
+
+func (latency) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+	node := t.Nodes[rng.IntN(len(t.Nodes))]
+	targets := linkNames(t.nodeLinks(node))
+	params := map[string]string{"latency": cfg.Latency.String(), "jitter": cfg.Jitter.String()}
+	return []Step{
+		{Action: "start", Targets: targets, Params: params},
+		{At: cfg.Interval, Action: "stop", Targets: targets},
+	}
+}
+
+func (latency) do(ctx context.Context, e *exec, s Step) error {
+	c, err := e.cluster()
+	if err != nil {
+		return err
+	}
+	targets := s.Targets
+	switch s.Action {
+	case "start":
+		if len(targets) == 0 {
+			targets = linkNames(e.topo.nodeLinks(e.topo.Nodes[e.rng.IntN(len(e.topo.Nodes))]))
+		}
+		lat, err := durParam(s.Params, "latency", e.cfg.Latency)
+		if err != nil {
+			return err
+		}
+		jit, err := durParam(s.Params, "jitter", e.cfg.Jitter)
+		if err != nil {
+			return err
+		}
+		links, err := resolveLinks(c, targets)
+		if err != nil {
+			return err
+		}
+		return e.record("start-latency", targets, func() (string, error) {
+			var errs []error
+			for _, l := range links {
+				if err := l.RemoveLatency(ctx); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				errs = append(errs, l.AddLatency(lat, jit))
+			}
+			return fmt.Sprintf("latency %v ± %v", lat, jit), errors.Join(errs...)
+		})
+	case "stop":
+		if len(targets) == 0 {
+			for _, l := range c.Links() {
+				targets = append(targets, l.Name)
+			}
+		}
+		links, err := resolveLinks(c, targets)
+		if err != nil {
+			return err
+		}
+		return e.record("stop-latency", targets, func() (string, error) {
+			var errs []error
+			for _, l := range links {
+				errs = append(errs, l.RemoveLatency(ctx))
+			}
+			return "", errors.Join(errs...)
+		})
+	}
+	return fmt.Errorf("unknown action %q (want start or stop)", s.Action)
+}

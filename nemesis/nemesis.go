@@ -1,0 +1,363 @@
+// Package nemesis injects faults into a running cluster: network partitions
+// and latency on links, clock skew and drift on nodes, process pauses and
+// crashes, failovers, and client pauses and crashes. Each fault lives in its
+// own file with its generator (which targets, from the run's seed) and its
+// heal, and is registered by name. A Runner composes the named faults into
+// one schedule, executes it, records every action in the history as the
+// nemesis process, and heals everything at the end.
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+)
+
+// Config chooses the faults and tunes them. Zero fields take defaults.
+type Config struct {
+	// Names are the composed nemeses, e.g. {"partition", "clock"}; empty
+	// means none. Each fault period picks one of them at random.
+	Names []string
+	// Interval is the quiet time before each fault and, for faults that
+	// last, how long they last (default 5s).
+	Interval time.Duration
+	// Seed makes the schedule: same seed and topology, same schedule.
+	Seed uint64
+	// Topology is what the schedule targets. Zero: taken from the cluster
+	// at Setup (or, before Setup, one independent node and one client).
+	Topology Topology
+
+	// PartitionPatterns limits partition to these patterns (default: every
+	// pattern the topology allows; see Patterns).
+	PartitionPatterns []string
+	// Latency and Jitter of the latency fault (default 100ms and 25ms).
+	Latency, Jitter time.Duration
+	// ClockBump is the largest clock jump (default 1m); a bump is between a
+	// tenth of it and all of it, forward or backward.
+	ClockBump time.Duration
+	// StrobePeriod is how often a strobed clock flips (default 50ms).
+	StrobePeriod time.Duration
+	// DriftRate is the rate of a drifting clock (default: 0.5 or 2, at
+	// random).
+	DriftRate float64
+	// PauseDuration is how long a node stays paused (default Interval).
+	PauseDuration time.Duration
+	// Persistence, when set, switches the lock nodes to this persistence
+	// mode at Setup (cluster.PersistNone, PersistAOFEverysec,
+	// PersistAOFAlways); otherwise kill keeps the cluster's.
+	Persistence string
+	// RestartDelay is how long a killed node stays down before it restarts
+	// (antirez's "delayed restart"; default 0, at once).
+	RestartDelay time.Duration
+	// FailoverWindow is, for a manual failover, how long the replication
+	// link stays frozen before the replica is promoted: writes in that
+	// window are lost (default Interval/2).
+	FailoverWindow time.Duration
+	// SentinelFault is how a sentinel failover is provoked: "pause",
+	// "isolate" or "" (either, at random).
+	SentinelFault string
+	// ClientPause is how long a paused client sleeps (default 1s).
+	ClientPause time.Duration
+	// Failpoints are lock failpoint names client-pause and client-crash may
+	// arm instead of acting on a current holder.
+	Failpoints []string
+	// HealTimeout bounds the final heal (default 30s).
+	HealTimeout time.Duration
+}
+
+// WithDefaults fills in unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Interval <= 0 {
+		c.Interval = 5 * time.Second
+	}
+	if c.Latency == 0 {
+		c.Latency = 100 * time.Millisecond
+	}
+	if c.Jitter == 0 {
+		c.Jitter = c.Latency / 4
+	}
+	if c.ClockBump == 0 {
+		c.ClockBump = time.Minute
+	}
+	if c.StrobePeriod == 0 {
+		c.StrobePeriod = 50 * time.Millisecond
+	}
+	if c.PauseDuration == 0 {
+		c.PauseDuration = c.Interval
+	}
+	if c.FailoverWindow == 0 {
+		c.FailoverWindow = c.Interval / 2
+	}
+	if c.ClientPause == 0 {
+		c.ClientPause = time.Second
+	}
+	if c.HealTimeout == 0 {
+		c.HealTimeout = 30 * time.Second
+	}
+	return c
+}
+
+// Info describes a nemesis for `harness nemeses`.
+type Info struct{ Name, Description string }
+
+// Known lists every nemesis, sorted by name.
+func Known() []Info {
+	reg, err := newRegistry(builtins())
+	if err != nil {
+		panic(err) // the built-in list has a duplicate: a programming error
+	}
+	out := make([]Info, 0, len(reg))
+	for _, f := range reg {
+		out = append(out, f().info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// UnknownError is returned for a nemesis name that is not registered.
+type UnknownError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("unknown nemesis %q (known: %s)", e.Name, strings.Join(e.Known, ", "))
+}
+
+// Clients is the workload's side of client faults.
+type Clients interface {
+	// PauseHolder stops a client that currently holds a lock for d inside
+	// its critical section (a GC pause); returns its process and false if
+	// none holds one right now.
+	PauseHolder(ctx context.Context, d time.Duration) (history.Process, bool)
+	// CrashHolder makes a client that holds a lock die without releasing;
+	// it is replaced by a new process. Returns the crashed process.
+	CrashHolder(ctx context.Context) (history.Process, bool)
+	// ArmFailpoint makes the next client that reaches the lock failpoint
+	// name pause for d, or crash when crash is true.
+	ArmFailpoint(name string, d time.Duration, crash bool)
+}
+
+// Env is what the nemesis acts on and records to.
+type Env struct {
+	Cluster  *cluster.Cluster
+	Recorder *history.Recorder // nil: actions are not recorded
+	Clients  Clients           // client faults; may be nil when none is used
+}
+
+// Step is one scripted action: at At (from the start of Run), nemesis
+// Nemesis performs Action on Targets. Targets are nodes ("n1"), links
+// ("c0->n2") or roles resolved when the step runs ("master", "replica").
+type Step struct {
+	At      time.Duration
+	Nemesis string
+	Action  string
+	Targets []string
+	Params  map[string]string
+}
+
+func (s Step) String() string {
+	var p []string
+	for k, v := range s.Params {
+		p = append(p, k+"="+v)
+	}
+	sort.Strings(p)
+	return fmt.Sprintf("%v %s %s %v %s", s.At, s.Nemesis, s.Action, s.Targets, strings.Join(p, " "))
+}
+
+// Runner runs the composed nemeses of one run. Its methods may be called
+// from different goroutines; actions are serialised.
+type Runner struct {
+	cfg    Config
+	faults map[string]fault // the composed ones, by name
+	all    map[string]fault // every registered one, for Do and Heal
+	topo   Topology
+
+	mu  sync.Mutex
+	rng *rand.Rand // choices Do makes for scripted steps that leave them open
+}
+
+// New checks the names and builds a Runner.
+func New(cfg Config) (*Runner, error) {
+	cfg = cfg.WithDefaults()
+	reg, err := newRegistry(builtins())
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{cfg: cfg, faults: map[string]fault{}, all: map[string]fault{}, topo: cfg.Topology,
+		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x646f))}
+	for name, mk := range reg {
+		r.all[name] = mk()
+	}
+	for _, n := range cfg.Names {
+		f, ok := r.all[n]
+		if !ok {
+			return nil, &UnknownError{Name: n, Known: names(reg)}
+		}
+		r.faults[n] = f
+	}
+	if cfg.Persistence != "" {
+		if _, err := cluster.PersistenceConfig(cfg.Persistence); err != nil {
+			return nil, err
+		}
+	}
+	if r.topo.empty() {
+		r.topo = TopologyOf(cluster.Config{}.WithDefaults())
+	}
+	return r, nil
+}
+
+// Config is the runner's configuration, defaults filled in.
+func (r *Runner) Config() Config { return r.cfg }
+
+// Setup adopts the cluster's topology (unless Config.Topology was given)
+// and lets each composed nemesis check and prepare what it needs (clock
+// faults need libfaketime, failover a replicated topology, kill sets the
+// persistence). It assumes a healthy cluster.
+func (r *Runner) Setup(ctx context.Context, env Env) error {
+	if env.Cluster == nil {
+		return fmt.Errorf("nemesis setup: no cluster")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfg.Topology.empty() {
+		r.topo = TopologyOf(env.Cluster.Config())
+	}
+	for _, name := range r.cfg.Names {
+		if err := r.faults[name].setup(ctx, r.exec(env)); err != nil {
+			return fmt.Errorf("nemesis %s setup: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Schedule is the random schedule of the composed nemeses up to limit: a
+// quiet Interval, a fault drawn from the seed (which nemesis, which targets,
+// which parameters), its heal, and again. The same seed and topology always
+// give the same schedule.
+func (r *Runner) Schedule(limit time.Duration) []Step {
+	var out []Step
+	g := r.generator()
+	for {
+		s, ok := g()
+		if !ok || s.At >= limit {
+			return out
+		}
+		out = append(out, s)
+	}
+}
+
+// generator returns the schedule one step at a time, forever (or nothing,
+// with no nemesis).
+func (r *Runner) generator() func() (Step, bool) {
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, r.cfg.Seed^0x6e656d65736973))
+	var pending []Step
+	t := time.Duration(0)
+	return func() (Step, bool) {
+		if len(r.cfg.Names) == 0 {
+			return Step{}, false
+		}
+		for len(pending) == 0 {
+			t += r.cfg.Interval
+			name := r.cfg.Names[rng.IntN(len(r.cfg.Names))]
+			steps := r.faults[name].generate(rng, r.cfg, r.topo)
+			last := t
+			for _, s := range steps {
+				s.Nemesis = name
+				s.At += t
+				if s.At > last {
+					last = s.At
+				}
+				pending = append(pending, s)
+			}
+			t = last
+		}
+		s := pending[0]
+		pending = pending[1:]
+		return s, true
+	}
+}
+
+// Run executes the schedule, each step at its time from now, until ctx is
+// done; then it returns nil. A step that fails is recorded (info) and the
+// run goes on: a fault that could not be applied is not a reason to stop
+// measuring. Run does not heal: call Heal.
+func (r *Runner) Run(ctx context.Context, env Env) error {
+	start := time.Now()
+	g := r.generator()
+	for {
+		s, ok := g()
+		if !ok {
+			<-ctx.Done()
+			return nil
+		}
+		wait := time.Until(start.Add(s.At))
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		_ = r.Do(ctx, env, s) // recorded as info by Do
+	}
+}
+
+// Do performs one step (scenarios script these). Targets left empty are
+// chosen as the nemesis's generator would.
+func (r *Runner) Do(ctx context.Context, env Env, s Step) error {
+	f, ok := r.all[s.Nemesis]
+	if !ok {
+		return &UnknownError{Name: s.Nemesis, Known: r.known()}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := f.do(ctx, r.exec(env), s); err != nil {
+		return fmt.Errorf("nemesis %s %s: %w", s.Nemesis, s.Action, err)
+	}
+	return nil
+}
+
+// Heal undoes every fault, whatever nemesis caused it: links healed,
+// paused nodes resumed, killed nodes restarted, clocks reset, a replicated
+// topology back to one master followed by every replica. Then it records
+// final-heal. It uses its own bounded context, so it works after ctx is
+// cancelled, and it is idempotent.
+func (r *Runner) Heal(ctx context.Context, env Env) error {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.HealTimeout)
+	defer cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.exec(env)
+	return e.record(history.FFinalHeal, nil, func() (string, error) {
+		// Every nemesis drops its own state (stops strobes, forgets
+		// pending restarts) before the topology-wide heal.
+		for _, name := range r.known() {
+			r.all[name].reset()
+		}
+		return healAll(hctx, env.Cluster)
+	})
+}
+
+func (r *Runner) known() []string {
+	out := make([]string, 0, len(r.all))
+	for n := range r.all {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *Runner) exec(env Env) *exec {
+	return &exec{env: env, cfg: r.cfg, topo: r.topo, rng: r.rng}
+}

@@ -1,0 +1,263 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// Partition patterns.
+const (
+	// PatternIsolate cuts one node off from everyone.
+	PatternIsolate = "isolate"
+	// PatternHalves splits nodes (and clients) into two halves.
+	PatternHalves = "halves"
+	// PatternMajoritiesRing gives every node (and the clients next to it) a
+	// majority view, each a different one (Jepsen's majorities-ring).
+	PatternMajoritiesRing = "majorities-ring"
+	// PatternBridge splits nodes in two with one node in both halves.
+	PatternBridge = "bridge"
+	// PatternClientSplit is the asymmetric split of Kleppmann's Redlock
+	// example: client c0 reaches nodes 1..m, client c1 nodes n−m+1..n
+	// (m = n/2+1), so they share one node and each sees a majority.
+	PatternClientSplit = "client-split"
+)
+
+// Patterns lists the partition patterns a topology allows.
+func Patterns(t Topology) []string {
+	n := len(t.Nodes)
+	out := []string{PatternIsolate}
+	if n >= 2 {
+		out = append(out, PatternHalves)
+	}
+	if n >= 3 {
+		out = append(out, PatternMajoritiesRing, PatternBridge)
+		if t.Clients >= 2 {
+			out = append(out, PatternClientSplit)
+		}
+	}
+	return out
+}
+
+// partition blackholes links (both directions) by pattern.
+type partition struct{}
+
+func (partition) info() Info {
+	return Info{Name: "partition", Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
+}
+
+func (partition) reset() {}
+
+func (partition) setup(context.Context, *exec) error { return nil }
+
+func (p partition) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+	patterns := Patterns(t)
+	if len(cfg.PartitionPatterns) > 0 {
+		var allowed []string
+		for _, x := range cfg.PartitionPatterns {
+			for _, y := range patterns {
+				if x == y {
+					allowed = append(allowed, x)
+				}
+			}
+		}
+		patterns = allowed
+	}
+	if len(patterns) == 0 {
+		patterns = []string{PatternIsolate}
+	}
+	pat := patterns[rng.IntN(len(patterns))]
+	cut, groups := partitionLinks(rng, t, pat)
+	targets := linkNames(cut)
+	params := map[string]string{"pattern": pat, "groups": groups}
+	return []Step{
+		{Action: "start", Targets: targets, Params: params},
+		{At: cfg.Interval, Action: "stop", Targets: targets, Params: map[string]string{"pattern": pat}},
+	}
+}
+
+// partitionLinks draws the links a pattern cuts, and describes the groups.
+func partitionLinks(rng *rand.Rand, t Topology, pat string) ([]link, string) {
+	nodes := pick(rng.IntN, t.Nodes, len(t.Nodes)) // a random order
+	n := len(nodes)
+	side := map[string]int{}
+	clientsRandom := func() {
+		for c := 0; c < t.Clients; c++ {
+			side[clientName(c)] = rng.IntN(2)
+		}
+	}
+	switch pat {
+	case PatternIsolate:
+		return t.nodeLinks(nodes[0]), fmt.Sprintf("%s alone", nodes[0])
+	case PatternHalves:
+		for i, nd := range nodes {
+			side[nd] = 0
+			if i >= n/2 {
+				side[nd] = 1
+			}
+		}
+		clientsRandom()
+		return t.cutBetween(side), describeSides(side, t)
+	case PatternBridge:
+		for i, nd := range nodes {
+			switch {
+			case i < (n-1)/2:
+				side[nd] = 0
+			case i == (n-1)/2:
+				side[nd] = -1
+			default:
+				side[nd] = 1
+			}
+		}
+		clientsRandom()
+		return t.cutBetween(side), describeSides(side, t) + fmt.Sprintf(", bridge %s", nodes[(n-1)/2])
+	case PatternMajoritiesRing:
+		m := n/2 + 1
+		view := map[string]map[string]bool{}
+		var desc []string
+		for i, nd := range nodes {
+			view[nd] = map[string]bool{}
+			var vs []string
+			for k := 0; k < m; k++ {
+				o := nodes[(i+k)%n]
+				view[nd][o] = true
+				vs = append(vs, o)
+			}
+			desc = append(desc, nd+" sees "+strings.Join(vs, "+"))
+		}
+		var cut []link
+		for c := 0; c < t.Clients; c++ {
+			home := nodes[c%n]
+			for _, o := range t.Nodes {
+				if !view[home][o] {
+					cut = append(cut, link{clientName(c), o})
+				}
+			}
+		}
+		if t.Replicated {
+			for _, a := range t.Nodes {
+				for _, b := range t.Nodes {
+					if a != b && !view[a][b] {
+						cut = append(cut, link{a, b})
+					}
+				}
+			}
+		}
+		return cut, strings.Join(desc, "; ")
+	case PatternClientSplit:
+		// Kleppmann's example uses the nodes in order: c0 on 1..m, c1 on
+		// n−m+1..n; further clients alternate.
+		m := n/2 + 1
+		var cut []link
+		for c := 0; c < t.Clients; c++ {
+			for i, nd := range t.Nodes {
+				reach := i < m
+				if c%2 == 1 {
+					reach = i >= n-m
+				}
+				if !reach {
+					cut = append(cut, link{clientName(c), nd})
+				}
+			}
+		}
+		return cut, fmt.Sprintf("c0 reaches %s, c1 reaches %s", strings.Join(t.Nodes[:m], "+"), strings.Join(t.Nodes[n-m:], "+"))
+	}
+	return nil, "unknown pattern " + pat
+}
+
+func describeSides(side map[string]int, t Topology) string {
+	var a, b []string
+	for _, nd := range t.Nodes {
+		switch side[nd] {
+		case 0:
+			a = append(a, nd)
+		case 1:
+			b = append(b, nd)
+		}
+	}
+	for c := 0; c < t.Clients; c++ {
+		if side[clientName(c)] == 0 {
+			a = append(a, clientName(c))
+		} else {
+			b = append(b, clientName(c))
+		}
+	}
+	return strings.Join(a, "+") + " | " + strings.Join(b, "+")
+}
+
+func (p partition) do(ctx context.Context, e *exec, s Step) error {
+	c, err := e.cluster()
+	if err != nil {
+		return err
+	}
+	switch s.Action {
+	case "start":
+		targets := s.Targets
+		detail := s.Params["pattern"]
+		if len(targets) == 0 {
+			pat := s.Params["pattern"]
+			if pat == "" {
+				pat = PatternIsolate
+			}
+			cut, groups := partitionLinks(e.rng, e.topo, pat)
+			targets, detail = linkNames(cut), pat+": "+groups
+		} else if g := s.Params["groups"]; g != "" {
+			detail += ": " + g
+		}
+		links, err := resolveLinks(c, targets)
+		if err != nil {
+			return err
+		}
+		return e.record("start-partition", targets, func() (string, error) {
+			var errs []error
+			for _, l := range links {
+				if !l.Blackholed() {
+					errs = append(errs, l.Blackhole())
+				}
+			}
+			return detail, errors.Join(errs...)
+		})
+	case "stop":
+		targets := s.Targets
+		if len(targets) == 0 {
+			for _, l := range c.Links() {
+				if l.Blackholed() {
+					targets = append(targets, l.Name)
+				}
+			}
+		}
+		links, err := resolveLinks(c, targets)
+		if err != nil {
+			return err
+		}
+		return e.record("stop-partition", targets, func() (string, error) {
+			var errs []error
+			for _, l := range links {
+				errs = append(errs, l.Unblackhole(ctx))
+			}
+			return s.Params["pattern"], errors.Join(errs...)
+		})
+	}
+	return fmt.Errorf("unknown action %q (want start or stop)", s.Action)
+}
+
+// resolveLinks finds links by name ("c0->n1").
+func resolveLinks(c *cluster.Cluster, names []string) ([]*cluster.Link, error) {
+	out := make([]*cluster.Link, 0, len(names))
+	for _, n := range names {
+		from, to, ok := strings.Cut(n, "->")
+		if !ok {
+			return nil, fmt.Errorf("bad link name %q (want from->to)", n)
+		}
+		l, err := c.Link(from, to)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}

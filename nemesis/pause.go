@@ -1,0 +1,90 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// pause stops node processes with SIGSTOP and continues them with SIGCONT.
+// A stopped Redis still accepts TCP connections (the kernel does) but
+// answers nothing; keys whose TTL ran out meanwhile are gone at once after
+// it continues.
+type pause struct{}
+
+func (pause) info() Info {
+	return Info{Name: "pause", Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
+}
+
+func (pause) reset() {}
+
+func (pause) setup(context.Context, *exec) error { return nil }
+
+func (pause) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+	target := t.Nodes[rng.IntN(len(t.Nodes))]
+	if t.Replicated && rng.IntN(2) == 0 {
+		target = "master"
+	}
+	return []Step{
+		{Action: "pause", Targets: []string{target}},
+		{At: cfg.PauseDuration, Action: "resume", Targets: []string{target}},
+	}
+}
+
+func (pause) do(ctx context.Context, e *exec, s Step) error {
+	c, err := e.cluster()
+	if err != nil {
+		return err
+	}
+	switch s.Action {
+	case "pause":
+		targets := s.Targets
+		if len(targets) == 0 {
+			targets = []string{e.topo.Nodes[e.rng.IntN(len(e.topo.Nodes))]}
+		}
+		nodes, err := e.nodes(targets)
+		if err != nil {
+			return err
+		}
+		return e.record("pause-node", serverNames(nodes), func() (string, error) {
+			var errs []error
+			for _, n := range nodes {
+				errs = append(errs, n.Pause())
+			}
+			return "SIGSTOP", errors.Join(errs...)
+		})
+	case "resume":
+		// Roles may have moved while paused (Sentinel promoted another
+		// node), so a role target resumes every paused node.
+		var nodes []*cluster.Server
+		if len(s.Targets) == 0 || isRole(s.Targets) {
+			for _, n := range c.Nodes {
+				if n.Paused() {
+					nodes = append(nodes, n)
+				}
+			}
+		} else if nodes, err = e.nodes(s.Targets); err != nil {
+			return err
+		}
+		return e.record("resume-node", serverNames(nodes), func() (string, error) {
+			var errs []error
+			for _, n := range nodes {
+				errs = append(errs, n.Resume())
+			}
+			return "SIGCONT", errors.Join(errs...)
+		})
+	}
+	return fmt.Errorf("unknown action %q (want pause or resume)", s.Action)
+}
+
+func isRole(targets []string) bool {
+	for _, t := range targets {
+		if t == "master" || t == "replica" {
+			return true
+		}
+	}
+	return false
+}

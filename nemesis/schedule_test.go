@@ -1,0 +1,117 @@
+package nemesis_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/nemesis"
+)
+
+func allNames() []string {
+	var out []string
+	for _, i := range nemesis.Known() {
+		out = append(out, i.Name)
+	}
+	return out
+}
+
+func TestSameSeedSameSchedule(t *testing.T) {
+	for _, topo := range []cluster.Config{
+		{Nodes: 5, Clients: 3},
+		{Topology: cluster.Replicated, Clients: 2},
+		{Topology: cluster.Replicated, Failover: cluster.FailoverManual},
+	} {
+		cfg := nemesis.Config{Names: allNames(), Interval: time.Second, Seed: 42,
+			Topology: nemesis.TopologyOf(topo), Failpoints: []string{"after-set"}}
+		a, err := nemesis.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := nemesis.New(cfg)
+		sa, sb := a.Schedule(2*time.Minute), b.Schedule(2*time.Minute)
+		if len(sa) < 20 {
+			t.Fatalf("only %d steps in 2 minutes at 1s interval", len(sa))
+		}
+		if !reflect.DeepEqual(sa, sb) {
+			t.Fatalf("same seed, different schedules:\n%v\n%v", sa, sb)
+		}
+		cfg.Seed = 43
+		c, _ := nemesis.New(cfg)
+		if reflect.DeepEqual(sa, c.Schedule(2*time.Minute)) {
+			t.Fatal("seeds 42 and 43 gave the same schedule")
+		}
+		seen := map[string]bool{}
+		var prev time.Duration
+		for _, s := range sa {
+			if s.At < prev {
+				t.Fatalf("schedule goes back in time at %v", s)
+			}
+			prev = s.At
+			seen[s.Nemesis] = true
+		}
+		if len(seen) < 6 {
+			t.Errorf("only %d of %d nemeses drawn in 2 minutes: %v", len(seen), len(cfg.Names), seen)
+		}
+	}
+}
+
+func TestNoNemesisNoSchedule(t *testing.T) {
+	r, err := nemesis.New(nemesis.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Schedule(time.Hour); len(s) != 0 {
+		t.Fatalf("empty config scheduled %v", s)
+	}
+}
+
+func TestUnknownNemesis(t *testing.T) {
+	_, err := nemesis.New(nemesis.Config{Names: []string{"partition", "meteor"}})
+	var ue *nemesis.UnknownError
+	if !errors.As(err, &ue) || ue.Name != "meteor" {
+		t.Fatalf("got %v, want UnknownError for meteor", err)
+	}
+	if !strings.Contains(err.Error(), "partition") || len(ue.Known) != len(nemesis.Known()) {
+		t.Fatalf("error does not list the known nemeses: %v", err)
+	}
+}
+
+func TestKnownDescribed(t *testing.T) {
+	want := []string{"client-crash", "client-pause", "clock", "failover", "kill", "latency", "partition", "pause"}
+	if got := allNames(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("known %v, want %v", got, want)
+	}
+	for _, i := range nemesis.Known() {
+		if i.Description == "" {
+			t.Errorf("%s has no description", i.Name)
+		}
+	}
+}
+
+// The partition patterns cut what they say, in every topology.
+func TestPartitionPatterns(t *testing.T) {
+	topo := nemesis.TopologyOf(cluster.Config{Nodes: 5, Clients: 2})
+	r, err := nemesis.New(nemesis.Config{Names: []string{"partition"}, Seed: 1, Topology: topo,
+		PartitionPatterns: []string{nemesis.PatternClientSplit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Schedule(10 * time.Second)[0]
+	want := []string{"c0->n4", "c0->n5", "c1->n1", "c1->n2"}
+	if !reflect.DeepEqual(s.Targets, want) {
+		t.Fatalf("client split cuts %v, want %v (c0 reaches n1-n3, c1 n3-n5)", s.Targets, want)
+	}
+	for seed := uint64(0); seed < 50; seed++ {
+		r, _ := nemesis.New(nemesis.Config{Names: []string{"partition"}, Seed: seed,
+			Topology: nemesis.TopologyOf(cluster.Config{Topology: cluster.Replicated, Clients: 2})})
+		for _, s := range r.Schedule(30 * time.Second) {
+			if s.Action == "start" && len(s.Targets) == 0 && s.Params["pattern"] != nemesis.PatternMajoritiesRing {
+				t.Fatalf("seed %d: %s cuts nothing", seed, s)
+			}
+		}
+	}
+}

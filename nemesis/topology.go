@@ -1,0 +1,103 @@
+package nemesis
+
+import (
+	"fmt"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// Topology is the shape of the cluster a schedule is drawn for: node and
+// client names, and what links exist between them.
+type Topology struct {
+	Nodes      []string // lock nodes, "n1"…
+	Clients    int      // client slots c0…
+	Replicated bool     // one master with replicas: nodes link to each other
+	Sentinel   bool     // sentinels reach the nodes through "sentinels->nI"
+}
+
+// TopologyOf describes the topology a cluster config starts.
+func TopologyOf(c cluster.Config) Topology {
+	c = c.WithDefaults()
+	t := Topology{Clients: c.Clients, Replicated: c.Topology == cluster.Replicated}
+	t.Sentinel = t.Replicated && c.Failover == cluster.FailoverSentinel
+	for i := 0; i < c.Nodes; i++ {
+		t.Nodes = append(t.Nodes, fmt.Sprintf("n%d", i+1))
+	}
+	return t
+}
+
+func (t Topology) empty() bool { return len(t.Nodes) == 0 }
+
+func clientName(i int) string { return fmt.Sprintf("c%d", i) }
+
+// link is a directed link by its ends.
+type link struct{ from, to string }
+
+func (l link) String() string { return cluster.LinkName(l.from, l.to) }
+
+// nodeLinks are every link that ends at node or starts from it.
+func (t Topology) nodeLinks(node string) []link {
+	var out []link
+	for c := 0; c < t.Clients; c++ {
+		out = append(out, link{clientName(c), node})
+	}
+	if t.Replicated {
+		for _, o := range t.Nodes {
+			if o != node {
+				out = append(out, link{node, o}, link{o, node})
+			}
+		}
+	}
+	if t.Sentinel {
+		out = append(out, link{cluster.SentinelsFrom, node})
+	}
+	return out
+}
+
+// cutBetween is every link between a group of nodes and clients on one side
+// and one on the other, given for each node and client which side it is on
+// (0 or 1; -1 for a node on both sides, a bridge). Sentinels sit with the
+// side of the first node.
+func (t Topology) cutBetween(side map[string]int) []link {
+	apart := func(a, b string) bool {
+		sa, sb := side[a], side[b]
+		return sa >= 0 && sb >= 0 && sa != sb
+	}
+	var out []link
+	for c := 0; c < t.Clients; c++ {
+		for _, n := range t.Nodes {
+			if apart(clientName(c), n) {
+				out = append(out, link{clientName(c), n})
+			}
+		}
+	}
+	if t.Replicated {
+		for _, a := range t.Nodes {
+			for _, b := range t.Nodes {
+				if a != b && apart(a, b) {
+					out = append(out, link{a, b})
+				}
+			}
+		}
+	}
+	if t.Sentinel {
+		s := side[t.Nodes[0]]
+		if s < 0 {
+			s = 0
+		}
+		for _, n := range t.Nodes {
+			if side[n] >= 0 && side[n] != s {
+				out = append(out, link{cluster.SentinelsFrom, n})
+			}
+		}
+	}
+	return out
+}
+
+func linkNames(ls []link) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.String()
+	}
+	return out
+}
