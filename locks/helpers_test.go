@@ -147,3 +147,13 @@ func cut(tb testing.TB, p *toxiproxy.Proxy) {
 		}
 	}
 }
+
+// nodeClients returns a direct client to every lock node of c.
+func nodeClients(tb testing.TB, c *cluster.Cluster) []*redis.Client {
+	tb.Helper()
+	out := make([]*redis.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = direct(tb, n)
+	}
+	return out
+}

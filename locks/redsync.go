@@ -122,7 +122,7 @@ func (l *redsyncLock) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	}
 	if err == nil || errors.Is(err, redsync.ErrExtendFailed) {
 		// Extended on a quorum, too late: redsync refuses the extension.
-		return lease, &QuorumError{Op: "renew", Key: lease.Key, Quorum: l.quorum(), Reason: "redsync: " + flatten(redsync.ErrExtendFailed), Definite: ErrNotHeld}
+		return lease, &QuorumError{Op: "renew", Key: lease.Key, Quorum: l.quorum(), Reason: flatten(redsync.ErrExtendFailed), Definite: ErrNotHeld}
 	}
 	return lease, l.failure("renew", lease.Key, err, w.results(), ErrNotHeld)
 }
@@ -133,7 +133,7 @@ func (l *redsyncLock) Renew(ctx context.Context, lease Lease) (Lease, error) {
 // *ErrTaken, ErrNodeTaken, RedisError, ErrLockAlreadyExpired, joined) say
 // what it saw but not whether a token was left behind.
 func (l *redsyncLock) failure(op, key string, err error, maybe []Result, definite error) error {
-	e := &QuorumError{Op: op, Key: key, Quorum: l.quorum(), Reason: "redsync: " + flatten(err)}
+	e := &QuorumError{Op: op, Key: key, Quorum: l.quorum(), Reason: flatten(err)}
 	n := 0
 	for i, r := range maybe {
 		e.Nodes = append(e.Nodes, NodeResult{Node: l.nodes[i].Name, Result: r})
@@ -150,10 +150,14 @@ func (l *redsyncLock) failure(op, key string, err error, maybe []Result, definit
 // flatten renders a (possibly joined) redsync error on one line, naming
 // nodes by index as redsync does.
 func flatten(err error) string {
-	if err == nil {
-		return "failed"
+	s := "failed"
+	if err != nil {
+		s = strings.ReplaceAll(err.Error(), "\n", "; ")
 	}
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	if !strings.HasPrefix(s, "redsync") {
+		s = "redsync: " + s
+	}
+	return s
 }
 
 // watch records, per node, what redsync's commands did there during one
