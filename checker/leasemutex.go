@@ -1,0 +1,226 @@
+package checker
+
+import (
+	"fmt"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// LeaseOpKind is what a lease-mutex operation does to the model.
+type LeaseOpKind uint8
+
+// The lease-mutex operations.
+const (
+	// LeaseNoop is a failed or unknown acquire or renew: legal in every
+	// state, changing nothing. (An unknown acquire that did happen could
+	// only have made the key held by its process; a free key allows
+	// everything a held one does, so "it did not happen" is always the
+	// more permissive choice and porcupine loses nothing by taking it.
+	// The checker therefore leaves them out; visualisations show them.)
+	LeaseNoop LeaseOpKind = iota
+	// LeaseGrant is an acquire ok or renew ok: the process now holds the
+	// key until Deadline.
+	LeaseGrant
+	// LeaseRelease is a release ok.
+	LeaseRelease
+	// LeaseGiveUp is a release that failed or whose outcome is unknown:
+	// either way the process stopped claiming the key when it invoked it.
+	LeaseGiveUp
+)
+
+// LeaseOp is the input of one lease-mutex operation. Instants are a
+// run-clock time and a history index (see instant).
+type LeaseOp struct {
+	Kind    LeaseOpKind
+	F       string       // acquire, renew or release, for descriptions
+	Type    history.Type // its completion, for descriptions
+	Process int
+	// Deadline of a grant in run-clock ns; never (math.MaxInt64) for a
+	// lease without expiry.
+	Deadline int64
+	// Call and CallIndex: the invocation.
+	Call, CallIndex int64
+	// Return and ReturnIndex: the completion, the latest instant the
+	// operation can have taken effect (both math.MaxInt64 when it never
+	// completed).
+	Return, ReturnIndex int64
+}
+
+func (in LeaseOp) called() instant   { return instant{in.Call, in.CallIndex} }
+func (in LeaseOp) returned() instant { return instant{in.Return, in.ReturnIndex} }
+
+// LeaseState is the lease-mutex state: who holds the key and until when,
+// and when the last operation took effect.
+//
+// Holder -1 is free. A holder whose lease has run out is kept (expiry is
+// judged when the next operation takes effect). The lease runs out at the
+// instant (Deadline, DeadlineIndex): DeadlineIndex is -1 for a lease
+// deadline (before every event of that nanosecond), an event's index when
+// a grant that expired on arrival cut the lease short at that event.
+//
+// (Now, NowIndex) is the instant the last operation took effect: the model
+// is timed, because whether a lease has run out depends on when an
+// operation happens, and an operation ordered after another cannot happen
+// before it.
+type LeaseState struct {
+	Holder        int
+	Deadline      int64
+	DeadlineIndex int64
+	Now, NowIndex int64
+}
+
+func (s LeaseState) runsOut() instant { return instant{s.Deadline, s.DeadlineIndex} }
+
+var leaseFree = LeaseState{Holder: -1, DeadlineIndex: -1, Now: -1 << 63, NowIndex: -1}
+
+// LeaseStep is the lease-mutex transition. It is the claim definition of
+// buildClaims in sequential form, and the property test holds them to
+// agreeing.
+//
+// Each operation takes effect at one instant between its invocation and its
+// completion, and not before the previous operation in the linearization
+// did; the step picks the earliest such instant at which the operation is
+// legal (legality only grows with time and an earlier instant leaves more
+// room to what follows, so that choice loses nothing). "The lease has run
+// out by t" compares instants.
+//
+//   - a grant by p is legal once the key is free, held by p, or its
+//     holder's lease has run out; afterwards p holds it until the grant's
+//     deadline. A grant whose deadline is not after its own return promises
+//     nothing: it is legal, and if p held the key its lease now runs out at
+//     that return.
+//   - a release ok by p is legal once the key is free, held by p, or its
+//     holder's lease has run out (it then removed an expired key);
+//     afterwards the key is free.
+//   - a release that failed or is unknown is legal; if p held the key it is
+//     free afterwards (p's claim ended when it invoked the release).
+//   - a no-op is legal and changes nothing.
+func LeaseStep(s LeaseState, in LeaseOp) (bool, LeaseState) {
+	at := instant{s.Now, s.NowIndex}
+	if c := in.called(); at.less(c) {
+		at = c
+	}
+	ret := in.returned()
+	if ret.less(at) {
+		return false, s
+	}
+	// when is the earliest instant ≥ at by which the key is free for p.
+	when := at
+	if s.Holder != -1 && s.Holder != in.Process && at.less(s.runsOut()) {
+		when = s.runsOut()
+	}
+	switch in.Kind {
+	case LeaseGrant:
+		if !ret.less(deadlineAt(in.Deadline)) {
+			if s.Holder == in.Process && ret.less(s.runsOut()) {
+				s.Deadline, s.DeadlineIndex = ret.t, ret.i
+			}
+			s.Now, s.NowIndex = at.t, at.i
+			return true, s
+		}
+		if ret.less(when) {
+			return false, s
+		}
+		return true, LeaseState{Holder: in.Process, Deadline: in.Deadline, DeadlineIndex: -1, Now: when.t, NowIndex: when.i}
+	case LeaseRelease:
+		if ret.less(when) {
+			return false, s
+		}
+		return true, LeaseState{Holder: -1, DeadlineIndex: -1, Now: when.t, NowIndex: when.i}
+	case LeaseGiveUp:
+		if s.Holder == in.Process {
+			s.Holder, s.Deadline, s.DeadlineIndex = -1, 0, -1
+		}
+	}
+	s.Now, s.NowIndex = at.t, at.i
+	return true, s
+}
+
+// LeaseMutexModel is the "lease mutex" porcupine model of DESIGN.md for
+// one key's operations (inputs are LeaseOp, outputs are ignored; pass nil).
+// It has no Partition: the checker partitions by key itself.
+func LeaseMutexModel() porcupine.Model {
+	return leaseModel(leaseFree)
+}
+
+func leaseModel(init LeaseState) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return init },
+		Step: func(state, input, _ any) (bool, any) {
+			return LeaseStep(state.(LeaseState), input.(LeaseOp))
+		},
+		Hash: func(state any) uint64 {
+			s := state.(LeaseState)
+			return uint64(s.Holder+1)*0x9e3779b97f4a7c15 ^ uint64(s.Deadline) ^ uint64(s.DeadlineIndex)<<17 ^ uint64(s.NowIndex)*0xbf58476d1ce4e5b9
+		},
+		DescribeOperation: func(input, _ any) string { return describeLeaseOp(input.(LeaseOp)) },
+		DescribeState:     func(state any) string { return describeLeaseState(state.(LeaseState)) },
+	}
+}
+
+func describeLeaseOp(in LeaseOp) string {
+	s := fmt.Sprintf("p%d %s %s", in.Process, in.F, in.Type)
+	if in.Kind == LeaseGrant {
+		s += " until " + secs(in.Deadline)
+	}
+	return s
+}
+
+func describeLeaseState(s LeaseState) string {
+	if s.Holder == -1 {
+		return "free"
+	}
+	return fmt.Sprintf("held by p%d until %s", s.Holder, secs(s.Deadline))
+}
+
+// leaseOps is key's lease-mutex history, with history indexes as
+// porcupine's clock (see instant). With noops, failed and unknown acquires
+// and renews are included (for pictures); the checker leaves them out (see
+// LeaseNoop). An operation that never completed returns at MaxInt64, except
+// where that cannot matter (noops, give-ups), to keep the search and the
+// pictures small.
+func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
+	var out []porcupine.Operation
+	for i := range p.calls {
+		c := &p.calls[i]
+		if c.key != key {
+			continue
+		}
+		in := LeaseOp{F: c.f, Type: c.typ, Process: c.proc, Call: c.start, CallIndex: c.inv, Return: c.end, ReturnIndex: c.done}
+		if !c.completed() {
+			in.ReturnIndex = never
+		}
+		ret := in.ReturnIndex
+		switch c.f {
+		case history.FAcquire, history.FRenew:
+			if c.typ == history.OK {
+				in.Kind = LeaseGrant
+				in.Deadline = never
+				if c.out != nil && c.out.Deadline != 0 {
+					in.Deadline = c.out.Deadline
+				}
+			} else if !noops {
+				continue
+			} else if !c.completed() {
+				ret = p.lastIndex
+				in.Return, in.ReturnIndex = p.last, p.lastIndex
+			}
+		case history.FRelease:
+			in.Kind = LeaseGiveUp
+			if c.typ == history.OK {
+				in.Kind = LeaseRelease
+			} else if !c.completed() {
+				// Giving up takes effect at the invocation; an open-ended
+				// interval would only slow porcupine down.
+				ret = c.inv
+				in.Return, in.ReturnIndex = c.start, c.inv
+			}
+		default:
+			continue
+		}
+		out = append(out, porcupine.Operation{ClientId: c.proc, Input: in, Call: c.inv, Return: ret})
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package checker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// linResult is porcupine's verdict on one key's history under one model.
+type linResult struct {
+	res porcupine.CheckResult
+	// For Illegal: the operations of the check that failed and its
+	// linearization info (to name the operation that cannot be placed).
+	ops  []porcupine.Operation
+	info porcupine.LinearizationInfo
+	// For Unknown: why.
+	reason string
+}
+
+// chunkMin is the fewest operations a chunk holds before it may be cut.
+const chunkMin = 256
+
+var errCancelled = errors.New("cancelled")
+
+// checkLinearizable runs porcupine on ops (one key, one model) within
+// timeout, in chunks. Porcupine's search copies a bitset of the whole
+// history on every step, which is quadratic on long histories, so the
+// history is cut at quiescent points (every earlier operation returned
+// before any later one was called) and each chunk is checked from the state
+// the previous chunk's linearization ended in. That is sound for Ok: the
+// linearizations concatenate. It is not for Illegal after the first chunk
+// (another linearization of the prefix might end in a state that works), so
+// then the whole history is checked in one go.
+//
+// ctx cancellation makes the model accept everything so porcupine unwinds
+// at once; the result is then Unknown.
+func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) linResult {
+	if len(ops) == 0 {
+		return linResult{res: porcupine.Ok}
+	}
+	ops = slices.Clone(ops)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmpInt(a.Call, b.Call) })
+	deadline := time.Now().Add(timeout)
+	step := model.Step
+	model.Step = func(s, in, out any) (bool, any) {
+		if ctx.Err() != nil {
+			return true, s
+		}
+		return step(s, in, out)
+	}
+	unknown := func() linResult {
+		if ctx.Err() != nil {
+			return linResult{res: porcupine.Unknown, reason: "cancelled: " + context.Cause(ctx).Error()}
+		}
+		return linResult{res: porcupine.Unknown, reason: "porcupine timed out after " + timeout.String()}
+	}
+	whole := func() linResult {
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return unknown()
+		}
+		res, info := porcupine.CheckOperationsVerbose(model, ops, left)
+		if ctx.Err() != nil || res == porcupine.Unknown {
+			return unknown()
+		}
+		return linResult{res: res, ops: ops, info: info}
+	}
+
+	chunks := quiescentChunks(ops)
+	if len(chunks) == 1 {
+		return whole()
+	}
+	init := model.Init
+	state := init()
+	for i, ch := range chunks {
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return unknown()
+		}
+		m := model
+		s0 := state
+		m.Init = func() any { return s0 }
+		res, info := porcupine.CheckOperationsVerbose(m, ch, left)
+		if ctx.Err() != nil || res == porcupine.Unknown {
+			return unknown()
+		}
+		if res == porcupine.Illegal {
+			if i == 0 {
+				return linResult{res: res, ops: ch, info: info}
+			}
+			return whole()
+		}
+		lins := info.PartialLinearizations()
+		if len(lins) != 1 || len(lins[0]) == 0 || len(lins[0][0]) != len(ch) {
+			return whole() // not the shape porcupine documents; do not guess
+		}
+		for _, id := range lins[0][0] {
+			_, state = model.Step(state, ch[id].Input, ch[id].Output)
+		}
+	}
+	return linResult{res: porcupine.Ok}
+}
+
+// quiescentChunks cuts ops (sorted by call) where every earlier operation
+// returned strictly before the next is called, into chunks of at least
+// chunkMin operations.
+func quiescentChunks(ops []porcupine.Operation) [][]porcupine.Operation {
+	var out [][]porcupine.Operation
+	begin := 0
+	maxRet := int64(-1 << 63)
+	for i := range ops {
+		if i-begin >= chunkMin && maxRet < ops[i].Call {
+			out = append(out, ops[begin:i])
+			begin = i
+		}
+		maxRet = max(maxRet, ops[i].Return)
+	}
+	return append(out, ops[begin:])
+}
+
+// firstUnplaced is the operation porcupine could not add to its longest
+// linearization: of the operations outside it, the one called first.
+func firstUnplaced(r linResult) (porcupine.Operation, bool) {
+	lins := r.info.PartialLinearizations()
+	if len(lins) == 0 {
+		return porcupine.Operation{}, false
+	}
+	in := make([]bool, len(r.ops))
+	longest := 0
+	for _, l := range lins[0] {
+		if len(l) > longest {
+			longest = len(l)
+			clear(in)
+			for _, id := range l {
+				in[id] = true
+			}
+		}
+	}
+	best := -1
+	for id, placed := range in {
+		if !placed && (best < 0 || r.ops[id].Call < r.ops[best].Call) {
+			best = id
+		}
+	}
+	if best < 0 {
+		return porcupine.Operation{}, false
+	}
+	return r.ops[best], true
+}

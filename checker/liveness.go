@@ -1,0 +1,201 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+type span struct{ a, b int64 } // [a, b)
+
+// union merges spans into disjoint sorted ones.
+func union(ss []span) []span {
+	slices.SortFunc(ss, func(x, y span) int { return cmpInt(x.a, y.a) })
+	var out []span
+	for _, s := range ss {
+		if s.b <= s.a {
+			continue
+		}
+		if n := len(out); n > 0 && s.a <= out[n-1].b {
+			out[n-1].b = max(out[n-1].b, s.b)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// uncovered is the total length of us (disjoint, sorted) outside cover
+// (disjoint, sorted).
+func uncovered(us, cover []span) int64 {
+	var total int64
+	j := 0
+	for _, u := range us {
+		a := u.a
+		for j < len(cover) && cover[j].b <= a {
+			j++
+		}
+		for k := j; k < len(cover) && cover[k].a < u.b && a < u.b; k++ {
+			if cover[k].a > a {
+				total += cover[k].a - a
+			}
+			a = max(a, cover[k].b)
+		}
+		if a < u.b {
+			total += u.b - a
+		}
+	}
+	return total
+}
+
+// covered reports whether t lies inside cover (disjoint, sorted).
+func covered(cover []span, t int64) bool {
+	i, _ := slices.BinarySearchFunc(cover, t, func(s span, t int64) int {
+		switch {
+		case s.b <= t:
+			return -1
+		case s.a > t:
+			return 1
+		}
+		return 0
+	})
+	return i < len(cover) && cover[i].a <= t && t < cover[i].b
+}
+
+// checkLiveness measures, per key, how long acquires failed while no live
+// client held a valid claim, and judges the recovery period after the
+// final heal.
+//
+// A claim keeps a key legitimately busy until its end, a crashed holder's
+// until its deadline (the lease is the designed way out of a crash). A
+// crashed holder's claim without a deadline does not: that is naive
+// SETNX's deadlock, and the time it blocks others counts as unavailable.
+func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violation) {
+	stats := map[string]float64{}
+	var vs []Violation
+	window := p.first
+	if p.heal >= 0 {
+		window = p.heal
+	}
+	stats["recovery-ms"] = float64(p.last-window) / 1e6
+
+	type keyCalls struct{ acquires []*call }
+	perKey := map[string]*keyCalls{}
+	for i := range p.calls {
+		c := &p.calls[i]
+		if c.f != history.FAcquire {
+			continue
+		}
+		kc := perKey[c.key]
+		if kc == nil {
+			kc = &keyCalls{}
+			perKey[c.key] = kc
+		}
+		kc.acquires = append(kc.acquires, c)
+	}
+
+	var totalUnavail int64
+	var recAttempts, recOK int
+	for _, key := range sortedKeys(perKey) {
+		acq := perKey[key].acquires
+		var busy []span
+		for _, c := range byKey[key] {
+			end := c.end.t
+			if t, dead := p.crashedAt[c.proc]; dead && c.end == forever {
+				end = max(c.start.t, t) // dead, and nothing will ever free it
+			}
+			busy = append(busy, span{c.start.t, min(end, p.last)})
+		}
+		busy = union(busy)
+		var failing []span
+		attempts, oks, succeeded := 0, 0, false
+		var failedFree []*call // failed in the window, invoked while no live claim
+		procs := map[int]bool{}
+		for _, c := range acq {
+			if c.typ == history.OK && c.end >= window {
+				succeeded = true
+			}
+			if c.typ != history.OK {
+				failing = append(failing, span{c.start, min(c.end, p.last)})
+			}
+			if c.start < window {
+				continue
+			}
+			attempts++
+			procs[c.proc] = true
+			if c.typ == history.OK {
+				oks++
+			} else if !covered(busy, c.start) {
+				failedFree = append(failedFree, c)
+			}
+		}
+		un := uncovered(union(failing), busy)
+		totalUnavail += un
+		stats["unavailable-ms/"+key] = float64(un) / 1e6
+		recAttempts += attempts
+		recOK += oks
+		if attempts > 0 {
+			stats["recovery-success-rate/"+key] = float64(oks) / float64(attempts)
+		}
+		if attempts > 0 && !succeeded && p.last > window && len(failedFree) > 0 {
+			var ps []int
+			for q := range procs {
+				ps = append(ps, q)
+			}
+			slices.Sort(ps)
+			since := "the start of the history"
+			if p.heal >= 0 {
+				since = fmt.Sprintf("the final heal at %s", secs(p.heal))
+			}
+			v := Violation{Checker: "liveness", Kind: KindUnavailable, Key: key, Processes: ps,
+				Start: window, End: p.last, Fatal: true,
+				Description: fmt.Sprintf("no acquire of %s succeeded in the %s from %s to the end (%d attempts by %d processes)%s",
+					key, dur(p.last-window), since, attempts, len(ps), lastHolderText(p, byKey[key], window))}
+			for i, c := range failedFree {
+				if i == 3 {
+					break
+				}
+				v.Events = append(v.Events, c.inv)
+			}
+			vs = append(vs, v)
+		}
+	}
+	stats["unavailable-ms"] = float64(totalUnavail) / 1e6
+	stats["recovery-acquire-attempts"] = float64(recAttempts)
+	stats["recovery-acquire-ok"] = float64(recOK)
+	if recAttempts > 0 {
+		stats["recovery-success-rate"] = float64(recOK) / float64(recAttempts)
+	}
+	res := CheckResult{Verdict: Valid, Stats: stats}
+	if len(vs) > 0 {
+		res.Verdict = Invalid
+		var ks []string
+		for _, v := range vs {
+			ks = append(ks, v.Key)
+		}
+		res.Reason = "unavailable through the whole recovery period: " + strings.Join(ks, ", ")
+	}
+	return res, vs
+}
+
+// lastHolderText names the claim that was in force when the window began,
+// if any, to explain a deadlock.
+func lastHolderText(p *prepared, cs []claim, window int64) string {
+	for i := len(cs) - 1; i >= 0; i-- {
+		c := &cs[i]
+		if c.start.t > window || c.end.t <= window {
+			continue
+		}
+		s := fmt.Sprintf("; process %d held it from %s", c.proc, secs(c.start.t))
+		if t, dead := p.crashedAt[c.proc]; dead {
+			s += fmt.Sprintf(" and crashed at %s", secs(t))
+		}
+		if c.deadline == never {
+			s += " with a lease that never expires"
+		}
+		return s
+	}
+	return ""
+}

@@ -1,0 +1,208 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// checkResource judges the protected resource: linearizability of the
+// critical sections under the counter model (a lost update is not
+// linearizable), the final count, and stale writes (listed, not fatal).
+func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, cfg Config) (CheckResult, []Violation, []string) {
+	secsByKey := sections(p)
+	stats := map[string]float64{}
+	var vs []Violation
+	var nonlin []string
+	invalid := false
+	var unknownReasons []string
+
+	for _, key := range sortedKeys(secsByKey) {
+		ss := secsByKey[key]
+		stats["sections"] += float64(len(ss))
+		accepted, unknownW := 0, 0
+		for _, s := range ss {
+			switch s.Write {
+			case WriteAccepted:
+				accepted++
+				stats["accepted-writes"]++
+			case WriteRejected:
+				stats["rejected-writes"]++
+			case WriteFailed:
+				stats["failed-writes"]++
+			case WriteUnknown:
+				unknownW++
+				stats["unknown-writes"]++
+			}
+		}
+
+		// Direct evidence of lost updates: two accepted sections that read
+		// the same v and wrote v+1. Every legal step of the model moves the
+		// counter by +1 from the value read, so the counter never holds v
+		// twice around an increment: such a pair is never linearizable.
+		byRead := map[int64][]int{}
+		for i, s := range ss {
+			if s.Write == WriteAccepted && s.HasRead && s.Wrote == s.Read+1 {
+				byRead[s.Read] = append(byRead[s.Read], i)
+			}
+		}
+		var dupReads []int64
+		for v, is := range byRead {
+			if len(is) > 1 {
+				dupReads = append(dupReads, v)
+			}
+		}
+		sort.Slice(dupReads, func(i, j int) bool { return dupReads[i] < dupReads[j] })
+		lost := 0
+		for _, v := range dupReads {
+			is := byRead[v]
+			for j := 1; j < len(is); j++ {
+				lost++
+				if lost > maxReported {
+					continue
+				}
+				a, b := ss[is[j-1]], ss[is[j]]
+				vs = append(vs, Violation{
+					Checker: "resource", Kind: KindLostUpdate, Key: key,
+					Processes: []int{a.Process, b.Process}, Start: min(a.Start, b.Start), End: max(a.End, b.End),
+					Events: []int64{a.ReadIndex, a.WriteIndex, b.ReadIndex, b.WriteIndex}, Fatal: true,
+					Description: fmt.Sprintf("process %d (from %s) and process %d (from %s) both read %d from %s's counter and both wrote %d, and storage accepted both: one update was lost",
+						a.Process, secs(a.Start), b.Process, secs(b.Start), v, key, v+1),
+				})
+			}
+		}
+		stats["lost-updates"] += float64(lost)
+
+		lr := checkLinearizable(ctx, CounterModel(), counterOps(ss), cfg.Timeout)
+		switch lr.res {
+		case porcupine.Illegal:
+			invalid = true
+			nonlin = append(nonlin, key)
+			if lost == 0 {
+				v := Violation{Checker: "resource", Kind: KindLostUpdate, Key: key, Fatal: true,
+					Description: fmt.Sprintf("no order of the critical sections on %s explains the counter values they read", key)}
+				if op, ok := firstUnplaced(lr); ok {
+					s := op.Input.(Section)
+					v.Processes = []int{s.Process}
+					v.Start, v.End = s.Start, min(s.End, p.last)
+					v.Events = []int64{s.ReadIndex}
+					v.Description += fmt.Sprintf(": the first section that cannot be placed is process %d's (%s, from %s)", s.Process, describeSection(s), secs(s.Start))
+				}
+				vs = append(vs, v)
+			}
+		case porcupine.Unknown:
+			if lost > 0 {
+				invalid = true
+			} else {
+				unknownReasons = append(unknownReasons, fmt.Sprintf("%s: %s", key, lr.reason))
+			}
+		default:
+			if lost > 0 {
+				// Cannot happen (see above); if it does, trust neither.
+				unknownReasons = append(unknownReasons, fmt.Sprintf("%s: porcupine found a linearization despite a lost update; checker bug", key))
+			}
+		}
+
+		// Final count.
+		for _, s := range ss {
+			if !s.Final {
+				continue
+			}
+			stats["final-count/"+key] = float64(s.Read)
+			lo, hi := int64(accepted), int64(accepted+unknownW)
+			if s.Read < lo || s.Read > hi {
+				invalid = true
+				want := fmt.Sprintf("%d accepted writes", accepted)
+				if unknownW > 0 {
+					want += fmt.Sprintf(" (and %d more of unknown outcome, so %d to %d)", unknownW, lo, hi)
+				}
+				vs = append(vs, Violation{
+					Checker: "resource", Kind: KindFinalCount, Key: key, Processes: []int{s.Process},
+					Start: s.Start, End: s.End, Events: []int64{s.ReadIndex}, Fatal: true,
+					Description: fmt.Sprintf("the final read of %s's counter found %d, but storage accepted %s", key, s.Read, want),
+				})
+			}
+		}
+	}
+
+	stale := staleWrites(p, byKey)
+	stats["stale-writes"] = float64(len(stale))
+	if len(stale) > maxReported*4 {
+		stale = stale[:maxReported*4]
+	}
+	vs = append(vs, stale...)
+
+	res := CheckResult{Verdict: Valid, Stats: stats}
+	switch {
+	case invalid:
+		res.Verdict = Invalid
+		res.Reason = "critical sections on the protected resource are not linearizable or the final count is wrong"
+	case len(unknownReasons) > 0:
+		res.Verdict = Unknown
+		res.Reason = joinReasons(unknownReasons)
+	case stats["sections"] == 0:
+		res.Reason = "no critical sections recorded"
+	}
+	return res, vs, nonlin
+}
+
+// staleWrites lists every write invoked when its process held no claim on
+// the key: after its lease ran out (or without ever holding it).
+func staleWrites(p *prepared, byKey map[string][]claim) []Violation {
+	// Claims by (key, process), sorted by start.
+	type pk struct {
+		proc int
+		key  string
+	}
+	mine := map[pk][]*claim{}
+	for k, cs := range byKey {
+		for i := range cs {
+			c := &cs[i]
+			mine[pk{c.proc, k}] = append(mine[pk{c.proc, k}], c)
+		}
+	}
+	var out []Violation
+	for i := range p.calls {
+		c := &p.calls[i]
+		if c.f != history.FWrite {
+			continue
+		}
+		cs := mine[pk{c.proc, c.key}]
+		at := instant{c.start, c.inv}
+		j := sort.Search(len(cs), func(j int) bool { return at.less(cs[j].start) }) - 1
+		if j >= 0 && at.less(cs[j].end) {
+			continue // written under a live claim
+		}
+		what := "wrote"
+		if c.in != nil && c.in.Counter != nil {
+			what = fmt.Sprintf("wrote %d to", *c.in.Counter)
+		}
+		fate := "its outcome is unknown"
+		switch {
+		case c.typ == history.OK && c.out != nil && c.out.Rejected:
+			fate = "storage rejected it (stale fencing token): harmless"
+		case c.typ == history.OK:
+			fate = "storage accepted it"
+		case c.typ == history.Fail:
+			fate = "it failed"
+		}
+		v := Violation{Checker: "resource", Kind: KindStaleWrite, Key: c.key, Processes: []int{c.proc},
+			Start: c.start, End: min(c.end, p.last), Events: []int64{c.inv}}
+		if c.completed() {
+			v.Events = append(v.Events, c.done)
+		}
+		if j < 0 {
+			v.Description = fmt.Sprintf("process %d %s %s's counter at %s without holding %s; %s", c.proc, what, c.key, secs(c.start), c.key, fate)
+		} else {
+			v.Description = fmt.Sprintf("process %d %s %s's counter at %s, %s after its lease ended at %s; %s",
+				c.proc, what, c.key, secs(c.start), dur(c.start-cs[j].end.t), secs(cs[j].end.t), fate)
+			v.Events = append(v.Events, cs[j].grant)
+		}
+		out = append(out, v)
+	}
+	return out
+}
