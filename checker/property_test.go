@@ -3,8 +3,8 @@ package checker
 import (
 	"context"
 	"fmt"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
