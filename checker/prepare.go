@@ -36,7 +36,8 @@ type nemesisEvent struct {
 	start, end int64
 	typ        history.Type
 	in, out    *history.Value
-	idx        int64
+	idx        int64 // history index of the invocation
+	endIdx     int64 // of the completion; idx when there is none
 }
 
 // prepared is a history digested once for every checker.
@@ -100,15 +101,15 @@ func prepare(ops []history.Op) (*prepared, error) {
 			switch op.Type {
 			case history.Invoke:
 				nemPending[op.F] = len(p.nemesis)
-				p.nemesis = append(p.nemesis, nemesisEvent{f: op.F, start: op.Time, end: -1, typ: history.Info, in: op.Value, idx: op.Index})
+				p.nemesis = append(p.nemesis, nemesisEvent{f: op.F, start: op.Time, end: -1, typ: history.Info, in: op.Value, idx: op.Index, endIdx: op.Index})
 			default:
 				if j, ok := nemPending[op.F]; ok {
 					delete(nemPending, op.F)
-					p.nemesis[j].end, p.nemesis[j].typ, p.nemesis[j].out = op.Time, op.Type, op.Value
+					p.nemesis[j].end, p.nemesis[j].typ, p.nemesis[j].out, p.nemesis[j].endIdx = op.Time, op.Type, op.Value, op.Index
 				} else {
 					// A nemesis may record an event without invocation (a
 					// notice); it is only ever shown, so accept it.
-					p.nemesis = append(p.nemesis, nemesisEvent{f: op.F, start: op.Time, end: op.Time, typ: op.Type, out: op.Value, idx: op.Index})
+					p.nemesis = append(p.nemesis, nemesisEvent{f: op.F, start: op.Time, end: op.Time, typ: op.Type, out: op.Value, idx: op.Index, endIdx: op.Index})
 				}
 				if op.F == history.FFinalHeal && op.Type == history.OK {
 					p.heal = op.Time
