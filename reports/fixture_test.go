@@ -16,9 +16,10 @@ const ms = int64(time.Millisecond)
 // builder makes histories by hand: events may be added in any order, and
 // build sorts them by time and numbers them.
 type builder struct {
-	ops   []history.Op
-	holds []checker.Hold
-	ttl   int64
+	ops      []history.Op
+	holds    []checker.Hold
+	ttl      int64
+	counters map[string]int64 // the protected counter of each key
 }
 
 func (b *builder) ev(t int64, p history.Process, typ history.Type, f, key string, v *history.Value) *history.Op {
@@ -41,12 +42,18 @@ func (b *builder) section(p int, key string, t, rel int64, fence int64, rejected
 	deadline := t + b.ttl
 	b.ev(t, pr, history.Invoke, history.FAcquire, key, nil)
 	b.ev(t+2*ms, pr, history.OK, history.FAcquire, key, &history.Value{Token: fmt.Sprint("t", p, t), Fence: fence, Deadline: deadline})
-	c := int64(fence)
-	b.ev(t+3*ms, pr, history.Invoke, history.FRead, "", nil)
-	b.ev(t+4*ms, pr, history.OK, history.FRead, "", &history.Value{Counter: &c})
+	if b.counters == nil {
+		b.counters = map[string]int64{}
+	}
+	c := b.counters[key]
+	b.ev(t+3*ms, pr, history.Invoke, history.FRead, key, nil)
+	b.ev(t+4*ms, pr, history.OK, history.FRead, key, &history.Value{Counter: &c})
 	c1 := c + 1
-	b.ev(t+5*ms, pr, history.Invoke, history.FWrite, "", &history.Value{Counter: &c1, Fence: fence})
-	b.ev(t+6*ms, pr, history.OK, history.FWrite, "", &history.Value{Counter: &c1, Fence: fence, Rejected: rejected})
+	b.ev(t+5*ms, pr, history.Invoke, history.FWrite, key, &history.Value{Counter: &c1, Fence: fence})
+	b.ev(t+6*ms, pr, history.OK, history.FWrite, key, &history.Value{Counter: &c1, Fence: fence, Rejected: rejected})
+	if !rejected {
+		b.counters[key] = c1
+	}
 	end := deadline
 	if rel >= 0 {
 		b.ev(rel, pr, history.Invoke, history.FRelease, key, &history.Value{Token: fmt.Sprint("t", p, t)})
@@ -69,13 +76,18 @@ func (b *builder) build() []history.Op {
 		b.ops[i].Index = int64(i)
 	}
 	// Point holds at their acquire ok.
-	for i := range b.holds {
-		for _, op := range b.ops {
-			if op.F == history.FAcquire && op.Type == history.OK && int(op.Process) == b.holds[i].Process && op.Time == b.holds[i].Start {
-				b.holds[i].Acquire = op.Index
-				break
-			}
+	type pt struct {
+		p int
+		t int64
+	}
+	acq := map[pt]int64{}
+	for _, op := range b.ops {
+		if op.F == history.FAcquire && op.Type == history.OK {
+			acq[pt{int(op.Process), op.Time}] = op.Index
 		}
+	}
+	for i := range b.holds {
+		b.holds[i].Acquire = acq[pt{b.holds[i].Process, b.holds[i].Start}]
 	}
 	return b.ops
 }
@@ -119,9 +131,9 @@ func clockFixture() (RunMeta, []history.Op, checker.Result) {
 	h4 := b.section(4, "lock-0", 3410*ms-2*ms, 4300*ms, fence+1, false)
 	_ = h2
 	// A stale write of client 2, rejected by fencing.
-	c := int64(99)
-	b.ev(3950*ms, 2, history.Invoke, history.FWrite, "", &history.Value{Counter: &c, Fence: fence})
-	b.ev(3951*ms, 2, history.OK, history.FWrite, "", &history.Value{Counter: &c, Fence: fence, Rejected: true})
+	c := b.counters["lock-0"] + 1
+	b.ev(3950*ms, 2, history.Invoke, history.FWrite, "lock-0", &history.Value{Counter: &c, Fence: fence})
+	b.ev(3951*ms, 2, history.OK, history.FWrite, "lock-0", &history.Value{Counter: &c, Fence: fence, Rejected: true})
 	t = 4400 * ms
 	for i := 0; t < 9000*ms; i++ {
 		typ := history.Fail

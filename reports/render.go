@@ -116,8 +116,8 @@ func zoomWindow(v *runView, i int, vi checker.Violation) window {
 	vc := vi
 	return window{
 		From: max(0, vi.Start-pad), To: min(v.end, end+pad), Zoom: true, Highlight: &vc,
-		Title: fmt.Sprintf("violation %d: %s %s, %s–%s — lock %s — %s", i+1, vi.Kind, vi.Key,
-			fmtTime(vi.Start), fmtTime(end), orSome(v.meta.Lock, "?"), verdictWord(v.res.Verdict)),
+		Title: fmt.Sprintf("violation %d: %s %s, %s — lock %s — %s", i+1, vi.Kind, vi.Key,
+			span(vi), orSome(v.meta.Lock, "?"), verdictWord(v.res.Verdict)),
 	}
 }
 
@@ -139,13 +139,16 @@ func removeOld(dir string) error {
 }
 
 type porcupineLink struct {
-	Key, File, Err string
+	Key, Label, File, Err string
 }
 
 // writePorcupine writes porcupine's view of key. A failure is reported on
 // the page, not fatal: the rest of the report is still worth having.
 func writePorcupine(dir string, ops []history.Op, key string, vis visualizer) porcupineLink {
-	l := porcupineLink{Key: key, File: PorcupineFile(key)}
+	l := porcupineLink{Key: key, Label: key, File: PorcupineFile(key)}
+	if key == "" {
+		l.Label = "the protected counter"
+	}
 	var buf bytes.Buffer
 	if err := vis(ops, key, &buf); err != nil {
 		l.Err = "could not draw: " + err.Error()
@@ -158,9 +161,15 @@ func writePorcupine(dir string, ops []history.Op, key string, vis visualizer) po
 	return l
 }
 
+// wallClockStats are checker stats that measure how long checking took,
+// not the history: they differ between two checks of the same history, so
+// results.json leaves them out.
+var wallClockStats = []string{"porcupine-ms"}
+
 // Normalize puts a result in a canonical order so that checking the same
 // history twice writes byte-identical results.json: violations by time,
-// holds by start, keys sorted, empty lists as [] rather than null.
+// holds by start, keys sorted, empty lists as [] rather than null, and no
+// timings of the checker itself.
 func Normalize(res *checker.Result) {
 	slices.SortStableFunc(res.Violations, func(a, b checker.Violation) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Checker, b.Checker),
@@ -169,6 +178,12 @@ func Normalize(res *checker.Result) {
 	slices.SortStableFunc(res.Holds, func(a, b checker.Hold) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Process, b.Process), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Acquire, b.Acquire))
 	})
+	for name, cr := range res.Checkers {
+		for _, k := range wallClockStats {
+			delete(cr.Stats, k)
+		}
+		res.Checkers[name] = cr
+	}
 	slices.Sort(res.NonLinearizableKeys)
 	res.NonLinearizableKeys = slices.Compact(res.NonLinearizableKeys)
 	if res.Violations == nil {

@@ -222,3 +222,5 @@ func TestNormalizeIsCanonical(t *testing.T) {
 		t.Error("empty lists should become [] and {}")
 	}
 }
+
+func rectAround(x, y, r int) image.Rectangle { return image.Rect(x-r, y-r, x+r+1, y+r+1) }

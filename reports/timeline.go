@@ -1,7 +1,9 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
+	"image/color"
 	"math"
 	"slices"
 	"strings"
@@ -303,8 +305,11 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	})
 	for _, k := range rks {
 		y := clientY[k.proc]
-		for _, iv := range mergeIntervals(bars[k], res) {
-			s.rect(iv[0], iv[1], y-0.3, y+0.3, v.keyColour(k.key), 1)
+		col := v.keyColour(k.key)
+		for _, r := range coverage(bars[k], xmin, xmax, res) {
+			c := col
+			c.A = uint8(60 + 195*r.Level)
+			s.rect(r.From, r.To, y-0.3, y+0.3, c, 0)
 			area.MergedBars++
 		}
 		keysShown[k.key] = true
@@ -317,7 +322,18 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		col  int64
 	}
 	ticks := map[tk]bool{}
-	marks := &shapes{} // drawn last: thin marks stay visible on top of red
+	under := &shapes{} // accepted writes: drawn under violations
+	marks := &shapes{} // drawn last: rare marks stay visible on top of red
+	// Accepted writes are the normal case: when there are more of them
+	// than a few per pixel column and row, they would only paint the rows
+	// black, so the overview leaves them out and says so.
+	accepted := 0
+	for _, c := range v.calls {
+		if c.Invoke.F == history.FWrite && c.Done && c.Complete.Type == history.OK && in(c.Complete.Time, c.Complete.Time) {
+			accepted++
+		}
+	}
+	dense := float64(accepted) > dataW*DPI/72/6*float64(max(len(procs), 1))
 	const (
 		tkAccepted = iota
 		tkRejected
@@ -332,7 +348,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		ticks[k] = true
 		switch kind {
 		case tkAccepted:
-			marks.tick(x, y-0.42, y+0.42, colInk, 1)
+			under.tick(x, y-0.42, y+0.42, colInk, 1)
 		case tkRejected:
 			marks.tick(x, y-0.42, y+0.42, colWarn, 1.5)
 		case tkUnknown:
@@ -374,8 +390,10 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 				addTick(x, y, tkRejected)
 				wroteRej = true
 			case c.Complete.Type == history.OK:
-				addTick(x, y, tkAccepted)
-				wroteOK = true
+				if !dense {
+					addTick(x, y, tkAccepted)
+					wroteOK = true
+				}
 			case c.Complete.Type == history.Info:
 				addTick(x, y, tkUnknown)
 				wroteUnk = true
@@ -386,7 +404,9 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		addTick(x, expiryY[i], tkExpired)
 	}
 
-	// Violations last, on top of everything, never merged.
+	p.Add(s, under)
+	s = &shapes{}
+	// Violations on top of holds and writes, never merged.
 	var overlap, other, harmless bool
 	for _, vi := range v.res.Violations {
 		e := max(vi.End, vi.Start)
@@ -399,7 +419,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		}
 		if len(vi.Processes) == 0 {
 			y := yOf(0)
-			s.rect(seconds(vi.Start), seconds(e), y-0.35, y+0.35, col, 2)
+			s.rect(seconds(vi.Start), seconds(e), y-0.35, y+0.35, col, 3)
 			s.text(seconds(vi.Start), y, vi.Kind+" "+vi.Key, 8, colInk, 0)
 			other = other || vi.Fatal
 			continue
@@ -410,7 +430,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 				continue
 			}
 			if vi.Kind == checker.KindOverlap {
-				s.rect(seconds(vi.Start), seconds(e), y-0.4, y+0.4, col, 2)
+				s.rect(seconds(vi.Start), seconds(e), y-0.4, y+0.4, col, 3)
 				overlap = overlap || vi.Fatal
 				continue
 			}
@@ -436,6 +456,9 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 			leg.Add("held "+k, boxThumb(v.keyColour(k)))
 		}
 	}
+	if area.SourceHolds > int(dataW*DPI/72) {
+		leg.Add("(paler: held part of the pixel's time)", boxThumb(color.White))
+	}
 	if len(keysShown) > 7 {
 		leg.Add(fmt.Sprintf("(%d keys; colour = key)", len(keysShown)), boxThumb(colFaint))
 	}
@@ -444,6 +467,9 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	}
 	if wroteOK {
 		leg.Add("write accepted", tickThumb(colInk, 1))
+	}
+	if dense {
+		leg.Add("(accepted writes: too many to draw)", boxThumb(color.White))
 	}
 	if wroteRej {
 		leg.Add("write rejected (fencing)", tickThumb(colWarn, 1.5))
@@ -509,29 +535,60 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	return figWidth, h, fig, area
 }
 
-// mergeIntervals joins sorted-or-not intervals whose gap is below res: at
-// the picture's resolution they are one bar.
-func mergeIntervals(ivs [][2]float64, res float64) [][2]float64 {
-	if len(ivs) == 0 {
+// run is a stretch of pixel columns with the same coverage.
+type run struct {
+	From, To float64
+	Level    float64 // share of the time covered, rounded to eighths; > 0
+}
+
+// coverage downsamples intervals to pixel columns of width res between
+// xmin and xmax: for each column, the share of its time that some interval
+// covers, rounded to eighths (at least one eighth when anything is there,
+// so that a short hold never vanishes). Adjacent columns with the same
+// share become one run. A hold several pixels wide comes out as one solid
+// run; a thousand holds in a pixel come out as one shaded column, as light
+// as the lock was idle. Intervals need not be sorted; overlaps count once.
+func coverage(ivs [][2]float64, xmin, xmax, res float64) []run {
+	if len(ivs) == 0 || res <= 0 || xmax <= xmin {
 		return nil
 	}
-	slices.SortFunc(ivs, func(a, b [2]float64) int {
-		switch {
-		case a[0] < b[0]:
-			return -1
-		case a[0] > b[0]:
-			return 1
-		}
-		return 0
-	})
-	out := [][2]float64{ivs[0]}
-	for _, iv := range ivs[1:] {
-		last := &out[len(out)-1]
-		if iv[0]-last[1] < res {
-			last[1] = math.Max(last[1], iv[1])
+	n := int(math.Ceil((xmax-xmin)/res)) + 1
+	cov := make([]float64, n)
+	slices.SortFunc(ivs, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+	// Merge overlaps first, so that time held by two intervals counts once.
+	merged := [][2]float64{}
+	for _, iv := range ivs {
+		iv[0], iv[1] = math.Max(iv[0], xmin), math.Min(iv[1], xmax)
+		if iv[1] < iv[0] {
 			continue
 		}
-		out = append(out, iv)
+		if len(merged) > 0 && iv[0] <= merged[len(merged)-1][1] {
+			merged[len(merged)-1][1] = math.Max(merged[len(merged)-1][1], iv[1])
+			continue
+		}
+		merged = append(merged, iv)
+	}
+	touched := make([]bool, n)
+	for _, iv := range merged {
+		a, b := (iv[0]-xmin)/res, (iv[1]-xmin)/res
+		for c := int(a); c <= int(b) && c < n; c++ {
+			lo, hi := math.Max(a, float64(c)), math.Min(b, float64(c+1))
+			cov[c] += math.Max(0, hi-lo)
+			touched[c] = true
+		}
+	}
+	var out []run
+	for c := 0; c < n; c++ {
+		if !touched[c] {
+			continue
+		}
+		lvl := math.Max(1, math.Round(math.Min(cov[c], 1)*8)) / 8
+		from, to := xmin+float64(c)*res, math.Min(xmax, xmin+float64(c+1)*res)
+		if c == 0 || !touched[c-1] || len(out) == 0 || out[len(out)-1].Level != lvl || out[len(out)-1].To < from {
+			out = append(out, run{From: from, To: to, Level: lvl})
+			continue
+		}
+		out[len(out)-1].To = to
 	}
 	return out
 }

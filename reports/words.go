@@ -2,7 +2,9 @@ package reports
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/lockharness/lockharness/checker"
 )
@@ -44,7 +46,7 @@ func clients(ps []int) string {
 }
 
 func span(v checker.Violation) string {
-	if v.End > v.Start {
+	if v.End-v.Start >= 10*int64(time.Millisecond) {
 		return fmt.Sprintf("from %s to %s (%s)", fmtTime(v.Start), fmtTime(v.End), fmtDur(v.End-v.Start))
 	}
 	return "at " + fmtTime(v.Start)
@@ -59,40 +61,40 @@ func keyOr(k string) string {
 
 func violationSentence(v checker.Violation) string {
 	desc := strings.TrimSuffix(strings.TrimSpace(v.Description), ".")
-	switch v.Kind {
-	case checker.KindOverlap:
+	if v.Kind == checker.KindOverlap {
 		who := clients(v.Processes)
 		if len(v.Processes) >= 2 {
 			who += " both"
 		}
 		return capitalise(fmt.Sprintf("%s held %s %s", who, keyOr(v.Key), span(v)))
+	}
+	// The checker's own description is precise; say "client" as the rest
+	// of the report does.
+	if desc != "" {
+		return capitalise(processWord.ReplaceAllString(desc, "client $1"))
+	}
+	switch v.Kind {
 	case checker.KindForeignRelease:
-		s := fmt.Sprintf("%s %s: a release or renew succeeded while another client's claim on %s was live", span(v), clients(v.Processes), keyOr(v.Key))
-		return capitalise(withDesc(s, desc))
+		return capitalise(fmt.Sprintf("%s: a release or renew by %s succeeded while another client's claim on %s was live", span(v), clients(v.Processes), keyOr(v.Key)))
 	case checker.KindStaleWrite:
-		return capitalise(withDesc(fmt.Sprintf("%s wrote %s after its lease on %s had expired", clients(v.Processes), span(v), keyOr(v.Key)), desc))
+		return capitalise(fmt.Sprintf("%s wrote %s after its lease on %s had expired", clients(v.Processes), span(v), keyOr(v.Key)))
 	case checker.KindLostUpdate:
-		return capitalise(withDesc(fmt.Sprintf("lost update %s: critical sections of %s are not linearizable", span(v), clients(v.Processes)), desc))
+		return capitalise(fmt.Sprintf("lost update %s: critical sections of %s are not linearizable", span(v), clients(v.Processes)))
 	case checker.KindFinalCount:
-		return capitalise(withDesc("the final counter does not match the accepted writes", desc))
+		return "The final counter does not match the accepted writes"
 	case checker.KindUnavailable:
-		return capitalise(withDesc(fmt.Sprintf("%s stayed unavailable %s, through the whole recovery period", keyOr(v.Key), span(v)), desc))
+		return capitalise(fmt.Sprintf("%s stayed unavailable %s, through the whole recovery period", keyOr(v.Key), span(v)))
 	case checker.KindNonLinearizable:
-		return capitalise(withDesc(fmt.Sprintf("porcupine found no linearization of %s", keyOr(v.Key)), desc))
+		return capitalise(fmt.Sprintf("porcupine found no linearization of %s", keyOr(v.Key)))
 	}
 	s := fmt.Sprintf("%s %s", v.Kind, span(v))
 	if len(v.Processes) > 0 {
 		s += " involving " + clients(v.Processes)
 	}
-	return capitalise(withDesc(s, desc))
+	return capitalise(s)
 }
 
-func withDesc(s, desc string) string {
-	if desc == "" {
-		return s
-	}
-	return s + " — " + desc
-}
+var processWord = regexp.MustCompile(`\bprocess (\d+)`)
 
 func capitalise(s string) string {
 	if s == "" {

@@ -1,0 +1,72 @@
+package reports
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockharness/lockharness/checker"
+)
+
+// A long run's overview is bounded by its pixels, and a violation in it is
+// still drawn.
+func TestLongRunOverviewIsDownsampledButKeepsViolations(t *testing.T) {
+	meta, ops, res := bigRun(100_000, 1)
+	// One overlap, 1 ms long, somewhere in the middle.
+	mid := res.Holds[len(res.Holds)/2]
+	res.Violations = []checker.Violation{{Checker: "lock-promise", Kind: checker.KindOverlap, Key: mid.Key,
+		Processes: []int{mid.Process, (mid.Process + 5) % 10}, Start: mid.Start, End: mid.Start + ms, Fatal: true}}
+	res.Verdict = checker.Invalid
+	v := newRunView(meta, ops, res)
+	w, h, fig, area := v.timeline(window{From: 0, To: v.end, Title: "long"})
+	if area.SourceHolds < 10_000 {
+		t.Fatalf("fixture has only %d holds", area.SourceHolds)
+	}
+	// At most a bar per pixel column per row and key (each client here
+	// uses one key), and a tick per column per row and kind.
+	plotW := float64(figWidth - legendWidth)
+	cols := int(plotW*DPI/72) + 1
+	if bound := len(v.procs) * cols; area.MergedBars > bound || area.Ticks > 2*bound {
+		t.Errorf("overview draws %d bars and %d ticks for %d holds, want at most %d", area.MergedBars, area.Ticks, area.SourceHolds, bound)
+	}
+	dir := outDir(t, "long")
+	if err := saveFigure(dir, "overview", w, h, fig); err != nil {
+		t.Fatal(err)
+	}
+	img := decodePNG(t, filepath.Join(dir, "overview.png"))
+	vi := res.Violations[0]
+	for _, p := range vi.Processes {
+		x, y := area.Pixel(seconds(vi.Start), area.ClientY[p])
+		if n := countRed(img, rectAround(x, y, 3)); n == 0 {
+			t.Errorf("the 1 ms overlap is not drawn on client %d's row of the overview", p)
+		}
+	}
+}
+
+// BenchmarkRender100k renders the full report of a valid 100,000-event
+// run and reports the size of what it wrote.
+func BenchmarkRender100k(b *testing.B) {
+	meta, ops, res := bigRun(100_000, 1)
+	b.Logf("%d events, %d holds, %.0f s of run", len(ops), len(res.Holds), seconds(runEnd(ops)))
+	dir := outDir(b, "bench")
+	b.ResetTimer()
+	for b.Loop() {
+		if err := render(context.Background(), dir, meta, ops, res, fakeVis); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	var total int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		total += info.Size()
+		b.Logf("%-22s %8d bytes", e.Name(), info.Size())
+		b.ReportMetric(float64(info.Size())/1024, e.Name()+"-KiB")
+	}
+	b.ReportMetric(float64(total)/1024, "total-KiB")
+}
