@@ -52,7 +52,7 @@ func BenchmarkRender100k(b *testing.B) {
 	dir := outDir(b, "bench")
 	b.ResetTimer()
 	for b.Loop() {
-		if err := render(context.Background(), dir, meta, ops, res, fakeVis); err != nil {
+		if err := Render(context.Background(), dir, meta, ops, res); err != nil {
 			b.Fatal(err)
 		}
 	}

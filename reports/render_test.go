@@ -5,14 +5,12 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/history"
 )
 
 // outDir is a temporary directory, or $REPORTS_KEEP/name when set, so that
@@ -26,11 +24,6 @@ func outDir(t testing.TB, name string) string {
 		return dir
 	}
 	return t.TempDir()
-}
-
-func fakeVis(ops []history.Op, key string, w io.Writer) error {
-	_, err := io.WriteString(w, "<html><body>porcupine "+key+"</body></html>")
-	return err
 }
 
 func decodePNG(t *testing.T, path string) image.Image {
@@ -70,7 +63,7 @@ func countRed(img image.Image, r image.Rectangle) int {
 func TestRenderClockFixture(t *testing.T) {
 	meta, ops, res := clockFixture()
 	dir := outDir(t, "clock")
-	if err := render(context.Background(), dir, meta, ops, res, fakeVis); err != nil {
+	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"timeline.png", "timeline.svg", "timeline-violation-1.png", "timeline-violation-1.svg",
@@ -132,7 +125,7 @@ func TestTimelineOverlapIsRedWhereItShouldBe(t *testing.T) {
 func TestValidRunHasNoRed(t *testing.T) {
 	meta, ops, res := validFixture()
 	dir := outDir(t, "valid")
-	if err := render(context.Background(), dir, meta, ops, res, fakeVis); err != nil {
+	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"timeline.png", "latency.png", "rate.png"} {
@@ -159,7 +152,7 @@ func TestIndexTellsTheViolationWithItsFaults(t *testing.T) {
 	meta, ops, res := clockFixture()
 	meta.Explanation = `Node 3's clock jumps <script>alert(1)</script>`
 	dir := outDir(t, "clock-index")
-	if err := render(context.Background(), dir, meta, ops, res, fakeVis); err != nil {
+	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "index.html"))
@@ -180,6 +173,9 @@ func TestIndexTellsTheViolationWithItsFaults(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("index.html lacks %q", want)
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "porcupine-lock-0.html")); err != nil || !strings.Contains(string(b), "<html") {
+		t.Errorf("porcupine view of lock-0: %v", err)
 	}
 	if strings.Contains(page, "<script>alert") {
 		t.Error("index.html does not escape the explanation")

@@ -1,0 +1,86 @@
+package serve
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// findChromium returns the path of a Chromium the test can drive.
+func findChromium() (string, error) {
+	var err error
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		var p string
+		if p, err = exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", err
+}
+
+// A real browser opens the store, follows the newest run and sees its
+// verdict and its timeline, loaded.
+func TestBrowserShowsNewestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a headless Chromium")
+	}
+	chrome, err := findChromium()
+	if err != nil {
+		t.Fatalf("headless Chromium not found (%v): apt-get install -y chromium", err)
+	}
+	store, _, newer := newStore(t)
+	ts := newTestServer(t, store)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.NoSandbox, // root in CI
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("browser: %s: %v", what, err)
+		}
+	}
+	step("open the list of runs", chromedp.Do(bctx,
+		chromedp.Navigate(ts.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#runs"))))
+	link, err := chromedp.Run(bctx, chromedp.AttributeValue(chromedp.CSS("tr.run a.report"), "href"))
+	step("read the newest run's link", err)
+	href := link.Value
+	step("follow it", chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS("tr.run a.report")),
+		chromedp.WaitVisible(chromedp.CSS("#verdict"))))
+	verdict, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#verdict")))
+	step("read the verdict", err)
+	url, err := chromedp.Run(bctx, chromedp.Location())
+	step("read the location", err)
+	natural, err := chromedp.Run(bctx, chromedp.Poll[int](
+		`(() => { const i = document.getElementById("timeline"); return i && i.complete && i.naturalWidth > 0 ? i.naturalWidth : null; })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	step("wait for the timeline to load", err)
+	if want := "/run/token/" + filepath.Base(newer) + "/"; href != want || !strings.HasSuffix(url, want) {
+		t.Errorf("first run links to %q and the browser is at %q; want the newest run %q", href, url, want)
+	}
+	if !strings.Contains(verdict, "INVALID") {
+		t.Errorf("verdict banner says %q, want INVALID", verdict)
+	}
+	if natural != 1200 {
+		t.Errorf("timeline naturalWidth = %d, want 1200", natural)
+	}
+}
