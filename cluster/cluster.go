@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,7 +217,20 @@ type Cluster struct {
 // Up starts the topology: the proxies, every node, then waits until every
 // node answers PING (and, when replicated, until replicas are in sync and
 // sentinels know each other). On error, whatever was started is stopped.
-func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+//
+// With free ports (no BasePort), a port taken by another process between
+// choosing it and the server binding it makes Up start over on new ports,
+// up to three times.
+func Up(ctx context.Context, cfg Config) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := up(ctx, cfg)
+		if err == nil || cfg.BasePort != 0 || attempt == 3 || !errors.Is(err, ErrPortBusy) || ctx.Err() != nil {
+			return c, err
+		}
+	}
+}
+
+func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -258,10 +272,17 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 		ftEnv = func(f string) []string { return faketimeEnv(shim, lib, f) }
 	}
-	ports, err := c.ports()
+	ports, held, err := c.ports()
 	if err != nil {
 		return nil, err
 	}
+	release := func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+		held = nil
+	}
+	defer release()
 	for i := 0; i < cfg.Nodes; i++ {
 		name := fmt.Sprintf("n%d", i+1)
 		s := &Server{Name: name, Port: ports[i], Binary: bin, Dir: filepath.Join(c.cfg.Dir, name)}
@@ -287,6 +308,9 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := c.addLinks(); err != nil {
 		return nil, err
 	}
+	// The chosen ports stayed bound while the proxies took theirs, so no
+	// proxy got a node's port.
+	release()
 	if cfg.Topology == Replicated {
 		c.master = c.Nodes[0].Name
 	}
@@ -325,11 +349,14 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 // addLinks creates every proxy of the topology:
 //   - "cK->nI": client slot K to node I (and "cK->sJ" to sentinel J);
-//   - replicated: "nI->nJ", replica I's replication link to master J, for
-//     every ordered pair, so any node can follow any other after a failover;
-//   - sentinel failover: "sentinels->nI", the address node I announces. A
-//     node announces one address to everyone, so the sentinels (and the
-//     replicas Sentinel re-points to a new master) share one proxy per node.
+//   - manual failover: "nI->nJ", replica I's replication link to master J,
+//     for every ordered pair, so any node can follow any other after a
+//     failover;
+//   - sentinel failover: "sentinels->nI", the address node I announces and
+//     Sentinel monitors it at. A node announces one address to everyone,
+//     and Sentinel re-points any replica that follows its master at another
+//     address, so the sentinels and the replicas share one proxy per node:
+//     cutting it cuts node I off from the sentinels and from its replicas.
 func (c *Cluster) addLinks() error {
 	for cl := 0; cl < c.cfg.Clients; cl++ {
 		for _, n := range c.Nodes {
@@ -347,6 +374,9 @@ func (c *Cluster) addLinks() error {
 		return nil
 	}
 	for _, a := range c.Nodes {
+		if len(c.Sentinels) > 0 {
+			break
+		}
 		for _, b := range c.Nodes {
 			if a == b {
 				continue
@@ -389,7 +419,7 @@ func (c *Cluster) renderConfig(s *Server) string {
 		// A full sync starts at once instead of waiting 5 s for more replicas.
 		b.WriteString("repl-diskless-sync-delay 0\n")
 		if m := c.master; m != "" && m != s.Name {
-			if l := c.links[LinkName(s.Name, m)]; l != nil {
+			if l := c.replicationLink(s.Name, m); l != nil {
 				fmt.Fprintf(&b, "replicaof %s\n", strings.Replace(l.Addr(), ":", " ", 1))
 			}
 		}
@@ -403,6 +433,15 @@ func (c *Cluster) renderConfig(s *Server) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// replicationLink is the link replica follows master through: its own
+// with manual failover, master's announced one with Sentinel.
+func (c *Cluster) replicationLink(replica, master string) *Link {
+	if len(c.Sentinels) > 0 {
+		return c.links[LinkName(SentinelsFrom, master)]
+	}
+	return c.links[LinkName(replica, master)]
 }
 
 // sentinelConfig is a fresh config for sentinel s (Sentinel rewrites its
@@ -428,33 +467,32 @@ func (c *Cluster) sentinelConfig(s *Server) string {
 }
 
 // ports allocates a port for every node, the storage node and every
-// sentinel.
-func (c *Cluster) ports() ([]int, error) {
+// sentinel. Free ports come with their listeners still open, to be closed
+// just before the servers start.
+func (c *Cluster) ports() ([]int, []net.Listener, error) {
 	n := c.cfg.Nodes + 1 + c.cfg.Sentinels
 	ports := make([]int, 0, n)
-	seen := map[int]bool{}
+	var held []net.Listener
 	for i := 0; i < n; i++ {
 		if c.cfg.BasePort != 0 {
 			p := c.cfg.BasePort + i + 1
 			if err := CheckPortFree(p); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			ports = append(ports, p)
 			continue
 		}
-		for {
-			p, err := FreePort()
-			if err != nil {
-				return nil, err
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, h := range held {
+				_ = h.Close()
 			}
-			if !seen[p] {
-				seen[p] = true
-				ports = append(ports, p)
-				break
-			}
+			return nil, nil, fmt.Errorf("find a free port: %w", err)
 		}
+		held = append(held, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, nil
+	return ports, held, nil
 }
 
 // RedisConfig is the base config of a node: loopback only, its own dir, no

@@ -154,7 +154,11 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 		}
 		select {
 		case <-exit:
-			return fmt.Errorf("start %s on port %d: process exited: %s", s.Name, s.Port, s.logTail())
+			tail := s.logTail()
+			if strings.Contains(tail, "Address already in use") {
+				return fmt.Errorf("start %s: %w: 127.0.0.1:%d taken by another process: %s", s.Name, ErrPortBusy, s.Port, tail)
+			}
+			return fmt.Errorf("start %s on port %d: process exited: %s", s.Name, s.Port, tail)
 		case <-ctx.Done():
 			return fmt.Errorf("start %s: %w", s.Name, ctx.Err())
 		case <-time.After(5 * time.Millisecond):

@@ -83,15 +83,18 @@ func (c *Cluster) Promote(ctx context.Context, name string) error {
 }
 
 // Follow makes node name a replica of master, through its replication link
-// "name->master".
+// "name->master" (with Sentinel, through master's announced address
+// "sentinels->master", where Sentinel would point it anyway).
 func (c *Cluster) Follow(ctx context.Context, name, master string) error {
 	s, err := c.Node(name)
 	if err != nil {
 		return fmt.Errorf("follow: %w", err)
 	}
-	l, err := c.Link(name, master)
-	if err != nil {
-		return fmt.Errorf("%s follow %s: %w", name, master, err)
+	c.mu.Lock()
+	l := c.replicationLink(name, master)
+	c.mu.Unlock()
+	if l == nil {
+		return fmt.Errorf("%s follow %s: no replication link", name, master)
 	}
 	host, port, _ := strings.Cut(l.Addr(), ":")
 	if err := adminDo(ctx, s, "replicaof", host, port); err != nil {
@@ -326,4 +329,14 @@ func (c *Cluster) announceDialer(from string, timeout time.Duration) func(ctx co
 		nd := net.Dialer{Timeout: timeout}
 		return nd.DialContext(ctx, network, addr)
 	}
+}
+
+// ReplicationLink is the link replica follows master through (see Follow).
+func (c *Cluster) ReplicationLink(replica, master string) (*Link, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.replicationLink(replica, master); l != nil {
+		return l, nil
+	}
+	return nil, fmt.Errorf("no replication link from %s to %s", replica, master)
 }

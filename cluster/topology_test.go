@@ -40,8 +40,9 @@ func TestReplicatedSentinel(t *testing.T) {
 	if len(c.Nodes) != 3 || len(c.Sentinels) != 3 {
 		t.Fatalf("%d nodes, %d sentinels; want 3 and 3", len(c.Nodes), len(c.Sentinels))
 	}
-	// Replication goes through the replica's own link.
-	l, err := c.Link("n2", "n1")
+	// Replication goes through the master's announced address, where the
+	// sentinels reach it too.
+	l, err := c.ReplicationLink("n2", "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,14 @@ func TestReplicatedSentinel(t *testing.T) {
 func TestReplicatedManual(t *testing.T) {
 	c := up(t, cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverManual, Replicas: 1})
 	ctx := context.Background()
+	// Each replica follows the master through its own link.
+	l, err := c.Link("n2", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ri, err := c.Role(ctx, "n2"); err != nil || ri.MasterAddr != l.Addr() || !ri.LinkUp {
+		t.Fatalf("n2 replication %+v %v, want a replica of %s", ri, err, l.Addr())
+	}
 	nodes := c.ClientNodes(0, cluster.ClientOptions{})
 	defer cluster.CloseNodes(nodes)
 	cli := nodes[0].Client
@@ -103,7 +112,6 @@ func TestReplicatedManual(t *testing.T) {
 	}
 	// The client's next command goes to n2 (its pooled connection to n1 was
 	// closed); the first one may see the closed connection.
-	var err error
 	for i := 0; i < 3; i++ {
 		if err = cli.Set(ctx, "k", "2", 0).Err(); err == nil {
 			break

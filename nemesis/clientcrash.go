@@ -46,7 +46,7 @@ func (clientCrash) do(ctx context.Context, e *exec, s Step) error {
 		return e.recordV("crash-client", &history.Value{}, func(v *history.Value) error {
 			p, ok := e.env.Clients.CrashHolder(ctx)
 			if !ok {
-				return fmt.Errorf("%w: no client holds a lock", errNotDone)
+				return fmt.Errorf("%w: no client holds a lock", ErrNotDone)
 			}
 			v.Targets = []string{"c" + p.String()}
 			v.Detail = "holder crashed without releasing"

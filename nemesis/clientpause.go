@@ -49,7 +49,7 @@ func (clientPause) do(ctx context.Context, e *exec, s Step) error {
 		return e.recordV("pause-client", durValue(d), func(v *history.Value) error {
 			p, ok := e.env.Clients.PauseHolder(ctx, d)
 			if !ok {
-				return fmt.Errorf("%w: no client holds a lock", errNotDone)
+				return fmt.Errorf("%w: no client holds a lock", ErrNotDone)
 			}
 			v.Targets = []string{"c" + p.String()}
 			v.Detail = fmt.Sprintf("holder paused %v in its critical section", d)

@@ -20,13 +20,14 @@ type exec struct {
 	rng  *rand.Rand // for choices a scripted step leaves open; from the seed
 }
 
-// errNotDone marks an action that certainly did not happen (nothing to
-// act on): it is recorded as fail, not info.
-var errNotDone = errors.New("not done")
+// ErrNotDone is wrapped by Do's error when a step certainly did not happen
+// (nothing to act on: no client holds a lock, no old master to demote). It
+// is recorded as fail, not info.
+var ErrNotDone = errors.New("not done")
 
 // record runs fn between an invoke and its completion in the history, as
 // the nemesis process: ok when fn succeeds, fail when it returns an error
-// wrapping errNotDone, info otherwise (the fault may be half applied). fn
+// wrapping ErrNotDone, info otherwise (the fault may be half applied). fn
 // may fill in the completion's value (targets it resolved, a detail).
 func (e *exec) record(f string, targets []string, fn func() (string, error)) error {
 	return e.recordV(f, &history.Value{Targets: targets}, func(v *history.Value) error {
@@ -46,7 +47,7 @@ func (e *exec) recordV(f string, inv *history.Value, fn func(v *history.Value) e
 	err := fn(&v)
 	if rec != nil {
 		t := history.OK
-		if errors.Is(err, errNotDone) {
+		if errors.Is(err, ErrNotDone) {
 			t = history.Fail
 		} else if err != nil {
 			t = history.Info

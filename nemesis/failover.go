@@ -143,7 +143,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 		m := c.Master()
 		if old == "" || old == m.Name {
 			return e.record("demote", nil, func() (string, error) {
-				return "", fmt.Errorf("%w: no old master to demote", errNotDone)
+				return "", fmt.Errorf("%w: no old master to demote", ErrNotDone)
 			})
 		}
 		return e.record("demote", []string{old}, func() (string, error) {
@@ -207,7 +207,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 		old := f.oldMaster
 		if old == "" {
 			return e.record("heal-master", nil, func() (string, error) {
-				return "", fmt.Errorf("%w: no master was failed", errNotDone)
+				return "", fmt.Errorf("%w: no master was failed", ErrNotDone)
 			})
 		}
 		n, err := c.Node(old)

@@ -138,16 +138,11 @@ func healReplication(ctx context.Context, c *cluster.Cluster) (string, error) {
 	return strings.Join(did, ", "), nil
 }
 
-// followsMaster reports whether replica r replicates from m, through its own
-// link or m's announced address.
+// followsMaster reports whether replica r replicates from m through the
+// link the topology uses for that (its own, or m's announced address).
 func followsMaster(c *cluster.Cluster, r, m *cluster.Server, addr string) bool {
-	if l, err := c.Link(r.Name, m.Name); err == nil && l.Addr() == addr {
-		return true
-	}
-	if l, err := c.Link(cluster.SentinelsFrom, m.Name); err == nil && l.Addr() == addr {
-		return true
-	}
-	return false
+	l, err := c.ReplicationLink(r.Name, m.Name)
+	return err == nil && l.Addr() == addr
 }
 
 func waitSentinelMaster(ctx context.Context, c *cluster.Cluster, timeout time.Duration) (string, error) {

@@ -11,8 +11,11 @@ import (
 type Topology struct {
 	Nodes      []string // lock nodes, "n1"…
 	Clients    int      // client slots c0…
-	Replicated bool     // one master with replicas: nodes link to each other
-	Sentinel   bool     // sentinels reach the nodes through "sentinels->nI"
+	Replicated bool     // one master with replicas
+	// Sentinel: sentinels and replicas reach node I through one shared link
+	// "sentinels->nI"; without it (manual failover) each replica has its own
+	// link to each node, "nJ->nI".
+	Sentinel bool
 }
 
 // TopologyOf describes the topology a cluster config starts.
@@ -41,7 +44,7 @@ func (t Topology) nodeLinks(node string) []link {
 	for c := 0; c < t.Clients; c++ {
 		out = append(out, link{clientName(c), node})
 	}
-	if t.Replicated {
+	if t.Replicated && !t.Sentinel {
 		for _, o := range t.Nodes {
 			if o != node {
 				out = append(out, link{node, o}, link{o, node})
@@ -71,7 +74,7 @@ func (t Topology) cutBetween(side map[string]int) []link {
 			}
 		}
 	}
-	if t.Replicated {
+	if t.Replicated && !t.Sentinel {
 		for _, a := range t.Nodes {
 			for _, b := range t.Nodes {
 				if a != b && apart(a, b) {
