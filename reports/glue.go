@@ -10,8 +10,9 @@ import (
 // Render writes every plot and index.html of one run into dir: the
 // timeline (an overview and a close-up per violation), latency and rate
 // plots as PNG and SVG, porcupine's view of each non-linearizable key, and
-// the page that ties them together. history.jsonl, run.json and
-// results.json are written by the caller (WriteResults).
+// the page that ties them together. It also (re)writes results.json, in
+// the canonical form of Normalize; history.jsonl and run.json are the
+// caller's.
 func Render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res checker.Result) error {
 	return render(ctx, dir, meta, ops, res, checker.VisualizeKey)
 }

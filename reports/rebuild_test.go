@@ -54,12 +54,16 @@ func TestRebuildReproducesResults(t *testing.T) {
 			}
 			ctx := context.Background()
 			cfg := checker.Config{}
-			// What the run itself wrote: its checker result, normalized.
+			// What the run itself wrote.
 			ran := checker.Check(ctx, ops, cfg)
 			if !tc.withRun {
 				meta = DeriveMeta(dir, ops)
 			}
-			if _, err := WriteResults(dir, meta, ran); err != nil {
+			// As the runner does: results.json as checked, then the report.
+			if err := WriteJSON(dir, ResultsFile, Results{Meta: meta, Result: ran}); err != nil {
+				t.Fatal(err)
+			}
+			if err := Render(ctx, dir, meta, ops, ran); err != nil {
 				t.Fatal(err)
 			}
 			want, err := os.ReadFile(filepath.Join(dir, ResultsFile))

@@ -57,6 +57,13 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 type visualizer func(ops []history.Op, key string, w io.Writer) error
 
 func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res checker.Result, vis visualizer) error {
+	// results.json is part of the report: write it in its canonical form,
+	// so that the run's file and a rebuilt one are the same.
+	out, err := WriteResults(dir, meta, res)
+	if err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	res = out.Result
 	v := newRunView(meta, ops, res)
 	if err := removeOld(dir); err != nil {
 		return err
@@ -166,42 +173,46 @@ func writePorcupine(dir string, ops []history.Op, key string, vis visualizer) po
 // results.json leaves them out.
 var wallClockStats = []string{"porcupine-ms"}
 
-// Normalize puts a result in a canonical order so that checking the same
+// Normalize returns res in a canonical form, so that checking the same
 // history twice writes byte-identical results.json: violations by time,
 // holds by start, keys sorted, empty lists as [] rather than null, and no
-// timings of the checker itself.
-func Normalize(res *checker.Result) {
+// timings of the checker itself. res is not modified.
+func Normalize(res checker.Result) checker.Result {
+	res.Violations = slices.Clone(res.Violations)
 	slices.SortStableFunc(res.Violations, func(a, b checker.Violation) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Checker, b.Checker),
 			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Key, b.Key), slices.Compare(a.Processes, b.Processes))
 	})
+	res.Holds = slices.Clone(res.Holds)
 	slices.SortStableFunc(res.Holds, func(a, b checker.Hold) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Process, b.Process), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Acquire, b.Acquire))
 	})
+	checkers := make(map[string]checker.CheckResult, len(res.Checkers))
 	for name, cr := range res.Checkers {
-		for _, k := range wallClockStats {
-			delete(cr.Stats, k)
+		if cr.Stats != nil {
+			stats := maps.Clone(cr.Stats)
+			for _, k := range wallClockStats {
+				delete(stats, k)
+			}
+			cr.Stats = stats
 		}
-		res.Checkers[name] = cr
+		checkers[name] = cr
 	}
-	slices.Sort(res.NonLinearizableKeys)
-	res.NonLinearizableKeys = slices.Compact(res.NonLinearizableKeys)
+	res.Checkers = checkers
+	res.NonLinearizableKeys = slices.Compact(slices.Sorted(slices.Values(res.NonLinearizableKeys)))
 	if res.Violations == nil {
 		res.Violations = []checker.Violation{}
-	}
-	if res.Checkers == nil {
-		res.Checkers = map[string]checker.CheckResult{}
 	}
 	if res.Counts == nil {
 		res.Counts = map[string]map[string]int{}
 	}
+	return res
 }
 
 // WriteResults normalizes res and writes results.json. Both the run that
 // produced a history and Rebuild use it, so that they write the same file.
 func WriteResults(dir string, meta RunMeta, res checker.Result) (Results, error) {
-	Normalize(&res)
-	out := Results{Meta: meta, Result: res}
+	out := Results{Meta: meta, Result: Normalize(res)}
 	if err := WriteJSON(dir, ResultsFile, out); err != nil {
 		return out, err
 	}
@@ -253,14 +264,10 @@ func rebuild(ctx context.Context, dir string, check func(context.Context, []hist
 	if err := ctx.Err(); err != nil {
 		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
 	}
-	out, err := WriteResults(dir, meta, res)
-	if err != nil {
-		return out, fmt.Errorf("rebuild %s: %w", dir, err)
+	if err := render(ctx, dir, meta, rr.Ops, res, vis); err != nil {
+		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
 	}
-	if err := render(ctx, dir, meta, rr.Ops, out.Result, vis); err != nil {
-		return out, fmt.Errorf("rebuild %s: %w", dir, err)
-	}
-	return out, nil
+	return Results{Meta: meta, Result: Normalize(res)}, nil
 }
 
 // DeriveMeta guesses a run's metadata from its directory and history, for a

@@ -208,12 +208,14 @@ func TestNormalizeIsCanonical(t *testing.T) {
 		Holds:               []checker.Hold{{Start: 9, Process: 1}, {Start: 2, Process: 3}},
 		NonLinearizableKeys: []string{"k2", "k1", "k2"},
 	}
-	Normalize(&a)
-	if a.Violations[0].Start != 1 || a.Holds[0].Start != 2 || strings.Join(a.NonLinearizableKeys, ",") != "k1,k2" {
-		t.Errorf("not normalized: %+v", a)
+	b := Normalize(a)
+	if a.Violations[0].Start != 5 || a.Holds[0].Start != 9 {
+		t.Error("Normalize changed its argument")
 	}
-	var empty checker.Result
-	Normalize(&empty)
+	if b.Violations[0].Start != 1 || b.Holds[0].Start != 2 || strings.Join(b.NonLinearizableKeys, ",") != "k1,k2" {
+		t.Errorf("not normalized: %+v", b)
+	}
+	empty := Normalize(checker.Result{})
 	if empty.Violations == nil || empty.Counts == nil || empty.Checkers == nil {
 		t.Error("empty lists should become [] and {}")
 	}
