@@ -448,8 +448,8 @@ func (r *runner) progress(ctx, stop context.Context, wl *workloads.Mutex, start 
 		for {
 			select {
 			case <-stop.Done():
-				line()
 				if r.cfg.ProgressTTY {
+					line()
 					fmt.Fprintln(w)
 				}
 				return

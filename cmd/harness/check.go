@@ -41,7 +41,7 @@ func newCheckCmd() *cobra.Command {
 				if h.Truncated {
 					fmt.Fprintln(cmd.ErrOrStderr(), "note: the last line was cut off (a killed run); checked the complete prefix")
 				}
-				printSummary(cmd.OutOrStdout(), args[0], out)
+				printSummary(cmd.OutOrStdout(), "", out)
 			}
 			return verdictCode(res.Verdict)
 		},

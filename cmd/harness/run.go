@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -161,6 +162,10 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 		fmt.Fprintf(w, "  %s %s\n", mark, v.Description)
 		shown++
 	}
-	fmt.Fprintf(w, "  report       %s/index.html\n", dir)
-	fmt.Fprintf(w, "  reproduce    %s\n", res.Meta.Command)
+	if dir != "" {
+		fmt.Fprintf(w, "  report       %s\n", filepath.Join(dir, "index.html"))
+	}
+	if res.Meta.Command != "" {
+		fmt.Fprintf(w, "  reproduce    %s\n", res.Meta.Command)
+	}
 }
