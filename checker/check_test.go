@@ -493,7 +493,7 @@ func TestTruncatedHistoryTreatsOpenOpsAsUnknown(t *testing.T) {
 	b := &hb{}
 	b.inv(0, 1, "acquire", "lock-0", nil).ok(ms, 1, "acquire", "lock-0", lease(0))
 	b.section(2*ms, 1, 0, 1, 0, func(*hb, int64) {}) // write never completes
-	b.inv(10*ms, 2, "acquire", "lock-0", nil)         // nor does this
+	b.inv(10*ms, 2, "acquire", "lock-0", nil)        // nor does this
 	r := check(t, b.ops)
 	want(t, r, Valid, map[string]Verdict{LockPromise: Valid, Resource: Valid})
 	if r.Counts["write"]["info"] != 1 || r.Counts["acquire"]["info"] != 1 {

@@ -71,7 +71,7 @@ func prepare(ops []history.Op) (*prepared, error) {
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmpInt(a.Index, b.Index) })
 	}
-	p := &prepared{heal: -1, crashedAt: map[int]int64{}}
+	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, len(ops)/2+1)}
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
