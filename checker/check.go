@@ -161,6 +161,10 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 		case porcupine.Unknown:
 			if !violatedKeys[key] {
 				unknownReasons = append(unknownReasons, fmt.Sprintf("%s: %s", key, lr.reason))
+			} else {
+				// The overlap analysis encodes the model's definition
+				// (property-tested): its violation refutes the model too.
+				nonlin = append(nonlin, key)
 			}
 		default:
 			if violatedKeys[key] {

@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -23,6 +24,11 @@ type linResult struct {
 // chunkMin is the fewest operations a chunk holds before it may be cut.
 const chunkMin = 256
 
+// maxWhole bounds the operations porcupine checks in one go after a chunk
+// failed: its search copies a bitset of the whole history per step, so
+// memory grows with the square of the length (50k operations: ~300 MB).
+const maxWhole = 50_000
+
 var errCancelled = errors.New("cancelled")
 
 // checkLinearizable runs porcupine on ops (one key, one model) within
@@ -33,7 +39,7 @@ var errCancelled = errors.New("cancelled")
 // the previous chunk's linearization ended in. That is sound for Ok: the
 // linearizations concatenate. It is not for Illegal after the first chunk
 // (another linearization of the prefix might end in a state that works), so
-// then the whole history is checked in one go.
+// then the prefix up to that chunk is checked in one go, within maxWhole.
 //
 // ctx cancellation makes the model accept everything so porcupine unwinds
 // at once; the result is then Unknown.
@@ -57,25 +63,32 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 		}
 		return linResult{res: porcupine.Unknown, reason: "porcupine timed out after " + timeout.String()}
 	}
-	whole := func() linResult {
+	// whole checks the prefix ops[:n] from the initial state: a prefix cut
+	// at a quiescent point is linearizable if the whole history is.
+	whole := func(n int) linResult {
 		left := time.Until(deadline)
 		if left <= 0 || ctx.Err() != nil {
 			return unknown()
 		}
-		res, info := porcupine.CheckOperationsVerbose(model, ops, left)
+		if n > maxWhole {
+			return linResult{res: porcupine.Unknown, reason: fmt.Sprintf("porcupine would have to re-check %d operations in one go (more than %d)", n, maxWhole)}
+		}
+		res, info := porcupine.CheckOperationsVerbose(model, ops[:n], left)
 		if ctx.Err() != nil || res == porcupine.Unknown {
 			return unknown()
 		}
-		return linResult{res: res, ops: ops, info: info}
+		return linResult{res: res, ops: ops[:n], info: info}
 	}
 
 	chunks := quiescentChunks(ops)
 	if len(chunks) == 1 {
-		return whole()
+		return whole(len(ops))
 	}
 	init := model.Init
 	state := init()
+	done := 0
 	for i, ch := range chunks {
+		done += len(ch)
 		left := time.Until(deadline)
 		if left <= 0 || ctx.Err() != nil {
 			return unknown()
@@ -91,11 +104,14 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 			if i == 0 {
 				return linResult{res: res, ops: ch, info: info}
 			}
-			return whole()
+			if r := whole(done); r.res != porcupine.Ok {
+				return r
+			}
+			return whole(len(ops)) // the prefix passed another way: check it all
 		}
 		lins := info.PartialLinearizations()
 		if len(lins) != 1 || len(lins[0]) == 0 || len(lins[0][0]) != len(ch) {
-			return whole() // not the shape porcupine documents; do not guess
+			return whole(len(ops)) // not the shape porcupine documents; do not guess
 		}
 		for _, id := range lins[0][0] {
 			_, state = model.Step(state, ch[id].Input, ch[id].Output)

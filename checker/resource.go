@@ -97,6 +97,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 		case porcupine.Unknown:
 			if lost > 0 {
 				invalid = true
+				nonlin = append(nonlin, key) // a lost update is a proof (see above)
 			} else {
 				unknownReasons = append(unknownReasons, fmt.Sprintf("%s: %s", key, lr.reason))
 			}

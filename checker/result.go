@@ -108,6 +108,9 @@ type Result struct {
 	// Holds are the lock-promise claims, for plots.
 	Holds []Hold `json:"holds,omitempty"`
 	// NonLinearizableKeys lists keys whose lease-mutex or counter history
-	// porcupine refuted, for visualisation.
+	// porcupine refuted, for visualisation. A key whose porcupine check ran
+	// out of time is listed too when an exact check of the same definition
+	// refuted it (an overlap or foreign release, two accepted writes of the
+	// same read).
 	NonLinearizableKeys []string `json:"non_linearizable_keys,omitempty"`
 }
