@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,16 +23,19 @@ type Fault struct {
 	Label   string // short text for plots: "clock +60 s on n3"
 	Start   int64
 	End     int64
-	// Stopped is true when an explicit stop event ended the window (false:
-	// it lasted until the final heal or the end of the history).
-	Stopped bool
+	// Stopped is true when an explicit stop event ended the window, Healed
+	// when the final heal did; neither when it lasted to the end of the
+	// history.
+	Stopped, Healed bool
 	// Unsure is true when the start completed with info: it may not have
 	// happened.
 	Unsure bool
-	// Offset is the clock offset a clock fault set, when its detail names
-	// one ("+60s"); HasOffset says whether it did.
-	Offset    time.Duration
-	HasOffset bool
+	// Offset is where a clock fault left the node's clock, relative to
+	// real time (the offset the nemesis confirmed, "reads +59.99s", or else
+	// the first offset its detail names); Delta is the jump itself
+	// ("+1m0s"). HasOffset and HasDelta say whether the detail named them.
+	Offset, Delta       time.Duration
+	HasOffset, HasDelta bool
 }
 
 // nemesisAction is one nemesis invocation with its completion.
@@ -96,86 +100,181 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-// family maps a nemesis function to the fault it belongs to and whether it
-// starts or stops that fault. Unknown functions are faults of their own
-// name that start and never stop (until the final heal).
-func family(f string) (fam string, stop bool) {
-	switch f {
-	case "kill", "crash-node":
-		return "kill", false
-	case "restart", "start-node":
-		return "kill", true
-	case "pause", "pause-node":
-		return "pause", false
-	case "resume", "resume-node":
-		return "pause", true
+// faultStarts maps the nemesis functions that start a fault to the fault's
+// family. Functions of the same family replace each other on the same
+// targets (a second clock bump sets a new offset).
+var faultStarts = map[string]string{
+	"start-partition": "partition",
+	"start-latency":   "latency",
+	"bump-clock":      "clock",
+	"drift-clock":     "clock",
+	"strobe-clock":    "clock",
+	"kill":            "kill",
+	"pause-node":      "pause",
+	"pause":           "pause",
+	"cut-replication": "replication cut",
+	"promote":         "promote",
+	"pause-master":    "master paused",
+	"isolate-master":  "master isolated",
+}
+
+// faultStops maps the nemesis functions that end faults to the families
+// they end. A stop ends the open faults of those families whose targets it
+// names; when it names none of them (or no target at all), it ends them
+// all: demoting the old master ends the split brain that promoting a
+// replica began, whichever node each names.
+var faultStops = map[string][]string{
+	"stop-partition": {"partition"},
+	"stop-latency":   {"latency"},
+	"reset-clock":    {"clock"},
+	"restart":        {"kill"},
+	"resume-node":    {"pause"},
+	"resume":         {"pause"},
+	"promote":        {"replication cut"}, // the frozen link is dropped when the replica is promoted
+	"demote":         {"promote"},
+	"heal-master":    {"master paused", "master isolated"},
+}
+
+// faultMarkers are nemesis functions that record a moment, not a fault.
+var faultMarkers = map[string]bool{"await-promotion": true}
+
+// family maps a nemesis function to the fault it starts, or the faults it
+// stops. Functions it does not know follow the start-X/stop-X convention,
+// and otherwise start a fault of their own name.
+func family(f string) (start string, stops []string) {
+	if fam, ok := faultStarts[f]; ok {
+		start = fam
+	}
+	if fams, ok := faultStops[f]; ok {
+		return start, fams
+	}
+	if start != "" {
+		return start, nil
 	}
 	for _, p := range []string{"start-", "bump-", "strobe-", "drift-"} {
 		if rest, ok := strings.CutPrefix(f, p); ok {
-			return rest, false
+			return rest, nil
 		}
 	}
 	for _, p := range []string{"stop-", "reset-", "heal-"} {
 		if rest, ok := strings.CutPrefix(f, p); ok {
-			return rest, true
+			return "", []string{rest}
 		}
 	}
-	return f, false
+	return f, nil
 }
 
 // Faults derives the fault windows of a history from its nemesis events.
-// end is where unstopped faults end when there is no final heal.
+// Faults with no stop event end at the final heal, or at the end of the
+// history when there is none. A clock fault on several nodes becomes one
+// fault per node, each with its own offset.
 func Faults(ops []history.Op) []Fault {
 	end := runEnd(ops)
 	var out []Fault
 	var open []int // indexes into out
-	closeWhere := func(at int64, match func(f *Fault) bool) {
-		keep := open[:0]
-		for _, i := range open {
-			if match(&out[i]) {
-				out[i].End = max(at, out[i].Start)
-				out[i].Stopped = true
-				continue
-			}
-			keep = append(keep, i)
-		}
-		open = keep
-	}
 	for _, a := range nemesisActions(ops) {
 		if a.F == history.FFinalHeal {
 			if a.Type == history.Fail {
 				continue
 			}
 			for _, i := range open {
-				out[i].End = max(a.End, out[i].Start)
+				out[i].End, out[i].Healed = max(a.End, out[i].Start), true
 			}
 			open = open[:0]
 			continue
 		}
-		if a.Type == history.Fail {
-			continue // it certainly did not happen
+		if a.Type == history.Fail || faultMarkers[a.F] {
+			continue // it certainly did not happen, or it is no fault
 		}
-		fam, stop := family(a.F)
-		if stop {
-			closeWhere(a.End, func(f *Fault) bool {
-				return f.Family == fam && (len(a.Targets) == 0 || intersects(f.Targets, a.Targets))
-			})
+		start, stops := family(a.F)
+		if len(stops) > 0 {
+			open = closeFaults(out, open, stops, a.Targets, a.End)
+		}
+		if start == "" {
 			continue
 		}
-		// A new fault of a family on the same targets replaces the old one
-		// (a second clock bump sets a new offset).
-		closeWhere(a.Invoke, func(f *Fault) bool {
-			return f.Family == fam && slices.Equal(f.Targets, a.Targets)
-		})
-		f := Fault{Family: fam, F: a.F, Targets: a.Targets, Detail: a.Detail, Start: a.Invoke, End: end, Unsure: a.Type != history.OK}
-		f.Offset, f.HasOffset = parseOffset(a.Detail)
-		f.Label = faultLabel(f)
-		open = append(open, len(out))
-		out = append(out, f)
+		for _, f := range splitFault(a, start, end) {
+			// A new fault of a family on the same targets replaces the old.
+			keep := open[:0]
+			for _, i := range open {
+				if out[i].Family == f.Family && slices.Equal(out[i].Targets, f.Targets) {
+					out[i].End, out[i].Stopped = max(a.Invoke, out[i].Start), true
+					continue
+				}
+				keep = append(keep, i)
+			}
+			open = append(keep, len(out))
+			out = append(out, f)
+		}
 	}
 	slices.SortStableFunc(out, func(a, b Fault) int { return cmpInt(a.Start, b.Start) })
 	return out
 }
+
+// closeFaults ends, at time at, the open faults of the given families that
+// share a target with targets, or all of them when none does; it returns
+// the faults still open.
+func closeFaults(out []Fault, open []int, fams, targets []string, at int64) []int {
+	match := func(i int, anyTarget bool) bool {
+		return slices.Contains(fams, out[i].Family) && (anyTarget || intersects(out[i].Targets, targets))
+	}
+	anyTarget := true
+	for _, i := range open {
+		if match(i, false) {
+			anyTarget = false
+			break
+		}
+	}
+	keep := open[:0]
+	for _, i := range open {
+		if match(i, anyTarget) {
+			out[i].End, out[i].Stopped = max(at, out[i].Start), true
+			continue
+		}
+		keep = append(keep, i)
+	}
+	return keep
+}
+
+// splitFault makes the fault(s) a start action begins: one, or one per
+// node for a clock change, whose detail reads "n1 +1m0s (reads +59.99s),
+// n2 …".
+func splitFault(a nemesisAction, fam string, end int64) []Fault {
+	mk := func(targets []string, detail string) Fault {
+		f := Fault{Family: fam, F: a.F, Targets: targets, Detail: detail, Start: a.Invoke, End: end, Unsure: a.Type != history.OK}
+		if fam == "clock" && a.F != "drift-clock" && a.F != "strobe-clock" {
+			f.Offset, f.HasOffset = parseOffset(detail)
+			if m := readsRE.FindStringSubmatch(detail); m != nil {
+				if d, err := time.ParseDuration(m[1]); err == nil {
+					f.Offset, f.HasOffset = d, true
+				}
+			}
+			if d, ok := parseOffset(detail); ok {
+				f.Delta, f.HasDelta = d, true
+			}
+		}
+		f.Label = faultLabel(f)
+		return f
+	}
+	if fam != "clock" || len(a.Targets) < 2 {
+		return []Fault{mk(a.Targets, a.Detail)}
+	}
+	parts := strings.Split(a.Detail, ", ")
+	var out []Fault
+	for _, t := range a.Targets {
+		detail := a.Detail
+		for _, p := range parts {
+			if strings.HasPrefix(p, t+" ") {
+				detail = p
+			}
+		}
+		out = append(out, mk([]string{t}, detail))
+	}
+	return out
+}
+
+// readsRE finds the offset a node's clock was confirmed to read.
+var readsRE = regexp.MustCompile(`reads ([+-]?[0-9.]+[a-zµ]+(?:[0-9.]+[a-zµ]+)*)`)
 
 func intersects(a, b []string) bool {
 	for _, x := range a {
@@ -209,11 +308,11 @@ func fmtOffset(d time.Duration) string {
 		sign, d = "-", -d
 	}
 	s := d.Seconds()
-	if s == float64(int64(s)) {
-		return fmt.Sprintf("%s%d s", sign, int64(s))
-	}
-	if d < time.Second {
-		return fmt.Sprintf("%s%d ms", sign, d.Milliseconds())
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%s%d ms", sign, d.Round(time.Millisecond).Milliseconds())
+	case math.Abs(s-math.Round(s)) < 0.05:
+		return fmt.Sprintf("%s%.0f s", sign, s)
 	}
 	return fmt.Sprintf("%s%.1f s", sign, s)
 }
@@ -234,6 +333,16 @@ func faultLabel(f Fault) string {
 		if len(f.Targets) > 0 {
 			b.WriteString(" on " + targetList(f.Targets, 3))
 		}
+	case f.Family == "clock":
+		b.WriteString("clock")
+		if f.Detail != "" {
+			b.WriteString(" " + f.Detail)
+		}
+		if len(f.Targets) > 0 {
+			b.WriteString(" on " + targetList(f.Targets, 3))
+		}
+	case f.Family == "partition" && f.Detail != "":
+		b.WriteString("partition " + f.Detail)
 	default:
 		b.WriteString(f.Family)
 		if f.Detail != "" && f.Detail != f.Family {
@@ -298,8 +407,13 @@ func (f Fault) Sentence(at int64) string {
 	var s string
 	switch f.Family {
 	case "clock":
-		what := f.Detail
-		if f.HasOffset {
+		what := "changed (" + f.Detail + ")"
+		switch {
+		case f.HasDelta && f.HasOffset && (f.Offset-f.Delta).Abs() > 500*time.Millisecond:
+			what = fmt.Sprintf("jumped %s (to %s)", fmtOffset(f.Delta), fmtOffset(f.Offset))
+		case f.HasDelta:
+			what = "jumped " + fmtOffset(f.Delta)
+		case f.HasOffset:
 			what = "jumped " + fmtOffset(f.Offset)
 		}
 		if who == "" {
@@ -308,7 +422,9 @@ func (f Fault) Sentence(at int64) string {
 		s = fmt.Sprintf("%s's clock had %s at %s", who, what, fmtTime(f.Start))
 	case "partition":
 		s = "a network partition"
-		if who != "" {
+		if f.Detail != "" {
+			s += " (" + f.Detail + ")"
+		} else if who != "" {
 			s += " (" + targetList(f.Targets, 4) + ")"
 		}
 		s += " had begun at " + fmtTime(f.Start)
@@ -316,12 +432,16 @@ func (f Fault) Sentence(at int64) string {
 		s = fmt.Sprintf("%s had been killed at %s", orSome(who, "a node"), fmtTime(f.Start))
 	case "pause":
 		s = fmt.Sprintf("%s had been paused at %s", orSome(who, "a node"), fmtTime(f.Start))
-	case "promote", "failover":
-		s = fmt.Sprintf("%s had been promoted at %s", orSome(who, "a replica"), fmtTime(f.Start))
+	case "promote":
+		s = fmt.Sprintf("%s had been promoted at %s while the old master still served", orSome(who, "a replica"), fmtTime(f.Start))
+	case "replication cut":
+		s = fmt.Sprintf("replication (%s) had been frozen at %s", orSome(targetList(f.Targets, 3), "a link"), fmtTime(f.Start))
+	case "master paused", "master isolated":
+		s = strings.Join(strings.Fields(fmt.Sprintf("the master %s had been %s at %s", who, strings.TrimPrefix(f.Family, "master "), fmtTime(f.Start))), " ")
 	default:
 		s = fmt.Sprintf("%s began at %s", f.Label, fmtTime(f.Start))
 	}
-	if !active && f.End < at {
+	if !active && f.End < at && (f.Stopped || f.Healed) {
 		s += fmt.Sprintf(" (over at %s)", fmtTime(f.End))
 	}
 	if f.Unsure {

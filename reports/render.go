@@ -433,12 +433,12 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 	d.Headline = v.headline()
 
 	for _, f := range v.faults {
-		r := faultRow{Label: f.Label, From: fmtTime(f.Start), To: fmtTime(f.End), EndedBy: "stop event"}
-		if !f.Stopped {
-			r.EndedBy = "end of history"
-			if v.healed && f.End == v.heal {
-				r.EndedBy = "final heal"
-			}
+		r := faultRow{Label: f.Label, From: fmtTime(f.Start), To: fmtTime(f.End), EndedBy: "end of history"}
+		switch {
+		case f.Stopped:
+			r.EndedBy = "its stop event"
+		case f.Healed:
+			r.EndedBy = "final heal"
 		}
 		d.Faults = append(d.Faults, r)
 	}
