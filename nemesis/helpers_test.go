@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,15 @@ func start(t *testing.T, ccfg cluster.Config, ncfg nemesis.Config, clients nemes
 		}
 		if op, ok := last(rec, history.FFinalHeal); !ok || op.Type != history.OK {
 			t.Errorf("final-heal not recorded ok: %+v", op)
+		}
+		// Healing again is harmless.
+		if err := r.Heal(cctx, f.env); err != nil {
+			t.Errorf("second final heal: %v", err)
+		}
+		if op, _ := last(rec, history.FFinalHeal); op.Type != history.OK ||
+			strings.Contains(op.Value.Detail, "healed") ||
+			containsAny(op.Value.Detail, "resumed", "restarted", "reset clock", "promoted", "follows") {
+			t.Errorf("second final heal had something to do: %+v", op)
 		}
 		_ = rec.Close()
 	})
@@ -134,4 +144,13 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(t0)
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
 }

@@ -286,9 +286,10 @@ func (r *Runner) generator() func() (Step, bool) {
 }
 
 // Run executes the schedule, each step at its time from now, until ctx is
-// done; then it returns nil. A step that fails is recorded (info) and the
-// run goes on: a fault that could not be applied is not a reason to stop
-// measuring. Run does not heal: call Heal.
+// done; then it returns nil. A step that fails once it has begun acting is
+// recorded as info (fail when there was nothing to act on) and the run goes
+// on: a fault that could not be applied is not a reason to stop measuring.
+// Run does not heal: call Heal.
 func (r *Runner) Run(ctx context.Context, env Env) error {
 	start := time.Now()
 	g := r.generator()

@@ -115,3 +115,24 @@ func TestPartitionPatterns(t *testing.T) {
 		}
 	}
 }
+
+// A killed node restarts RestartDelay after the kill (antirez's delayed
+// restart); a paused one resumes PauseDuration after the pause.
+func TestScheduleDurations(t *testing.T) {
+	r, err := nemesis.New(nemesis.Config{Names: []string{"kill", "pause"}, Seed: 9, Interval: time.Second,
+		RestartDelay: 3 * time.Second, PauseDuration: 2 * time.Second, Topology: nemesis.TopologyOf(cluster.Config{Nodes: 3})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := r.Schedule(time.Minute)
+	for i := 0; i+1 < len(steps); i += 2 {
+		a, b := steps[i], steps[i+1]
+		want := map[string]time.Duration{"kill": 3 * time.Second, "pause": 2 * time.Second}[a.Action]
+		if b.At-a.At != want || !reflect.DeepEqual(a.Targets, b.Targets) {
+			t.Fatalf("%v then %v: want the heal %v later on the same node", a, b, want)
+		}
+		if i+2 < len(steps) && steps[i+2].At-b.At != time.Second {
+			t.Fatalf("%v then %v: want Interval of quiet between faults", b, steps[i+2])
+		}
+	}
+}
