@@ -409,6 +409,10 @@ func (f Fault) Sentence(at int64) string {
 	case "clock":
 		what := "changed (" + f.Detail + ")"
 		switch {
+		case f.F == "strobe-clock":
+			what = "begun strobing " + f.Detail
+		case f.F == "drift-clock":
+			what = "begun running at " + strings.Replace(f.Detail, "rate x", "rate ×", 1)
 		case f.HasDelta && f.HasOffset && (f.Offset-f.Delta).Abs() > 500*time.Millisecond:
 			what = fmt.Sprintf("jumped %s (to %s)", fmtOffset(f.Delta), fmtOffset(f.Offset))
 		case f.HasDelta:

@@ -116,16 +116,28 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 	top.Add(s)
 	leg := newLegend()
 	for _, o := range outcomes {
-		if len(pts[o.T]) == 0 {
+		if len(pts[o.T]) > 0 {
+			leg.Add("acquire "+o.Name, glyphThumb(o.Col, draw.CircleGlyph{}, 2.5))
+		}
+	}
+	// Failures first: under contention they are most of the points, and
+	// the successes and unknowns matter more.
+	for _, t := range []history.Type{history.Fail, history.OK, history.Info} {
+		if len(pts[t]) == 0 {
 			continue
 		}
-		sc, err := plotter.NewScatter(pts[o.T])
+		sc, err := plotter.NewScatter(pts[t])
 		if err != nil {
 			continue
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: o.Col, Radius: 1.3, Shape: draw.CircleGlyph{}}
+		col := colOK
+		for _, o := range outcomes {
+			if o.T == t {
+				col = o.Col
+			}
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: 1.3, Shape: draw.CircleGlyph{}}
 		top.Add(sc)
-		leg.Add("acquire "+o.Name, glyphThumb(o.Col, draw.CircleGlyph{}, 2.5))
 	}
 
 	// Quantiles of ok acquires per bucket.
@@ -166,23 +178,33 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	for _, k := range keys {
+		slices.Sort(buckets[k])
+	}
 	for _, q := range qs {
+		// One line per run of consecutive buckets: no line is drawn
+		// across a stretch with no successful acquire.
 		var line plotter.XYs
-		for _, k := range keys {
-			vals := buckets[k]
-			slices.Sort(vals)
-			line = append(line, plotter.XY{X: seconds(k*bw + bw/2), Y: quantile(vals, q.q)})
+		flush := func() {
+			if len(line) == 0 {
+				return
+			}
+			if l, err := plotter.NewLine(line); err == nil {
+				l.LineStyle = draw.LineStyle{Color: q.col, Width: 1.2, Dashes: q.dash}
+				bot.Add(l)
+			}
+			line = nil
 		}
-		if len(line) == 0 {
-			continue
+		for i, k := range keys {
+			if i > 0 && k != keys[i-1]+1 {
+				flush()
+			}
+			line = append(line, plotter.XY{X: seconds(k*bw + bw/2), Y: quantile(buckets[k], q.q)})
 		}
-		l, err := plotter.NewLine(line)
-		if err != nil {
-			continue
+		flush()
+		if len(keys) > 0 {
+			leg.Add(q.name+" per "+per(bw), lineThumb(q.col, 1.2, q.dash...))
 		}
-		l.LineStyle = draw.LineStyle{Color: q.col, Width: 1.2, Dashes: q.dash}
-		bot.Add(l)
-		leg.Add(q.name+" per "+per(bw), lineThumb(q.col, 1.2, q.dash...))
 	}
 	v.faultLegend(leg, fams)
 	fig := func(c draw.Canvas) {

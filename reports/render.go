@@ -115,11 +115,13 @@ func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res
 	return nil
 }
 
-// zoomWindow is the close-up of violation i: the violation with as much
-// time again on each side, at least a second.
+// zoomWindow is the close-up of violation i: the violation with twice its
+// length on each side, at least 100 ms (a busy lock holds for a few
+// milliseconds: a wider window would blur the holds into each other) and
+// at most 5 s.
 func zoomWindow(v *runView, i int, vi checker.Violation) window {
 	end := max(vi.End, vi.Start)
-	pad := max(int64(time.Second), end-vi.Start)
+	pad := min(max(100*int64(time.Millisecond), 2*(end-vi.Start)), 5*int64(time.Second))
 	vc := vi
 	return window{
 		From: max(0, vi.Start-pad), To: min(v.end, end+pad), Zoom: true, Highlight: &vc,

@@ -46,8 +46,11 @@ func clients(ps []int) string {
 }
 
 func span(v checker.Violation) string {
-	if v.End-v.Start >= 10*int64(time.Millisecond) {
-		return fmt.Sprintf("from %s to %s (%s)", fmtTime(v.Start), fmtTime(v.End), fmtDur(v.End-v.Start))
+	switch d := v.End - v.Start; {
+	case d >= 10*int64(time.Millisecond):
+		return fmt.Sprintf("from %s to %s (%s)", fmtTime(v.Start), fmtTime(v.End), fmtDur(d))
+	case d > 0:
+		return fmt.Sprintf("at %s (for %s)", fmtTime(v.Start), fmtDur(d))
 	}
 	return "at " + fmtTime(v.Start)
 }
