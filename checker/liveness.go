@@ -117,7 +117,9 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			if c.typ == history.OK && c.end >= window {
 				succeeded = true
 			}
-			if c.typ != history.OK {
+			// Only a definite fail says the lock was unavailable; an info
+			// acquire (a timeout, a run cut off mid-call) says nothing.
+			if c.typ == history.Fail {
 				failing = append(failing, span{c.start, min(c.end, p.last)})
 			}
 			if c.start < window {
@@ -127,7 +129,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			procs[c.proc] = true
 			if c.typ == history.OK {
 				oks++
-			} else if !covered(busy, c.start) {
+			} else if c.typ == history.Fail && !covered(busy, c.start) {
 				failedFree = append(failedFree, c)
 			}
 		}
