@@ -33,7 +33,16 @@ func needRedis(tb testing.TB) {
 func up(tb testing.TB, nodes, clients int) *cluster.Cluster {
 	tb.Helper()
 	needRedis(tb)
-	c, err := cluster.Up(context.Background(), cluster.Config{Nodes: nodes, Clients: clients})
+	var c *cluster.Cluster
+	var err error
+	// cluster.Up picks a free port, frees it and starts redis-server on it;
+	// in between a parallel test (or its proxies) can take it. Try again.
+	for try := 0; try < 3; try++ {
+		c, err = cluster.Up(context.Background(), cluster.Config{Nodes: nodes, Clients: clients})
+		if err == nil || !strings.Contains(err.Error(), "Address already in use") {
+			break
+		}
+	}
 	if err != nil {
 		tb.Fatalf("cluster up: %v", err)
 	}

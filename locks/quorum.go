@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockharness/lockharness/history"
 )
 
@@ -107,6 +109,24 @@ func classify(err error) Result {
 	return Unknown
 }
 
+// ctxErrMeansUnsent reports whether a context error from client proves the
+// command was never sent. A go-redis client without ContextTimeoutEnabled
+// (the harness's) looks at the context only while it waits for a connection
+// or dials one, never once the command is on the wire; a per-node deadline
+// of a few tens of milliseconds can run out on a loaded machine before the
+// connection is even there.
+func ctxErrMeansUnsent(c redis.UniversalClient) bool {
+	rc, ok := c.(*redis.Client)
+	return ok && !rc.Options().ContextTimeoutEnabled
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// errUnsent stands for a command the client never sent: a definite no.
+var errUnsent = fmt.Errorf("%w: command not sent", ErrNotAcquired)
+
 // errNodeTimeout is the answer of a node that did not reply within the
 // per-node timeout.
 var errNodeTimeout = errors.New("no reply within the per-node timeout")
@@ -125,7 +145,14 @@ func onAll(ctx context.Context, nodes []Node, timeout time.Duration, op string, 
 	}
 	ch := make(chan answer, len(nodes))
 	for i, n := range nodes {
-		go func() { ch <- answer{i, step(ctx, n)} }()
+		unsentOnCtx := ctxErrMeansUnsent(n.Client)
+		go func() {
+			err := step(ctx, n)
+			if unsentOnCtx && isCtxErr(err) {
+				err = &NodeError{Node: n.Name, Op: op, Err: errUnsent}
+			}
+			ch <- answer{i, err}
+		}()
 	}
 	out := make([]NodeResult, len(nodes))
 	for i, n := range nodes {

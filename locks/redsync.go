@@ -28,6 +28,8 @@ type redsyncLock struct {
 	nodes []Node
 	opts  Options
 	pools []redsyncredis.Pool
+	// unsentOnCtx[i]: a context error from node i means not sent.
+	unsentOnCtx []bool
 }
 
 func newRedsyncLock(nodes []Node, opts Options) (Lock, error) {
@@ -37,6 +39,7 @@ func newRedsyncLock(nodes []Node, opts Options) (Lock, error) {
 	l := &redsyncLock{nodes: nodes, opts: opts.WithDefaults()}
 	for _, n := range nodes {
 		l.pools = append(l.pools, goredisv9.NewPool(n.Client))
+		l.unsentOnCtx = append(l.unsentOnCtx, ctxErrMeansUnsent(n.Client))
 	}
 	return l, nil
 }
@@ -48,7 +51,7 @@ func (l *redsyncLock) quorum() int { return len(l.nodes)/2 + 1 }
 func (l *redsyncLock) mutex(key, value string, w *watch, extra ...redsync.Option) *redsync.Mutex {
 	pools := make([]redsyncredis.Pool, len(l.pools))
 	for i, p := range l.pools {
-		pools[i] = &watchedPool{Pool: p, node: i, w: w}
+		pools[i] = &watchedPool{Pool: p, node: i, w: w, unsentOnCtx: l.unsentOnCtx[i]}
 	}
 	opts := []redsync.Option{
 		redsync.WithExpiry(l.opts.TTL),
@@ -239,8 +242,9 @@ func (w *watch) results() []Result {
 // nothing in what redsync sends or receives.
 type watchedPool struct {
 	redsyncredis.Pool
-	node int
-	w    *watch
+	node        int
+	w           *watch
+	unsentOnCtx bool
 }
 
 func (p *watchedPool) Get(ctx context.Context) (redsyncredis.Conn, error) {
@@ -248,23 +252,33 @@ func (p *watchedPool) Get(ctx context.Context) (redsyncredis.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &watchedConn{Conn: c, node: p.node, w: p.w}, nil
+	return &watchedConn{Conn: c, node: p.node, w: p.w, unsentOnCtx: p.unsentOnCtx}, nil
 }
 
 type watchedConn struct {
 	redsyncredis.Conn
-	node int
-	w    *watch
+	node        int
+	w           *watch
+	unsentOnCtx bool
+}
+
+// seen is the error as the watch should judge it: a context error that
+// proves the command was never sent is a definite no.
+func (c *watchedConn) seen(err error) error {
+	if c.unsentOnCtx && isCtxErr(err) {
+		return errUnsent
+	}
+	return err
 }
 
 func (c *watchedConn) SetNX(name, value string, expiry time.Duration) (bool, error) {
 	ok, err := c.Conn.SetNX(name, value, expiry)
-	c.w.setNX(c.node, value, ok, err)
+	c.w.setNX(c.node, value, ok, c.seen(err))
 	return ok, err
 }
 
 func (c *watchedConn) Eval(script *redsyncredis.Script, keysAndArgs ...any) (any, error) {
 	reply, err := c.Conn.Eval(script, keysAndArgs...)
-	c.w.eval(c.node, reply, err)
+	c.w.eval(c.node, reply, c.seen(err))
 	return reply, err
 }
