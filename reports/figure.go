@@ -33,6 +33,7 @@ var (
 	colInk       = color.NRGBA{R: 40, G: 40, B: 40, A: 255}
 	colFaint     = color.NRGBA{R: 150, G: 150, B: 150, A: 255}
 	colGrid      = color.NRGBA{R: 225, G: 225, B: 225, A: 255}
+	colPause     = color.NRGBA{R: 90, G: 90, B: 90, A: 255}
 	// Holds are coloured by key; none of these is red or orange.
 	keyColours = []color.NRGBA{
 		{R: 31, G: 119, B: 180, A: 255},  // blue

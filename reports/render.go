@@ -11,10 +11,12 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,10 +83,8 @@ func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res
 	if err := step(TimelineFile, w, h, fig); err != nil {
 		return err
 	}
-	for i, vi := range res.Violations {
-		if i >= MaxZooms {
-			break
-		}
+	for _, i := range v.zoomed() {
+		vi := res.Violations[i]
 		w, h, fig, _ := v.timeline(zoomWindow(v, i, vi))
 		if err := step(ZoomFile(i+1), w, h, fig); err != nil {
 			return err
@@ -115,19 +115,55 @@ func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res
 	return nil
 }
 
-// zoomWindow is the close-up of violation i: the violation with twice its
-// length on each side, at least 100 ms (a busy lock holds for a few
-// milliseconds: a wider window would blur the holds into each other) and
-// at most 5 s.
+// zoomed lists the violations (indexes) that get a close-up: the fatal
+// ones first, then the harmless findings, MaxZooms at most, in the order
+// of the list.
+func (v *runView) zoomed() []int {
+	var fatal, other []int
+	for i, vi := range v.res.Violations {
+		if vi.Fatal {
+			fatal = append(fatal, i)
+		} else {
+			other = append(other, i)
+		}
+	}
+	out := append(fatal, other...)
+	out = out[:min(len(out), MaxZooms)]
+	slices.Sort(out)
+	return out
+}
+
+// zoomWindow is the close-up of violation i: the span from the earliest to
+// the latest of its events (the acquires of an overlap, the lease a stale
+// write outlived) with a quarter of that on each side, at least 100 ms (a
+// busy lock holds for a few milliseconds: a wider window would blur the
+// holds into each other). Events more than 30 s away are left out of the
+// span: the picture is about the moment.
 func zoomWindow(v *runView, i int, vi checker.Violation) window {
-	end := max(vi.End, vi.Start)
-	pad := min(max(100*int64(time.Millisecond), 2*(end-vi.Start)), 5*int64(time.Second))
+	lo, hi := vi.Start, max(vi.End, vi.Start)
+	const near = 30 * int64(time.Second)
+	for _, ix := range vi.Events {
+		if ix < 0 || ix >= int64(len(v.ops)) {
+			continue
+		}
+		if t := v.ops[ix].Time; t >= vi.Start-near && t <= hi+near {
+			lo, hi = min(lo, t), max(hi, t)
+		}
+	}
+	pad := min(max(100*int64(time.Millisecond), (hi-lo)/4), 5*int64(time.Second))
 	vc := vi
 	return window{
-		From: max(0, vi.Start-pad), To: min(v.end, end+pad), Zoom: true, Highlight: &vc,
-		Title: fmt.Sprintf("violation %d: %s %s, %s — lock %s — %s", i+1, vi.Kind, vi.Key,
+		From: max(0, lo-pad), To: min(v.end, hi+pad), Zoom: true, Highlight: &vc,
+		Title: fmt.Sprintf("%s %d: %s %s, %s — lock %s — %s", findingWord(vi), i+1, vi.Kind, vi.Key,
 			span(vi), orSome(v.meta.Lock, "?"), verdictWord(v.res.Verdict)),
 	}
+}
+
+func findingWord(vi checker.Violation) string {
+	if vi.Fatal {
+		return "violation"
+	}
+	return "finding"
 }
 
 // removeOld deletes close-ups and porcupine views left by an earlier
@@ -319,6 +355,7 @@ type violationRow struct {
 
 type zoomRow struct {
 	N        int
+	What     string // violation or finding
 	PNG, SVG string
 }
 
@@ -340,6 +377,7 @@ type indexData struct {
 	Checkers              []checkerRow
 	Violations            []violationRow
 	MoreViolations        int
+	Fatal, Harmless       int // violations that make the run invalid, and the rest
 	Zooms                 []zoomRow
 	ZoomsLeftOut          bool
 	Porcupine             []porcupineLink
@@ -408,15 +446,19 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 	}
 
 	// Violations in words.
+	zoomed := map[int]bool{}
+	for _, i := range v.zoomed() {
+		zoomed[i] = true
+	}
 	for i, vi := range v.res.Violations {
 		if i >= maxListed {
 			d.MoreViolations = len(v.res.Violations) - maxListed
 			break
 		}
 		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: ViolationWords(vi, v.faults)}
-		if i < MaxZooms {
+		if zoomed[i] {
 			r.Zoom = ZoomFile(i+1) + ".png"
-			d.Zooms = append(d.Zooms, zoomRow{N: i + 1, PNG: ZoomFile(i+1) + ".png", SVG: ZoomFile(i+1) + ".svg"})
+			d.Zooms = append(d.Zooms, zoomRow{N: i + 1, What: findingWord(vi), PNG: ZoomFile(i+1) + ".png", SVG: ZoomFile(i+1) + ".svg"})
 		}
 		if len(vi.Events) > 0 {
 			ev := make([]string, 0, min(len(vi.Events), 8))
@@ -432,6 +474,13 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 		d.Violations = append(d.Violations, r)
 	}
 	d.ZoomsLeftOut = len(v.res.Violations) > MaxZooms
+	for _, vi := range v.res.Violations {
+		if vi.Fatal {
+			d.Fatal++
+		} else {
+			d.Harmless++
+		}
+	}
 	d.Headline = v.headline()
 
 	for _, f := range v.faults {
@@ -491,7 +540,7 @@ func checkerDetails(cr checker.CheckResult) string {
 	slices.Sort(keys)
 	var stats []string
 	for _, k := range keys {
-		stats = append(stats, fmt.Sprintf("%s %g", k, cr.Stats[k]))
+		stats = append(stats, k+" "+fmtStat(cr.Stats[k]))
 	}
 	if len(stats) > 0 {
 		parts = append(parts, strings.Join(stats, " · "))
@@ -514,7 +563,11 @@ func (v *runView) headline() string {
 		}
 		return lock + " failed a check: see below."
 	case checker.Valid:
-		return fmt.Sprintf("%s kept its promise: %d holds, %d faults, no violation.", lock, len(v.res.Holds), len(v.faults))
+		s := fmt.Sprintf("%s kept its promise: %d holds, %d faults, no violation", lock, len(v.res.Holds), len(v.faults))
+		if n := len(v.res.Violations); n > 0 {
+			s += fmt.Sprintf(" (%d harmless finding(s), listed below)", n)
+		}
+		return s + "."
 	}
 	var reasons []string
 	for _, n := range slices.Sorted(maps.Keys(v.res.Checkers)) {
@@ -526,4 +579,16 @@ func (v *runView) headline() string {
 		return "No verdict: the checkers could not decide."
 	}
 	return "No verdict: " + strings.Join(reasons, "; ")
+}
+
+// fmtStat writes a checker statistic: whole numbers as they are, others
+// with four significant digits.
+func fmtStat(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	if math.Abs(x) >= 1000 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
 }

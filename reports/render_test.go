@@ -110,15 +110,49 @@ func TestTimelineOverlapIsRedWhereItShouldBe(t *testing.T) {
 				}
 			}
 			// Not on an uninvolved row, and not before the overlap.
-			x, y := area.Pixel(mid, area.ClientY[0])
-			if n := countRed(img, image.Rect(x-2, y-2, x+3, y+3)); n > 0 {
-				t.Errorf("client 0's row is red at the overlap")
+			for p, py := range area.ClientY {
+				if p == 2 || p == 4 {
+					continue
+				}
+				x, y := area.Pixel(mid, py)
+				if n := countRed(img, image.Rect(x-2, y-2, x+3, y+3)); n > 0 {
+					t.Errorf("client %d's row is red at the overlap", p)
+				}
 			}
 			x0, y2 := area.Pixel(seconds(vi.Start)-0.2, area.ClientY[2])
 			if n := countRed(img, image.Rect(x0-2, y2-2, x0+3, y2+3)); n > 0 {
 				t.Errorf("client 2's row is red before the overlap")
 			}
 		})
+	}
+}
+
+// A harmless finding (a stale write that fencing rejected) is drawn, and
+// its close-up too, but not in red: red means a violation.
+func TestHarmlessFindingIsNotRed(t *testing.T) {
+	meta, ops, res := validFixture()
+	h := res.Holds[3]
+	res.Violations = []checker.Violation{{Checker: "resource", Kind: checker.KindStaleWrite, Key: h.Key,
+		Processes: []int{h.Process}, Start: h.End + 50*ms, End: h.End + 51*ms,
+		Description: "process 1 wrote after its lease ended; storage rejected it (stale fencing token): harmless"}}
+	dir := outDir(t, "harmless")
+	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"timeline.png", "timeline-violation-1.png"} {
+		img := decodePNG(t, filepath.Join(dir, f))
+		if n := countRed(img, img.Bounds()); n > 0 {
+			t.Errorf("%s of a valid run with a harmless finding has %d red pixels", f, n)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"no violation", "1 harmless finding", "Client 1 wrote after its lease ended"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
 	}
 }
 

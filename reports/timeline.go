@@ -371,7 +371,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 				e = c.Complete.Time
 			}
 			if in(c.Invoke.Time, e) {
-				s.rect(seconds(c.Invoke.Time), seconds(e), y-0.12, y+0.12, colInk, 1)
+				s.rect(seconds(c.Invoke.Time), seconds(e), y-0.09, y+0.09, colPause, 1)
 				paused = true
 			}
 		case history.FCrash:
@@ -441,9 +441,13 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 			other = other || vi.Fatal
 		}
 	}
-	if win.Highlight != nil {
-		marks.vline(seconds(win.Highlight.Start), 0, 0, colViolation, 1, 3, 2)
-		marks.vline(seconds(max(win.Highlight.End, win.Highlight.Start)), 0, 0, colViolation, 1, 3, 2)
+	if hl := win.Highlight; hl != nil {
+		col := colViolation
+		if !hl.Fatal {
+			col = colWarn // red means a violation and nothing else
+		}
+		marks.vline(seconds(hl.Start), 0, 0, col, 1, 3, 2)
+		marks.vline(seconds(max(hl.End, hl.Start)), 0, 0, col, 1, 3, 2)
 	}
 	if v.healed && v.heal >= from && v.heal <= to {
 		marks.vline(seconds(v.heal), 0, 0, colInk, 1, 4, 3)
@@ -478,7 +482,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		leg.Add("write outcome unknown", tickThumb(colFaint, 1))
 	}
 	if paused {
-		leg.Add("client paused (GC)", lineThumb(colInk, 3))
+		leg.Add("client paused (GC)", lineThumb(colPause, 2.5))
 	}
 	if crashed {
 		leg.Add("client crashed", glyphThumb(colInk, draw.CrossGlyph{}, 3))

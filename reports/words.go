@@ -25,7 +25,7 @@ func ViolationWords(v checker.Violation, faults []Fault) string {
 		b.WriteString("; no fault was in force then")
 	}
 	b.WriteString(".")
-	if !v.Fatal {
+	if !v.Fatal && !strings.Contains(v.Description, "harmless") {
 		b.WriteString(" (Reported, but harmless by itself.)")
 	}
 	return b.String()

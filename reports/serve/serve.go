@@ -59,7 +59,8 @@ type Run struct {
 	Test, Dir  string // store/<Test>/<Dir>
 	Verdict    string // valid, invalid, unknown, or "unchecked" (no results.json)
 	Meta       reports.RunMeta
-	Violations int
+	Violations int // fatal ones: they make the run invalid
+	Findings   int // harmless ones
 }
 
 // NewServer serves the store at store. The store must exist; runs added
@@ -312,12 +313,21 @@ func (s *Server) summary(test, dir string) Run {
 		return c.run
 	}
 	var res struct {
-		Meta       reports.RunMeta   `json:"meta"`
-		Verdict    checker.Verdict   `json:"verdict"`
-		Violations []json.RawMessage `json:"violations"`
+		Meta       reports.RunMeta `json:"meta"`
+		Verdict    checker.Verdict `json:"verdict"`
+		Violations []struct {
+			Fatal bool `json:"fatal"`
+		} `json:"violations"`
 	}
 	if b, err := fs.ReadFile(s.fsys, p); err == nil && json.Unmarshal(b, &res) == nil {
-		run.Meta, run.Verdict, run.Violations = res.Meta, string(res.Verdict), len(res.Violations)
+		run.Meta, run.Verdict = res.Meta, string(res.Verdict)
+		for _, v := range res.Violations {
+			if v.Fatal {
+				run.Violations++
+			} else {
+				run.Findings++
+			}
+		}
 	} else {
 		run.Verdict = "unknown"
 	}
@@ -393,7 +403,7 @@ tr.invalid { background: #fff5f5; }
 {{range .Rows}}<tr class="run {{.Verdict}}">
 <td><a class="report" href="{{.Report}}">{{if .Start}}{{.Start}}{{else}}{{.Dir}}{{end}}</a>{{if .Latest}} <span class="note">latest</span>{{end}}</td>
 <td>{{.Test}}</td><td>{{.Meta.Lock}}</td><td>{{.Nemeses}}</td><td>{{.Meta.Seed}}</td><td>{{.Duration}}</td>
-<td><span class="verdict">{{.Verdict}}</span>{{if .Violations}} {{.Violations}} finding(s){{end}}</td>
+<td><span class="verdict">{{.Verdict}}</span>{{if .Violations}} {{.Violations}} violation(s){{end}}{{if .Findings}} <span class="note">{{.Findings}} harmless finding(s)</span>{{end}}</td>
 <td><a href="{{.Report}}">report</a> · <a href="{{.Zip}}">zip</a></td></tr>
 {{end}}</table>
 {{else}}<p>No runs yet. Start one with <code>harness run --lock token</code>.</p>{{end}}
