@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -36,7 +37,15 @@ func (e *codeError) Error() string {
 }
 func (e *codeError) Unwrap() error { return e.err }
 
+// quietRedisLog drops go-redis's internal log lines ("redis: sentinel: …",
+// pool notices): every error a client sees is already in the history, and
+// the log would scribble over the progress line.
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
+
 func main() {
+	redis.SetLogger(quietRedisLog{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -76,7 +85,7 @@ Exit codes: 0 valid, 1 invalid, 2 unknown or error.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(), newCheckCmd(), newLocksCmd(), newNemesesCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newScenarioCmd(), newCheckCmd(), newLocksCmd(), newNemesesCmd(), newVersionCmd())
 	return root
 }
 

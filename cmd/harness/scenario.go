@@ -1,0 +1,240 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/scenarios"
+)
+
+func newScenarioCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scenario",
+		Short: "the catalogue of named anomalies from the literature, each with its expected verdict",
+		Long: `A scenario is a scripted fault schedule that reproduces one argument from Kleppmann's
+"How to do distributed locking", antirez's "Is Redlock safe?", the redis.io distributed-locks page
+or Jepsen's Redis analysis, next to the fix that makes it go away. It runs exactly like
+"harness run" and must produce its expected verdict every time.`,
+	}
+	cmd.AddCommand(newScenarioListCmd(), newScenarioRunCmd())
+	return cmd
+}
+
+func newScenarioListCmd() *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "list the scenarios: name, lock, what happens, expected verdict",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			all := scenarios.Catalogue()
+			w := cmd.OutOrStdout()
+			if jsonOut {
+				type item struct {
+					Name     string            `json:"name"`
+					Lock     string            `json:"lock"`
+					Summary  string            `json:"summary"`
+					Source   string            `json:"source"`
+					Expected map[string]string `json:"expected"`
+				}
+				var items []item
+				for _, s := range all {
+					items = append(items, item{s.Name, s.Lock, s.Summary, s.Source, s.Expect.Map()})
+				}
+				if err := writeJSON(w, items); err != nil {
+					return &codeError{exitError, err}
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tLOCK\tEXPECTED\tWHAT HAPPENS")
+			for _, s := range all {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Lock, s.Expect, s.Summary)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the catalogue as JSON")
+	return cmd
+}
+
+// scenarioRow is one line of `scenario run`'s table and of its --json.
+type scenarioRow struct {
+	Name     string            `json:"name"`
+	Lock     string            `json:"lock"`
+	Expected map[string]string `json:"expected"`
+	Observed map[string]string `json:"observed"`
+	Pass     bool              `json:"pass"`
+	Seconds  float64           `json:"seconds"`
+	Dir      string            `json:"dir,omitempty"`
+	Error    string            `json:"error,omitempty"`
+
+	expected, observed string
+}
+
+func newScenarioRunCmd() *cobra.Command {
+	var all, jsonOut bool
+	var store string
+	cmd := &cobra.Command{
+		Use:   "run NAME… | --all",
+		Short: "run scenarios and compare each checker's verdict with the expected one",
+		Long: `Runs each named scenario (or every one with --all) and prints what happened in plain words,
+then a table: name, lock, expected, observed, seconds. Exit code 0 only if every verdict is as
+expected, 1 if one is not, 2 if a scenario could not be run.`,
+		Example: `  harness scenario run redlock-clock-jump
+  harness scenario run --all --store /tmp/store`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var list []scenarios.Scenario
+			switch {
+			case all && len(args) > 0:
+				return &codeError{exitError, errors.New("give scenario names or --all, not both")}
+			case all:
+				list = scenarios.Catalogue()
+			case len(args) == 0:
+				return &codeError{exitError, errors.New("name a scenario (see `harness scenario list`) or use --all")}
+			default:
+				for _, name := range args {
+					s, err := scenarios.Lookup(name)
+					if err != nil {
+						return &codeError{exitError, err}
+					}
+					list = append(list, s)
+				}
+			}
+			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			var rows []scenarioRow
+			failed, broken := false, false
+			for i, s := range list {
+				opts := scenarios.Options{Store: store}
+				if !jsonOut {
+					fmt.Fprintf(errw, "[%d/%d] %s (%s): %s\n", i+1, len(list), s.Name, s.Lock, s.Summary)
+				}
+				o, err := scenarios.Run(cmd.Context(), s, opts)
+				row := scenarioRow{Name: s.Name, Lock: s.Lock, Expected: s.Expect.Map(), Observed: map[string]string{},
+					Pass: err == nil && o.Pass(), Seconds: o.Elapsed.Seconds(), Dir: o.Dir,
+					expected: s.Expect.String(), observed: o.ObservedString()}
+				for k, v := range o.Observed {
+					row.Observed[k] = string(v)
+				}
+				if err != nil {
+					row.Error = err.Error()
+					row.observed = "error"
+					broken = true
+				} else if !row.Pass {
+					failed = true
+				}
+				rows = append(rows, row)
+				if !jsonOut {
+					printScenario(out, s, o, err)
+				}
+				if errors.Is(err, lockharness.ErrInterrupted) {
+					break
+				}
+			}
+			if jsonOut {
+				if err := writeJSON(out, rows); err != nil {
+					return &codeError{exitError, err}
+				}
+			} else if len(rows) > 1 {
+				printScenarioTable(out, rows)
+			}
+			switch {
+			case broken:
+				return &codeError{code: exitError}
+			case failed:
+				return &codeError{code: exitInvalid}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&all, "all", false, "run the whole catalogue")
+	f.BoolVar(&jsonOut, "json", false, "print the results as JSON instead of the account and the table")
+	f.StringVar(&store, "store", "store", "directory runs are written to")
+	return cmd
+}
+
+// printScenario is the account of one scenario's run: the verdicts
+// against the expectation, the violations found, and the explanation.
+func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err error) {
+	mark := "AS EXPECTED"
+	switch {
+	case err != nil:
+		mark = "ERROR"
+	case !o.Pass():
+		mark = "UNEXPECTED"
+	}
+	fmt.Fprintf(w, "\n%s  %s  (%s, %.1fs)\n", mark, s.Name, s.Lock, o.Elapsed.Seconds())
+	if err != nil {
+		fmt.Fprintf(w, "  error        %v\n", err)
+	}
+	for _, n := range scenarios.Checkers() {
+		got := string(o.Observed[n])
+		if got == "" {
+			got = "-"
+		}
+		fmt.Fprintf(w, "  %-13s %-8s (expected %s)\n", n, got, s.Expect.Of(n))
+	}
+	shown := 0
+	for _, v := range o.Result.Violations {
+		if !v.Fatal {
+			continue
+		}
+		if shown == 4 {
+			fmt.Fprintln(w, "  … more in the report")
+			break
+		}
+		fmt.Fprintf(w, "  ! %s\n", v.Description)
+		shown++
+	}
+	fmt.Fprintf(w, "  source       %s\n", s.Source)
+	fmt.Fprintln(w, wrap(s.Explanation, "  ", 92))
+	if o.Dir != "" {
+		fmt.Fprintf(w, "  report       %s/index.html\n", o.Dir)
+	}
+}
+
+func printScenarioTable(w io.Writer, rows []scenarioRow) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tLOCK\tEXPECTED\tOBSERVED\tSECONDS\t")
+	pass := 0
+	var total float64
+	for _, r := range rows {
+		ok := "ok"
+		if !r.Pass {
+			ok = "FAIL"
+		} else {
+			pass++
+		}
+		total += r.Seconds
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%s\n", r.Name, r.Lock, r.expected, r.observed, r.Seconds, ok)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\n%d of %d as expected in %s\n", pass, len(rows), (time.Duration(total * float64(time.Second))).Round(time.Second))
+}
+
+// wrap breaks s into lines of at most width characters, each prefixed.
+func wrap(s, prefix string, width int) string {
+	var b strings.Builder
+	line := prefix
+	for _, word := range strings.Fields(s) {
+		if len(line) > len(prefix) && len(line)+1+len(word) > width {
+			b.WriteString(line + "\n")
+			line = prefix
+		}
+		if len(line) > len(prefix) {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line)
+	return b.String()
+}

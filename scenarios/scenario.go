@@ -1,0 +1,220 @@
+// Package scenarios is the catalogue of named, deterministic anomalies from
+// the literature on Redis locks: each one a scripted fault schedule over the
+// same locks, nemeses and checkers as a random `harness run`, with the
+// verdict it must produce, where the argument comes from, and what happened
+// in plain words. The catalogue is the harness's acceptance suite: a
+// scenario that stops reproducing its verdict is a bug somewhere.
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/checker"
+)
+
+// Checkers are the checker names a scenario has an expectation for, in the
+// order they are shown.
+var checkerNames = [...]string{checker.LockPromise, checker.Resource, checker.Liveness}
+
+// Checkers returns the checker names every scenario is judged on.
+func Checkers() []string { return checkerNames[:] }
+
+// Expect is the verdict a scenario must produce from each checker. Every
+// checker has one: a scenario about a broken lock promise still says what
+// it expects of the resource (two holders at once usually lose an update
+// too) and of liveness, so nothing is left to a default.
+type Expect struct {
+	LockPromise checker.Verdict
+	Resource    checker.Verdict
+	Liveness    checker.Verdict
+}
+
+// Of returns the expected verdict of the named checker.
+func (e Expect) Of(name string) checker.Verdict {
+	switch name {
+	case checker.LockPromise:
+		return e.LockPromise
+	case checker.Resource:
+		return e.Resource
+	case checker.Liveness:
+		return e.Liveness
+	}
+	return ""
+}
+
+// Map is the expectation as the run's metadata records it.
+func (e Expect) Map() map[string]string {
+	out := map[string]string{}
+	for _, n := range checkerNames {
+		out[n] = string(e.Of(n))
+	}
+	return out
+}
+
+// String names the invalid checkers ("lock-promise invalid, resource
+// invalid"), or "valid" when none is.
+func (e Expect) String() string {
+	var bad []string
+	for _, n := range checkerNames {
+		if v := e.Of(n); v != checker.Valid {
+			bad = append(bad, n+" "+string(v))
+		}
+	}
+	if len(bad) == 0 {
+		return "valid"
+	}
+	return strings.Join(bad, ", ")
+}
+
+var (
+	valid   = checker.Valid
+	invalid = checker.Invalid
+)
+
+// Scenario is one entry of the catalogue.
+type Scenario struct {
+	// Name is how the scenario is run: `harness scenario run NAME`.
+	Name string
+	// Lock is the lock under test (a name in locks.Builtin).
+	Lock string
+	// Summary is one line for `harness scenario list`.
+	Summary string
+	// Source is where the argument comes from: paper or page, and section.
+	Source string
+	// Explanation says what happens, why, and what fixes it, in plain
+	// words; it is printed after the run and shown in the report.
+	Explanation string
+	// Expect is the verdict of each checker.
+	Expect Expect
+	// Run is the configuration of the run, script included, without the
+	// fields RunConfig fills in (lock, labels, store).
+	Run lockharness.Config
+}
+
+// Duration is the scripted length of the scenario (run and recovery
+// phases), without setup, heal and check.
+func (s Scenario) Duration() time.Duration { return s.Run.TimeLimit + s.Run.Recovery }
+
+// Sentinel reports whether the scenario runs Redis Sentinel, whose
+// failover detection makes it slower than the others.
+func (s Scenario) Sentinel() bool {
+	c := s.Run.Cluster.WithDefaults()
+	return c.Topology == "replicated" && c.Failover == "sentinel"
+}
+
+// RunConfig is the lockharness configuration that runs the scenario, the
+// same as `harness run` would build: store is the directory of the runs.
+func (s Scenario) RunConfig(store string) lockharness.Config {
+	cfg := s.Run
+	cfg.Lock = s.Lock
+	cfg.Store = store
+	cfg.Test = s.Name
+	cfg.Scenario = s.Name
+	cfg.Explanation = s.Explanation
+	cfg.Expected = s.Expect.Map()
+	cfg.Command = "harness scenario run " + s.Name
+	// The script is data shared by every run of the catalogue: copy it so
+	// that nothing downstream can change the catalogue.
+	cfg.Script = append(cfg.Script[:0:0], cfg.Script...)
+	return cfg
+}
+
+// Options tunes Run.
+type Options struct {
+	// Store is the directory runs are written to (default "store").
+	Store string
+	// Log receives the run's phase log; nil discards it.
+	Log io.Writer
+	// Progress receives the live progress line; nil discards it.
+	Progress    io.Writer
+	ProgressTTY bool
+}
+
+// Outcome is what one run of a scenario observed.
+type Outcome struct {
+	Scenario Scenario
+	// Dir is the run's directory in the store (empty if it never started).
+	Dir string
+	// Observed is each checker's verdict.
+	Observed map[string]checker.Verdict
+	// Result is the whole check, violations included.
+	Result checker.Result
+	// Elapsed is the wall time of the run, setup to report.
+	Elapsed time.Duration
+}
+
+// Pass reports whether every checker gave the expected verdict.
+func (o Outcome) Pass() bool {
+	for _, n := range checkerNames {
+		if o.Observed[n] != o.Scenario.Expect.Of(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// ObservedString names the observed verdicts in the form of Expect.String.
+func (o Outcome) ObservedString() string {
+	e := Expect{LockPromise: o.Observed[checker.LockPromise], Resource: o.Observed[checker.Resource], Liveness: o.Observed[checker.Liveness]}
+	for _, n := range checkerNames {
+		if e.Of(n) == "" {
+			return "no verdict"
+		}
+	}
+	return e.String()
+}
+
+// Run runs one scenario through lockharness.Run, exactly as `harness run`
+// runs a configuration. The error is lockharness.Run's: a scenario that ran
+// but produced an unexpected verdict is not an error (see Outcome.Pass).
+func Run(ctx context.Context, s Scenario, opts Options) (Outcome, error) {
+	store := opts.Store
+	if store == "" {
+		store = "store"
+	}
+	cfg := s.RunConfig(store)
+	cfg.Log, cfg.Progress, cfg.ProgressTTY = opts.Log, opts.Progress, opts.ProgressTTY
+	start := time.Now()
+	out, err := lockharness.Run(ctx, cfg)
+	o := Outcome{Scenario: s, Dir: out.Dir, Result: out.Results.Result, Elapsed: time.Since(start), Observed: map[string]checker.Verdict{}}
+	for _, n := range checkerNames {
+		if c, ok := out.Results.Checkers[n]; ok {
+			o.Observed[n] = c.Verdict
+		}
+	}
+	if err != nil {
+		return o, fmt.Errorf("scenario %s: %w", s.Name, err)
+	}
+	return o, nil
+}
+
+// UnknownError is returned for a scenario name that is not in the
+// catalogue.
+type UnknownError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("unknown scenario %q (known: %s)", e.Name, strings.Join(e.Known, ", "))
+}
+
+// Lookup returns the scenario called name.
+func Lookup(name string) (Scenario, error) {
+	all := Catalogue()
+	names := make([]string, 0, len(all))
+	for _, s := range all {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	return Scenario{}, &UnknownError{Name: name, Known: names}
+}
