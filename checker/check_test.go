@@ -561,3 +561,20 @@ func TestVisualizeLongKeyShowsAWindow(t *testing.T) {
 		t.Errorf("visualisation is %d bytes", buf.Len())
 	}
 }
+
+// A watchdog's renewal that races its client's release (invoked before the
+// release, answered after it) was overtaken by the release: it must not
+// hand the process a new claim that overlaps the next holder's. Seen in a
+// real reentrant run before the rule existed.
+func TestWatchdogRenewRacingReleaseIsNotAClaim(t *testing.T) {
+	b := &hb{}
+	b.inv(1*s, 0, "acquire", "lock-0", nil).ok(1*s+ms, 0, "acquire", "lock-0", lease(1*s+900*ms))
+	b.inv(1*s+300*ms, 0, "renew", "lock-0", nil)
+	b.inv(1*s+301*ms, 0, "release", "lock-0", nil)
+	b.ok(1*s+302*ms, 0, "renew", "lock-0", lease(2*s+300*ms))
+	b.ok(1*s+303*ms, 0, "release", "lock-0", nil)
+	b.inv(1*s+303*ms, 3, "acquire", "lock-0", nil).ok(1*s+304*ms, 3, "acquire", "lock-0", lease(2*s+304*ms))
+	b.inv(1*s+600*ms, 3, "release", "lock-0", nil).ok(1*s+601*ms, 3, "release", "lock-0", nil)
+	r := check(t, b.ops)
+	want(t, r, Valid, map[string]Verdict{LockPromise: Valid})
+}

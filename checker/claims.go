@@ -20,7 +20,10 @@ import (
 // current one lapsed starts a new claim; a grant whose deadline is not after
 // its own return (D ≤ g) promises nothing and ends the current claim at g.
 // A release invocation (whatever its outcome) ends the process's claim: the
-// client has left its critical section. A crash does not: a crashed client's
+// client has left its critical section. A renew invoked before that release
+// invocation but answered after it (a watchdog's renewal racing the
+// client's release) was overtaken by the release and promises nothing: the
+// lock serialises the two, renewal first. A crash does not: a crashed client's
 // claim ends at its deadline, never without one.
 type claim struct {
 	proc     int
@@ -37,6 +40,7 @@ type claim struct {
 // claimEvent is a grant or a release invocation, in history order.
 type claimEvent struct {
 	at       instant
+	invoked  instant // for grants: when the acquire or renew was invoked
 	grant    bool
 	renew    bool
 	deadline int64
@@ -62,7 +66,7 @@ func buildClaims(p *prepared) map[string][]claim {
 				}
 				fence = c.out.Fence
 			}
-			events[k] = append(events[k], claimEvent{at: instant{c.end, c.done}, grant: true, renew: c.f == history.FRenew, deadline: d, fence: fence})
+			events[k] = append(events[k], claimEvent{at: instant{c.end, c.done}, invoked: instant{c.start, c.inv}, grant: true, renew: c.f == history.FRenew, deadline: d, fence: fence})
 		case c.f == history.FRelease:
 			events[k] = append(events[k], claimEvent{at: instant{c.start, c.inv}})
 		}
@@ -71,6 +75,7 @@ func buildClaims(p *prepared) map[string][]claim {
 	for k, evs := range events {
 		slices.SortFunc(evs, func(a, b claimEvent) int { return cmpInt(a.at.i, b.at.i) })
 		var cur *claim
+		var lastRelease *instant
 		closeAt := func(t instant, rel int64) {
 			cur.end = minInstant(deadlineAt(cur.deadline), t)
 			cur.released = rel
@@ -79,6 +84,8 @@ func buildClaims(p *prepared) map[string][]claim {
 		}
 		for _, e := range evs {
 			if !e.grant {
+				at := e.at
+				lastRelease = &at
 				if cur != nil {
 					rel := e.at.i
 					if !e.at.less(deadlineAt(cur.deadline)) {
@@ -87,6 +94,9 @@ func buildClaims(p *prepared) map[string][]claim {
 					closeAt(e.at, rel)
 				}
 				continue
+			}
+			if e.renew && cur == nil && lastRelease != nil && e.invoked.less(*lastRelease) {
+				continue // overtaken by the release
 			}
 			g := e.at
 			empty := !g.less(deadlineAt(e.deadline))

@@ -198,6 +198,20 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	opts.TTL = m.cfg.TTL
 	opts.Rand = rng
 	opts.Failpoint = func(ctx context.Context, name string) error { return m.failpoint(ctx, name) }
+	// Renewals a lock makes on its own (a watchdog) extend the holder's
+	// claim, so they go in the history as that process's renews.
+	p := history.Process(process)
+	opts.OnRenew = func(key string) func(locks.Lease, error) {
+		m.env.Recorder.Invoke(p, history.FRenew, key, nil)
+		return func(l locks.Lease, err error) {
+			t := locks.Outcome(err)
+			if t == history.OK {
+				m.complete(p, t, history.FRenew, key, m.leaseValue(l), nil)
+				return
+			}
+			m.complete(p, t, history.FRenew, key, nil, err)
+		}
+	}
 	l, err := m.env.Lock.New(m.env.Nodes(s.id), opts)
 	if err != nil {
 		return nil, fmt.Errorf("client %d: new %s lock: %w", process, m.env.Lock.Name, err)
@@ -225,7 +239,6 @@ func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
 		if crashed {
 			// The process is gone with its lock instance (and any watchdog);
 			// the slot goes on as a new process, as a restarted client would.
-			closeLock(lock)
 			process = m.nextProcess.Add(1) - 1
 			s.process.Store(process)
 			if lock, err = m.newLock(s, process, rng); err != nil {
@@ -237,7 +250,7 @@ func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
 }
 
 // cycle runs one acquire → critical section → release. It returns true when
-// the client crashed.
+// the client crashed (its lock instance is then closed).
 func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock locks.Lock, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	key := Key(rng.IntN(m.cfg.Keys))
@@ -248,7 +261,7 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 	cancel()
 	if errors.Is(err, errCrash) {
 		m.complete(p, history.Info, history.FAcquire, key, nil, err)
-		m.crash(p, key)
+		m.crash(p, key, lock)
 		return true
 	}
 	t := locks.Outcome(err)
@@ -271,6 +284,8 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 	}
 
 	if m.criticalSection(ctx, s, p, key, lease, rng) {
+		s.holding.Store(false)
+		m.crash(p, key, lock)
 		return true
 	}
 	s.holding.Store(false)
@@ -307,7 +322,6 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 	}
 	select {
 	case <-s.crashReq:
-		m.crash(p, key)
 		return true
 	default:
 	}
@@ -339,8 +353,10 @@ func (m *Mutex) release(ctx context.Context, p history.Process, lock locks.Lock,
 	m.complete(p, locks.Outcome(err), history.FRelease, lease.Key, nil, err)
 }
 
-// crash records that process p died (holding key, if it did).
-func (m *Mutex) crash(p history.Process, key string) {
+// crash kills process p's lock instance (its watchdog dies with it, as in
+// a real crash) and then records that p died, holding key if it did.
+func (m *Mutex) crash(p history.Process, key string, lock locks.Lock) {
+	closeLock(lock)
 	m.env.Recorder.Invoke(p, history.FCrash, key, nil)
 	m.complete(p, history.Info, history.FCrash, key, nil, errors.New("client crashed"))
 }
