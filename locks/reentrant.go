@@ -159,8 +159,9 @@ func (l *reentrant) Acquire(ctx context.Context, key string, o AcquireOptions) (
 	deadline := time.Now().Add(o.Wait)
 	ps := l.node.Client.Subscribe(ctx, ReentrantChannel(key))
 	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		return lease, &NodeError{Node: l.node.Name, Op: "SUBSCRIBE", Err: err}
+	if _, serr := ps.Receive(ctx); serr != nil {
+		// Only the refused try reached the lock: nothing is held.
+		return lease, fmt.Errorf("%w (cannot wait: %v)", err, &NodeError{Node: l.node.Name, Op: "SUBSCRIBE", Err: serr})
 	}
 	msgs := ps.Channel()
 	for {
