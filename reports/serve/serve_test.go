@@ -291,3 +291,28 @@ func TestNewServerNeedsAStore(t *testing.T) {
 		t.Error("NewServer of a missing store succeeded")
 	}
 }
+
+// cleanName refuses on its own, whatever the router has cleaned first.
+func TestCleanName(t *testing.T) {
+	for p, want := range map[string]string{
+		"":                    ".",
+		"token/run/":          "token/run",
+		"latest/index.html":   "latest/index.html",
+		"..":                  "",
+		"token/../../etc":     "",
+		"/etc/passwd":         "",
+		"token//run":          "",
+		"token/./run":         "",
+		".hidden":             "",
+		"token/run/.tmp":      "",
+		"..\\..\\etc\\passwd": "",
+	} {
+		got, ok := cleanName(p)
+		if (want == "") == ok || got != want {
+			t.Errorf("cleanName(%q) = %q, %v; want %q", p, got, ok, want)
+		}
+	}
+	if host, _, err := net.SplitHostPort(DefaultAddr); err != nil || !net.ParseIP(host).IsLoopback() {
+		t.Errorf("DefaultAddr %s is not loopback", DefaultAddr)
+	}
+}
