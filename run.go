@@ -345,11 +345,10 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if err != nil {
 		return out, err
 	}
-	out.Results = reports.Results{Meta: meta, Result: res}
 	if err := reports.WriteJSON(dir, reports.MetaFile, meta); err != nil {
 		return out, err
 	}
-	if err := reports.WriteJSON(dir, reports.ResultsFile, out.Results); err != nil {
+	if out.Results, err = reports.WriteResults(dir, meta, res); err != nil {
 		return out, err
 	}
 	if err := reports.Render(context.Background(), dir, meta, ops, res); err != nil {

@@ -259,6 +259,14 @@ func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, fmt.Errorf("make cluster dir: %w", err)
 		}
 		c.cfg.Dir, c.tempDir = d, true
+	} else {
+		// Each server runs in its own directory and reads its config by
+		// path: a relative path would resolve against the wrong one.
+		abs, err := filepath.Abs(cfg.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("cluster dir %s: %w", cfg.Dir, err)
+		}
+		c.cfg.Dir = abs
 	}
 	var ftEnv func(clockFile string) []string
 	if cfg.Faketime {

@@ -206,15 +206,10 @@ func writePorcupine(dir string, ops []history.Op, key string, vis visualizer) po
 	return l
 }
 
-// wallClockStats are checker stats that measure how long checking took,
-// not the history: they differ between two checks of the same history, so
-// results.json leaves them out.
-var wallClockStats = []string{"porcupine-ms"}
-
 // Normalize returns res in a canonical form, so that checking the same
 // history twice writes byte-identical results.json: violations by time,
-// holds by start, keys sorted, empty lists as [] rather than null, and no
-// timings of the checker itself. res is not modified.
+// holds by start, keys sorted, and empty lists as [] rather than null.
+// res is not modified.
 func Normalize(res checker.Result) checker.Result {
 	res.Violations = slices.Clone(res.Violations)
 	slices.SortStableFunc(res.Violations, func(a, b checker.Violation) int {
@@ -225,18 +220,6 @@ func Normalize(res checker.Result) checker.Result {
 	slices.SortStableFunc(res.Holds, func(a, b checker.Hold) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Process, b.Process), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Acquire, b.Acquire))
 	})
-	checkers := make(map[string]checker.CheckResult, len(res.Checkers))
-	for name, cr := range res.Checkers {
-		if cr.Stats != nil {
-			stats := maps.Clone(cr.Stats)
-			for _, k := range wallClockStats {
-				delete(stats, k)
-			}
-			cr.Stats = stats
-		}
-		checkers[name] = cr
-	}
-	res.Checkers = checkers
 	res.NonLinearizableKeys = slices.Compact(slices.Sorted(slices.Values(res.NonLinearizableKeys)))
 	if res.Violations == nil {
 		res.Violations = []checker.Violation{}

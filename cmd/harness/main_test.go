@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,10 +60,14 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"unknown lock", []string{"run", "--lock", "nope", "--store", store}, "known locks: "},
 		{"no lock", []string{"run", "--store", store}, "--lock is required"},
-		{"negative ttl", []string{"run", "--lock", "token", "--ttl", "-1s", "--store", store}, "ttl must be positive"},
+		{"negative ttl", []string{"run", "--lock", "token", "--ttl", "-1s", "--store", store}, "--ttl must be positive"},
 		{"malformed duration", []string{"run", "--lock", "token", "--time-limit", "ten", "--store", store}, "invalid argument \"ten\""},
-		{"zero clients", []string{"run", "--lock", "token", "--clients", "0", "--store", store}, "clients must be at least 1"},
-		{"negative time limit", []string{"run", "--lock", "token", "--time-limit", "-5s", "--store", store}, "time limit must be positive"},
+		{"zero clients", []string{"run", "--lock", "token", "--clients", "0", "--store", store}, "--clients must be at least 1"},
+		{"zero keys", []string{"run", "--lock", "token", "--keys", "0", "--store", store}, "--keys must be at least 1"},
+		{"zero ttl", []string{"run", "--lock", "token", "--ttl", "0s", "--store", store}, "--ttl must be positive"},
+		{"unknown nemesis", []string{"run", "--lock", "token", "--nemesis", "meteor", "--store", store}, "unknown nemesis \"meteor\""},
+		{"bad seed", []string{"run", "--lock", "token", "--seed", "-3", "--store", store}, "invalid argument"},
+		{"negative time limit", []string{"run", "--lock", "token", "--time-limit", "-5s", "--store", store}, "--time-limit must be positive"},
 		{"pause rate", []string{"run", "--lock", "token", "--client-pause", "1s", "--client-pause-rate", "2", "--store", store}, "between 0 and 1"},
 		{"store is a file", []string{"run", "--lock", "token", "--store", notDir}, "not writable"},
 		{"wrong node count", []string{"run", "--lock", "token", "--nodes", "3", "--store", store}, "exactly 1 node"},
@@ -183,5 +188,57 @@ func requireRedis(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatal("redis-server is not on PATH: apt-get install -y redis-server redis-sentinel (or make deps)")
+	}
+}
+
+// `harness report` re-checks a stored run from its history and writes the
+// same results.json the run wrote.
+func TestReportReproducesResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs redis-server")
+	}
+	requireRedis(t)
+	store := t.TempDir()
+	code, _, stderr := runCLI(t, "run", "--lock", "token", "--clients", "3", "--time-limit", "2s", "--recovery", "500ms", "--seed", "5", "--store", store)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(store, "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "results.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, "report", dir)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s %s", code, out, stderr)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("results.json differs after `harness report`:\nbefore %d bytes, after %d bytes", len(before), len(after))
+	}
+}
+
+func TestServeRefusesBusyAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := runCLI(t, "serve", "--store", t.TempDir(), "--addr", ln.Addr().String())
+	if code != 2 || !strings.Contains(stderr, "choose another with --addr") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "serve", "--store", filepath.Join(t.TempDir(), "none"))
+	if code != 2 || !strings.Contains(stderr, "store") {
+		t.Fatalf("missing store: exit %d, stderr %q", code, stderr)
 	}
 }

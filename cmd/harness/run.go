@@ -31,6 +31,20 @@ func newRunCmd() *cobra.Command {
 			if cfg.Lock == "" {
 				return &codeError{exitError, fmt.Errorf("--lock is required (known locks: %s)", strings.Join(locks.Builtin().Names(), ", "))}
 			}
+			// Zero means "default" to the library; on the command line it is a
+			// mistake to point out.
+			if cfg.Workload.Clients < 1 {
+				return &codeError{exitError, fmt.Errorf("--clients must be at least 1, got %d", cfg.Workload.Clients)}
+			}
+			if cfg.Workload.Keys < 1 {
+				return &codeError{exitError, fmt.Errorf("--keys must be at least 1, got %d", cfg.Workload.Keys)}
+			}
+			if cfg.Workload.TTL <= 0 {
+				return &codeError{exitError, fmt.Errorf("--ttl must be positive, got %v", cfg.Workload.TTL)}
+			}
+			if cfg.TimeLimit <= 0 {
+				return &codeError{exitError, fmt.Errorf("--time-limit must be positive, got %v", cfg.TimeLimit)}
+			}
 			cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
