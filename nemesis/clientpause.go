@@ -9,7 +9,8 @@ import (
 )
 
 // clientPause stops a client that holds a lock, inside its critical
-// section, the way a long GC pause does; or arms a lock failpoint so the
+// section, the way a long GC pause does (Params "at": before-write, the
+// default, or after-write); or arms a lock failpoint so the
 // next client reaching it pauses there. The workload does the pausing
 // (Clients); the nemesis chooses when and records it.
 type clientPause struct{}
@@ -46,13 +47,17 @@ func (clientPause) do(ctx context.Context, e *exec, s Step) error {
 	}
 	switch s.Action {
 	case "holder":
+		at, err := ParsePausePoint(s.Params["at"])
+		if err != nil {
+			return err
+		}
 		return e.recordV("pause-client", durValue(d), func(v *history.Value) error {
-			p, ok := e.env.Clients.PauseHolder(ctx, d)
+			p, ok := e.env.Clients.PauseHolder(ctx, d, at)
 			if !ok {
 				return fmt.Errorf("%w: no client holds a lock", ErrNotDone)
 			}
 			v.Targets = []string{"c" + p.String()}
-			v.Detail = fmt.Sprintf("holder paused %v in its critical section", d)
+			v.Detail = fmt.Sprintf("holder paused %v in its critical section (%s)", d, at)
 			return nil
 		})
 	case "failpoint":

@@ -134,15 +134,39 @@ func (e *UnknownError) Error() string {
 // Clients is the workload's side of client faults.
 type Clients interface {
 	// PauseHolder stops a client that currently holds a lock for d inside
-	// its critical section (a GC pause); returns its process and false if
-	// none holds one right now.
-	PauseHolder(ctx context.Context, d time.Duration) (history.Process, bool)
+	// its critical section (a GC pause), at point at; returns its process
+	// and false if none holds one right now.
+	PauseHolder(ctx context.Context, d time.Duration, at PausePoint) (history.Process, bool)
 	// CrashHolder makes a client that holds a lock die without releasing;
 	// it is replaced by a new process. Returns the crashed process.
 	CrashHolder(ctx context.Context) (history.Process, bool)
 	// ArmFailpoint makes the next client that reaches the lock failpoint
 	// name pause for d, or crash when crash is true.
 	ArmFailpoint(name string, d time.Duration, crash bool)
+}
+
+// PausePoint is where in its critical section a paused holder stops.
+type PausePoint string
+
+const (
+	// PauseBeforeWrite: after reading the resource, before writing it
+	// (the pause of Kleppmann's GC example: the write comes late).
+	PauseBeforeWrite PausePoint = "before-write"
+	// PauseAfterWrite: after writing, before releasing (the write was in
+	// time; only the release comes late).
+	PauseAfterWrite PausePoint = "after-write"
+)
+
+// ParsePausePoint checks a pause point given as text; empty means
+// PauseBeforeWrite.
+func ParsePausePoint(s string) (PausePoint, error) {
+	switch PausePoint(s) {
+	case "", PauseBeforeWrite:
+		return PauseBeforeWrite, nil
+	case PauseAfterWrite:
+		return PauseAfterWrite, nil
+	}
+	return "", fmt.Errorf("unknown pause point %q (want %s or %s)", s, PauseBeforeWrite, PauseAfterWrite)
 }
 
 // Env is what the nemesis acts on and records to.

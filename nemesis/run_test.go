@@ -24,7 +24,7 @@ type fakeClients struct {
 	armed   []string
 }
 
-func (f *fakeClients) PauseHolder(_ context.Context, d time.Duration) (history.Process, bool) {
+func (f *fakeClients) PauseHolder(_ context.Context, d time.Duration, _ nemesis.PausePoint) (history.Process, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.holding {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/resource"
 )
 
@@ -142,9 +143,10 @@ type slot struct {
 	holding atomic.Bool
 	// requests from the nemesis, taken at the next safe point inside a
 	// critical section.
-	pauseReq chan time.Duration
-	crashReq chan struct{}
-	process  atomic.Int64
+	pauseReq      chan time.Duration // taken before the write
+	pauseAfterReq chan time.Duration // taken after the write, before the release
+	crashReq      chan struct{}
+	process       atomic.Int64
 }
 
 // NewMutex prepares a workload; Run starts it.
@@ -160,7 +162,7 @@ func NewMutex(cfg Config, env Env) (*Mutex, error) {
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0x6e656d))}
 	m.nextProcess.Store(int64(cfg.Clients))
 	for i := 0; i < cfg.Clients; i++ {
-		s := &slot{id: i, pauseReq: make(chan time.Duration, 1), crashReq: make(chan struct{}, 1)}
+		s := &slot{id: i, pauseReq: make(chan time.Duration, 1), pauseAfterReq: make(chan time.Duration, 1), crashReq: make(chan struct{}, 1)}
 		s.process.Store(int64(i))
 		m.slots = append(m.slots, s)
 	}
@@ -325,11 +327,7 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 		return true
 	default:
 	}
-	if pause > 0 {
-		rec.Invoke(p, history.FPause, key, &history.Value{Duration: int64(pause)})
-		sleep(ctx, pause)
-		m.complete(p, history.OK, history.FPause, key, &history.Value{Duration: int64(pause)}, nil)
-	}
+	m.pause(ctx, p, key, pause)
 
 	next := v + 1
 	rec.Invoke(p, history.FWrite, key, &history.Value{Counter: &next, Fence: lease.Fence})
@@ -341,7 +339,24 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 		return false
 	}
 	m.complete(p, history.OK, history.FWrite, key, &history.Value{Counter: &next, Rejected: !accepted}, nil)
+
+	// The second safe point: the write is done, the release has not begun.
+	select {
+	case d := <-s.pauseAfterReq:
+		m.pause(ctx, p, key, d)
+	default:
+	}
 	return false
+}
+
+// pause records process p stopping the world for d.
+func (m *Mutex) pause(ctx context.Context, p history.Process, key string, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	m.env.Recorder.Invoke(p, history.FPause, key, &history.Value{Duration: int64(d)})
+	sleep(ctx, d)
+	m.complete(p, history.OK, history.FPause, key, &history.Value{Duration: int64(d)}, nil)
 }
 
 func (m *Mutex) release(ctx context.Context, p history.Process, lock locks.Lock, lease locks.Lease) {
@@ -450,14 +465,19 @@ func (m *Mutex) holder() (*slot, bool) {
 }
 
 // PauseHolder asks a client that holds a lock to stop the world for d at
-// its next safe point in the critical section (between read and write).
-func (m *Mutex) PauseHolder(ctx context.Context, d time.Duration) (history.Process, bool) {
+// the safe point at of its critical section: between read and write, or
+// between write and release.
+func (m *Mutex) PauseHolder(ctx context.Context, d time.Duration, at nemesis.PausePoint) (history.Process, bool) {
 	s, ok := m.holder()
 	if !ok {
 		return 0, false
 	}
+	req := s.pauseReq
+	if at == nemesis.PauseAfterWrite {
+		req = s.pauseAfterReq
+	}
 	select {
-	case s.pauseReq <- d:
+	case req <- d:
 	default: // already asked
 	}
 	return history.Process(s.process.Load()), true
