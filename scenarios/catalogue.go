@@ -72,10 +72,10 @@ func workload(clients int, ttl, hold, acquireTimeout time.Duration) workloads.Co
 
 // Shared schedules, so that a scenario and its fix run the same script.
 
-// crashSchedule: A works 0–500ms; the crash is asked for at 200ms and
+// crashRun: A works 0–500ms; the crash is asked for at 200ms and
 // strikes at A's safe point (500ms). With a 1s TTL the lock, if it
 // expires, is free at 1.0s; the run lasts long enough to see it.
-func crashRun(lock string, steps ...nemesis.Step) lockharness.Config {
+func crashRun(steps ...nemesis.Step) lockharness.Config {
 	return lockharness.Config{
 		Workload:  workload(2, time.Second, 500*ms, 500*ms),
 		Script:    steps,
@@ -125,23 +125,34 @@ func manualFailoverRun(replicas int, ttl, hold, promote time.Duration) lockharne
 }
 
 // sentinelRun: master n1, replicas n2 and n3, three sentinels. A works
-// 0–1.5s (its grant replicated). At 1.1s n1 is cut off from the sentinels
-// and its replicas (one proxy carries both), not from the clients. X takes
-// the lock on n1 at 1.5s: the write never leaves n1. X is paused at its
-// safe point (3.0s) for 4.5s, as a GC pause would; its lease lasts until
-// 1.5s+TTL = 6.5s. Sentinel promotes a replica about 2.5–3.5s after the
-// cut; on it A's old grant lives until 5.0s; then B takes the lock on the
-// new master while X's lease has 1.5s left.
+// 0–1s (its grant, with a 6.4s TTL, replicated). At 0.6s n1 is cut off
+// from the sentinels and its replicas (one proxy carries both), not from
+// the clients. X takes the lock on n1 at 1.0s: the write never leaves n1.
+// X is paused at its safe point (2.0s) for 5.7s, as a GC pause would; its
+// lease lasts until 7.4s. Sentinel promotes a replica 2.3s after the cut,
+// or about 6.3s after it when its first election splits the vote (it
+// retries after twice the failover timeout, 2s here); either way before
+// A's old grant, the only one the promoted replica has, expires at 6.4s.
+// Then B takes the lock on the new master while X's lease has a second
+// left. At 6.8s the partition ends and the old master is restarted, as an
+// operator would, so that it rejoins as a replica at once instead of
+// waiting for Sentinel to demote it (Sentinel waits 8s or more, which
+// would make the final heal slow).
 func sentinelRun(extra string) lockharness.Config {
+	n1 := []string{"n1"}
 	return lockharness.Config{
-		Workload: workload(2, 5*time.Second, 1500*ms, time.Second),
-		Cluster:  cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverSentinel, ExtraConfig: extra},
+		Workload: workload(2, 6400*ms, time.Second, time.Second),
+		Cluster: cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverSentinel, ExtraConfig: extra,
+			SentinelFailoverTimeout: 2 * time.Second},
 		Script: []nemesis.Step{
-			at(1100*ms, "partition", "start", []string{cluster.LinkName(cluster.SentinelsFrom, "n1")},
+			at(600*ms, "partition", "start", []string{cluster.LinkName(cluster.SentinelsFrom, "n1")},
 				map[string]string{"pattern": nemesis.PatternIsolate, "groups": "n1 cut off from its replicas and the sentinels; clients reach every node"}),
-			holderPause(2*time.Second, 4500*ms),
+			holderPause(1500*ms, 5700*ms),
+			at(6800*ms, "partition", "stop", []string{cluster.LinkName(cluster.SentinelsFrom, "n1")}, nil),
+			at(6800*ms, "kill", "kill", n1, nil),
+			at(6800*ms, "kill", "restart", n1, nil),
 		},
-		TimeLimit: 8 * time.Second, Recovery: 1500 * ms, Seed: 1,
+		TimeLimit: 7200 * ms, Recovery: 1200 * ms, Seed: 1,
 	}
 }
 
@@ -149,7 +160,7 @@ func sentinelRun(extra string) lockharness.Config {
 // 2s, sections of 1.4s. Grants made before the split are gone by 2.0s; the
 // section from 1.4s to 2.8s belongs to a client holding n3 and its own two
 // nodes; the fault strikes n3 at 2.3s, in the middle of it.
-func redlockRun(lock string, fault ...nemesis.Step) lockharness.Config {
+func redlockRun(fault ...nemesis.Step) lockharness.Config {
 	return lockharness.Config{
 		Nodes:     5,
 		Workload:  workload(2, 2*time.Second, 1400*ms, time.Second),
@@ -170,12 +181,12 @@ const (
 // real libraries. It returns new values each time: callers may change them.
 func Catalogue() []Scenario {
 	redlockClock := func() lockharness.Config {
-		c := redlockRun("", at(2300*ms, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}))
+		c := redlockRun(at(2300*ms, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}))
 		c.Cluster.Faketime = true
 		return c
 	}
 	restart := func(persistence string, delay time.Duration) lockharness.Config {
-		c := redlockRun("",
+		c := redlockRun(
 			at(2300*ms, "kill", "kill", []string{"n3"}, nil),
 			at(2300*ms+delay, "kill", "restart", []string{"n3"}, nil))
 		c.Cluster.Persistence = persistence
@@ -194,7 +205,7 @@ func Catalogue() []Scenario {
 				`through the whole recovery period. The lock never lied (nobody else held it), it just stopped working. ` +
 				`Fix: give the key an expiry in the same command, SET key value NX PX ttl (see set-nx-ex-crash).`,
 			Expect: Expect{valid, valid, invalid},
-			Run:    crashRun("setnx", holderCrash(200*ms)),
+			Run:    crashRun(holderCrash(200 * ms)),
 		},
 		{
 			Name: "setnx-expire-crash-gap", Lock: "setnx-expire",
@@ -205,7 +216,7 @@ func Catalogue() []Scenario {
 				`protects against crashes if it is set atomically with the key. ` +
 				`Fix: one command, SET key value NX PX ttl (see set-nx-ex-crash).`,
 			Expect: Expect{valid, valid, invalid},
-			Run:    crashRun("setnx-expire", failpointCrash(200*ms, locks.FailpointAfterSetNX)),
+			Run:    crashRun(failpointCrash(200*ms, locks.FailpointAfterSetNX)),
 		},
 		{
 			Name: "set-nx-ex-crash", Lock: "set-nx-ex",
@@ -216,7 +227,7 @@ func Catalogue() []Scenario {
 				`without it: one TTL after A's grant the key is gone and B acquires. (SET NX EX is atomic, so a ` +
 				`crash "between SETNX and EXPIRE" cannot happen; the nearest equivalent is a crash while holding.)`,
 			Expect: Expect{valid, valid, valid},
-			Run:    crashRun("set-nx-ex", holderCrash(200*ms)),
+			Run:    crashRun(holderCrash(200 * ms)),
 		},
 		{
 			Name: "wrong-release", Lock: "set-nx-ex",
@@ -267,10 +278,7 @@ func Catalogue() []Scenario {
 				`atomically in a Lua script. B's write with n+1 is accepted; A's late write with n is rejected. ` +
 				`Nothing is lost, however long the pause.`,
 			Expect: Expect{valid, valid, valid},
-			Run: func() lockharness.Config {
-				c := gcPauseRun()
-				return c
-			}(),
+			Run:    gcPauseRun(),
 		},
 		{
 			Name: "failover-lost-lock", Lock: "token",
@@ -313,8 +321,8 @@ func Catalogue() []Scenario {
 			Name: "sentinel-split-brain", Lock: "token",
 			Summary: "the master is cut off from its replicas and Sentinel; X acquires on it; Sentinel promotes; B acquires",
 			Source:  jepsen + `; ` + distlock + `, "Why Failover-based Implementations Are Not Enough"`,
-			Explanation: `Master n1, replicas n2 and n3, three sentinels. At 1.1s n1 is cut off from its replicas and the ` +
-				`sentinels, but clients still reach it: X takes the lock on n1 at 1.5s and the write never leaves n1. ` +
+			Explanation: `Master n1, replicas n2 and n3, three sentinels. At 0.6s n1 is cut off from its replicas and the ` +
+				`sentinels, but clients still reach it: X takes the lock on n1 at 1.0s and the write never leaves n1. ` +
 				`The sentinels see n1 down, agree, and promote a replica within a few seconds; the clients follow them ` +
 				`to the new master, where X's grant does not exist. When the previous holder's (replicated) grant ` +
 				`expires there, B acquires while X's lease on the old master still runs: split brain, two holders. ` +

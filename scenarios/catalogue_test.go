@@ -1,0 +1,219 @@
+package scenarios
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
+)
+
+// The catalogue is data: these tests check it without running anything.
+
+func TestCatalogueIsComplete(t *testing.T) {
+	// The scenarios of issue 6, each with the verdict the literature
+	// predicts for its headline checker.
+	want := map[string]string{
+		"setnx-crash-deadlock":        "liveness invalid",
+		"setnx-expire-crash-gap":      "liveness invalid",
+		"set-nx-ex-crash":             "valid",
+		"wrong-release":               "lock-promise invalid",
+		"token-release":               "lock-promise valid",
+		"gc-pause-stale-write":        "resource invalid",
+		"gc-pause-fenced":             "valid",
+		"failover-lost-lock":          "lock-promise invalid",
+		"failover-wait":               "valid",
+		"failover-wait-wrong-replica": "lock-promise invalid",
+		"sentinel-split-brain":        "lock-promise invalid",
+		"sentinel-min-replicas":       "lock-promise invalid",
+		"redlock-clock-jump":          "lock-promise invalid",
+		"redlock-crash-restart":       "lock-promise invalid",
+		"redlock-delayed-restart":     "valid",
+		"redlock-aof-always":          "valid",
+		"redlock-pause-before-check":  "valid",
+		"redlock-pause-after-check":   "resource invalid",
+		"redlock-fenced":              "valid",
+		"redlock-slow-network":        "valid",
+		"watchdog-partition":          "resource invalid",
+		"redsync-clock-jump":          "lock-promise invalid",
+	}
+	got := map[string]Scenario{}
+	for _, s := range Catalogue() {
+		got[s.Name] = s
+	}
+	for name, headline := range want {
+		s, ok := got[name]
+		if !ok {
+			t.Errorf("scenario %s missing from the catalogue", name)
+			continue
+		}
+		if headline == "valid" {
+			if s.Expect.String() != "valid" {
+				t.Errorf("%s: expected %q, want valid", name, s.Expect)
+			}
+			continue
+		}
+		checkerName, verdict, _ := strings.Cut(headline, " ")
+		if v := s.Expect.Of(checkerName); string(v) != verdict {
+			t.Errorf("%s: expects %s %s, want %s", name, checkerName, v, verdict)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("catalogue has %d scenarios, want %d", len(got), len(want))
+	}
+}
+
+func TestScenariosAreWellFormed(t *testing.T) {
+	reg := locks.Builtin()
+	nems := map[string]bool{}
+	for _, n := range nemesis.Known() {
+		nems[n.Name] = true
+	}
+	seen := map[string]bool{}
+	var total time.Duration
+	for _, s := range Catalogue() {
+		t.Run(s.Name, func(t *testing.T) {
+			if seen[s.Name] {
+				t.Errorf("duplicate name")
+			}
+			seen[s.Name] = true
+			info, err := reg.Lookup(s.Lock)
+			if err != nil {
+				t.Errorf("lock: %v", err)
+			}
+			for _, field := range []struct{ name, v string }{{"summary", s.Summary}, {"source", s.Source}, {"explanation", s.Explanation}} {
+				if strings.TrimSpace(field.v) == "" {
+					t.Errorf("no %s", field.name)
+				}
+			}
+			if strings.Contains(s.Summary, "\n") {
+				t.Errorf("summary is more than one line")
+			}
+			for _, n := range checkerNames {
+				switch s.Expect.Of(n) {
+				case checker.Valid, checker.Invalid:
+				default:
+					t.Errorf("expected verdict of %s is %q, want valid or invalid", n, s.Expect.Of(n))
+				}
+			}
+			if len(s.Run.Script) == 0 {
+				t.Errorf("no script: a scenario is a scripted fault schedule")
+			}
+			if len(s.Run.Nemesis.Names) > 0 {
+				t.Errorf("random nemeses %v: a scenario must be deterministic", s.Run.Nemesis.Names)
+			}
+			last := time.Duration(-1)
+			for i, st := range s.Run.Script {
+				if !nems[st.Nemesis] {
+					t.Errorf("step %d: unknown nemesis %q", i+1, st.Nemesis)
+				}
+				if st.Action == "" {
+					t.Errorf("step %d: no action", i+1)
+				}
+				if st.At < last {
+					t.Errorf("step %d at %v comes before step %d at %v", i+1, st.At, i, last)
+				}
+				last = st.At
+				if st.At >= s.Run.TimeLimit {
+					t.Errorf("step %d at %v is after the run phase (%v)", i+1, st.At, s.Run.TimeLimit)
+				}
+				if fp := st.Params["failpoint"]; fp != "" && !contains(info.Failpoints, fp) {
+					t.Errorf("step %d: lock %s has no failpoint %q (it has %v)", i+1, s.Lock, fp, info.Failpoints)
+				}
+				if st.Nemesis == "clock" && !s.Run.Cluster.Faketime {
+					t.Errorf("step %d: clock fault without Cluster.Faketime", i+1)
+				}
+			}
+			if s.Run.Seed == 0 {
+				t.Errorf("no fixed seed")
+			}
+			w := s.Run.Workload
+			if w.Clients < 2 || w.Clients > 3 || w.Keys != 1 {
+				t.Errorf("workload has %d clients and %d keys; scenarios use 2–3 clients on one key", w.Clients, w.Keys)
+			}
+			// The run and recovery phases must leave room for setup, heal and
+			// check within the budget: 10s, 20s with Sentinel.
+			budget := 7 * time.Second
+			if s.Sentinel() {
+				budget = 9 * time.Second
+			}
+			if s.Duration() > budget {
+				t.Errorf("scripted length %v exceeds %v", s.Duration(), budget)
+			}
+			total += s.Duration()
+			cfg := s.RunConfig("somewhere")
+			if cfg.Lock != s.Lock || cfg.Test != s.Name || cfg.Scenario != s.Name || cfg.Expected[checker.LockPromise] == "" ||
+				cfg.Command != "harness scenario run "+s.Name || cfg.Store != "somewhere" || cfg.Explanation != s.Explanation {
+				t.Errorf("RunConfig does not label the run: %+v", cfg)
+			}
+		})
+	}
+	if total > 3*time.Minute {
+		t.Errorf("scripted length of the catalogue %v, want well under 4 minutes", total)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRunConfigCopiesTheScript(t *testing.T) {
+	s, err := Lookup("redlock-clock-jump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.RunConfig("x")
+	cfg.Script[0].At = time.Hour
+	if s.Run.Script[0].At == time.Hour {
+		t.Fatal("RunConfig shares the scenario's script")
+	}
+}
+
+func TestLookupUnknown(t *testing.T) {
+	_, err := Lookup("no-such-scenario")
+	var ue *UnknownError
+	if !errors.As(err, &ue) || len(ue.Known) != len(Catalogue()) || !strings.Contains(err.Error(), "redlock-clock-jump") {
+		t.Fatalf("Lookup of an unknown name: %v", err)
+	}
+}
+
+func TestExpectString(t *testing.T) {
+	for _, c := range []struct {
+		e    Expect
+		want string
+	}{
+		{Expect{valid, valid, valid}, "valid"},
+		{Expect{invalid, invalid, valid}, "lock-promise invalid, resource invalid"},
+		{Expect{valid, valid, invalid}, "liveness invalid"},
+	} {
+		if got := c.e.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
+		}
+	}
+}
+
+func TestOutcomePass(t *testing.T) {
+	s := Scenario{Expect: Expect{invalid, valid, valid}}
+	o := Outcome{Scenario: s, Observed: map[string]checker.Verdict{
+		checker.LockPromise: checker.Invalid, checker.Resource: checker.Valid, checker.Liveness: checker.Valid}}
+	if !o.Pass() || o.ObservedString() != "lock-promise invalid" {
+		t.Fatalf("pass %v, observed %q", o.Pass(), o.ObservedString())
+	}
+	// A checker the scenario expects valid must be valid: unknown is not.
+	o.Observed[checker.Liveness] = checker.Unknown
+	if o.Pass() {
+		t.Fatal("unknown liveness passed an expectation of valid")
+	}
+	delete(o.Observed, checker.Resource)
+	if o.ObservedString() != "no verdict" {
+		t.Fatalf("observed %q with a missing checker", o.ObservedString())
+	}
+}
