@@ -224,6 +224,9 @@ func Normalize(res checker.Result) checker.Result {
 	if res.Violations == nil {
 		res.Violations = []checker.Violation{}
 	}
+	if res.Checkers == nil {
+		res.Checkers = map[string]checker.CheckResult{}
+	}
 	if res.Counts == nil {
 		res.Counts = map[string]map[string]int{}
 	}
