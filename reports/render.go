@@ -115,22 +115,44 @@ func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res
 	return nil
 }
 
-// zoomed lists the violations (indexes) that get a close-up: the fatal
-// ones first, then the harmless findings, MaxZooms at most, in the order
-// of the list.
+// zoomed lists the violations (indexes) that get a close-up, MaxZooms at
+// most: the most telling first (see rank), the longest of those first,
+// then in the order of the list.
+// The first is the one the report shows next to the overview.
 func (v *runView) zoomed() []int {
-	var fatal, other []int
-	for i, vi := range v.res.Violations {
-		if vi.Fatal {
-			fatal = append(fatal, i)
-		} else {
-			other = append(other, i)
-		}
+	out := make([]int, len(v.res.Violations))
+	for i := range out {
+		out[i] = i
 	}
-	out := append(fatal, other...)
-	out = out[:min(len(out), MaxZooms)]
-	slices.Sort(out)
-	return out
+	slices.SortStableFunc(out, func(a, b int) int {
+		va, vb := v.res.Violations[a], v.res.Violations[b]
+		// Among equals, the longest is the easiest to see.
+		return cmp.Or(cmp.Compare(rank(va), rank(vb)), cmp.Compare(vb.End-vb.Start, va.End-va.Start))
+	})
+	return out[:min(len(out), MaxZooms)]
+}
+
+// rank orders findings by how much they tell a reader about the lock: a
+// broken promise (two holders, a release of someone else's lock) first,
+// then a lock that stopped working, then damage to the protected resource,
+// then harmless findings.
+func rank(vi checker.Violation) int {
+	if !vi.Fatal {
+		return 9
+	}
+	switch vi.Kind {
+	case checker.KindOverlap:
+		return 0
+	case checker.KindForeignRelease:
+		return 1
+	case checker.KindNonLinearizable:
+		return 2
+	case checker.KindUnavailable:
+		return 3
+	case checker.KindLostUpdate:
+		return 4
+	}
+	return 5
 }
 
 // zoomWindow is the close-up of violation i: the span from the earliest to
@@ -534,6 +556,33 @@ func checkerDetails(cr checker.CheckResult) string {
 	return strings.Join(parts, "; ")
 }
 
+// overlapCause explains an overlap by the foreign release that let the
+// second holder in, when there is one: the release on the same key by a
+// third process, during the first holder's claim, just before the second
+// acquired.
+func (v *runView) overlapCause(ov checker.Violation) string {
+	if ov.Kind != checker.KindOverlap {
+		return ""
+	}
+	var best *checker.Violation
+	for i := range v.res.Violations {
+		fr := &v.res.Violations[i]
+		if fr.Kind != checker.KindForeignRelease || fr.Key != ov.Key || fr.Start > ov.Start {
+			continue
+		}
+		if len(fr.Processes) < 2 || !slices.Contains(ov.Processes, fr.Processes[1]) {
+			continue
+		}
+		if best == nil || fr.Start > best.Start {
+			best = fr
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return ViolationWords(*best, v.faults)
+}
+
 // headline is the one sentence a newcomer reads first.
 func (v *runView) headline() string {
 	lock := orSome(v.meta.Lock, "the lock")
@@ -542,9 +591,19 @@ func (v *runView) headline() string {
 	}
 	switch v.res.Verdict {
 	case checker.Invalid:
-		for _, vi := range v.res.Violations {
-			if vi.Fatal {
-				return fmt.Sprintf("%s broke its promise: %s", lock, ViolationWords(vi, v.faults))
+		if z := v.zoomed(); len(z) > 0 && v.res.Violations[z[0]].Fatal {
+			vi := v.res.Violations[z[0]]
+			words := ViolationWords(vi, v.faults)
+			switch vi.Checker {
+			case "lock-promise":
+				if cause := v.overlapCause(vi); cause != "" {
+					words = strings.TrimSuffix(words, ".") + ". Why: " + cause
+				}
+				return fmt.Sprintf("%s broke its promise: %s", lock, words)
+			case "liveness":
+				return fmt.Sprintf("%s stopped being available: %s", lock, words)
+			default:
+				return fmt.Sprintf("%s kept its promise, but the data it protects was damaged: %s", lock, words)
 			}
 		}
 		return lock + " failed a check: see below."

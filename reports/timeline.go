@@ -434,7 +434,10 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 				overlap = overlap || vi.Fatal
 				continue
 			}
-			if e > vi.Start {
+			// A finding's span (a lost update from the first read to the
+			// second write) is underlined only in its own close-up: drawn
+			// for every finding it would bury the holds under red lines.
+			if hl := win.Highlight; e > vi.Start && hl != nil && hl.Kind == vi.Kind && hl.Key == vi.Key && hl.Start == vi.Start && hl.End == vi.End {
 				s.rect(seconds(vi.Start), seconds(e), y-0.42, y-0.3, col, 2)
 			}
 			s.glyph(seconds(vi.Start), y+0.15, draw.TriangleGlyph{}, 3.5, col)
