@@ -78,7 +78,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Lock, "lock", "", "lock under test (see `harness locks`)")
+	f.StringVar(&cfg.Lock, "lock", "", "lock under test (see: harness locks)")
 	f.IntVar(&cfg.Nodes, "nodes", 0, "independent Redis nodes (default: 1, or 5 for Redlock-style locks)")
 	f.IntVar(&cfg.Workload.Clients, "clients", 5, "concurrent clients")
 	f.IntVar(&cfg.Workload.Keys, "keys", 1, "lock keys the clients compete for")
@@ -100,7 +100,7 @@ func newRunCmd() *cobra.Command {
 // addFaultFlags adds the flags that choose faults and the topology they
 // need.
 func addFaultFlags(f *pflag.FlagSet, cfg *lockharness.Config) {
-	f.StringSliceVar(&cfg.Nemesis.Names, "nemesis", nil, "faults to inject, comma-separated (see `harness nemeses`)")
+	f.StringSliceVar(&cfg.Nemesis.Names, "nemesis", nil, "faults to inject, comma-separated (see: harness nemeses)")
 	f.DurationVar(&cfg.Nemesis.Interval, "nemesis-interval", 5*time.Second, "quiet time before each fault, and how long it lasts")
 	f.StringVar(&cfg.Cluster.Topology, "topology", "", "independent (N masters) or replicated (master + replicas; default with --nemesis failover)")
 	f.IntVar(&cfg.Cluster.Replicas, "replicas", 0, "replicas of a replicated topology (default 2)")
