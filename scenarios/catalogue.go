@@ -83,14 +83,15 @@ func crashRun(steps ...nemesis.Step) lockharness.Config {
 	}
 }
 
-// releaseRun: three clients, TTL 1s, sections of 600ms. A (0–600ms) is
-// paused 800ms at its safe point: its lease runs out at 1.0s, B takes the
-// lock at 1.0s, A wakes at 1.4s, writes and releases while B still works
-// (until 1.6s).
+// releaseRun: three clients, TTL 1s, sections of 600ms. A (0–600ms)
+// writes in time and is then paused 800ms before its release (the pause
+// point after the write): its lease runs out at 1.0s, B takes the lock at
+// 1.0s, A wakes at 1.4s and releases while B still works (until 1.6s).
 func releaseRun() lockharness.Config {
 	return lockharness.Config{
-		Workload:  workload(3, time.Second, 600*ms, time.Second),
-		Script:    []nemesis.Step{holderPause(200*ms, 800*ms)},
+		Workload: workload(3, time.Second, 600*ms, time.Second),
+		Script: []nemesis.Step{at(200*ms, "client-pause", "holder", nil,
+			map[string]string{"duration": (800 * ms).String(), "at": string(nemesis.PauseAfterWrite)})},
 		TimeLimit: 2500 * ms, Recovery: 1500 * ms, Seed: 1,
 	}
 }
@@ -231,15 +232,14 @@ func Catalogue() []Scenario {
 		},
 		{
 			Name: "wrong-release", Lock: "set-nx-ex",
-			Summary: "A outlives its lease; its DEL deletes B's lock and C acquires while B holds",
+			Summary: "A pauses after its write, its lock expires, B acquires, A's DEL deletes B's lock, C acquires while B holds",
 			Source:  distlock + `, "Correct Implementation with a Single Instance" (why the value must be random)`,
-			Explanation: `A is paused for 800ms inside its critical section; its lease (1s) runs out, and B takes the lock. ` +
-				`A wakes up, writes and releases with DEL, which deletes whatever is at the key: B's lock. C acquires at ` +
-				`once, while B is still working: two holders. The lock promise is broken by the release itself. ` +
-				`The resource loses an update too: A read the counter before its pause and wrote after B had read it ` +
-				`(the harness's pause strikes between a client's read and its write, so A's late release always ` +
-				`comes with a late write). Fix: a random token per holder and a release that deletes only its own token ` +
-				`(see token-release); for the late write, fencing (gc-pause-fenced).`,
+			Explanation: `A writes in time, then is paused for 800ms before it releases; its lease (1s) runs out and B ` +
+				`takes the lock. A wakes up and releases with DEL, which deletes whatever is at the key: B's lock. C ` +
+				`acquires at once, while B is still working: two holders, and the lock promise is broken by the ` +
+				`release itself. B and C both read the counter before either wrote it, so an update is lost too: ` +
+				`that is the lock's fault here, not a late write (A's write was in time). ` +
+				`Fix: a random token per holder and a release that deletes only its own token (token-release).`,
 			Expect: Expect{invalid, invalid, valid},
 			Run:    releaseRun(),
 		},
@@ -249,11 +249,9 @@ func Catalogue() []Scenario {
 			Source:  distlock + `, "Correct Implementation with a Single Instance"`,
 			Explanation: `The same schedule as wrong-release, but each grant has a random token and the release is a Lua ` +
 				`script that deletes the key only if it still holds the caller's token. A's late release finds B's token ` +
-				`and is refused; B keeps the lock, C waits: the lock promise holds. What the token cannot fix is A's ` +
-				`late write: A read the counter before its pause and wrote it after B had read it, so one update is ` +
-				`lost. That is the GC-pause problem (gc-pause-stale-write), which only fencing tokens checked by the ` +
-				`storage solve (gc-pause-fenced).`,
-			Expect: Expect{valid, invalid, valid},
+				`and is refused; B keeps the lock, C waits its turn: one holder at a time, no update lost. (A late ` +
+				`write, rather than a late release, is another matter: see gc-pause-stale-write.)`,
+			Expect: Expect{valid, valid, valid},
 			Run:    releaseRun(),
 		},
 		{
@@ -416,7 +414,7 @@ func Catalogue() []Scenario {
 			Name: "redlock-pause-after-check", Lock: "redlock",
 			Summary: "A pauses after the validity check, before using the lock: its write loses B's update",
 			Source:  kleppmann + `, "Protecting a resource with a lock"; ` + antirez,
-			Explanation: `A client passes Redlock's validity check and then stops for 1.5s (failpoint ` +
+			Explanation: `A client passes Redlock's validity check and then stops for 1.4s (failpoint ` +
 				locks.FailpointAfterValidityCheck + `) with a 1s lease, before it starts its critical section. By the ` +
 				`time it reads and writes the counter its lease has ended, and the other client, which acquired after ` +
 				`the expiry, has read the same value: one update is lost. No check inside the lock can catch a pause ` +
@@ -425,10 +423,14 @@ func Catalogue() []Scenario {
 				`(redlock-fenced).`,
 			Expect: Expect{valid, invalid, valid},
 			Run: lockharness.Config{
-				Nodes:     5,
-				Workload:  workload(2, time.Second, time.Second, time.Second),
-				Script:    []nemesis.Step{failpointPause(200*ms, locks.FailpointAfterValidityCheck, 1500*ms)},
-				TimeLimit: 4 * time.Second, Recovery: 1500 * ms, Seed: 1,
+				Nodes: 5,
+				// The first section runs 0–0.8s; the next grant (s = 0.8s) pauses
+				// 1.4s after the check and returns at 2.2s; its keys expired at
+				// 1.8s, when the other client took the lock; that one writes at
+				// 2.6s, after the late client has read the same value.
+				Workload:  workload(2, time.Second, 800*ms, time.Second),
+				Script:    []nemesis.Step{failpointPause(200*ms, locks.FailpointAfterValidityCheck, 1400*ms)},
+				TimeLimit: 3500 * ms, Recovery: 1500 * ms, Seed: 1,
 			},
 		},
 		{
@@ -436,16 +438,19 @@ func Catalogue() []Scenario {
 			Summary: "the same late use of a lease with a fencing token checked by the storage: rejected",
 			Source:  kleppmann + `, "Making the lock safe with fencing"`,
 			Explanation: `The schedule of redlock-pause-after-check: a client's lease runs out before it uses it (here it ` +
-				`stops 1.5s inside its critical section), the other client acquires and writes. The lock hands out a ` +
+				`stops 1.4s inside its critical section), the other client acquires and writes. The lock hands out a ` +
 				`fencing token that grows with every grant, and the storage refuses a write whose token is older than ` +
 				`one it has seen: the late write is rejected and nothing is lost. Redlock itself produces no such ` +
 				`number (its token is random, and its five counters are not a consensus), which is Kleppmann's ` +
 				`objection; the fix needs a lock with a monotonic token, here the single-node fenced lock.`,
 			Expect: Expect{valid, valid, valid},
 			Run: lockharness.Config{
-				Workload:  workload(2, time.Second, time.Second, time.Second),
-				Script:    []nemesis.Step{holderPause(1200*ms, 1500*ms)},
-				TimeLimit: 4 * time.Second, Recovery: 1500 * ms, Seed: 1,
+				// The second section runs 0.8–1.6s; its holder is paused 1.4s at
+				// its safe point; its lease ends at 1.8s, the other client
+				// takes the lock and writes at 2.6s; the late write comes at 3.0s.
+				Workload:  workload(2, time.Second, 800*ms, time.Second),
+				Script:    []nemesis.Step{holderPause(time.Second, 1400*ms)},
+				TimeLimit: 3500 * ms, Recovery: 1500 * ms, Seed: 1,
 			},
 		},
 		{

@@ -21,7 +21,7 @@ func TestCatalogueIsComplete(t *testing.T) {
 		"setnx-expire-crash-gap":      "liveness invalid",
 		"set-nx-ex-crash":             "valid",
 		"wrong-release":               "lock-promise invalid",
-		"token-release":               "lock-promise valid",
+		"token-release":               "valid",
 		"gc-pause-stale-write":        "resource invalid",
 		"gc-pause-fenced":             "valid",
 		"failover-lost-lock":          "lock-promise invalid",
