@@ -1,0 +1,148 @@
+package workloads_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+// start runs a mutex workload of the token lock on a real node until the
+// returned stop function is called; it returns the workload and the
+// history recorder.
+func start(t *testing.T, cfg workloads.Config) (*workloads.Mutex, *history.Recorder, func()) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: runs redis-server")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server is not on PATH: apt-get install -y redis-server redis-sentinel (or make deps)")
+	}
+	ctx := context.Background()
+	c, err := cluster.Up(ctx, cluster.Config{Nodes: 1, Clients: cfg.Clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Down() })
+	storage := cluster.NewRedisClient(c.StorageAddr(), cluster.ClientOptions{})
+	t.Cleanup(func() { _ = storage.Close() })
+	nodes := make([][]locks.Node, cfg.Clients)
+	for i := range nodes {
+		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
+		t.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
+	}
+	info, err := locks.Builtin().Lookup("token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := history.NewRecorder(history.NewClock(), &bytes.Buffer{})
+	t.Cleanup(func() { _ = rec.Close() })
+	m, err := workloads.NewMutex(cfg, workloads.Env{Recorder: rec, Lock: info, Storage: storage,
+		Nodes: func(slot int) []locks.Node { return nodes[slot] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, stop) }()
+	return m, rec, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("workload: %v", err)
+		}
+	}
+}
+
+// waitHolder retries until some client holds a lock (bounded).
+func waitHolder(t *testing.T, try func() (history.Process, bool)) history.Process {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if p, ok := try(); ok {
+			return p
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal("no client held a lock within a second")
+	return 0
+}
+
+func TestPauseHolderStrikesWhereAsked(t *testing.T) {
+	for _, at := range []nemesis.PausePoint{nemesis.PauseBeforeWrite, nemesis.PauseAfterWrite} {
+		t.Run(string(at), func(t *testing.T) {
+			m, rec, stop := start(t, workloads.Config{Clients: 2, TTL: time.Second, Hold: 20 * time.Millisecond})
+			p := waitHolder(t, func() (history.Process, bool) { return m.PauseHolder(context.Background(), 300*time.Millisecond, at) })
+			time.Sleep(700 * time.Millisecond)
+			stop()
+			ops := rec.Ops()
+			var pauseAt = -1
+			for i, op := range ops {
+				if op.Process == p && op.F == history.FPause && op.Type == history.Invoke {
+					pauseAt = i
+					break
+				}
+			}
+			if pauseAt < 0 {
+				t.Fatalf("process %d never paused", p)
+			}
+			// The event of p just before its pause says where it struck.
+			prev := history.Op{}
+			for i := pauseAt - 1; i >= 0; i-- {
+				if ops[i].Process == p {
+					prev = ops[i]
+					break
+				}
+			}
+			want := history.FRead
+			if at == nemesis.PauseAfterWrite {
+				want = history.FWrite
+			}
+			if prev.F != want || prev.Type != history.OK {
+				t.Fatalf("pause %s came after %s %s, want after %s ok", at, prev.F, prev.Type, want)
+			}
+		})
+	}
+}
+
+// A crashed client never releases its lock; its slot goes on as a new
+// process.
+func TestCrashHolderAbandonsItsLock(t *testing.T) {
+	m, rec, stop := start(t, workloads.Config{Clients: 2, TTL: 300 * time.Millisecond, Hold: 20 * time.Millisecond})
+	p := waitHolder(t, func() (history.Process, bool) { return m.CrashHolder(context.Background()) })
+	time.Sleep(600 * time.Millisecond)
+	stop()
+	crashed, after := false, false
+	maxProcess := history.Process(0)
+	for _, op := range rec.Ops() {
+		if op.Process > maxProcess {
+			maxProcess = op.Process
+		}
+		if op.Process != p {
+			continue
+		}
+		if crashed {
+			after = true
+		}
+		if op.F == history.FCrash && op.Type == history.Info {
+			crashed = true
+		}
+		if crashed && op.F == history.FRelease {
+			t.Fatalf("crashed process %d released: %v", p, op)
+		}
+	}
+	if !crashed {
+		t.Fatalf("process %d has no crash event", p)
+	}
+	if after {
+		t.Errorf("process %d did something after it crashed", p)
+	}
+	if maxProcess < 2 {
+		t.Errorf("no new process replaced the crashed one (highest process %d)", maxProcess)
+	}
+}
