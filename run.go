@@ -104,8 +104,11 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Workload.Seed = c.Seed
 	c.Nemesis.Seed = c.Seed
-	// Clock faults need every node under libfaketime; failover needs
-	// replicas.
+	// Clock faults need every node under libfaketime; failover, and a lock
+	// that waits for replicas, need a master with replicas.
+	if info, err := c.Registry.Lookup(c.Lock); err == nil && info.NeedsReplicas && c.Cluster.Topology == "" {
+		c.Cluster.Topology = cluster.Replicated
+	}
 	for _, n := range c.Nemesis.Names {
 		switch n {
 		case "clock":
@@ -159,6 +162,17 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("recovery must not be negative, got %v", c.Recovery)
 	case c.CheckTimeout < 0:
 		return info, 0, usage("check timeout must not be negative, got %v", c.CheckTimeout)
+	}
+	if c.Cluster.Topology == cluster.Replicated {
+		// One master with replicas: a lock over independent nodes has no
+		// place here.
+		if c.Nodes > 1 || info.MinNodes > 1 || (info.MaxNodes == 0 && c.Nodes == 0) {
+			return info, 0, usage("lock %s runs on independent nodes, but the topology is replicated (one master with replicas, chosen by --topology or --nemesis failover): use a single-node lock such as token, or --topology independent", info.Name)
+		}
+		return info, 1, nil
+	}
+	if info.NeedsReplicas {
+		return info, 0, usage("lock %s needs a master with replicas: add --topology replicated (or --nemesis failover)", info.Name)
 	}
 	nodes := c.Nodes
 	if nodes == 0 {

@@ -73,6 +73,9 @@ type Info struct {
 	MinNodes, MaxNodes int
 	// Fenced is true when leases carry a fencing token.
 	Fenced bool
+	// NeedsReplicas is true for a lock that only works against a master
+	// with replicas (WAIT): the harness runs it on a replicated topology.
+	NeedsReplicas bool
 	// Failpoints lists the failpoint names the lock honours.
 	Failpoints []string
 	New        Factory

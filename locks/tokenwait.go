@@ -10,10 +10,11 @@ import (
 )
 
 var tokenWaitInfo = Info{
-	Name:        "token-wait",
-	Description: "token plus WAIT 1 on the same connection: the acquire fails unless a replica acknowledged the SET",
-	MaxNodes:    1,
-	New:         newTokenWaitLock,
+	Name:          "token-wait",
+	Description:   "token plus WAIT 1 on the same connection: the acquire fails unless a replica acknowledged the SET",
+	MaxNodes:      1,
+	NeedsReplicas: true,
+	New:           newTokenWaitLock,
 }
 
 // tokenWaitLock is the token lock that asks for the grant to reach a replica

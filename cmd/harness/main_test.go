@@ -66,6 +66,8 @@ func TestBadInput(t *testing.T) {
 		{"zero keys", []string{"run", "--lock", "token", "--keys", "0", "--store", store}, "--keys must be at least 1"},
 		{"zero ttl", []string{"run", "--lock", "token", "--ttl", "0s", "--store", store}, "--ttl must be positive"},
 		{"unknown nemesis", []string{"run", "--lock", "token", "--nemesis", "meteor", "--store", store}, "unknown nemesis \"meteor\""},
+		{"multi-node lock on replicas", []string{"run", "--lock", "redlock", "--nemesis", "failover", "--store", store}, "topology is replicated"},
+		{"replica lock on independent nodes", []string{"run", "--lock", "token-wait", "--topology", "independent", "--store", store}, "needs a master with replicas"},
 		{"bad seed", []string{"run", "--lock", "token", "--seed", "-3", "--store", store}, "invalid argument"},
 		{"negative time limit", []string{"run", "--lock", "token", "--time-limit", "-5s", "--store", store}, "--time-limit must be positive"},
 		{"pause rate", []string{"run", "--lock", "token", "--client-pause", "1s", "--client-pause-rate", "2", "--store", store}, "between 0 and 1"},
