@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"slices"
@@ -73,7 +74,7 @@ func buildClaims(p *prepared) map[string][]claim {
 	}
 	out := map[string][]claim{}
 	for k, evs := range events {
-		slices.SortFunc(evs, func(a, b claimEvent) int { return cmpInt(a.at.i, b.at.i) })
+		slices.SortFunc(evs, func(a, b claimEvent) int { return cmp.Compare(a.at.i, b.at.i) })
 		var cur *claim
 		var lastRelease *instant
 		closeAt := func(t instant, rel int64) {
@@ -122,7 +123,7 @@ func buildClaims(p *prepared) map[string][]claim {
 	}
 	for _, cs := range out {
 		slices.SortFunc(cs, func(a, b claim) int {
-			return cmpInt(a.grant, b.grant) // index order is start order
+			return cmp.Compare(a.grant, b.grant) // index order is start order
 		})
 	}
 	return out

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +49,7 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 		return linResult{res: porcupine.Ok}
 	}
 	ops = slices.Clone(ops)
-	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmpInt(a.Call, b.Call) })
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 	deadline := time.Now().Add(timeout)
 	step := model.Step
 	model.Step = func(s, in, out any) (bool, any) {

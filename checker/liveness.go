@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +13,7 @@ type span struct{ a, b int64 } // [a, b)
 
 // union merges spans into disjoint sorted ones.
 func union(ss []span) []span {
-	slices.SortFunc(ss, func(x, y span) int { return cmpInt(x.a, y.a) })
+	slices.SortFunc(ss, func(x, y span) int { return cmp.Compare(x.a, y.a) })
 	var out []span
 	for _, s := range ss {
 		if s.b <= s.a {

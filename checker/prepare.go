@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -67,9 +68,9 @@ func unusable(format string, args ...any) error {
 // process does nothing afterwards. An invocation without completion (a
 // killed run) is an unknown outcome.
 func prepare(ops []history.Op) (*prepared, error) {
-	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmpInt(a.Index, b.Index) }) {
+	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
 		ops = slices.Clone(ops)
-		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmpInt(a.Index, b.Index) })
+		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
 	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, len(ops)/2+1)}
 	if len(ops) > 0 {
@@ -189,16 +190,6 @@ func counts(ops []history.Op, p *prepared) map[string]map[string]int {
 		}
 	}
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // secs renders run-clock nanoseconds as seconds for sentences.

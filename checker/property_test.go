@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -114,7 +115,7 @@ func TestChunkedPorcupineAgreesWithWhole(t *testing.T) {
 
 func sortedByCall(ops []porcupine.Operation) []porcupine.Operation {
 	out := slices.Clone(ops)
-	slices.SortStableFunc(out, func(a, b porcupine.Operation) int { return cmpInt(a.Call, b.Call) })
+	slices.SortStableFunc(out, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 	return out
 }
 

@@ -117,14 +117,14 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 			lo, hi := int64(accepted), int64(accepted+unknownW)
 			if s.Read < lo || s.Read > hi {
 				invalid = true
-				want := fmt.Sprintf("%d accepted writes", accepted)
+				want := fmt.Sprintf("%d writes of counter+1", accepted)
 				if unknownW > 0 {
 					want += fmt.Sprintf(" (and %d more of unknown outcome, so %d to %d)", unknownW, lo, hi)
 				}
 				vs = append(vs, Violation{
 					Checker: "resource", Kind: KindFinalCount, Key: key, Processes: []int{s.Process},
 					Start: s.Start, End: s.End, Events: []int64{s.ReadIndex}, Fatal: true,
-					Description: fmt.Sprintf("the final read of %s's counter found %d, but storage accepted %s", key, s.Read, want),
+					Description: fmt.Sprintf("the final read of %s's counter found %d, but storage accepted %s: updates were lost", key, s.Read, want),
 				})
 			}
 		}

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -86,18 +87,8 @@ func nemesisActions(ops []history.Op) []nemesisAction {
 		}
 	}
 	// Order by when each took effect, so stops come after their starts.
-	slices.SortStableFunc(acts, func(a, b nemesisAction) int { return cmpInt(a.End, b.End) })
+	slices.SortStableFunc(acts, func(a, b nemesisAction) int { return cmp.Compare(a.End, b.End) })
 	return acts
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // faultStarts maps the nemesis functions that start a fault to the fault's
@@ -207,7 +198,7 @@ func Faults(ops []history.Op) []Fault {
 			out = append(out, f)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Fault) int { return cmpInt(a.Start, b.Start) })
+	slices.SortStableFunc(out, func(a, b Fault) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }
 

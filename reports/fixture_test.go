@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -71,7 +72,7 @@ func (b *builder) failedAcquire(p int, key string, t int64, typ history.Type) {
 }
 
 func (b *builder) build() []history.Op {
-	slices.SortStableFunc(b.ops, func(a, c history.Op) int { return cmpInt(a.Time, c.Time) })
+	slices.SortStableFunc(b.ops, func(a, c history.Op) int { return cmp.Compare(a.Time, c.Time) })
 	for i := range b.ops {
 		b.ops[i].Index = int64(i)
 	}

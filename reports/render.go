@@ -120,16 +120,24 @@ func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res
 // then in the order of the list.
 // The first is the one the report shows next to the overview.
 func (v *runView) zoomed() []int {
-	out := make([]int, len(v.res.Violations))
+	out := MostTelling(v.res.Violations)
+	return out[:min(len(out), MaxZooms)]
+}
+
+// MostTelling returns the indexes of vs, the most telling first: by rank
+// (a broken promise, then a lock that stopped working, then damage to the
+// protected data, then harmless findings), the longest first among equals
+// (the easiest to see), then in the order of vs.
+func MostTelling(vs []checker.Violation) []int {
+	out := make([]int, len(vs))
 	for i := range out {
 		out[i] = i
 	}
 	slices.SortStableFunc(out, func(a, b int) int {
-		va, vb := v.res.Violations[a], v.res.Violations[b]
-		// Among equals, the longest is the easiest to see.
+		va, vb := vs[a], vs[b]
 		return cmp.Or(cmp.Compare(rank(va), rank(vb)), cmp.Compare(vb.End-vb.Start, va.End-va.Start))
 	})
-	return out[:min(len(out), MaxZooms)]
+	return out
 }
 
 // rank orders findings by how much they tell a reader about the lock: a

@@ -143,6 +143,37 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// printFindings prints at most limit findings, the most telling first
+// (as the report orders them): "!" for a violation, "·" for a finding
+// that did no harm (a stale write the storage rejected).
+func printFindings(w io.Writer, vs []checker.Violation, limit int) {
+	// The most telling of each kind first, so that a screen shows the
+	// whole story (an overlap and the release that caused it, the update
+	// that was lost), then the rest.
+	order := reports.MostTelling(vs)
+	var first, rest []int
+	seen := map[string]bool{}
+	for _, i := range order {
+		if k := vs[i].Kind; !seen[k] {
+			seen[k] = true
+			first = append(first, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	for n, i := range append(first, rest...) {
+		if n == limit {
+			fmt.Fprintf(w, "  … and %d more in results.json and the report\n", len(vs)-n)
+			return
+		}
+		mark := "!"
+		if !vs[i].Fatal {
+			mark = "·"
+		}
+		fmt.Fprintf(w, "  %s %s\n", mark, vs[i].Description)
+	}
+}
+
 // printSummary is the one-screen account of a run.
 func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(res.Verdict)), res.Meta.Test)
@@ -163,19 +194,7 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 		fmt.Fprintf(w, " %s %d/%d/%d", f, c["ok"], c["fail"], c["info"])
 	}
 	fmt.Fprintln(w, "  (ok/fail/info)")
-	shown := 0
-	for _, v := range res.Violations {
-		if shown == 8 {
-			fmt.Fprintf(w, "  … and %d more in results.json\n", len(res.Violations)-shown)
-			break
-		}
-		mark := "!"
-		if !v.Fatal {
-			mark = "·"
-		}
-		fmt.Fprintf(w, "  %s %s\n", mark, v.Description)
-		shown++
-	}
+	printFindings(w, res.Violations, 8)
 	if dir != "" {
 		fmt.Fprintf(w, "  report       %s\n", filepath.Join(dir, "index.html"))
 	}

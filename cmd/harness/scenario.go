@@ -182,27 +182,10 @@ func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err e
 		}
 		fmt.Fprintf(w, "  %-13s %-8s (expected %s)\n", n, got, s.Expect.Of(n))
 	}
-	// Findings: the fatal ones first ("!"), then those that did no harm
-	// ("·", a stale write the storage rejected), which are often the
-	// point of a scenario whose verdict is valid.
-	shown := 0
-	for _, fatal := range []bool{true, false} {
-		for _, v := range o.Result.Violations {
-			if v.Fatal != fatal {
-				continue
-			}
-			if shown == 4 {
-				fmt.Fprintln(w, "  … more in the report")
-				break
-			}
-			mark := "!"
-			if !v.Fatal {
-				mark = "·"
-			}
-			fmt.Fprintf(w, "  %s %s\n", mark, v.Description)
-			shown++
-		}
-	}
+	// Findings, the most telling first; the harmless ones ("·", a stale
+	// write the storage rejected) are often the point of a scenario whose
+	// verdict is valid.
+	printFindings(w, o.Result.Violations, 4)
 	fmt.Fprintf(w, "  source       %s\n", s.Source)
 	fmt.Fprintln(w, wrap(s.Explanation, "  ", 92))
 	if o.Dir != "" {
