@@ -44,7 +44,7 @@ func (*clock) setup(_ context.Context, e *exec) error {
 }
 
 func (*clock) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
-	node := t.Nodes[rng.IntN(len(t.Nodes))]
+	node := t.randomNode(rng.IntN)
 	delta := cfg.ClockBump/10 + time.Duration(rng.Int64N(int64(cfg.ClockBump-cfg.ClockBump/10)+1))
 	delta = delta.Round(time.Millisecond)
 	if rng.IntN(2) == 0 {
@@ -75,11 +75,7 @@ func fmtSkew(d time.Duration) string {
 }
 
 func (k *clock) do(ctx context.Context, e *exec, s Step) error {
-	targets := s.Targets
-	if len(targets) == 0 {
-		targets = []string{e.topo.Nodes[e.rng.IntN(len(e.topo.Nodes))]}
-	}
-	nodes, err := e.nodes(targets)
+	nodes, err := e.targetNodes(s.Targets)
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,15 @@ func (e *exec) cluster() (*cluster.Cluster, error) {
 	return e.env.Cluster, nil
 }
 
+// targetNodes resolves a step's node targets, or picks one node at random
+// (from the run's seed) when the step names none.
+func (e *exec) targetNodes(targets []string) ([]*cluster.Server, error) {
+	if len(targets) == 0 {
+		targets = []string{e.topo.randomNode(e.rng.IntN)}
+	}
+	return e.nodes(targets)
+}
+
 // nodes resolves node targets: names, or the roles "master" and "replica"
 // (the first replica) of a replicated topology.
 func (e *exec) nodes(targets []string) ([]*cluster.Server, error) {

@@ -35,10 +35,7 @@ func (kill) setup(ctx context.Context, e *exec) error {
 }
 
 func (kill) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
-	target := t.Nodes[rng.IntN(len(t.Nodes))]
-	if t.Replicated && rng.IntN(2) == 0 {
-		target = "master"
-	}
+	target := t.randomNodeOrMaster(rng.IntN)
 	return []Step{
 		{Action: "kill", Targets: []string{target}},
 		{At: cfg.RestartDelay, Action: "restart", Targets: []string{target}},
@@ -52,11 +49,7 @@ func (kill) do(ctx context.Context, e *exec, s Step) error {
 	}
 	switch s.Action {
 	case "kill":
-		targets := s.Targets
-		if len(targets) == 0 {
-			targets = []string{e.topo.Nodes[e.rng.IntN(len(e.topo.Nodes))]}
-		}
-		nodes, err := e.nodes(targets)
+		nodes, err := e.targetNodes(s.Targets)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ func (latency) reset() {}
 func (latency) setup(context.Context, *exec) error { return nil }
 
 func (latency) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
-	node := t.Nodes[rng.IntN(len(t.Nodes))]
+	node := t.randomNode(rng.IntN)
 	targets := linkNames(t.nodeLinks(node))
 	params := map[string]string{"latency": cfg.Latency.String(), "jitter": cfg.Jitter.String()}
 	return []Step{
@@ -37,7 +37,7 @@ func (latency) do(ctx context.Context, e *exec, s Step) error {
 	switch s.Action {
 	case "start":
 		if len(targets) == 0 {
-			targets = linkNames(e.topo.nodeLinks(e.topo.Nodes[e.rng.IntN(len(e.topo.Nodes))]))
+			targets = linkNames(e.topo.nodeLinks(e.topo.randomNode(e.rng.IntN)))
 		}
 		lat, err := durParam(s.Params, "latency", e.cfg.Latency)
 		if err != nil {

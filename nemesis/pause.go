@@ -24,10 +24,7 @@ func (pause) reset() {}
 func (pause) setup(context.Context, *exec) error { return nil }
 
 func (pause) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
-	target := t.Nodes[rng.IntN(len(t.Nodes))]
-	if t.Replicated && rng.IntN(2) == 0 {
-		target = "master"
-	}
+	target := t.randomNodeOrMaster(rng.IntN)
 	return []Step{
 		{Action: "pause", Targets: []string{target}},
 		{At: cfg.PauseDuration, Action: "resume", Targets: []string{target}},
@@ -41,11 +38,7 @@ func (pause) do(ctx context.Context, e *exec, s Step) error {
 	}
 	switch s.Action {
 	case "pause":
-		targets := s.Targets
-		if len(targets) == 0 {
-			targets = []string{e.topo.Nodes[e.rng.IntN(len(e.topo.Nodes))]}
-		}
-		nodes, err := e.nodes(targets)
+		nodes, err := e.targetNodes(s.Targets)
 		if err != nil {
 			return err
 		}

@@ -31,6 +31,19 @@ func TopologyOf(c cluster.Config) Topology {
 
 func (t Topology) empty() bool { return len(t.Nodes) == 0 }
 
+// randomNode picks one node of the topology.
+func (t Topology) randomNode(intN func(int) int) string { return t.Nodes[intN(len(t.Nodes))] }
+
+// randomNodeOrMaster picks a node, or in a replicated topology, half the
+// time, whichever node is master when the step runs.
+func (t Topology) randomNodeOrMaster(intN func(int) int) string {
+	n := t.randomNode(intN)
+	if t.Replicated && intN(2) == 0 {
+		return "master"
+	}
+	return n
+}
+
 func clientName(i int) string { return fmt.Sprintf("c%d", i) }
 
 // link is a directed link by its ends.
