@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -92,6 +93,25 @@ func TestBadInput(t *testing.T) {
 	entries, _ := filepath.Glob(filepath.Join(store, "*", "*"))
 	if len(entries) != 0 {
 		t.Errorf("bad input left runs in the store: %v", entries)
+	}
+}
+
+// A busy port is an error that names the port and the way out, exit 2.
+func TestBusyPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs redis-server on PATH")
+	}
+	requireRedis(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	// Node n1 goes on base-port+1: make that the busy one.
+	code, _, stderr := runCLI(t, "run", "--lock", "token", "--base-port", strconv.Itoa(port-1), "--store", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, fmt.Sprintf("127.0.0.1:%d is in use", port)) || !strings.Contains(stderr, "--base-port") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -105,6 +105,7 @@ func addFaultFlags(f *pflag.FlagSet, cfg *lockharness.Config) {
 	f.StringVar(&cfg.Cluster.Topology, "topology", "", "independent (N masters) or replicated (master + replicas; default with --nemesis failover)")
 	f.IntVar(&cfg.Cluster.Replicas, "replicas", 0, "replicas of a replicated topology (default 2)")
 	f.StringVar(&cfg.Cluster.Failover, "failover", "", "replicated topology: sentinel (default) or manual (the harness promotes)")
+	f.IntVar(&cfg.Cluster.BasePort, "base-port", 0, "put node i on base-port+i (and the storage node, sentinels after them) instead of free ports")
 	f.StringVar(&cfg.Cluster.Persistence, "persistence", "", "lock nodes' persistence: none (default), aof-everysec or aof-always")
 	f.DurationVar(&cfg.Nemesis.RestartDelay, "restart-delay", 0, "how long a killed node stays down (antirez's delayed restart)")
 	f.DurationVar(&cfg.Nemesis.ClockBump, "clock-bump", time.Minute, "largest clock jump of the clock nemesis")
