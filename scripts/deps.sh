@@ -11,6 +11,7 @@ need=()
 command -v redis-server   >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v gcc            >/dev/null 2>&1 || need+=(gcc)
+[ -f /usr/include/dlfcn.h ]               || need+=(libc6-dev) # headers for the malloc shim
 command -v chromium       >/dev/null 2>&1 || need+=(chromium)
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then need+=(libfaketime); fi
 
