@@ -65,3 +65,38 @@ func TestMissingBinary(t *testing.T) {
 		t.Fatalf("got %v, want ErrMissingBinary", err)
 	}
 }
+
+// A server whose port another server took answers nobody: its start must
+// fail with ErrPortBusy, not take the other's PONG for its own.
+func TestStartOnTakenPortIsBusy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs redis-server")
+	}
+	bin, err := cluster.LookBinary("redis-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mk := func(name string) *cluster.Server {
+		dir := t.TempDir()
+		s := &cluster.Server{Name: name, Port: port, Binary: bin, Dir: dir, Config: cluster.RedisConfig(port, dir, name)}
+		t.Cleanup(func() { _ = s.Kill() })
+		return s
+	}
+	first := mk("first")
+	if err := first.Start(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	second := mk("second")
+	err = second.Start(ctx, true)
+	if !errors.Is(err, cluster.ErrPortBusy) {
+		t.Fatalf("start on a taken port: %v, want ErrPortBusy", err)
+	}
+	if pid, err := cluster.ServerPID(ctx, first.Addr(), time.Second); err != nil || pid != first.PID() {
+		t.Fatalf("ServerPID = %d, %v; want %d", pid, err, first.PID())
+	}
+}

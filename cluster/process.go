@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -150,7 +151,16 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	s.mu.Unlock()
 	for {
 		if err := Ping(ctx, s.Addr(), 200*time.Millisecond); err == nil {
-			return nil
+			// Someone answers: make sure it is our process. Between choosing
+			// a free port and binding it, another cluster's server may have
+			// taken it; then ours exits, and the PONG was the other's.
+			pid, err := ServerPID(ctx, s.Addr(), 200*time.Millisecond)
+			if err == nil && pid == s.PID() {
+				return nil
+			}
+			if err == nil {
+				return fmt.Errorf("start %s: %w: 127.0.0.1:%d answers as process %d, not ours (%d)", s.Name, ErrPortBusy, s.Port, pid, s.PID())
+			}
 		}
 		select {
 		case <-exit:
@@ -295,6 +305,42 @@ func Ping(ctx context.Context, addr string, timeout time.Duration) error {
 		return fmt.Errorf("unexpected reply %q", buf[:n])
 	}
 	return nil
+}
+
+// ServerPID asks the server at addr for its process id (INFO server).
+func ServerPID(ctx context.Context, addr string, timeout time.Duration) (int, error) {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	if !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("INFO server: unexpected reply %q", strings.TrimSpace(head))
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("INFO server: bad length in %q", strings.TrimSpace(head))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("INFO server: no process_id")
 }
 
 // FreePort asks the kernel for a free loopback port.
