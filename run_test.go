@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -139,5 +140,26 @@ func TestTokenClientPauseLosesUpdates(t *testing.T) {
 	}
 	if kinds[checker.KindLostUpdate] == 0 || kinds[checker.KindStaleWrite] == 0 {
 		t.Errorf("want lost updates and stale writes reported, got %v", kinds)
+	}
+}
+
+// Every built-in lock keeps every promise on a healthy topology: a false
+// "invalid" here would be a checker bug as much as a lock bug.
+func TestEveryLockValidWithoutFaults(t *testing.T) {
+	requireRedis(t)
+	t.Parallel()
+	for _, name := range locks.Builtin().Names() {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, lockharness.Config{
+				Lock: name, Seed: 2, TimeLimit: 2 * time.Second, Recovery: 500 * time.Millisecond,
+				Workload: workloads.Config{Clients: 5, Keys: 2, TTL: time.Second},
+			})
+			if res.Verdict != checker.Valid {
+				t.Fatalf("verdict %s, want valid: %+v; %+v", res.Verdict, res.Checkers, res.Violations)
+			}
+			if n := res.Counts["acquire"]["ok"]; n < 50 {
+				t.Errorf("only %d successful acquires in 2s", n)
+			}
+		})
 	}
 }
