@@ -11,7 +11,9 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -159,6 +161,48 @@ func TestEveryLockValidWithoutFaults(t *testing.T) {
 			}
 			if n := res.Counts["acquire"]["ok"]; n < 50 {
 				t.Errorf("only %d successful acquires in 2s", n)
+			}
+		})
+	}
+}
+
+// Every nemesis runs end to end through harness run: its faults are in the
+// history, everything is healed, and the run ends with a verdict (which
+// may be invalid: a clock jump does break a single-node lock).
+func TestEveryNemesisRuns(t *testing.T) {
+	requireRedis(t)
+	t.Parallel()
+	for _, n := range nemesis.Known() {
+		t.Run(n.Name, func(t *testing.T) {
+			store := t.TempDir()
+			out, err := lockharness.Run(context.Background(), lockharness.Config{
+				Lock: "token", Seed: 4, Store: store, TimeLimit: 3 * time.Second, Recovery: time.Second,
+				Nemesis:  nemesis.Config{Names: []string{n.Name}, Interval: time.Second},
+				Workload: workloads.Config{Clients: 3, TTL: time.Second, Hold: 10 * time.Millisecond},
+			})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if out.Results.Verdict == checker.Unknown {
+				t.Fatalf("verdict unknown: %+v", out.Results.Checkers)
+			}
+			h, err := history.ReadFile(filepath.Join(out.Dir, reports.HistoryFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			faults, healed := 0, false
+			for _, op := range h.Ops {
+				if op.Process != history.Nemesis || op.Type == history.Invoke {
+					continue
+				}
+				if op.F == history.FFinalHeal {
+					healed = op.Type == history.OK
+				} else if op.Type == history.OK {
+					faults++
+				}
+			}
+			if faults == 0 || !healed {
+				t.Fatalf("%d faults took effect, final heal ok: %v", faults, healed)
 			}
 		})
 	}
