@@ -474,7 +474,6 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: ViolationWords(vi, v.faults)}
 		if zoomed[i] {
 			r.Zoom = ZoomFile(i+1) + ".png"
-			d.Zooms = append(d.Zooms, zoomRow{N: i + 1, What: findingWord(vi), PNG: ZoomFile(i+1) + ".png", SVG: ZoomFile(i+1) + ".svg"})
 		}
 		if len(vi.Events) > 0 {
 			ev := make([]string, 0, min(len(vi.Events), 8))
@@ -488,6 +487,12 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 			r.Events = strings.Join(ev, " ")
 		}
 		d.Violations = append(d.Violations, r)
+	}
+	// Close-ups in the order of zoomed: the most telling first, shown
+	// next to the overview.
+	for _, i := range v.zoomed() {
+		vi := v.res.Violations[i]
+		d.Zooms = append(d.Zooms, zoomRow{N: i + 1, What: findingWord(vi), PNG: ZoomFile(i+1) + ".png", SVG: ZoomFile(i+1) + ".svg"})
 	}
 	d.ZoomsLeftOut = len(v.res.Violations) > MaxZooms
 	for _, vi := range v.res.Violations {
