@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/lockharness/lockharness/cluster/clustertest"
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
@@ -18,15 +19,7 @@ import (
 	"github.com/lockharness/lockharness/workloads"
 )
 
-func requireRedis(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: runs redis-server")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redis-server is not on PATH: apt-get install -y redis-server redis-sentinel (or make deps)")
-	}
-}
+func requireRedis(t *testing.T) { clustertest.Require(t) }
 
 // run runs cfg into a temporary store and reads back results.json, so the
 // test sees what a user would.

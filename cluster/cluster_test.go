@@ -7,18 +7,12 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/clustertest"
 )
 
 func TestUpDown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs redis-server")
-	}
 	ctx := context.Background()
-	c, err := cluster.Up(ctx, cluster.Config{Nodes: 3, Clients: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Down() })
+	c := clustertest.Up(t, cluster.Config{Nodes: 3, Clients: 2})
 	for cl := 0; cl < 2; cl++ {
 		eps := c.Endpoints(cl)
 		if len(eps) != 3 {
@@ -69,9 +63,7 @@ func TestMissingBinary(t *testing.T) {
 // A server whose port another server took answers nobody: its start must
 // fail with ErrPortBusy, not take the other's PONG for its own.
 func TestStartOnTakenPortIsBusy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs redis-server")
-	}
+	clustertest.Require(t)
 	bin, err := cluster.LookBinary("redis-server")
 	if err != nil {
 		t.Fatal(err)

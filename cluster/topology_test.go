@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"errors"
 	"os/exec"
 	"testing"
 	"time"
@@ -10,29 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/clustertest"
 )
 
-// up starts a cluster for a test and stops it in Cleanup. It fails the test
-// with an install hint when the binaries are missing.
-func up(t *testing.T, cfg cluster.Config) *cluster.Cluster {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs redis-server")
-	}
-	c, err := cluster.Up(context.Background(), cfg)
-	if err != nil {
-		if errors.Is(err, cluster.ErrMissingBinary) {
-			t.Fatalf("%v (apt-get install -y redis-server redis-sentinel libfaketime gcc)", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Down(); err != nil {
-			t.Errorf("down: %v", err)
-		}
-	})
-	return c
-}
+// up starts a cluster for a test and stops it in Cleanup.
+func up(t *testing.T, cfg cluster.Config) *cluster.Cluster { return clustertest.Up(t, cfg) }
 
 func TestReplicatedSentinel(t *testing.T) {
 	c := up(t, cluster.Config{Topology: cluster.Replicated, Clients: 2})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,40 +13,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/locks"
 )
 
 // needRedis skips under -short and fails, saying how to install it, when
 // redis-server is missing.
-func needRedis(tb testing.TB) {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("integration test: needs redis-server")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		tb.Fatal("redis-server not found on PATH: apt-get install -y redis-server redis-sentinel")
-	}
-}
+func needRedis(tb testing.TB) { clustertest.Require(tb) }
 
 // up starts an independent-masters cluster, stopped in Cleanup.
 func up(tb testing.TB, nodes, clients int) *cluster.Cluster {
 	tb.Helper()
-	needRedis(tb)
-	var c *cluster.Cluster
-	var err error
-	// cluster.Up picks a free port, frees it and starts redis-server on it;
-	// in between a parallel test (or its proxies) can take it. Try again.
-	for try := 0; try < 3; try++ {
-		c, err = cluster.Up(context.Background(), cluster.Config{Nodes: nodes, Clients: clients})
-		if err == nil || !strings.Contains(err.Error(), "Address already in use") {
-			break
-		}
-	}
-	if err != nil {
-		tb.Fatalf("cluster up: %v", err)
-	}
-	tb.Cleanup(func() { _ = c.Down() })
-	return c
+	return clustertest.Up(tb, cluster.Config{Nodes: nodes, Clients: clients})
 }
 
 // nodesOf returns fresh go-redis clients for client slot cl, closed in

@@ -2,7 +2,6 @@ package nemesis_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
 )
@@ -28,22 +28,8 @@ type fixture struct {
 // then stops the cluster.
 func start(t *testing.T, ccfg cluster.Config, ncfg nemesis.Config, clients nemesis.Clients) *fixture {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs redis-server")
-	}
 	ctx := context.Background()
-	c, err := cluster.Up(ctx, ccfg)
-	if err != nil {
-		if errors.Is(err, cluster.ErrMissingBinary) {
-			t.Fatalf("%v (apt-get install -y redis-server redis-sentinel libfaketime gcc)", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Down(); err != nil {
-			t.Errorf("down: %v", err)
-		}
-	})
+	c := clustertest.Up(t, ccfg)
 	r, err := nemesis.New(ncfg)
 	if err != nil {
 		t.Fatal(err)

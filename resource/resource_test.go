@@ -2,28 +2,18 @@ package resource_test
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/resource"
 )
 
 func storage(t *testing.T) *redis.Client {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs redis-server")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redis-server not found on PATH: apt-get install -y redis-server redis-sentinel")
-	}
-	c, err := cluster.Up(context.Background(), cluster.Config{Nodes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Down() })
+	c := clustertest.Up(t, cluster.Config{Nodes: 1})
 	cl := redis.NewClient(&redis.Options{Addr: c.StorageAddr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl

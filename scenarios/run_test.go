@@ -2,8 +2,9 @@ package scenarios
 
 import (
 	"context"
-	"os/exec"
 	"testing"
+
+	"github.com/lockharness/lockharness/cluster/clustertest"
 )
 
 // TestCatalogue is the acceptance suite: it runs every scenario against real
@@ -14,11 +15,7 @@ func TestCatalogue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the scenario catalogue runs real Redis topologies (minutes)")
 	}
-	for _, bin := range []string{"redis-server", "redis-sentinel"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s not found on PATH: apt-get install -y redis-server redis-sentinel (%v)", bin, err)
-		}
-	}
+	clustertest.Require(t, "redis-server", "redis-sentinel")
 	store := t.TempDir()
 	for _, s := range Catalogue() {
 		t.Run(s.Name, func(t *testing.T) {

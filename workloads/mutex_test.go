@@ -3,11 +3,11 @@ package workloads_test
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
@@ -19,18 +19,8 @@ import (
 // history recorder.
 func start(t *testing.T, cfg workloads.Config) (*workloads.Mutex, *history.Recorder, func()) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: runs redis-server")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redis-server is not on PATH: apt-get install -y redis-server redis-sentinel (or make deps)")
-	}
 	ctx := context.Background()
-	c, err := cluster.Up(ctx, cluster.Config{Nodes: 1, Clients: cfg.Clients})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Down() })
+	c := clustertest.Up(t, cluster.Config{Nodes: 1, Clients: cfg.Clients})
 	storage := cluster.NewRedisClient(c.StorageAddr(), cluster.ClientOptions{})
 	t.Cleanup(func() { _ = storage.Close() })
 	nodes := make([][]locks.Node, cfg.Clients)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockharness/lockharness/cluster/clustertest"
 )
 
 // harnessBin is the harness binary built once for the tests that run it as
@@ -206,12 +208,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 	}
 }
 
-func requireRedis(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redis-server is not on PATH: apt-get install -y redis-server redis-sentinel (or make deps)")
-	}
-}
+func requireRedis(t *testing.T) { clustertest.Require(t) }
 
 // `harness report` re-checks a stored run from its history and writes the
 // same results.json the run wrote.
