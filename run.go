@@ -266,6 +266,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 
 	r.clock = history.NewClock()
 	r.rec = history.NewRecorder(r.clock, hf)
+	defer r.rec.Close() // flushes what an early return leaves; idempotent
 	start := time.Now()
 
 	storage := cluster.NewRedisClient(cl.StorageAddr(), cluster.ClientOptions{Timeout: 2 * time.Second, PoolSize: r.cfg.Workload.Clients + 2})
