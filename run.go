@@ -244,6 +244,17 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, &UsageError{Err: err}
 	}
 	out.Dir = dir
+	// A run whose setup failed leaves nothing in the store: this deferred
+	// call runs last, after the cluster is down and the history closed.
+	started := false
+	defer func() {
+		if err != nil && !started {
+			if derr := reports.DiscardRunDir(r.cfg.Store, dir); derr != nil {
+				fmt.Fprintf(r.log, "setup: %v\n", derr)
+			}
+			out.Dir = ""
+		}
+	}()
 	hf, err := os.Create(filepath.Join(dir, reports.HistoryFile))
 	if err != nil {
 		return out, fmt.Errorf("create history: %w", err)
@@ -298,6 +309,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	}
 
 	r.phase("run")
+	started = true
 	stop, stopWorkload := context.WithCancel(context.Background())
 	defer stopWorkload()
 	wlDone := make(chan error, 1)

@@ -60,3 +60,31 @@ func pointLatest(store, dir string) error {
 	}
 	return nil
 }
+
+// DiscardRunDir removes a run directory that holds nothing worth keeping (a
+// run whose setup failed) and points store/latest back at the newest run
+// that remains, or removes the link when none does.
+func DiscardRunDir(store, dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove run directory: %w", err)
+	}
+	_ = os.Remove(filepath.Dir(dir)) // the test's directory, if that was its only run
+	runs, _ := filepath.Glob(filepath.Join(store, "*", "*"))
+	newest, newestAt := "", time.Time{}
+	for _, r := range runs {
+		st, err := os.Lstat(r)
+		if err != nil || !st.IsDir() || filepath.Base(filepath.Dir(r)) == LatestLink {
+			continue
+		}
+		if st.ModTime().After(newestAt) {
+			newest, newestAt = r, st.ModTime()
+		}
+	}
+	if newest == "" {
+		if err := os.Remove(filepath.Join(store, LatestLink)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("unlink latest run: %w", err)
+		}
+		return nil
+	}
+	return pointLatest(store, newest)
+}

@@ -111,9 +111,14 @@ func TestBusyPort(t *testing.T) {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	// Node n1 goes on base-port+1: make that the busy one.
-	code, _, stderr := runCLI(t, "run", "--lock", "token", "--base-port", strconv.Itoa(port-1), "--store", t.TempDir())
+	store := t.TempDir()
+	code, _, stderr := runCLI(t, "run", "--lock", "token", "--base-port", strconv.Itoa(port-1), "--store", store)
 	if code != 2 || !strings.Contains(stderr, fmt.Sprintf("127.0.0.1:%d is in use", port)) || !strings.Contains(stderr, "--base-port") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	// Nothing is left in the store by a run that never started.
+	if entries, _ := filepath.Glob(filepath.Join(store, "*")); len(entries) != 0 {
+		t.Errorf("a failed setup left %v in the store", entries)
 	}
 }
 

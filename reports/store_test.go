@@ -1,0 +1,44 @@
+package reports
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestDiscardRunDirRestoresLatest(t *testing.T) {
+	store := t.TempDir()
+	first, err := NewRunDir(store, "token", time.Unix(100, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(first, old, old); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := NewRunDir(store, "redlock", time.Unix(200, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := DiscardRunDir(store, failed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(failed); !os.IsNotExist(err) {
+		t.Fatalf("failed run still there: %v", err)
+	}
+	got, err := filepath.EvalSymlinks(filepath.Join(store, LatestLink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.EvalSymlinks(first)
+	if got != want {
+		t.Fatalf("latest -> %s, want %s", got, want)
+	}
+	if err := DiscardRunDir(store, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(store, LatestLink)); !os.IsNotExist(err) {
+		t.Fatalf("latest still there with no run left: %v", err)
+	}
+}
