@@ -5,6 +5,8 @@ package clustertest
 
 import (
 	"context"
+	"flag"
+	"os"
 	"os/exec"
 	"testing"
 
@@ -46,4 +48,17 @@ func Up(tb testing.TB, cfg cluster.Config) *cluster.Cluster {
 		}
 	})
 	return c
+}
+
+// Main is a TestMain for packages whose runnable examples start real
+// Redis processes: under -short it skips the examples matching pattern
+// too (an Example cannot skip itself), then runs the tests.
+func Main(m *testing.M, pattern string) {
+	flag.Parse()
+	if testing.Short() {
+		if err := flag.Set("test.skip", pattern); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
 }

@@ -52,29 +52,35 @@ func newCheckCmd() *cobra.Command {
 }
 
 func newLocksCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "locks",
-		Short: "list the locks under test",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			for _, l := range locks.Builtin().All() {
-				fmt.Fprintf(tw, "%s\t%s\n", l.Name, l.Description)
-			}
-			return tw.Flush()
-		},
-	}
+	return newListCmd("locks", "list the locks under test", func() [][2]string {
+		var rows [][2]string
+		for _, l := range locks.Builtin().All() {
+			rows = append(rows, [2]string{l.Name, l.Description})
+		}
+		return rows
+	})
 }
 
 func newNemesesCmd() *cobra.Command {
+	return newListCmd("nemeses", "list the faults that can be injected", func() [][2]string {
+		var rows [][2]string
+		for _, n := range nemesis.Known() {
+			rows = append(rows, [2]string{n.Name, n.Description})
+		}
+		return rows
+	})
+}
+
+// newListCmd prints name and description rows as an aligned table.
+func newListCmd(use, short string, rows func() [][2]string) *cobra.Command {
 	return &cobra.Command{
-		Use:   "nemeses",
-		Short: "list the faults that can be injected",
+		Use:   use,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			for _, n := range nemesis.Known() {
-				fmt.Fprintf(tw, "%s\t%s\n", n.Name, n.Description)
+			for _, r := range rows() {
+				fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 			}
 			return tw.Flush()
 		},
