@@ -13,6 +13,7 @@ command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v gcc            >/dev/null 2>&1 || need+=(gcc)
 [ -f /usr/include/dlfcn.h ]               || need+=(libc6-dev) # headers for the malloc shim
 command -v chromium       >/dev/null 2>&1 || need+=(chromium)
+[ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation) # chromium's text, without its recommends
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then need+=(libfaketime); fi
 
 if [ ${#need[@]} -eq 0 ]; then
