@@ -381,6 +381,8 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if err := reports.Render(context.Background(), dir, meta, ops, res); err != nil {
 		return out, fmt.Errorf("report: %w", err)
 	}
+	out.Results.Why = reports.Explain(ops, out.Results.Result) // as Render wrote it
+
 	if interrupted {
 		return out, fmt.Errorf("%w: %v", ErrInterrupted, ctx.Err())
 	}

@@ -103,6 +103,13 @@ type Value struct {
 	// nanoseconds of the run clock. Zero means the lease never expires
 	// (setnx, or setnx-expire before its EXPIRE).
 	Deadline int64 `json:"deadline,omitempty"`
+	// Nodes, on an acquire or renew ok of a lock over several independent
+	// nodes (Redlock), names the nodes that granted it, and Quorum is how
+	// many grants the lock needed: a claim granted by exactly Quorum nodes
+	// rests on every one of them, and one node losing its key early (a
+	// clock jump, a restart) lets another client assemble a majority.
+	Nodes  []string `json:"nodes,omitempty"`
+	Quorum int      `json:"quorum,omitempty"`
 
 	// Counter is the value read (read ok) or written (write invoke/ok).
 	Counter *int64 `json:"counter,omitempty"`

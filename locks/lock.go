@@ -33,6 +33,11 @@ type Lease struct {
 	// a single node: the instant before the SET was sent, plus the TTL; for
 	// Redlock: start + TTL − drift). The zero time means it never expires.
 	ValidUntil time.Time
+	// Nodes names the nodes that granted the lease, for locks over several
+	// independent nodes (in the order the lock knows them), and Quorum is
+	// how many it needed; both are empty for single-node locks.
+	Nodes  []string
+	Quorum int
 }
 
 // Expires reports whether the lease has a deadline.

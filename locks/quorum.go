@@ -96,6 +96,17 @@ func count(rs []NodeResult) (done, refused, unknown int) {
 	return
 }
 
+// grantedBy names the nodes that did the step (Done), in the order given.
+func grantedBy(rs []NodeResult) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Result == Done {
+			out = append(out, r.Node)
+		}
+	}
+	return out
+}
+
 // classify maps an error from one node's step to an answer: nil is Done,
 // ErrNotAcquired/ErrNotHeld or a Redis error reply is Refused, anything else
 // is Unknown.

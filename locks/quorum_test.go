@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 
 // TestQuorumSubsets: for every subset of the five nodes already held by
 // another owner, the lock is granted exactly when a majority is free; a
-// refusal is definite and leaves no token of ours on any node.
+// refusal is definite and leaves no token of ours on any node; a grant (and
+// a renew) names exactly the free nodes as the ones that granted it, with
+// the quorum it needed, so a report can tell a bare majority.
 func TestQuorumSubsets(t *testing.T) {
 	for _, name := range []string{"redlock", "redsync"} {
 		t.Run(name, func(t *testing.T) {
@@ -22,7 +25,8 @@ func TestQuorumSubsets(t *testing.T) {
 			c := up(t, 5, 1)
 			ctx := context.Background()
 			rcs := nodeClients(t, c)
-			l := newLock(t, name, nodesOf(t, c, 0), 1, locks.Options{TTL: 5 * time.Second})
+			nodes := nodesOf(t, c, 0)
+			l := newLock(t, name, nodes, 1, locks.Options{TTL: 5 * time.Second})
 			for mask := 0; mask < 32; mask++ {
 				key := fmt.Sprintf("subset-%02d", mask)
 				for i, rc := range rcs {
@@ -54,6 +58,22 @@ func TestQuorumSubsets(t *testing.T) {
 					}
 				}
 				if err == nil {
+					var free []string
+					for i, n := range nodes {
+						if mask&(1<<i) == 0 {
+							free = append(free, n.Name)
+						}
+					}
+					if !slices.Equal(lease.Nodes, free) || lease.Quorum != 3 {
+						t.Fatalf("mask %05b: granted by %v with quorum %d, want %v with quorum 3", mask, lease.Nodes, lease.Quorum, free)
+					}
+					renewed, err := l.(locks.Renewer).Renew(ctx, lease)
+					if err != nil {
+						t.Fatalf("mask %05b: renew: %v", mask, err)
+					}
+					if !slices.Equal(renewed.Nodes, free) || renewed.Quorum != 3 {
+						t.Fatalf("mask %05b: renewed by %v with quorum %d, want %v with quorum 3", mask, renewed.Nodes, renewed.Quorum, free)
+					}
 					if err := l.Release(ctx, lease); err != nil {
 						t.Fatalf("mask %05b: release: %v", mask, err)
 					}

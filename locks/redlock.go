@@ -89,6 +89,7 @@ func (l *redlock) try(ctx context.Context, key string) (Lease, error) {
 		validity := l.opts.TTL - elapsed - l.drift
 		if validity > 0 {
 			lease.ValidUntil = start.Add(l.opts.TTL - l.drift)
+			lease.Nodes, lease.Quorum = grantedBy(sets), l.quorum
 			if err := l.opts.failpoint(ctx, FailpointAfterValidityCheck); err != nil {
 				return lease, err
 			}
@@ -154,6 +155,7 @@ func (l *redlock) Renew(ctx context.Context, lease Lease) (Lease, error) {
 		return lease, l.quorumResult("renew", lease.Key, rs, fmt.Sprintf("validity expired: renewed in %v", elapsed), ErrNotHeld)
 	}
 	lease.ValidUntil = start.Add(l.opts.TTL - l.drift)
+	lease.Nodes, lease.Quorum = grantedBy(rs), l.quorum
 	return lease, nil
 }
 

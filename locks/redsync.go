@@ -94,6 +94,7 @@ func (l *redsyncLock) Acquire(ctx context.Context, key string, o AcquireOptions)
 	lease := Lease{Key: key, Token: m.Value()}
 	if err == nil {
 		lease.ValidUntil = m.Until()
+		lease.Nodes, lease.Quorum = l.granted(w), l.quorum()
 		return lease, nil
 	}
 	if lease.Token == "" {
@@ -121,6 +122,7 @@ func (l *redsyncLock) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	ok, err := m.ExtendContext(ctx)
 	if ok {
 		lease.ValidUntil = m.Until()
+		lease.Nodes, lease.Quorum = l.granted(w), l.quorum()
 		return lease, nil
 	}
 	if err == nil || errors.Is(err, redsync.ErrExtendFailed) {
@@ -128,6 +130,20 @@ func (l *redsyncLock) Renew(ctx context.Context, lease Lease) (Lease, error) {
 		return lease, &QuorumError{Op: "renew", Key: lease.Key, Quorum: l.quorum(), Reason: flatten(redsync.ErrExtendFailed), Definite: ErrNotHeld}
 	}
 	return lease, l.failure("renew", lease.Key, err, w.results(), ErrNotHeld)
+}
+
+// granted names the nodes where the watch saw our token set (an acquire's
+// SET NX) or extended (a renew) and not since removed. redsync waits for
+// every node's answer before it returns, so after a success these are the
+// nodes its quorum counted.
+func (l *redsyncLock) granted(w *watch) []string {
+	var out []string
+	for i, r := range w.results() {
+		if r == Done {
+			out = append(out, l.nodes[i].Name)
+		}
+	}
+	return out
 }
 
 // failure maps a redsync error to the harness's outcome: definite when

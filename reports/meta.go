@@ -51,6 +51,10 @@ type Phase struct {
 type Results struct {
 	Meta RunMeta `json:"meta"`
 	checker.Result
+	// Why explains violations, by index into Violations, where the history
+	// says more than the checker's description: how an overlap on a quorum
+	// lock came about (Explain).
+	Why map[int]string `json:"why,omitempty"`
 }
 
 // WriteJSON writes v as indented JSON to dir/name, atomically.

@@ -61,7 +61,7 @@ type visualizer func(ops []history.Op, key string, w io.Writer) error
 func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res checker.Result, vis visualizer) error {
 	// results.json is part of the report: write it in its canonical form,
 	// so that the run's file and a rebuilt one are the same.
-	out, err := WriteResults(dir, meta, res)
+	out, err := writeResults(dir, meta, ops, res)
 	if err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
@@ -266,7 +266,16 @@ func Normalize(res checker.Result) checker.Result {
 // WriteResults normalizes res and writes results.json. Both the run that
 // produced a history and Rebuild use it, so that they write the same file.
 func WriteResults(dir string, meta RunMeta, res checker.Result) (Results, error) {
+	return writeResults(dir, meta, nil, res)
+}
+
+// writeResults is WriteResults with the explanations the history ops
+// gives (none when ops is nil).
+func writeResults(dir string, meta RunMeta, ops []history.Op, res checker.Result) (Results, error) {
 	out := Results{Meta: meta, Result: Normalize(res)}
+	if ops != nil {
+		out.Why = Explain(ops, out.Result)
+	}
 	if err := WriteJSON(dir, ResultsFile, out); err != nil {
 		return out, err
 	}
@@ -321,7 +330,9 @@ func rebuild(ctx context.Context, dir string, check func(context.Context, []hist
 	if err := render(ctx, dir, meta, rr.Ops, res, vis); err != nil {
 		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
 	}
-	return Results{Meta: meta, Result: Normalize(res)}, nil
+	out := Results{Meta: meta, Result: Normalize(res)}
+	out.Why = Explain(rr.Ops, out.Result)
+	return out, nil
 }
 
 // DeriveMeta guesses a run's metadata from its directory and history, for a
@@ -471,7 +482,7 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 			d.MoreViolations = len(v.res.Violations) - maxListed
 			break
 		}
-		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: ViolationWords(vi, v.faults)}
+		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: v.violationWords(i)}
 		if zoomed[i] {
 			r.Zoom = ZoomFile(i+1) + ".png"
 		}
@@ -609,7 +620,9 @@ func (v *runView) headline() string {
 			words := ViolationWords(vi, v.faults)
 			switch vi.Checker {
 			case "lock-promise":
-				if cause := v.overlapCause(vi); cause != "" {
+				if why := v.why[z[0]]; why != "" {
+					words = strings.TrimSuffix(words, ".") + ". Why: " + why
+				} else if cause := v.overlapCause(vi); cause != "" {
 					words = strings.TrimSuffix(words, ".") + ". Why: " + cause
 				}
 				return fmt.Sprintf("%s broke its promise: %s", lock, words)

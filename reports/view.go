@@ -22,11 +22,14 @@ type runView struct {
 	end    int64
 	keys   []string
 	keyIdx map[string]int
+	// why explains violations by index (Explain).
+	why map[int]string
 }
 
 func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
 	v := &runView{meta: meta, res: res, ops: ops, calls: clientCalls(ops), faults: Faults(ops), end: runEnd(ops)}
 	v.heal, v.healed = finalHeal(ops)
+	v.why = Explain(ops, res)
 	var extra []int
 	keys := map[string]bool{}
 	for _, h := range res.Holds {
@@ -53,6 +56,16 @@ func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
 		v.keyIdx[k] = i
 	}
 	return v
+}
+
+// violationWords is ViolationWords of violation i, followed by what the
+// history explains about it.
+func (v *runView) violationWords(i int) string {
+	s := ViolationWords(v.res.Violations[i], v.faults)
+	if why := v.why[i]; why != "" {
+		s += " " + why
+	}
+	return s
 }
 
 // keyColour is the colour of holds of key.

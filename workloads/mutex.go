@@ -390,7 +390,7 @@ func (m *Mutex) complete(p history.Process, t history.Type, f, key string, v *hi
 
 // leaseValue is the history form of a lease: the deadline in run-clock ns.
 func (m *Mutex) leaseValue(l locks.Lease) *history.Value {
-	v := &history.Value{Token: l.Token, Fence: l.Fence}
+	v := &history.Value{Token: l.Token, Fence: l.Fence, Nodes: l.Nodes, Quorum: l.Quorum}
 	if l.Expires() {
 		v.Deadline = m.env.Recorder.Clock().At(l.ValidUntil)
 		if v.Deadline <= 0 {

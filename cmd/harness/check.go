@@ -32,7 +32,7 @@ func newCheckCmd() *cobra.Command {
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
 			}
 			res := checker.Check(cmd.Context(), h.Ops, checker.Config{Timeout: timeout})
-			out := reports.Results{Meta: reports.RunMeta{Test: args[0]}, Result: res}
+			out := reports.Results{Meta: reports.RunMeta{Test: args[0]}, Result: res, Why: reports.Explain(h.Ops, res)}
 			if jsonOut {
 				if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 					return &codeError{exitError, err}

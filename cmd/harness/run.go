@@ -146,8 +146,9 @@ func isTerminal(w io.Writer) bool {
 
 // printFindings prints at most limit findings, the most telling first
 // (as the report orders them): "!" for a violation, "·" for a finding
-// that did no harm (a stale write the storage rejected).
-func printFindings(w io.Writer, vs []checker.Violation, limit int) {
+// that did no harm (a stale write the storage rejected); each followed by
+// why[i], the history's explanation of it, when there is one.
+func printFindings(w io.Writer, vs []checker.Violation, why map[int]string, limit int) {
 	// The most telling of each kind first, so that a screen shows the
 	// whole story (an overlap and the release that caused it, the update
 	// that was lost), then the rest.
@@ -172,6 +173,9 @@ func printFindings(w io.Writer, vs []checker.Violation, limit int) {
 			mark = "·"
 		}
 		fmt.Fprintf(w, "  %s %s\n", mark, vs[i].Description)
+		if why[i] != "" {
+			fmt.Fprintln(w, wrap("why: "+why[i], "    ", 92))
+		}
 	}
 }
 
@@ -195,7 +199,7 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 		fmt.Fprintf(w, " %s %d/%d/%d", f, c["ok"], c["fail"], c["info"])
 	}
 	fmt.Fprintln(w, "  (ok/fail/info)")
-	printFindings(w, res.Violations, 8)
+	printFindings(w, res.Violations, res.Why, 8)
 	if dir != "" {
 		fmt.Fprintf(w, "  report       %s\n", filepath.Join(dir, "index.html"))
 	}

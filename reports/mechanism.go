@@ -1,0 +1,222 @@
+package reports
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// Explain returns, by index into res.Violations, what the history can say
+// about a violation beyond its own description: for now, how an overlap on
+// a lock over several nodes (Redlock) came about, from the nodes each grant
+// rested on and the faults that struck them. Violations it cannot explain
+// have no entry.
+func Explain(ops []history.Op, res checker.Result) map[int]string {
+	faults := Faults(ops)
+	out := map[int]string{}
+	for i, v := range res.Violations {
+		if s := quorumMechanism(v, ops, faults); s != "" {
+			out[i] = s
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// quorumMechanism explains an overlap between two claims that each rested
+// on a majority of independent nodes (the grant events record which nodes
+// granted them, history.Value.Nodes). Two majorities share a node, and that
+// node granted the second client while the first client's key was still
+// meant to be there: the key vanished early. The explanation names the
+// shared node(s), the faults on them between the two grants that make a
+// key vanish (a clock jumping forward, strobing, resetting from behind,
+// running fast; a kill), and whether the first claim stood on a bare
+// majority, where one such node is enough. It is empty when the grants do
+// not record their nodes.
+func quorumMechanism(v checker.Violation, ops []history.Op, faults []Fault) string {
+	if v.Kind != checker.KindOverlap || len(v.Events) < 2 || len(v.Processes) < 2 {
+		return ""
+	}
+	ga, okA := opByIndex(ops, v.Events[0])
+	gc, okC := opByIndex(ops, v.Events[1])
+	if !okA || !okC || ga.Value == nil || gc.Value == nil || len(ga.Value.Nodes) == 0 || len(gc.Value.Nodes) == 0 {
+		return ""
+	}
+	a, c := clientName(v.Processes[0]), clientName(v.Processes[1])
+	na, nc := ga.Value.Nodes, gc.Value.Nodes
+	var shared, fresh []string
+	for _, n := range nc {
+		if slices.Contains(na, n) {
+			shared = append(shared, n)
+		} else {
+			fresh = append(fresh, n)
+		}
+	}
+	if len(shared) == 0 {
+		return ""
+	}
+	// The first key was set between the first grant's invocation and its
+	// completion; the second grant completed at gc.Time.
+	from := invokeOf(ops, ga)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s's %s rested on %s", capitalise(a), grantWord(ga), nodeList(na))
+	switch q := ga.Value.Quorum; {
+	case q > 0 && len(na) == q:
+		fmt.Fprintf(&b, ", exactly the quorum of %d: a bare majority, which one node losing its key breaks", q)
+	case q > 0:
+		fmt.Fprintf(&b, ", %d more than the quorum of %d", len(na)-q, q)
+	}
+	b.WriteString(". ")
+
+	var causes []string
+	for _, n := range shared {
+		for _, f := range faults {
+			if s := keyLoss(f, n, from, gc.Time); s != "" {
+				causes = append(causes, s)
+			}
+		}
+	}
+	if len(causes) > 0 {
+		b.WriteString(capitalise(strings.Join(causes, "; ")))
+		fmt.Fprintf(&b, ", so %s's key on %s vanished before its lease ended. ", a, nodeList(shared))
+	} else {
+		fmt.Fprintf(&b, "Its key on %s vanished before its lease ended, with no clock fault or kill recorded there. ", nodeList(shared))
+	}
+	fmt.Fprintf(&b, "%s then got %s", capitalise(c), nodeList(nc))
+	if len(fresh) > 0 {
+		fmt.Fprintf(&b, ": %s, where %s's key had gone, and %s, which %s never held", nodeList(shared), a, nodeList(fresh), a)
+	}
+	b.WriteString(".")
+	if len(causes) > 0 && strings.Contains(strings.Join(causes, " "), "clock") {
+		b.WriteString(" The validity check times only the client's own steps: it cannot see a node's clock jump.")
+	}
+	return b.String()
+}
+
+// keyLoss says how fault f made node's keys vanish early between from and
+// to, or "" when it did not: a clock that jumped forward, strobed, was reset
+// from behind (a jump forward) or ran fast in that interval, or a node that
+// was killed (restarted empty unless persisted).
+func keyLoss(f Fault, node string, from, to int64) string {
+	if !slices.Contains(f.Targets, node) {
+		return ""
+	}
+	during := f.Start <= to && f.End >= from // in force at some point between
+	at := func(t int64) bool { return from <= t && t <= to }
+	switch f.Family {
+	case "clock":
+		switch f.F {
+		case "strobe-clock":
+			if !during {
+				return ""
+			}
+			s := fmt.Sprintf("the clock of %s was strobing (%s) from %s", node, f.Detail, fmtTime(f.Start))
+			if jump, ok := strobeJump(f.Detail); ok {
+				s += fmt.Sprintf(": each flip forward is a jump of %s that expires at once every key set before it", fmtOffset(jump))
+			}
+			return s
+		case "drift-clock":
+			if rate, ok := driftRate(f.Detail); ok && rate > 1 && during {
+				return fmt.Sprintf("the clock of %s was running fast (%s) from %s, expiring keys early", node, f.Detail, fmtTime(f.Start))
+			}
+			return ""
+		}
+		var parts []string
+		if f.HasDelta && f.Delta > 0 && at(f.Start) {
+			parts = append(parts, fmt.Sprintf("the clock of %s jumped %s at %s", node, fmtOffset(f.Delta), fmtTime(f.Start)))
+		}
+		if f.Stopped && f.HasOffset && f.Offset < 0 && at(f.End) {
+			parts = append(parts, fmt.Sprintf("the clock of %s, set back %s at %s, was reset at %s: a jump forward of %s", node, strings.TrimPrefix(fmtOffset(f.Offset), "-"), fmtTime(f.Start), fmtTime(f.End), fmtOffset(-f.Offset)))
+		}
+		return strings.Join(parts, "; ")
+	case "kill":
+		if at(f.Start) || (f.Stopped && at(f.End)) {
+			s := fmt.Sprintf("node %s was killed at %s", node, fmtTime(f.Start))
+			if f.Stopped {
+				s += fmt.Sprintf(" and restarted at %s", fmtTime(f.End))
+			}
+			return s
+		}
+	}
+	return ""
+}
+
+// strobeJump is the size of a strobe's flip, from its detail ("between +0s
+// and -58.308s every 50ms").
+func strobeJump(detail string) (time.Duration, bool) {
+	ms := offsetRE.FindAllString(detail, 2)
+	if len(ms) < 2 {
+		return 0, false
+	}
+	x, err1 := time.ParseDuration(ms[0])
+	y, err2 := time.ParseDuration(ms[1])
+	if err1 != nil || err2 != nil || x == y {
+		return 0, false
+	}
+	return (x - y).Abs(), true
+}
+
+var rateRE = regexp.MustCompile(`rate x([0-9.]+)`)
+
+// driftRate is the rate of a drifting clock, from its detail ("rate x2").
+func driftRate(detail string) (float64, bool) {
+	m := rateRE.FindStringSubmatch(detail)
+	if m == nil {
+		return 0, false
+	}
+	r, err := strconv.ParseFloat(m[1], 64)
+	return r, err == nil
+}
+
+// opByIndex finds the event with history index i (ops are in index order,
+// and usually ops[i].Index == i).
+func opByIndex(ops []history.Op, i int64) (history.Op, bool) {
+	if i >= 0 && i < int64(len(ops)) && ops[i].Index == i {
+		return ops[i], true
+	}
+	j, ok := slices.BinarySearchFunc(ops, i, func(o history.Op, i int64) int { return int(o.Index - i) })
+	if !ok {
+		return history.Op{}, false
+	}
+	return ops[j], true
+}
+
+// invokeOf is when the operation that completed with done was invoked: the
+// last invocation of the same function by the same process before it.
+func invokeOf(ops []history.Op, done history.Op) int64 {
+	j, _ := slices.BinarySearchFunc(ops, done.Index, func(o history.Op, i int64) int { return int(o.Index - i) })
+	for k := min(j, len(ops)) - 1; k >= 0; k-- {
+		o := ops[k]
+		if o.Process == done.Process && o.Type == history.Invoke && o.F == done.F {
+			return o.Time
+		}
+	}
+	return done.Time
+}
+
+func grantWord(op history.Op) string {
+	if op.F == history.FRenew {
+		return "renewed lease"
+	}
+	return "grant"
+}
+
+// nodeList writes node names as "n1, n2 and n4".
+func nodeList(ns []string) string {
+	switch len(ns) {
+	case 0:
+		return "no node"
+	case 1:
+		return ns[0]
+	}
+	return strings.Join(ns[:len(ns)-1], ", ") + " and " + ns[len(ns)-1]
+}
