@@ -511,8 +511,8 @@ func Catalogue() []Scenario {
 			Source:  kleppmann + `, "Breaking Redlock with bad timings"`,
 			Explanation: `Five nodes. While A acquires, n4 and n5 are cut off from both clients, so A's grant rests on ` +
 				`n1, n2 and n3: exactly the quorum, a bare majority (under contention the same happens without any ` +
-				`partition, when other clients win the other nodes for an instant and then let them go). At 0.5s the ` +
-				`partition heals: from then on every client reaches every node. At 1s node 3's clock jumps 10s ` +
+				`partition, when other clients win the other nodes for an instant and then let them go). At 1.5s the ` +
+				`partition heals: from then on every client reaches every node. At 2s node 3's clock jumps 10s ` +
 				`forward and A's key there expires at once. B, retrying, gets n3, n4 and n5, a majority, while A still ` +
 				`holds. One clock jump on one node is enough whenever the holder has exactly a majority; Redlock's ` +
 				`validity check times only the client, so it cannot notice. The lock promise breaks, and a lost ` +
@@ -521,14 +521,18 @@ func Catalogue() []Scenario {
 			Run: func() lockharness.Config {
 				cut := []string{"c0->n4", "c0->n5", "c1->n4", "c1->n5"}
 				c := lockharness.Config{
-					Nodes:    5,
-					Workload: workload(2, 2*time.Second, 1400*ms, time.Second),
+					Nodes: 5,
+					// A's grant needs all of n1–n3, which the two clients may
+					// split for a while: 1.5s of partition leaves room for
+					// retries, and A's 3.5s hold outlasts the jump at 2s
+					// even when it is granted at once.
+					Workload: workload(2, 5*time.Second, 3500*ms, time.Second),
 					Script: []nemesis.Step{
 						at(0, "partition", "start", cut, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "n4+n5 cut off from the clients"}),
-						at(500*ms, "partition", "stop", cut, map[string]string{"pattern": nemesis.PatternIsolate}),
-						at(time.Second, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}),
+						at(1500*ms, "partition", "stop", cut, map[string]string{"pattern": nemesis.PatternIsolate}),
+						at(2*time.Second, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}),
 					},
-					TimeLimit: 3500 * ms, Recovery: 1500 * ms, Seed: 1,
+					TimeLimit: 5 * time.Second, Recovery: 1500 * ms, Seed: 1,
 				}
 				c.Cluster.Faketime = true
 				return c
