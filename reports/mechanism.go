@@ -212,11 +212,8 @@ func grantWord(op history.Op) string {
 
 // nodeList writes node names as "n1, n2 and n4".
 func nodeList(ns []string) string {
-	switch len(ns) {
-	case 0:
+	if len(ns) == 0 {
 		return "no node"
-	case 1:
-		return ns[0]
 	}
-	return strings.Join(ns[:len(ns)-1], ", ") + " and " + ns[len(ns)-1]
+	return andList(ns)
 }

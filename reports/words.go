@@ -36,11 +36,16 @@ func clients(ps []int) string {
 	for i, p := range ps {
 		ws[i] = clientName(p)
 	}
-	switch len(ws) {
-	case 0:
+	if len(ws) == 0 {
 		return "a client"
-	case 1:
-		return ws[0]
+	}
+	return andList(ws)
+}
+
+// andList joins words as people list them: "a", "a and b", "a, b and c".
+func andList(ws []string) string {
+	if len(ws) < 2 {
+		return strings.Join(ws, "")
 	}
 	return strings.Join(ws[:len(ws)-1], ", ") + " and " + ws[len(ws)-1]
 }

@@ -145,6 +145,9 @@ type Outcome struct {
 	Observed map[string]checker.Verdict
 	// Result is the whole check, violations included.
 	Result checker.Result
+	// Why explains violations by index into Result.Violations
+	// (reports.Explain).
+	Why map[int]string
 	// Elapsed is the wall time of the run, setup to report.
 	Elapsed time.Duration
 }
@@ -182,7 +185,7 @@ func Run(ctx context.Context, s Scenario, opts Options) (Outcome, error) {
 	cfg.Log, cfg.Progress, cfg.ProgressTTY = opts.Log, opts.Progress, opts.ProgressTTY
 	start := time.Now()
 	out, err := lockharness.Run(ctx, cfg)
-	o := Outcome{Scenario: s, Dir: out.Dir, Result: out.Results.Result, Elapsed: time.Since(start), Observed: map[string]checker.Verdict{}}
+	o := Outcome{Scenario: s, Dir: out.Dir, Result: out.Results.Result, Why: out.Results.Why, Elapsed: time.Since(start), Observed: map[string]checker.Verdict{}}
 	for _, n := range checkerNames {
 		if c, ok := out.Results.Checkers[n]; ok {
 			o.Observed[n] = c.Verdict

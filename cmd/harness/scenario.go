@@ -185,7 +185,7 @@ func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err e
 	// Findings, the most telling first; the harmless ones ("·", a stale
 	// write the storage rejected) are often the point of a scenario whose
 	// verdict is valid.
-	printFindings(w, o.Result.Violations, nil, 4)
+	printFindings(w, o.Result.Violations, o.Why, 4)
 	fmt.Fprintf(w, "  source       %s\n", s.Source)
 	fmt.Fprintln(w, wrap(s.Explanation, "  ", 92))
 	if o.Dir != "" {
