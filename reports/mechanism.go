@@ -18,7 +18,11 @@ import (
 // rested on and the faults that struck them. Violations it cannot explain
 // have no entry.
 func Explain(ops []history.Op, res checker.Result) map[int]string {
-	faults := Faults(ops)
+	return explain(ops, res, Faults(ops))
+}
+
+// explain is Explain with the history's faults already derived.
+func explain(ops []history.Op, res checker.Result, faults []Fault) map[int]string {
 	out := map[int]string{}
 	for i, v := range res.Violations {
 		if s := quorumMechanism(v, ops, faults); s != "" {

@@ -29,7 +29,7 @@ type runView struct {
 func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
 	v := &runView{meta: meta, res: res, ops: ops, calls: clientCalls(ops), faults: Faults(ops), end: runEnd(ops)}
 	v.heal, v.healed = finalHeal(ops)
-	v.why = Explain(ops, res)
+	v.why = explain(ops, res, v.faults)
 	var extra []int
 	keys := map[string]bool{}
 	for _, h := range res.Holds {
