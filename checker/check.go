@@ -130,6 +130,7 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 		"claims":           0,
 		"overlaps":         float64(f.overlapping),
 		"foreign-releases": float64(f.foreignReleases),
+		"lost-leases":      float64(f.lostLeases),
 	}
 	for _, cs := range byKey {
 		stats["claims"] += float64(len(cs))
@@ -176,7 +177,7 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	switch {
 	case len(vs) > 0:
 		res.Verdict = Invalid
-		res.Reason = fmt.Sprintf("%d overlapping claims, %d foreign releases", f.overlapping, f.foreignReleases)
+		res.Reason = fmt.Sprintf("%d overlapping claims, %d foreign releases, %d lost leases", f.overlapping, f.foreignReleases, f.lostLeases)
 		if len(nonlin) > 0 {
 			res.Reason += "; not linearizable: " + strings.Join(nonlin, ", ")
 		}

@@ -12,20 +12,45 @@ import (
 
 // A claim is what the lock promised one process: "you hold key from start
 // until end". It is the precise definition the lease-mutex model encodes
-// (see LeaseMutexModel), so both must change together.
+// (see LeaseStep), so both must change together; this comment is the spec.
 //
-// A grant (acquire ok or renew ok) returned at time g with deadline D
-// promises [g, D). The promise in force is always the latest one the process
-// received: a grant received while the current one is still live (its
-// deadline ≥ g) continues the claim, now until D; a grant received after the
-// current one lapsed starts a new claim; a grant whose deadline is not after
-// its own return (D ≤ g) promises nothing and ends the current claim at g.
-// A release invocation (whatever its outcome) ends the process's claim: the
-// client has left its critical section. A renew invoked before that release
-// invocation but answered after it (a watchdog's renewal racing the
-// client's release) was overtaken by the release and promises nothing: the
-// lock serialises the two, renewal first. A crash does not: a crashed client's
-// claim ends at its deadline, never without one.
+// Grants. A grant (acquire ok or renew ok) returned at time g with deadline
+// D promises [g, D). A grant received while the current claim is still live
+// (its deadline is after g) continues it, until the later of the two
+// deadlines: a renewal extends a promise, it never takes back what an
+// earlier grant promised (and so one process's concurrent grants, say a
+// watchdog's renew and its client's acquire, mean the same in either
+// order). A grant received after the current claim lapsed starts a new
+// claim. A grant whose deadline is not after its own return (D ≤ g)
+// promises nothing and changes nothing. A renew made by a renewer thread (a
+// watchdog, history.Op's Owner) is its owner's: it continues or starts the
+// owner's claim.
+//
+// Releases. A release invocation (whatever its outcome) ends the process's
+// claim: the client has left its critical section. A crash does not: a
+// crashed client's claim ends at its deadline, never without one.
+//
+// A renew concurrent with its own process's release on the same key (it
+// completes after the release's invocation and was invoked before the
+// release's completion, whichever of the two was invoked or answered
+// first, whatever their outcomes) is absorbed by the release: it grants
+// nothing and is no evidence of anything. The lock serialises the two; the
+// history cannot say in which order, and "renewal first, then the release
+// removed it" is always possible, so the renewal can never have created a
+// claim past that release. A renew invoked after the release completed is
+// an ordinary renew: if it succeeds, the lock granted the key again.
+//
+// Lost leases. A release or renew by p that fails with a definite "not
+// held" (history.Value.NotHeld; never info, never a refused command) is the
+// lock's answer that p's lease is gone, given at some instant between its
+// invocation and its completion. It breaks the promise when p's claim was
+// certainly still live at the latest instant the answer can have been
+// given, its completion: for a release, the claim it ended at its
+// invocation has a deadline after the completion; for a renew, a claim that
+// began before the renew's invocation lasts past its completion. (A lease
+// whose deadline fell inside the call may have legally expired before the
+// answer, so that is no evidence.) An answer about an older lease of p's
+// (its token is not that of p's latest acquire) is no evidence either.
 type claim struct {
 	proc     int
 	key      string
@@ -36,14 +61,15 @@ type claim struct {
 	grant    int64 // history index of the grant that started it
 	byRenew  bool  // started by a renew after the process's claim had lapsed
 	released int64 // history index of the release invoke that ended it, -1
+	renewer  int   // the renewer thread whose renew started it, or -1
 }
 
 // claimEvent is a grant or a release invocation, in history order.
 type claimEvent struct {
 	at       instant
-	invoked  instant // for grants: when the acquire or renew was invoked
 	grant    bool
 	renew    bool
+	thread   int
 	deadline int64
 	fence    int64
 }
@@ -59,7 +85,7 @@ func buildClaims(p *prepared) map[string][]claim {
 		c := &p.calls[i]
 		k := pk{c.proc, c.key}
 		switch {
-		case (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK:
+		case (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK && !c.absorbed:
 			d, fence := int64(never), int64(0)
 			if c.out != nil {
 				if c.out.Deadline != 0 {
@@ -67,7 +93,7 @@ func buildClaims(p *prepared) map[string][]claim {
 				}
 				fence = c.out.Fence
 			}
-			events[k] = append(events[k], claimEvent{at: instant{c.end, c.done}, invoked: instant{c.start, c.inv}, grant: true, renew: c.f == history.FRenew, deadline: d, fence: fence})
+			events[k] = append(events[k], claimEvent{at: instant{c.end, c.done}, grant: true, renew: c.f == history.FRenew, thread: c.thread, deadline: d, fence: fence})
 		case c.f == history.FRelease:
 			events[k] = append(events[k], claimEvent{at: instant{c.start, c.inv}})
 		}
@@ -76,7 +102,6 @@ func buildClaims(p *prepared) map[string][]claim {
 	for k, evs := range events {
 		slices.SortFunc(evs, func(a, b claimEvent) int { return cmp.Compare(a.at.i, b.at.i) })
 		var cur *claim
-		var lastRelease *instant
 		closeAt := func(t instant, rel int64) {
 			cur.end = minInstant(deadlineAt(cur.deadline), t)
 			cur.released = rel
@@ -85,8 +110,6 @@ func buildClaims(p *prepared) map[string][]claim {
 		}
 		for _, e := range evs {
 			if !e.grant {
-				at := e.at
-				lastRelease = &at
 				if cur != nil {
 					rel := e.at.i
 					if !e.at.less(deadlineAt(cur.deadline)) {
@@ -96,24 +119,26 @@ func buildClaims(p *prepared) map[string][]claim {
 				}
 				continue
 			}
-			if e.renew && cur == nil && lastRelease != nil && e.invoked.less(*lastRelease) {
-				continue // overtaken by the release
-			}
 			g := e.at
 			empty := !g.less(deadlineAt(e.deadline))
-			if cur != nil {
-				if g.less(deadlineAt(cur.deadline)) && !empty {
-					// Contiguous: the promise goes on, now until the new deadline.
-					cur.deadline = e.deadline
+			if cur != nil && g.less(deadlineAt(cur.deadline)) {
+				// Live: the promise goes on, until the later deadline.
+				if !empty {
+					cur.deadline = max(cur.deadline, e.deadline)
 					if e.fence > 0 {
 						cur.fence = e.fence
 					}
-					continue
 				}
-				closeAt(g, -1)
+				continue
+			}
+			if cur != nil {
+				closeAt(g, -1) // it lapsed at its deadline
 			}
 			if !empty {
-				cur = &claim{proc: k.proc, key: k.key, start: g, deadline: e.deadline, fence: e.fence, grant: g.i, byRenew: e.renew, released: -1}
+				cur = &claim{proc: k.proc, key: k.key, start: g, deadline: e.deadline, fence: e.fence, grant: g.i, byRenew: e.renew, released: -1, renewer: -1}
+				if e.renew && e.thread != k.proc {
+					cur.renewer = e.thread
+				}
 			}
 		}
 		if cur != nil {
@@ -187,17 +212,22 @@ type promiseFindings struct {
 	violations      []Violation
 	overlapping     int // claims that began while another process's claim was live
 	foreignReleases int
+	lostLeases      int
 }
 
-// analyseClaims finds overlapping claims and foreign releases in
-// O(n log n): a sweep over claims by start with a heap of live claims.
+// analyseClaims finds overlapping claims, foreign releases and lost leases
+// in O(n log n): a sweep over claims by start with a heap of live claims,
+// and a binary search among the claims of the process of each "not held".
 func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 	var f promiseFindings
-	releases := map[string][]*call{}
+	releases, lost := map[string][]*call{}, map[string][]*call{}
 	for i := range p.calls {
 		c := &p.calls[i]
 		if c.f == history.FRelease && c.typ == history.OK {
 			releases[c.key] = append(releases[c.key], c)
+		}
+		if c.lost {
+			lost[c.key] = append(lost[c.key], c)
 		}
 	}
 	for _, k := range sortedKeys(byKey) {
@@ -268,8 +298,65 @@ func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 				})
 			}
 		}
+		// Lost leases: each "not held" against its process's claim that
+		// began last before it was invoked.
+		byProc := map[int][]*claim{}
+		for i := range cs {
+			byProc[cs[i].proc] = append(byProc[cs[i].proc], &cs[i])
+		}
+		reported = 0
+		for _, c := range lost[k] {
+			mine := byProc[c.proc]
+			j := sort.Search(len(mine), func(j int) bool { return !mine[j].start.less(c.invoked()) }) - 1
+			if j < 0 {
+				continue
+			}
+			cl := mine[j]
+			var live bool
+			if c.f == history.FRelease {
+				live = cl.released == c.inv && c.completion().less(deadlineAt(cl.deadline))
+			} else {
+				live = c.completion().less(cl.end)
+			}
+			if !live {
+				continue
+			}
+			f.lostLeases++
+			if reported < maxReported {
+				reported++
+				f.violations = append(f.violations, lostLeaseViolation(c, cl))
+			}
+		}
 	}
 	return f
+}
+
+// lostLeaseViolation says that the lock answered c with "not held" while
+// cl, c's process's claim, was certainly live.
+func lostLeaseViolation(c *call, cl *claim) Violation {
+	v := Violation{
+		Checker: "lock-promise", Kind: KindLostLease, Key: c.key,
+		Processes: []int{c.proc}, Start: c.start, End: c.end,
+		Events: []int64{c.inv, c.done, cl.grant}, Fatal: true,
+	}
+	who := fmt.Sprintf("its %s", c.f)
+	if c.thread != c.proc {
+		who = fmt.Sprintf("its watchdog's renew (thread %d)", c.thread)
+	}
+	early := "a lease without expiry"
+	switch {
+	case c.f == history.FRenew && cl.end != forever:
+		// The claim was live through its end; the deadline in force at
+		// the answer is later than the answer, whatever came after.
+		v.End = cl.end.t
+		early = fmt.Sprintf("while its claim was live until at least %s (%s later)", secs(cl.end.t), dur(cl.end.t-c.end))
+	case cl.deadline != never:
+		v.End = cl.deadline
+		early = fmt.Sprintf("%s before its deadline at %s", dur(cl.deadline-c.end), secs(cl.deadline))
+	}
+	v.Description = fmt.Sprintf("process %d's lease on %s (granted at %s) was gone at %s, %s: %s, invoked at %s, was answered \"not held\"",
+		c.proc, c.key, secs(cl.start.t), secs(c.end), early, who, secs(c.start))
+	return v
 }
 
 func overlapViolation(p *prepared, a, c *claim) Violation {
@@ -286,8 +373,12 @@ func overlapViolation(p *prepared, a, c *claim) Violation {
 	}
 	if c.byRenew {
 		v.Kind = KindForeignRelease
-		v.Description = fmt.Sprintf("process %d renewed %s at %s while process %d held it (from %s %s): both held it %s",
-			c.proc, c.key, secs(c.start.t), a.proc, secs(a.start.t), untilText(a), window)
+		who := fmt.Sprintf("process %d", c.proc)
+		if c.renewer >= 0 {
+			who = fmt.Sprintf("process %d's watchdog (thread %d)", c.proc, c.renewer)
+		}
+		v.Description = fmt.Sprintf("%s renewed %s at %s, after process %d's own claim had ended, while process %d held it (from %s %s): it extended someone else's lock, and both held it %s",
+			who, c.key, secs(c.start.t), c.proc, a.proc, secs(a.start.t), untilText(a), window)
 		return v
 	}
 	v.Description = fmt.Sprintf("process %d and process %d both held %s %s (process %d held it from %s %s; process %d acquired it at %s)",

@@ -28,6 +28,11 @@ const (
 	// LeaseGiveUp is a release that failed or whose outcome is unknown:
 	// either way the process stopped claiming the key when it invoked it.
 	LeaseGiveUp
+	// LeaseLost is a release or renew that the lock answered with a
+	// definite "not held" about the lease in force (see claim): legal only
+	// if the process does not hold the key or its lease has run out by the
+	// answer's completion. A release that was answered so also gives up.
+	LeaseLost
 )
 
 // LeaseOp is the input of one lease-mutex operation. Instants are a
@@ -88,15 +93,19 @@ var leaseFree = LeaseState{Holder: -1, DeadlineIndex: -1, Now: -1 << 63, NowInde
 //
 //   - a grant by p is legal once the key is free, held by p, or its
 //     holder's lease has run out; afterwards p holds it until the grant's
-//     deadline. A grant whose deadline is not after its own return promises
-//     nothing: it is legal, and if p held the key its lease now runs out at
-//     that return.
+//     deadline, or until its own lease's if p held the key with a later
+//     one (extensions never shorten). A grant whose deadline is not after
+//     its own return promises nothing: it is legal and changes nothing.
 //   - a release ok by p is legal once the key is free, held by p, or its
 //     holder's lease has run out (it then removed an expired key);
 //     afterwards the key is free.
 //   - a release that failed or is unknown is legal; if p held the key it is
 //     free afterwards (p's claim ended when it invoked the release).
-//   - a no-op is legal and changes nothing.
+//   - a "not held" answer to p (LeaseLost) is legal unless p holds the key
+//     with a lease that runs out after the answer's return; a release so
+//     answered then gives up as above, a renew changes nothing.
+//   - a no-op is legal and changes nothing. Renews absorbed by their
+//     process's release (see claim) are no-ops.
 func LeaseStep(s LeaseState, in LeaseOp) (bool, LeaseState) {
 	at := instant{s.Now, s.NowIndex}
 	if c := in.called(); at.less(c) {
@@ -113,22 +122,33 @@ func LeaseStep(s LeaseState, in LeaseOp) (bool, LeaseState) {
 	}
 	switch in.Kind {
 	case LeaseGrant:
-		if !ret.less(deadlineAt(in.Deadline)) {
-			if s.Holder == in.Process && ret.less(s.runsOut()) {
-				s.Deadline, s.DeadlineIndex = ret.t, ret.i
-			}
+		d := deadlineAt(in.Deadline)
+		if !ret.less(d) {
+			// It promises nothing and changes nothing.
 			s.Now, s.NowIndex = at.t, at.i
 			return true, s
 		}
 		if ret.less(when) {
 			return false, s
 		}
-		return true, LeaseState{Holder: in.Process, Deadline: in.Deadline, DeadlineIndex: -1, Now: when.t, NowIndex: when.i}
+		next := LeaseState{Holder: in.Process, Deadline: in.Deadline, DeadlineIndex: -1, Now: when.t, NowIndex: when.i}
+		if s.Holder == in.Process && when.less(s.runsOut()) && d.less(s.runsOut()) {
+			// A live lease is extended, never shortened.
+			next.Deadline, next.DeadlineIndex = s.Deadline, s.DeadlineIndex
+		}
+		return true, next
 	case LeaseRelease:
 		if ret.less(when) {
 			return false, s
 		}
 		return true, LeaseState{Holder: -1, DeadlineIndex: -1, Now: when.t, NowIndex: when.i}
+	case LeaseLost:
+		if s.Holder == in.Process && ret.less(s.runsOut()) {
+			return false, s
+		}
+		if in.F == history.FRelease && s.Holder == in.Process {
+			s.Holder, s.Deadline, s.DeadlineIndex = -1, 0, -1
+		}
 	case LeaseGiveUp:
 		if s.Holder == in.Process {
 			s.Holder, s.Deadline, s.DeadlineIndex = -1, 0, -1
@@ -195,7 +215,9 @@ func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
 		ret := in.ReturnIndex
 		switch c.f {
 		case history.FAcquire, history.FRenew:
-			if c.typ == history.OK {
+			if c.lost {
+				in.Kind = LeaseLost
+			} else if c.typ == history.OK && !c.absorbed {
 				in.Kind = LeaseGrant
 				in.Deadline = never
 				if c.out != nil && c.out.Deadline != 0 {
@@ -209,9 +231,12 @@ func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
 			}
 		case history.FRelease:
 			in.Kind = LeaseGiveUp
-			if c.typ == history.OK {
+			switch {
+			case c.typ == history.OK:
 				in.Kind = LeaseRelease
-			} else if !c.completed() {
+			case c.lost:
+				in.Kind = LeaseLost
+			case !c.completed():
 				// Giving up takes effect at the invocation; an open-ended
 				// interval would only slow porcupine down.
 				ret = c.inv

@@ -16,16 +16,35 @@ const never = math.MaxInt64
 
 // call is one client operation: its invocation paired with its completion.
 type call struct {
-	proc  int
-	f     string
-	key   string
-	typ   history.Type // completion type; Info when the history ends first
-	start int64        // invoke time
-	end   int64        // completion time; never when it never completed
-	inv   int64        // history index of the invocation
-	done  int64        // history index of the completion, -1 if none
-	in    *history.Value
-	out   *history.Value
+	proc   int // the client it acted for: the owner of a renewer thread's call
+	thread int // the process that recorded it (proc, or a renewer thread)
+	f      string
+	key    string
+	typ    history.Type // completion type; Info when the history ends first
+	start  int64        // invoke time
+	end    int64        // completion time; never when it never completed
+	inv    int64        // history index of the invocation
+	done   int64        // history index of the completion, -1 if none
+	in     *history.Value
+	out    *history.Value
+
+	// Set by markRenewals, read by both lock-promise definitions:
+	// absorbed: a renew concurrent with its client's release on the same
+	// key, which grants nothing (see claim); lost: a release or renew whose
+	// definite "not held" answer is evidence against the lease in force.
+	absorbed, lost bool
+}
+
+// token is the lease token the call named (on its invocation or, for a
+// renewer's renew, on its completion); "" when the history does not say.
+func (c *call) token() string {
+	if c.in != nil && c.in.Token != "" {
+		return c.in.Token
+	}
+	if c.out != nil {
+		return c.out.Token
+	}
+	return ""
 }
 
 // completed reports whether the history records the completion.
@@ -120,6 +139,10 @@ func prepare(ops []history.Op) (*prepared, error) {
 		}
 
 		proc := int(op.Process)
+		owner := proc
+		if op.Owner != nil {
+			owner = int(*op.Owner)
+		}
 		if t, dead := p.crashedAt[proc]; dead && op.F != history.FCrash {
 			return nil, unusable("process %d crashed at %s but recorded %s %s at event %d", proc, secs(t), op.F, op.Type, op.Index)
 		}
@@ -140,7 +163,7 @@ func prepare(ops []history.Op) (*prepared, error) {
 				return nil, unusable("process %d invoked %s at event %d while its %s of event %d was outstanding", proc, op.F, op.Index, op.F, p.calls[j].inv)
 			}
 			pending[pk] = len(p.calls)
-			p.calls = append(p.calls, call{proc: proc, f: op.F, key: op.Key, typ: history.Info,
+			p.calls = append(p.calls, call{proc: owner, thread: proc, f: op.F, key: op.Key, typ: history.Info,
 				start: op.Time, end: never, inv: op.Index, done: -1, in: op.Value})
 			if op.Key != "" {
 				keys[op.Key] = struct{}{}
@@ -155,6 +178,9 @@ func prepare(ops []history.Op) (*prepared, error) {
 		if c.key != op.Key {
 			return nil, unusable("event %d: %s %s on key %q completes an invocation on key %q (event %d)", op.Index, op.F, op.Type, op.Key, c.key, c.inv)
 		}
+		if c.proc != owner {
+			return nil, unusable("event %d: %s %s by process %d for owner %d completes an invocation for owner %d (event %d)", op.Index, op.F, op.Type, proc, owner, c.proc, c.inv)
+		}
 		delete(pending, pk)
 		c.typ, c.end, c.done, c.out = op.Type, op.Time, op.Index, op.Value
 	}
@@ -162,8 +188,77 @@ func prepare(ops []history.Op) (*prepared, error) {
 		p.keys = append(p.keys, k)
 	}
 	sort.Strings(p.keys)
+	markRenewals(p)
 	return p, nil
 }
+
+// markRenewals classifies, once for both lock-promise definitions, the
+// calls whose meaning depends on their neighbours (see claim for the
+// rules):
+//
+//   - a renew by (or for) p on key k is absorbed when it is concurrent
+//     with a release by p on k: it completes after the release's
+//     invocation and was invoked before the release's completion (a
+//     release that never completed is concurrent with everything after
+//     its invocation);
+//   - a release or renew by p on k is lost-lease evidence when it failed
+//     with a definite "not held" (Value.NotHeld), is not absorbed, and
+//     names the lease in force: its token, if the history records one, is
+//     that of p's latest acquire of k completed before its invocation.
+//
+// p's releases and acquires are its client's, one at a time, so each
+// lookup is a binary search: O(n log n) in all.
+func markRenewals(p *prepared) {
+	type pk struct {
+		proc int
+		key  string
+	}
+	releases, acquires := map[pk][]*call{}, map[pk][]*call{}
+	for i := range p.calls {
+		c := &p.calls[i]
+		k := pk{c.proc, c.key}
+		switch {
+		case c.f == history.FRelease:
+			releases[k] = append(releases[k], c)
+		case c.f == history.FAcquire && c.typ == history.OK:
+			acquires[k] = append(acquires[k], c)
+		}
+	}
+	// p.calls is in invocation order; acquires by completion order, which
+	// is the same for one client's calls, but say so.
+	for _, as := range acquires {
+		slices.SortFunc(as, func(a, b *call) int { return cmp.Compare(a.done, b.done) })
+	}
+	for i := range p.calls {
+		c := &p.calls[i]
+		k := pk{c.proc, c.key}
+		if c.f == history.FRenew {
+			// The latest release invoked before the renew completed.
+			rs := releases[k]
+			j := sort.Search(len(rs), func(j int) bool { return !rs[j].invoked().less(c.completion()) }) - 1
+			if j >= 0 && c.invoked().less(rs[j].completion()) {
+				c.absorbed = true
+				continue
+			}
+		}
+		if c.typ != history.Fail || c.out == nil || !c.out.NotHeld || (c.f != history.FRelease && c.f != history.FRenew) {
+			continue
+		}
+		if tok := c.token(); tok != "" {
+			as := acquires[k]
+			j := sort.Search(len(as), func(j int) bool { return as[j].done >= c.inv }) - 1
+			if j >= 0 && as[j].token() != "" && as[j].token() != tok {
+				continue // about an older lease of p's
+			}
+		}
+		c.lost = true
+	}
+}
+
+// invoked and completion are the call's instants (completion is forever
+// when it never completed).
+func (c *call) invoked() instant    { return instant{c.start, c.inv} }
+func (c *call) completion() instant { return eventAt(c.end, c.done) }
 
 // counts is Result.Counts: completions by f and type; an invocation that
 // never completed counts as info, since that is how it is judged.

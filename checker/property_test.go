@@ -21,7 +21,10 @@ import (
 // every key.
 //
 // Nothing is restricted: the histories include unknown (info) acquires,
-// renews and releases, and operations cut off by crashes. That is
+// renews and releases, operations cut off by crashes, definite "not held"
+// answers (lost leases) and refused commands, and renewer threads whose
+// renews race their client's releases and acquires, each other, and
+// outlive their client. That is
 // comparable because both definitions give unknowns the same meaning: an
 // unknown acquire or renew grants nothing (the overlap analysis counts only
 // ok claims; for the model "did not happen" is always at least as
@@ -34,10 +37,20 @@ func TestOverlapAnalysisAgreesWithPorcupine(t *testing.T) {
 		{procs: 4, keys: 2, opsPerProc: 10, maxLat: 2, maxGap: 10, maxTTL: 20, pInfo: 0.1, crash: true},
 		{procs: 3, keys: 1, opsPerProc: 12, maxLat: 0, maxGap: 3, maxTTL: 4, pInfo: 0.05, crash: true},
 		{procs: 5, keys: 1, opsPerProc: 6, maxLat: 5, maxGap: 20, maxTTL: 8, pInfo: 0.1},
+		// Watchdogs: renewer threads racing their clients' releases and
+		// acquires, stale ones, and definite "not held" answers.
+		{procs: 2, keys: 1, opsPerProc: 6, maxLat: 3, maxGap: 4, maxTTL: 12, pInfo: 0.1, renewers: true},
+		{procs: 3, keys: 1, opsPerProc: 8, maxLat: 4, maxGap: 3, maxTTL: 10, pInfo: 0.05, crash: true, renewers: true},
+		{procs: 3, keys: 2, opsPerProc: 8, maxLat: 1, maxGap: 8, maxTTL: 16, renewers: true},
 	}
 	const perShape = 1500
 	valid, invalid := 0, 0
+	// What the watchdog shapes exercise, so that the property is known to
+	// cover it: absorbed renews, lost-lease evidence and violations,
+	// foreign renews.
+	absorbed, evidence, kinds := 0, 0, map[string]int{}
 	for si, shape := range shapes {
+		v0, i0 := valid, invalid
 		for seed := uint64(0); seed < perShape; seed++ {
 			rng := rand.New(rand.NewPCG(seed, uint64(si)))
 			ops := genLockHistory(rng, shape)
@@ -47,6 +60,19 @@ func TestOverlapAnalysisAgreesWithPorcupine(t *testing.T) {
 			bad := map[string]bool{}
 			for _, v := range f.violations {
 				bad[v.Key] = true
+				kind := v.Kind
+				if strings.Contains(v.Description, "renewed") {
+					kind = "foreign-renew"
+				}
+				kinds[kind]++
+			}
+			for i := range p.calls {
+				if p.calls[i].absorbed {
+					absorbed++
+				}
+				if p.calls[i].lost {
+					evidence++
+				}
 			}
 			for _, key := range p.keys {
 				lin := porcupine.CheckOperations(LeaseMutexModel(), leaseOps(p, key, false))
@@ -66,11 +92,22 @@ func TestOverlapAnalysisAgreesWithPorcupine(t *testing.T) {
 				}
 			}
 		}
+		if valid-v0 < 25 || invalid-i0 < 25 {
+			t.Errorf("shape %d is lopsided: %d valid, %d invalid", si, valid-v0, invalid-i0)
+		}
 	}
-	t.Logf("%d valid and %d invalid key histories agreed", valid, invalid)
+	t.Logf("%d valid and %d invalid key histories agreed; %d absorbed renews, %d \"not held\" answers, violations %v", valid, invalid, absorbed, evidence, kinds)
 	// The property is only worth something if both verdicts are common.
 	if valid < 1000 || invalid < 1000 {
 		t.Fatalf("generator is lopsided: %d valid, %d invalid", valid, invalid)
+	}
+	for _, k := range []string{KindOverlap, KindForeignRelease, KindLostLease, "foreign-renew"} {
+		if kinds[k] < 100 {
+			t.Errorf("only %d %s violations: the generator does not exercise them", kinds[k], k)
+		}
+	}
+	if absorbed < 1000 || evidence < 1000 {
+		t.Errorf("only %d absorbed renews and %d \"not held\" answers", absorbed, evidence)
 	}
 }
 

@@ -38,8 +38,15 @@ const (
 	// KindOverlap: two processes were told they held the same key at once.
 	KindOverlap = "overlap"
 	// KindForeignRelease: a release (or renew) succeeded while another
-	// process's claim on that key was live: it removed someone else's lock.
+	// process's claim on that key was live: it removed (or extended)
+	// someone else's lock. A renew by a stale watchdog (its client no longer
+	// held the lease, or had crashed) is one.
 	KindForeignRelease = "foreign-release"
+	// KindLostLease: the lock answered a holder's release or renew with a
+	// definite "not held" while the holder's lease was certainly still
+	// live: it lost the lease before its deadline, whether or not another
+	// client got in.
+	KindLostLease = "lost-lease"
 	// KindLostUpdate: critical sections on the protected resource are not
 	// linearizable (two sections read the same value and both wrote).
 	KindLostUpdate = "lost-update"

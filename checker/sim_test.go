@@ -147,7 +147,7 @@ func simValidRun(rng *rand.Rand, cfg simConfig) []history.Op {
 				l.holder = -1
 				emit(t, p, history.OK, history.FRelease, pr.key, nil)
 			} else {
-				emit(t, p, history.Fail, history.FRelease, pr.key, nil)
+				emit(t, p, history.Fail, history.FRelease, pr.key, &history.Value{NotHeld: true})
 			}
 			pr.step = 0
 		}

@@ -125,17 +125,38 @@ type Value struct {
 	Targets []string `json:"targets,omitempty"`
 	// Detail is a short human description ("clock +60s", "aof-always").
 	Detail string `json:"detail,omitempty"`
+
+	// NotHeld is set on the fail of a release or renew when the lock
+	// answered that the lease is no longer the caller's (locks.ErrNotHeld):
+	// a definite "not held", as opposed to a command the server refused (a
+	// Redis error reply, also a fail). Only such an answer, given before
+	// the lease's deadline, is evidence that the lock lost the lease early.
+	NotHeld bool `json:"not_held,omitempty"`
 }
 
 // Op is one history event.
+//
+// Process is the thread of execution that performed it: an invocation and
+// its completion have the same Process, and a process has at most one
+// invocation of each f outstanding. A lock's background renewer (a
+// Redisson-style watchdog) runs beside its client, so its renews are
+// recorded under a process number of their own (a renewer thread) with
+// Owner set to the client process whose lease they renew: the renewer's
+// calls pair unambiguously however they overlap the client's (or another
+// renewer's), and the checker attributes their effect to the owner. Owner
+// is absent on every other event, and in histories recorded before renewer
+// threads existed (their renews carry the client's own process number).
 type Op struct {
 	Index   int64   `json:"index"`
 	Time    int64   `json:"time"` // nanoseconds since the run started, one monotonic clock
 	Process Process `json:"process"`
-	Type    Type    `json:"type"`
-	F       string  `json:"f"`
-	Key     string  `json:"key,omitempty"`
-	Value   *Value  `json:"value,omitempty"`
+	// Owner is the client process on whose behalf a renewer thread acted
+	// (renew events only); nil otherwise.
+	Owner *Process `json:"owner,omitempty"`
+	Type  Type     `json:"type"`
+	F     string   `json:"f"`
+	Key   string   `json:"key,omitempty"`
+	Value *Value   `json:"value,omitempty"`
 	// Error is the error text of a fail or info completion.
 	Error string `json:"error,omitempty"`
 }
@@ -153,6 +174,14 @@ func (o Op) Validate() error {
 	}
 	if o.Index < 0 {
 		return fmt.Errorf("negative index %d", o.Index)
+	}
+	if o.Owner != nil {
+		switch {
+		case o.Owner.IsNemesis() || o.Process.IsNemesis():
+			return fmt.Errorf("owner is only for client processes (process %s, owner %s)", o.Process, o.Owner)
+		case o.F != FRenew:
+			return fmt.Errorf("owner on a %s event: only a renewer thread's renews have an owner", o.F)
+		}
 	}
 	return nil
 }

@@ -57,7 +57,8 @@ type Lock interface {
 	// attempt used, so a caller that got an unknown outcome can release it.
 	Acquire(ctx context.Context, key string, opts AcquireOptions) (Lease, error)
 	// Release gives the lease up. Locks that check ownership return an error
-	// wrapping ErrNotHeld when the lease is no longer theirs.
+	// wrapping ErrNotHeld when the lease is no longer theirs, and only when
+	// that answer is definite for the whole lock (see ErrNotHeld).
 	Release(ctx context.Context, lease Lease) error
 }
 
@@ -87,6 +88,14 @@ var (
 	// failed in a way that certainly left nothing behind).
 	ErrNotAcquired = errors.New("lock not acquired")
 	// ErrNotHeld: release or renew refused, the lease is not the caller's.
+	// It is the lock's definite answer about the lease as a whole: for a
+	// single node, the node ran the compare and found another token or
+	// none; for a quorum lock, so many nodes did that the token cannot be
+	// on a quorum (or the lock itself holds the lease for over). A refused
+	// command (a Redis error reply), a timeout or a node that was never
+	// asked is not "not held": the lease may live on. The checker takes
+	// ErrNotHeld before the lease's deadline as proof that the lock lost
+	// the lease early, so a lock must not return it on a guess.
 	ErrNotHeld = errors.New("lock not held")
 )
 

@@ -2,8 +2,12 @@ package locks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Redlock failpoints.
@@ -129,50 +133,86 @@ func (l *redlock) undo(ctx context.Context, lease Lease, sets []NodeResult, reas
 }
 
 func (l *redlock) releaseAll(ctx context.Context, lease Lease) []NodeResult {
-	return onAll(ctx, l.nodes, l.nodeTimeout, "release", func(ctx context.Context, n Node) error {
-		return runCompare(ctx, n, compareAndDelete, "release", lease.Key, lease.Token)
+	rs, _ := l.onAllHeld(ctx, "release", lease, compareAndDelete)
+	return rs
+}
+
+// onAllHeld runs a compare-token script (compareAndDelete, or
+// compareAndPexpire with the TTL) on every node and also says which nodes
+// answered that our token is not there (the script ran and returned 0). A
+// node that answered with an error reply (WRONGTYPE, LOADING, …) or whose
+// command was never sent counts as Refused in the results, but it says
+// nothing about our token: it may still be there.
+func (l *redlock) onAllHeld(ctx context.Context, op string, lease Lease, s *redis.Script, args ...any) ([]NodeResult, int) {
+	var mu sync.Mutex
+	absent := map[string]bool{}
+	rs := onAll(ctx, l.nodes, l.nodeTimeout, op, func(ctx context.Context, n Node) error {
+		err := runCompare(ctx, n, s, op, lease.Key, append([]any{lease.Token}, args...)...)
+		if errors.Is(err, ErrNotHeld) {
+			mu.Lock()
+			absent[n.Name] = true
+			mu.Unlock()
+		}
+		return err
 	})
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, r := range rs {
+		if r.Result == Refused && absent[r.Node] {
+			n++
+		}
+	}
+	return rs, n
 }
 
 // Release deletes the token on every node. It succeeds when a quorum
-// deleted it, is refused (ErrNotHeld) when a quorum cannot have, and is
-// unknown otherwise.
+// deleted it. It is refused with ErrNotHeld, the lock's definite "not
+// held", only when so many nodes answered that our token is not there that
+// it cannot be on a quorum (more than N − quorum): the lease, which lives
+// as long as a quorum keeps the token, is gone. Anything else (nodes that
+// did not answer, answered with an error reply, or were never asked) is
+// unknown: a refused command is not an answer about our token.
 func (l *redlock) Release(ctx context.Context, lease Lease) error {
-	return l.quorumResult("release", lease.Key, l.releaseAll(ctx, lease), "", ErrNotHeld)
+	rs, absent := l.onAllHeld(ctx, "release", lease, compareAndDelete)
+	return l.quorumResult("release", lease.Key, rs, absent, "")
 }
 
 // Renew extends the token on every node; like an acquire, it counts only
-// with a quorum and time left: ValidUntil = start + TTL − drift.
+// with a quorum and time left: ValidUntil = start + TTL − drift. It is
+// refused with ErrNotHeld when the token cannot be on a quorum (as for
+// Release), or when the renewal came too late: the lock itself then holds
+// the lease for over (and its deadline, at most start + TTL − drift, has
+// passed by the time it says so).
 func (l *redlock) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	start := time.Now()
-	rs := onAll(ctx, l.nodes, l.nodeTimeout, "renew", func(ctx context.Context, n Node) error {
-		return runCompare(ctx, n, compareAndPexpire, "renew", lease.Key, lease.Token, l.opts.TTL.Milliseconds())
-	})
-	if err := l.quorumResult("renew", lease.Key, rs, "", ErrNotHeld); err != nil {
+	rs, absent := l.onAllHeld(ctx, "renew", lease, compareAndPexpire, l.opts.TTL.Milliseconds())
+	if err := l.quorumResult("renew", lease.Key, rs, absent, ""); err != nil {
 		return lease, err
 	}
 	if elapsed := time.Since(start); l.opts.TTL-elapsed-l.drift <= 0 {
-		return lease, l.quorumResult("renew", lease.Key, rs, fmt.Sprintf("validity expired: renewed in %v", elapsed), ErrNotHeld)
+		return lease, l.quorumResult("renew", lease.Key, rs, absent, fmt.Sprintf("validity expired: renewed in %v", elapsed))
 	}
 	lease.ValidUntil = start.Add(l.opts.TTL - l.drift)
 	lease.Nodes, lease.Quorum = grantedBy(rs), l.quorum
 	return lease, nil
 }
 
-// quorumResult turns per-node answers into nil (a quorum did it and no
-// reason to refuse), a definite refusal (a quorum cannot have done it), or
-// an unknown outcome.
-func (l *redlock) quorumResult(op, key string, rs []NodeResult, refuse string, definite error) error {
-	done, _, unknown := count(rs)
+// quorumResult turns per-node answers to a release or renew into nil (a
+// quorum did it and no reason to refuse), ErrNotHeld (the lock refuses, or
+// more than N − quorum nodes answered that our token is not there) or an
+// unknown outcome.
+func (l *redlock) quorumResult(op, key string, rs []NodeResult, absent int, refuse string) error {
+	done, _, _ := count(rs)
 	if done >= l.quorum && refuse == "" {
 		return nil
 	}
 	e := &QuorumError{Op: op, Key: key, Quorum: l.quorum, Nodes: rs, Reason: refuse}
 	if e.Reason == "" {
-		e.Reason = fmt.Sprintf("no quorum: %d of %d nodes", done, len(rs))
+		e.Reason = fmt.Sprintf("no quorum: %d of %d nodes; %d said the token is not there", done, len(rs), absent)
 	}
-	if refuse != "" || done+unknown < l.quorum {
-		e.Definite = definite
+	if refuse != "" || absent > len(rs)-l.quorum {
+		e.Definite = ErrNotHeld
 	}
 	return e
 }

@@ -104,7 +104,13 @@ func (l *redsyncLock) Acquire(ctx context.Context, key string, o AcquireOptions)
 	return lease, l.failure("acquire", key, err, w.results(), ErrNotAcquired)
 }
 
-// Release is Unlock of a mutex carrying the lease's token.
+// Release is Unlock of a mutex carrying the lease's token. redsync says
+// only whether a quorum deleted it (ok) and joins every node's error; the
+// watch tells the outcome: ErrNotHeld, the lock's definite "not held", only
+// when more than N − quorum nodes ran the script and found no token of
+// ours, so that it cannot be on a quorum: the lease is gone. A node that
+// timed out, answered with an error reply or was never asked may still
+// hold it: then the outcome is unknown.
 func (l *redsyncLock) Release(ctx context.Context, lease Lease) error {
 	w := newWatch(len(l.nodes), false)
 	ok, err := l.mutex(lease.Key, lease.Token, w).UnlockContext(ctx)
@@ -115,7 +121,10 @@ func (l *redsyncLock) Release(ctx context.Context, lease Lease) error {
 }
 
 // Renew is Extend of a mutex carrying the lease's token; ValidUntil is the
-// mutex's Until.
+// mutex's Until. "Not held" means what it means for Release, or that
+// redsync refused an extension that came too late (ErrExtendFailed: its
+// validity, start + TTL − drift, was over when the quorum answered, so the
+// lease's previous deadline had passed too).
 func (l *redsyncLock) Renew(ctx context.Context, lease Lease) (Lease, error) {
 	w := newWatch(len(l.nodes), false)
 	m := l.mutex(lease.Key, lease.Token, w)
@@ -223,13 +232,17 @@ func (w *watch) eval(i int, reply any, err error) {
 	acted := err == nil && n == 1
 	unknown := err != nil && classify(err) == Unknown
 	if !w.acquire {
+		// A release or renew: Refused means the script ran and found no
+		// token of ours (0, or -1: no key at all). An error of any kind,
+		// an error reply (WRONGTYPE, LOADING, …) or a command never sent
+		// included, says nothing about our token: it may be there.
 		switch {
 		case acted:
 			w.state[i] = Done
-		case unknown:
-			w.state[i] = Unknown
-		default:
+		case err == nil:
 			w.state[i] = Refused
+		default:
+			w.state[i] = Unknown
 		}
 		return
 	}

@@ -50,11 +50,12 @@ func clientCalls(ops []history.Op) []call {
 }
 
 // clientProcesses lists every client process that appears in the history
-// or in the holds, in numeric order.
+// or in the holds, in numeric order. A lock's renewer threads (events with
+// an Owner) are not clients: their renewals count for their owner's holds.
 func clientProcesses(ops []history.Op, extra ...int) []int {
 	seen := map[int]bool{}
 	for _, op := range ops {
-		if !op.Process.IsNemesis() {
+		if !op.Process.IsNemesis() && op.Owner == nil {
 			seen[int(op.Process)] = true
 		}
 	}

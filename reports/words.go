@@ -84,6 +84,8 @@ func violationSentence(v checker.Violation) string {
 	switch v.Kind {
 	case checker.KindForeignRelease:
 		return capitalise(fmt.Sprintf("%s: a release or renew by %s succeeded while another client's claim on %s was live", span(v), clients(v.Processes), keyOr(v.Key)))
+	case checker.KindLostLease:
+		return capitalise(fmt.Sprintf("%s: %s was told its lease on %s was gone before its deadline", span(v), clients(v.Processes), keyOr(v.Key)))
 	case checker.KindStaleWrite:
 		return capitalise(fmt.Sprintf("%s wrote %s after its lease on %s had expired", clients(v.Processes), span(v), keyOr(v.Key)))
 	case checker.KindLostUpdate:

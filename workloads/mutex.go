@@ -125,6 +125,7 @@ type Mutex struct {
 	Stats Stats
 
 	nextProcess atomic.Int64
+	nextRenewer atomic.Int64 // renewer threads are numbered from RenewerBase
 	slots       []*slot
 
 	mu         sync.Mutex
@@ -161,6 +162,7 @@ func NewMutex(cfg Config, env Env) (*Mutex, error) {
 	m := &Mutex{cfg: cfg, env: env, failpoints: map[string]failpointAction{},
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0x6e656d))}
 	m.nextProcess.Store(int64(cfg.Clients))
+	m.nextRenewer.Store(RenewerBase)
 	for i := 0; i < cfg.Clients; i++ {
 		s := &slot{id: i, pauseReq: make(chan time.Duration, 1), pauseAfterReq: make(chan time.Duration, 1), crashReq: make(chan struct{}, 1)}
 		s.process.Store(int64(i))
@@ -200,18 +202,32 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	opts.TTL = m.cfg.TTL
 	opts.Rand = rng
 	opts.Failpoint = func(ctx context.Context, name string) error { return m.failpoint(ctx, name) }
-	// Renewals a lock makes on its own (a watchdog) extend the holder's
-	// claim, so they go in the history as that process's renews.
-	p := history.Process(process)
+	// Renewals a lock makes on its own (a watchdog) run beside the client:
+	// each is recorded by a renewer thread of the lock instance, with the
+	// client as its owner (see history.Op), so that a renewal racing the
+	// client's release or next acquire, or another watchdog's renewal, pairs
+	// unambiguously; the checker credits the renewal to the owner.
+	owner := history.Process(process)
+	threads := &renewerThreads{next: &m.nextRenewer}
 	opts.OnRenew = func(key string) func(locks.Lease, error) {
-		m.env.Recorder.Invoke(p, history.FRenew, key, nil)
+		t := threads.take()
+		m.env.Recorder.Record(history.Op{Process: t, Owner: &owner, Type: history.Invoke, F: history.FRenew, Key: key})
 		return func(l locks.Lease, err error) {
-			t := locks.Outcome(err)
-			if t == history.OK {
-				m.complete(p, t, history.FRenew, key, m.leaseValue(l), nil)
-				return
+			defer threads.put(t)
+			typ := locks.Outcome(err)
+			v := &history.Value{Token: l.Token}
+			switch typ {
+			case history.OK:
+				v = m.leaseValue(l)
+			case history.Fail:
+				v.NotHeld = errors.Is(err, locks.ErrNotHeld)
 			}
-			m.complete(p, t, history.FRenew, key, nil, err)
+			op := history.Op{Process: t, Owner: &owner, Type: typ, F: history.FRenew, Key: key, Value: v}
+			if err != nil {
+				op.Error = err.Error()
+			}
+			m.env.Recorder.Record(op)
+			m.count(typ)
 		}
 	}
 	l, err := m.env.Lock.New(m.env.Nodes(s.id), opts)
@@ -219,6 +235,39 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 		return nil, fmt.Errorf("client %d: new %s lock: %w", process, m.env.Lock.Name, err)
 	}
 	return l, nil
+}
+
+// RenewerBase is the first process number of renewer threads. They have a
+// range of their own so that the clients' numbers (0 … Clients-1, then one
+// per restart after a crash) stay what they would be without a watchdog,
+// whatever the timing of the renewals.
+const RenewerBase = 1_000_000
+
+// renewerThreads hands out a lock instance's renewer thread numbers: a
+// renewal takes a free one (a new one when all are busy, as when a stale
+// watchdog and a new one renew at once) and gives it back once its
+// completion is recorded, so one watchdog renewing in turn uses one thread.
+type renewerThreads struct {
+	next *atomic.Int64
+	mu   sync.Mutex
+	free []history.Process
+}
+
+func (r *renewerThreads) take() history.Process {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.free); n > 0 {
+		t := r.free[n-1]
+		r.free = r.free[:n-1]
+		return t
+	}
+	return history.Process(r.next.Add(1) - 1)
+}
+
+func (r *renewerThreads) put(t history.Process) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.free = append(r.free, t)
 }
 
 func closeLock(l locks.Lock) {
@@ -365,7 +414,11 @@ func (m *Mutex) release(ctx context.Context, p history.Process, lock locks.Lock,
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
 	err := lock.Release(opCtx, lease)
 	cancel()
-	m.complete(p, locks.Outcome(err), history.FRelease, lease.Key, nil, err)
+	var v *history.Value
+	if t := locks.Outcome(err); t == history.Fail && errors.Is(err, locks.ErrNotHeld) {
+		v = &history.Value{NotHeld: true}
+	}
+	m.complete(p, locks.Outcome(err), history.FRelease, lease.Key, v, err)
 }
 
 // crash kills process p's lock instance (its watchdog dies with it, as in
@@ -378,6 +431,11 @@ func (m *Mutex) crash(p history.Process, key string, lock locks.Lock) {
 
 func (m *Mutex) complete(p history.Process, t history.Type, f, key string, v *history.Value, err error) {
 	m.env.Recorder.Complete(p, t, f, key, v, err)
+	m.count(t)
+}
+
+// count adds a completion to the progress counters.
+func (m *Mutex) count(t history.Type) {
 	switch t {
 	case history.OK:
 		m.Stats.OK.Add(1)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
@@ -19,6 +20,12 @@ import (
 // history recorder.
 func start(t *testing.T, cfg workloads.Config) (*workloads.Mutex, *history.Recorder, func()) {
 	t.Helper()
+	return startLock(t, "token", cfg)
+}
+
+// startLock is start with the named lock.
+func startLock(t *testing.T, lock string, cfg workloads.Config) (*workloads.Mutex, *history.Recorder, func()) {
+	t.Helper()
 	ctx := context.Background()
 	c := clustertest.Up(t, cluster.Config{Nodes: 1, Clients: cfg.Clients})
 	storage := cluster.NewRedisClient(c.StorageAddr(), cluster.ClientOptions{})
@@ -28,7 +35,7 @@ func start(t *testing.T, cfg workloads.Config) (*workloads.Mutex, *history.Recor
 		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
 		t.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
 	}
-	info, err := locks.Builtin().Lookup("token")
+	info, err := locks.Builtin().Lookup(lock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,5 +141,49 @@ func TestCrashHolderAbandonsItsLock(t *testing.T) {
 	}
 	if maxProcess < 2 {
 		t.Errorf("no new process replaced the crashed one (highest process %d)", maxProcess)
+	}
+}
+
+// TestWatchdogRenewalsHaveTheirOwnThreads: the reentrant lock's watchdog
+// renews while its client works (hold 120ms, TTL 150ms: a renewal every
+// 50ms); each renewal is recorded by a renewer thread (a process number from
+// RenewerBase) owned by its client, so the checker pairs and credits them
+// and the history of a correct run is valid, never unusable.
+func TestWatchdogRenewalsHaveTheirOwnThreads(t *testing.T) {
+	_, rec, stop := startLock(t, "reentrant", workloads.Config{Clients: 2, TTL: 150 * time.Millisecond, Hold: 120 * time.Millisecond})
+	time.Sleep(1500 * time.Millisecond)
+	stop()
+	ops := rec.Ops()
+	renews := 0
+	for _, op := range ops {
+		if op.F != history.FRenew {
+			continue
+		}
+		renews++
+		if op.Owner == nil || op.Process < workloads.RenewerBase || *op.Owner >= workloads.RenewerBase {
+			t.Fatalf("a renewal not recorded by an owned renewer thread: %v", op)
+		}
+		if op.Type != history.Invoke && (op.Value == nil || op.Value.Token == "") {
+			t.Errorf("a renewal's completion without the lease's token: %v", op)
+		}
+	}
+	if renews < 10 {
+		t.Fatalf("%d renew events in 1.5s of 120ms holds with a 50ms watchdog", renews)
+	}
+	r := checker.Check(context.Background(), ops, checker.Config{})
+	if v := r.Checkers[checker.LockPromise]; v.Verdict != checker.Valid {
+		t.Fatalf("lock promise %s: %s; %+v", v.Verdict, v.Reason, r.Violations)
+	}
+	held := 0
+	for _, h := range r.Holds {
+		if h.Process >= workloads.RenewerBase {
+			t.Errorf("a hold credited to a renewer thread: %+v", h)
+		}
+		if h.Deadline > 0 && h.End > 0 && h.Deadline-h.Start > int64(150*time.Millisecond) {
+			held++ // a renewal extended the claim past the first lease
+		}
+	}
+	if held == 0 {
+		t.Errorf("no hold was extended by its watchdog: %+v", r.Holds)
 	}
 }
