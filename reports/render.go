@@ -151,8 +151,8 @@ func rank(vi checker.Violation) int {
 	switch vi.Kind {
 	case checker.KindOverlap:
 		return 0
-	case checker.KindForeignRelease:
-		return 1
+	case checker.KindForeignRelease, checker.KindLostLease:
+		return 1 // the lock broke its promise to one holder
 	case checker.KindNonLinearizable:
 		return 2
 	case checker.KindUnavailable:
