@@ -217,10 +217,15 @@ type Requirement struct {
 	// Faults are nemesis fs of which at least one must have taken effect
 	// while some client held a claim (FaultCoverage.StruckHolder).
 	Faults []string `json:"faults,omitempty"`
+	// Paused: a client paused at all (at a lock's failpoint, inside an
+	// acquire, there is no claim yet to strike).
+	Paused bool `json:"paused,omitempty"`
 	// PauseStruck: a client pause began while its process held a claim.
 	PauseStruck bool `json:"pause_struck,omitempty"`
 	// PauseOutlived: a client pause outlived its holder's claim.
 	PauseOutlived bool `json:"pause_outlived,omitempty"`
+	// Crashed: a client crashed at all (at a failpoint, say).
+	Crashed bool `json:"crashed,omitempty"`
 	// CrashStruck: a client crashed while it held a claim.
 	CrashStruck bool `json:"crash_struck,omitempty"`
 }
@@ -251,11 +256,17 @@ func (r Requirement) Unmet(cov Coverage) []string {
 			out = append(out, fmt.Sprintf("%s never struck while a client held a lock (%s)", name, detail))
 		}
 	}
+	if r.Paused && cov.Pauses.Total == 0 {
+		out = append(out, fmt.Sprintf("%s: no client paused", name))
+	}
 	if r.PauseStruck && cov.Pauses.StruckHolder == 0 {
 		out = append(out, fmt.Sprintf("%s: no client pause struck a holder (%d pauses, none inside a live claim)", name, cov.Pauses.Total))
 	}
 	if r.PauseOutlived && cov.Pauses.OutlivedLease == 0 {
 		out = append(out, fmt.Sprintf("%s: no client pause outlived its holder's lease (%d pauses struck a holder)", name, cov.Pauses.StruckHolder))
+	}
+	if r.Crashed && cov.Crashes.Total == 0 {
+		out = append(out, fmt.Sprintf("%s: no client crashed", name))
 	}
 	if r.CrashStruck && cov.Crashes.WhileHolding == 0 {
 		out = append(out, fmt.Sprintf("%s: no client crashed while holding a lock (%d crashes)", name, cov.Crashes.Total))

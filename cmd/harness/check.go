@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
@@ -18,7 +20,7 @@ import (
 
 func newCheckCmd() *cobra.Command {
 	var timeout time.Duration
-	var jsonOut bool
+	var jsonOut, allowVacuous bool
 	cmd := &cobra.Command{
 		Use:   "check HISTORY.jsonl",
 		Short: "re-check a stored history and print the verdict",
@@ -31,8 +33,10 @@ func newCheckCmd() *cobra.Command {
 			if timeout <= 0 {
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
 			}
-			res := checker.Check(cmd.Context(), h.Ops, checker.Config{Timeout: timeout})
-			out := reports.Results{Meta: reports.RunMeta{Test: args[0]}, Result: res}
+			require, meta := storedRequirements(args[0])
+			res := checker.Check(cmd.Context(), h.Ops, checker.Config{Timeout: timeout, Require: require, AllowVacuous: allowVacuous})
+			meta.Test = args[0]
+			out := reports.Results{Meta: meta, Result: res}
 			if jsonOut {
 				if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 					return &codeError{exitError, err}
@@ -48,7 +52,23 @@ func newCheckCmd() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&timeout, "check-timeout", 30*time.Second, "bound on each linearizability check")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
+	cmd.Flags().BoolVar(&allowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or the run's requested faults never struck a holder")
 	return cmd
+}
+
+// storedRequirements is the exposure a stored run required, from the
+// run.json beside its history (its nemeses, or a scenario's declared
+// exposure); without one, only "something was granted" is required.
+func storedRequirements(historyPath string) ([]checker.Requirement, reports.RunMeta) {
+	meta, ok, err := reports.ReadMeta(filepath.Dir(historyPath))
+	if err != nil || !ok || len(meta.Config) == 0 {
+		return nil, reports.RunMeta{}
+	}
+	var cfg lockharness.Config
+	if json.Unmarshal(meta.Config, &cfg) != nil {
+		return nil, reports.RunMeta{}
+	}
+	return cfg.Requirements(), reports.RunMeta{Lock: meta.Lock, Nemeses: meta.Nemeses, Seed: meta.Seed}
 }
 
 func newLocksCmd() *cobra.Command {
