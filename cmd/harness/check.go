@@ -33,8 +33,10 @@ func newCheckCmd() *cobra.Command {
 			if timeout <= 0 {
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
 			}
-			require, meta := storedRequirements(args[0])
-			res := checker.Check(cmd.Context(), h.Ops, checker.Config{Timeout: timeout, Require: require, AllowVacuous: allowVacuous})
+			ccfg, meta := storedCheckConfig(filepath.Dir(args[0]))
+			ccfg.Timeout = timeout
+			ccfg.AllowVacuous = ccfg.AllowVacuous || allowVacuous
+			res := checker.Check(cmd.Context(), h.Ops, ccfg)
 			meta.Test = args[0]
 			out := reports.Results{Meta: meta, Result: res}
 			if jsonOut {
@@ -56,19 +58,21 @@ func newCheckCmd() *cobra.Command {
 	return cmd
 }
 
-// storedRequirements is the exposure a stored run required, from the
-// run.json beside its history (its nemeses, or a scenario's declared
-// exposure); without one, only "something was granted" is required.
-func storedRequirements(historyPath string) ([]checker.Requirement, reports.RunMeta) {
-	meta, ok, err := reports.ReadMeta(filepath.Dir(historyPath))
+// storedCheckConfig is how a stored run was judged, from the run.json in
+// dir (beside its history): the exposure it required (its nemeses, or a
+// scenario's declaration) and whether it allowed a vacuous verdict.
+// Without one, only "something was granted" is required.
+func storedCheckConfig(dir string) (checker.Config, reports.RunMeta) {
+	meta, ok, err := reports.ReadMeta(dir)
 	if err != nil || !ok || len(meta.Config) == 0 {
-		return nil, reports.RunMeta{}
+		return checker.Config{}, reports.RunMeta{}
 	}
 	var cfg lockharness.Config
 	if json.Unmarshal(meta.Config, &cfg) != nil {
-		return nil, reports.RunMeta{}
+		return checker.Config{}, reports.RunMeta{}
 	}
-	return cfg.Requirements(), reports.RunMeta{Lock: meta.Lock, Nemeses: meta.Nemeses, Seed: meta.Seed}
+	return checker.Config{Require: cfg.Requirements(), AllowVacuous: cfg.AllowVacuous},
+		reports.RunMeta{Lock: meta.Lock, Nemeses: meta.Nemeses, Seed: meta.Seed}
 }
 
 func newLocksCmd() *cobra.Command {
