@@ -38,7 +38,10 @@ type FaultCoverage struct {
 	// from the fault's invoke to the invoke of its heal (stop-partition
 	// for start-partition, restart for kill, …), or to the final heal or
 	// the end of the history when never healed; an instantaneous fault
-	// (promote, pause-client, …) spans its own invoke to its completion.
+	// (promote, await-promotion, pause-client, …) is the instant of its
+	// completion, when it had certainly taken effect: a claim merely
+	// overlapping the few milliseconds of a promotion may have ended
+	// before the clients moved, and was never exposed to it.
 	StruckHolder int `json:"struck_holder"`
 	// Failed certainly did not happen (nothing to act on); Unknown may be
 	// half applied.
@@ -182,8 +185,9 @@ func coverage(p *prepared, byKey map[string][]claim) Coverage {
 		switch e.typ {
 		case history.OK:
 			fc.TookEffect++
-			w := span{e.start, e.end}
+			w := span{e.end, e.end}
 			if h, ok := heals[e.f]; ok {
+				w.a = e.start
 				w.b = end
 				for _, later := range p.nemesis[i+1:] {
 					if later.f == h || later.f == history.FFinalHeal {

@@ -148,12 +148,22 @@ func TestInstantaneousFaultStrikesALiveClaim(t *testing.T) {
 	if r.Verdict != Unknown || !strings.Contains(r.Reason, "the failover nemesis never struck while a client held a lock (1 promote/await-promotion took effect") {
 		t.Fatalf("verdict %s, reason %q", r.Verdict, r.Reason)
 	}
+	// A claim that ended while the promotion was under way (before the
+	// clients moved) was never exposed to it.
 	b = &hb{}
 	grant(b, 0, 0, 1000*ms, 0)
 	b.nem(300*ms, history.Invoke, "promote")
 	b.inv(305*ms, 0, "release", "lock-0", nil).ok(306*ms, 0, "release", "lock-0", nil)
 	b.nem(310*ms, history.OK, "promote")
-	if r := checkReq(t, b.ops, false, failover); r.Verdict != Valid {
+	if r := checkReq(t, b.ops, false, failover); r.Verdict != Unknown {
+		t.Fatalf("verdict %s: %q", r.Verdict, r.Reason)
+	}
+	// One live when the promotion took effect was.
+	b = &hb{}
+	grant(b, 0, 0, 1000*ms, 0)
+	b.nem(300*ms, history.Invoke, "promote").nem(310*ms, history.OK, "promote")
+	b.inv(315*ms, 0, "release", "lock-0", nil).ok(316*ms, 0, "release", "lock-0", nil)
+	if r := checkReq(t, b.ops, false, failover); r.Verdict != Valid || r.Coverage.Faults["promote"].StruckHolder != 1 {
 		t.Fatalf("verdict %s: %q", r.Verdict, r.Reason)
 	}
 }
