@@ -217,3 +217,27 @@ func TestEveryNemesisRuns(t *testing.T) {
 		})
 	}
 }
+
+// A run requires each named nemesis to strike while a client holds a lock;
+// a scripted run requires what it declares instead.
+func TestRequirementsFollowTheNemeses(t *testing.T) {
+	cfg := lockharness.Config{Nemesis: nemesis.Config{Names: []string{"partition", "client-pause", "client-crash"}}}
+	rs := cfg.Requirements()
+	if len(rs) != 3 {
+		t.Fatalf("requirements %+v", rs)
+	}
+	if rs[0].Name != "the partition nemesis" || len(rs[0].Faults) != 1 || rs[0].Faults[0] != "start-partition" || rs[0].PauseStruck {
+		t.Errorf("partition: %+v", rs[0])
+	}
+	if !rs[1].PauseStruck || len(rs[1].Faults) != 0 || !rs[2].CrashStruck {
+		t.Errorf("client faults: %+v %+v", rs[1], rs[2])
+	}
+	declared := []checker.Requirement{{Name: "the clock jump", Faults: []string{"bump-clock"}}}
+	cfg.Require = declared
+	if rs := cfg.Requirements(); len(rs) != 1 || rs[0].Name != "the clock jump" {
+		t.Errorf("declared exposure ignored: %+v", rs)
+	}
+	if rs := (lockharness.Config{}).Requirements(); len(rs) != 0 {
+		t.Errorf("no nemesis, requirements %+v", rs)
+	}
+}
