@@ -160,3 +160,37 @@ func TestClientPauseStrikesAHolder(t *testing.T) {
 		t.Errorf("summary does not show the pauses:\n%s", out)
 	}
 }
+
+// --failpoints makes the client-pause nemesis arm the lock's own
+// failpoints (half of its strikes, from the seed), and the paused client
+// records where it stopped.
+func TestClientPauseArmsFailpoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: runs redis-server")
+	}
+	requireRedis(t)
+	t.Parallel()
+	code, out, _, ops := runStored(t, "--lock", "redlock", "--nemesis", "client-pause", "--failpoints", "after-majority",
+		"--nemesis-interval", "1s", "--nemesis-client-pause", "300ms", "--time-limit", "5s", "--seed", "5")
+	if code == 2 {
+		t.Fatalf("exit 2:\n%s", out)
+	}
+	armed, paused := 0, 0
+	for _, op := range ops {
+		if op.Type != history.OK || op.Value == nil {
+			continue
+		}
+		if op.F == "pause-client" && strings.HasPrefix(op.Value.Detail, "armed failpoint after-majority") {
+			armed++
+		}
+		if op.F == history.FPause && op.Value.Detail == "failpoint after-majority" {
+			paused++
+			if op.Value.Duration != 300e6 {
+				t.Errorf("failpoint pause of %dns, want 300ms", op.Value.Duration)
+			}
+		}
+	}
+	if armed == 0 || paused == 0 || paused > armed {
+		t.Fatalf("%d failpoints armed, %d client pauses there:\n%s", armed, paused, out)
+	}
+}

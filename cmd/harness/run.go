@@ -178,6 +178,23 @@ func printFindings(w io.Writer, vs []checker.Violation, limit int) {
 	}
 }
 
+// printEvidence prints what the run exercised and, unless the reason line
+// already says it, the required exposure it did not reach.
+func printEvidence(w io.Writer, res checker.Result) {
+	for i, l := range reports.Evidence(res.Coverage) {
+		label := ""
+		if i == 0 {
+			label = "evidence"
+		}
+		fmt.Fprintf(w, "  %-13s %s\n", label, l)
+	}
+	if !strings.HasPrefix(res.Reason, checker.VacuousPrefix) {
+		for _, u := range res.Vacuous {
+			fmt.Fprintf(w, "  %-13s %s\n", "not reached", u)
+		}
+	}
+}
+
 // printSummary is the one-screen account of a run.
 func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(res.Verdict)), res.Meta.Test)
@@ -195,18 +212,7 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 	if res.Reason != "" {
 		fmt.Fprintf(w, "  reason        %s\n", res.Reason)
 	}
-	for i, l := range reports.Evidence(res.Coverage) {
-		label := ""
-		if i == 0 {
-			label = "evidence"
-		}
-		fmt.Fprintf(w, "  %-13s %s\n", label, l)
-	}
-	if res.Verdict != checker.Unknown {
-		for _, u := range res.Vacuous {
-			fmt.Fprintf(w, "  %-13s %s\n", "not reached", u)
-		}
-	}
+	printEvidence(w, res.Result)
 	fmt.Fprint(w, "  operations   ")
 	for _, f := range []string{"acquire", "release", "read", "write"} {
 		c := res.Counts[f]
