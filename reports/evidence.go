@@ -2,7 +2,8 @@ package reports
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/lockharness/lockharness/checker"
@@ -15,13 +16,8 @@ import (
 func Evidence(cov checker.Coverage) []string {
 	out := []string{fmt.Sprintf("%s, %s (%s)", plural(cov.Grants, "grant"), plural(cov.Renewals, "renewal"), plural(cov.Claims, "claim"))}
 	if len(cov.Faults) > 0 {
-		fs := make([]string, 0, len(cov.Faults))
-		for f := range cov.Faults {
-			fs = append(fs, f)
-		}
-		sort.Strings(fs)
 		var parts []string
-		for _, f := range fs {
+		for _, f := range slices.Sorted(maps.Keys(cov.Faults)) {
 			fc := cov.Faults[f]
 			s := fmt.Sprintf("%s %d took effect, %d struck a holder", f, fc.TookEffect, fc.StruckHolder)
 			if fc.Failed+fc.Unknown > 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 )
 
 func TestEvidenceLines(t *testing.T) {
@@ -40,15 +41,7 @@ func TestIndexShowsTheEvidence(t *testing.T) {
 	res.Verdict = checker.Unknown
 	res.Vacuous = []string{"the kill nemesis never struck while a client held a lock (no kill took effect)"}
 	res.Reason = checker.VacuousPrefix + res.Vacuous[0]
-	dir := outDir(t, "vacuous")
-	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "index.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
+	page, _ := renderIndex(t, "vacuous", meta, ops, res)
 	for _, want := range []string{
 		`class="banner unknown"`,
 		"No verdict: valid but vacuous: the kill nemesis never struck while a client held a lock",
@@ -60,4 +53,19 @@ func TestIndexShowsTheEvidence(t *testing.T) {
 			t.Errorf("index.html lacks %q", want)
 		}
 	}
+}
+
+// renderIndex renders a run into outDir(name) and returns its index.html
+// and the directory.
+func renderIndex(t *testing.T, name string, meta RunMeta, ops []history.Op, res checker.Result) (string, string) {
+	t.Helper()
+	dir := outDir(t, name)
+	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), dir
 }

@@ -93,11 +93,7 @@ func runStored(t *testing.T, args ...string) (int, string, reports.Results, []hi
 // A requested fault that never happened (the first one is due after the
 // nemesis interval, 5s, and the run lasts 4s) leaves nothing tested.
 func TestFaultThatNeverStruckIsVacuous(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: runs redis-server")
-	}
-	requireRedis(t)
-	t.Parallel()
+	integration(t)
 	code, out, res, _ := runStored(t, "--lock", "token", "--nemesis", "partition,kill", "--time-limit", "4s", "--seed", "3")
 	if code != 2 || res.Verdict != "unknown" {
 		t.Fatalf("exit %d, verdict %s:\n%s", code, res.Verdict, out)
@@ -130,11 +126,7 @@ func TestFaultThatNeverStruckIsVacuous(t *testing.T) {
 // locks for an instant (--hold 0, the default), for as long as
 // --nemesis-client-pause says, and the run shows it.
 func TestClientPauseStrikesAHolder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: runs redis-server")
-	}
-	requireRedis(t)
-	t.Parallel()
+	integration(t)
 	code, out, res, ops := runStored(t, "--lock", "token", "--nemesis", "client-pause", "--nemesis-interval", "1s",
 		"--nemesis-client-pause", "300ms", "--time-limit", "3500ms", "--seed", "3")
 	if code != 0 || res.Verdict != "valid" {
@@ -165,11 +157,7 @@ func TestClientPauseStrikesAHolder(t *testing.T) {
 // failpoints (half of its strikes, from the seed), and the paused client
 // records where it stopped.
 func TestClientPauseArmsFailpoints(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: runs redis-server")
-	}
-	requireRedis(t)
-	t.Parallel()
+	integration(t)
 	code, out, _, ops := runStored(t, "--lock", "redlock", "--nemesis", "client-pause", "--failpoints", "after-majority",
 		"--nemesis-interval", "1s", "--nemesis-client-pause", "300ms", "--time-limit", "5s", "--seed", "5")
 	if code == 2 {
@@ -193,4 +181,15 @@ func TestClientPauseArmsFailpoints(t *testing.T) {
 	if armed == 0 || paused == 0 || paused > armed {
 		t.Fatalf("%d failpoints armed, %d client pauses there:\n%s", armed, paused, out)
 	}
+}
+
+// integration skips a test that runs redis-server in -short mode or where
+// Redis is not installed, and runs it in parallel with the others.
+func integration(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: runs redis-server")
+	}
+	requireRedis(t)
+	t.Parallel()
 }
