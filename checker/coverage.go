@@ -285,7 +285,11 @@ func vacuous(cov Coverage, counts map[string]map[string]int, reqs []Requirement)
 	if cov.Grants == 0 {
 		a := counts[history.FAcquire]
 		if n := a["fail"] + a["info"]; n > 0 {
-			out = append(out, fmt.Sprintf("nothing was granted (%d acquires: %d failed, %d unknown)", n, a["fail"], a["info"]))
+			what := "acquires"
+			if n == 1 {
+				what = "acquire"
+			}
+			out = append(out, fmt.Sprintf("nothing was granted (%d %s: %d failed, %d unknown)", n, what, a["fail"], a["info"]))
 		} else {
 			out = append(out, "nothing was granted (no acquire was attempted)")
 		}
