@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,15 @@ type Config struct {
 	// Script, when set, replaces the random fault schedule: each step runs
 	// at its time from the start of the run phase (scenarios are scripts).
 	Script []nemesis.Step `json:"script,omitempty"`
+	// Require is the exposure the run must reach for a valid verdict to
+	// stand (a scripted scenario declares it). Empty: built from
+	// Nemesis.Names, each named nemesis having struck while a client held
+	// a lock (see Requirements). A run that granted nothing is never
+	// evidence.
+	Require []checker.Requirement `json:"require,omitempty"`
+	// AllowVacuous keeps a valid verdict valid when the run did not reach
+	// the required exposure; the coverage still says what it reached.
+	AllowVacuous bool `json:"allow_vacuous,omitempty"`
 
 	// TimeLimit is the length of the run phase (workload and faults).
 	TimeLimit time.Duration `json:"time_limit"`
@@ -152,6 +162,12 @@ func (c Config) resolve() (locks.Info, int, error) {
 	if c.Nemesis.Interval < 0 {
 		return info, 0, usage("nemesis interval must be positive, got %v", c.Nemesis.Interval)
 	}
+	if c.Nemesis.ClientPause < 0 {
+		return info, 0, usage("the client-pause nemesis's pause must be positive, got %v", c.Nemesis.ClientPause)
+	}
+	if err := c.checkFailpoints(info); err != nil {
+		return info, 0, err
+	}
 	if err := c.Workload.Validate(); err != nil {
 		return info, 0, &UsageError{Err: err}
 	}
@@ -188,6 +204,30 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d", info.Name, info.MinNodes, info.MaxNodes, nodes)
 	}
 	return info, nodes, nil
+}
+
+// checkFailpoints checks that every failpoint to arm is one the lock
+// declares, and that a client fault will arm it.
+func (c Config) checkFailpoints(info locks.Info) error {
+	if len(c.Nemesis.Failpoints) == 0 {
+		return nil
+	}
+	arms := false
+	for _, n := range c.Nemesis.Names {
+		arms = arms || n == "client-pause" || n == "client-crash"
+	}
+	if !arms {
+		return usage("failpoints %s are armed only by a client fault: add --nemesis client-pause or client-crash", strings.Join(c.Nemesis.Failpoints, ","))
+	}
+	for _, fp := range c.Nemesis.Failpoints {
+		if !slices.Contains(info.Failpoints, fp) {
+			if len(info.Failpoints) == 0 {
+				return usage("lock %s has no failpoints, got %q (locks with failpoints: see harness locks)", info.Name, fp)
+			}
+			return usage("lock %s has no failpoint %q (it has: %s)", info.Name, fp, strings.Join(info.Failpoints, ", "))
+		}
+	}
+	return nil
 }
 
 // Outcome is what a run produced.
@@ -364,7 +404,8 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	r.phase("check")
 	ops := r.rec.Ops()
 	checkCtx, cancel := context.WithTimeout(context.Background(), 4*r.cfg.CheckTimeout)
-	res := checker.Check(checkCtx, ops, checker.Config{Timeout: r.cfg.CheckTimeout})
+	res := checker.Check(checkCtx, ops, checker.Config{Timeout: r.cfg.CheckTimeout,
+		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous})
 	cancel()
 
 	r.phase("report")
@@ -387,6 +428,31 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, fmt.Errorf("%w: %v", ErrInterrupted, ctx.Err())
 	}
 	return out, nil
+}
+
+// Requirements is the exposure the run must reach: Require when given,
+// else one requirement per named nemesis (it struck while a client held a
+// lock). Nemesis names are checked by resolve; an unknown one adds none.
+func (c Config) Requirements() []checker.Requirement {
+	if len(c.Require) > 0 {
+		return c.Require
+	}
+	return NemesisRequirements(c.Nemesis.Names)
+}
+
+// NemesisRequirements says, for each nemesis, what in a history shows that
+// it struck while a client held a lock.
+func NemesisRequirements(names []string) []checker.Requirement {
+	var out []checker.Requirement
+	for _, n := range names {
+		info, err := nemesis.Lookup(n)
+		if err != nil {
+			continue
+		}
+		out = append(out, checker.Requirement{Name: "the " + n + " nemesis", Faults: info.Strikes,
+			PauseStruck: info.StrikesClient == history.FPause, CrashStruck: info.StrikesClient == history.FCrash})
+	}
+	return out
 }
 
 // runScript performs each step at its time from now, until ctx is done. A

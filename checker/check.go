@@ -18,6 +18,14 @@ type Config struct {
 	// Timeout bounds each porcupine check (per key, per model); when it
 	// runs out the checker is Unknown, never Valid. Default 10s.
 	Timeout time.Duration
+	// Require is the exposure the run must have reached (a fault striking
+	// a holder, a pause outliving a lease) for a valid verdict to stand;
+	// at least one grant is always required. Unmet, a valid verdict
+	// becomes unknown, with the reasons in Result.Vacuous.
+	Require []Requirement
+	// AllowVacuous keeps a valid verdict valid when a requirement is
+	// unmet; Result.Vacuous still says which.
+	AllowVacuous bool
 }
 
 func (c Config) withDefaults() Config {
@@ -94,7 +102,28 @@ func Check(ctx context.Context, ops []history.Op, cfg Config) Result {
 	}
 	sort.Strings(res.NonLinearizableKeys)
 	res.Verdict = Combine(res.Checkers[LockPromise].Verdict, res.Checkers[Resource].Verdict, res.Checkers[Liveness].Verdict)
+	judgeExposure(&res, p, byKey, cfg)
 	return res
+}
+
+// judgeExposure records the coverage and, when a valid verdict rests on
+// none of the required exposure, makes it unknown with the reasons. An
+// invalid verdict stays invalid: a violation is a fact whatever else the
+// run missed.
+func judgeExposure(res *Result, p *prepared, byKey map[string][]claim, cfg Config) {
+	g := guard(func() (CheckResult, error) {
+		res.Coverage = coverage(p, byKey)
+		res.Vacuous = vacuous(res.Coverage, res.Counts, cfg.Require)
+		return CheckResult{}, nil
+	})
+	if g.Verdict == Unknown {
+		res.Verdict, res.Reason = Unknown, "coverage: "+g.Reason
+		return
+	}
+	if res.Verdict == Valid && len(res.Vacuous) > 0 && !cfg.AllowVacuous {
+		res.Verdict = Unknown
+		res.Reason = VacuousPrefix + strings.Join(res.Vacuous, "; ")
+	}
 }
 
 // guard runs one checker, turning an error or a panic into Unknown.

@@ -106,6 +106,17 @@ type CheckResult struct {
 // Result is everything the checkers found about one history.
 type Result struct {
 	Verdict Verdict `json:"verdict"`
+	// Reason explains an unknown overall verdict that no checker's reason
+	// does: a valid verdict without the required exposure ("valid but
+	// vacuous: …").
+	Reason string `json:"reason,omitempty"`
+	// Coverage is what the history exercised: grants, faults that took
+	// effect and struck a holder, client pauses and crashes.
+	Coverage Coverage `json:"coverage"`
+	// Vacuous lists, in words, each required exposure the history did not
+	// reach (see Config.Require). It makes a valid verdict unknown unless
+	// Config.AllowVacuous.
+	Vacuous []string `json:"vacuous,omitempty"`
 	// Checkers by name: "lock-promise", "resource", "liveness".
 	Checkers map[string]CheckResult `json:"checkers"`
 	// Counts of completions: f → type → n (for example acquire → ok → 812).

@@ -17,7 +17,7 @@ func durValue(d time.Duration) *history.Value { return &history.Value{Duration: 
 type clientCrash struct{}
 
 func (clientCrash) info() Info {
-	return Info{Name: "client-crash", Description: "a client dies holding its lock and is replaced by a new process (or dies at a lock's named failpoint)"}
+	return Info{Name: "client-crash", StrikesClient: history.FCrash, Description: "a client dies holding its lock and is replaced by a new process (or dies at a lock's named failpoint)"}
 }
 
 func (clientCrash) reset() {}
@@ -44,9 +44,11 @@ func (clientCrash) do(ctx context.Context, e *exec, s Step) error {
 	switch s.Action {
 	case "holder":
 		return e.recordV("crash-client", &history.Value{}, func(v *history.Value) error {
-			p, ok := e.env.Clients.CrashHolder(ctx)
+			wctx, cancel := context.WithTimeout(ctx, e.cfg.Interval)
+			defer cancel()
+			p, ok := e.env.Clients.CrashHolder(wctx)
 			if !ok {
-				return fmt.Errorf("%w: no client holds a lock", ErrNotDone)
+				return fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
 			}
 			v.Targets = []string{"c" + p.String()}
 			v.Detail = "holder crashed without releasing"

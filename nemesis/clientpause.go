@@ -12,11 +12,14 @@ import (
 // section, the way a long GC pause does (Params "at": before-write, the
 // default, or after-write); or arms a lock failpoint so the
 // next client reaching it pauses there. The workload does the pausing
-// (Clients); the nemesis chooses when and records it.
+// (Clients); the nemesis chooses when and records it. A pause aimed at a
+// holder waits, up to the fault interval, for a client to reach that point
+// holding a lock, so it strikes inside a critical section even when
+// clients hold locks only for an instant (--hold 0).
 type clientPause struct{}
 
 func (clientPause) info() Info {
-	return Info{Name: "client-pause", Description: "pause a client while it holds a lock (a GC pause), or at a lock's named failpoint"}
+	return Info{Name: "client-pause", StrikesClient: history.FPause, Description: "pause a client while it holds a lock (a GC pause), or at a lock's named failpoint"}
 }
 
 func (clientPause) reset() {}
@@ -52,9 +55,11 @@ func (clientPause) do(ctx context.Context, e *exec, s Step) error {
 			return err
 		}
 		return e.recordV("pause-client", durValue(d), func(v *history.Value) error {
-			p, ok := e.env.Clients.PauseHolder(ctx, d, at)
+			wctx, cancel := context.WithTimeout(ctx, e.cfg.Interval)
+			defer cancel()
+			p, ok := e.env.Clients.PauseHolder(wctx, d, at)
 			if !ok {
-				return fmt.Errorf("%w: no client holds a lock", ErrNotDone)
+				return fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
 			}
 			v.Targets = []string{"c" + p.String()}
 			v.Detail = fmt.Sprintf("holder paused %v in its critical section (%s)", d, at)

@@ -23,7 +23,7 @@ type clock struct {
 }
 
 func (*clock) info() Info {
-	return Info{Name: "clock", Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
+	return Info{Name: "clock", Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
 }
 
 // confirmTolerance is how far a node's TIME may be from the clock it was

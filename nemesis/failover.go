@@ -31,7 +31,7 @@ type failover struct {
 }
 
 func (*failover) info() Info {
-	return Info{Name: "failover", Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
+	return Info{Name: "failover", Strikes: []string{"promote", "await-promotion"}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
 }
 
 func (f *failover) reset() { *f = failover{} }

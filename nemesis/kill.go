@@ -18,7 +18,7 @@ import (
 type kill struct{}
 
 func (kill) info() Info {
-	return Info{Name: "kill", Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
+	return Info{Name: "kill", Strikes: []string{"kill"}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
 }
 
 func (kill) reset() {}

@@ -11,7 +11,7 @@ import (
 type latency struct{}
 
 func (latency) info() Info {
-	return Info{Name: "latency", Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
+	return Info{Name: "latency", Strikes: []string{"start-latency"}, Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
 }
 
 func (latency) reset() {}

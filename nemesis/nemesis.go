@@ -104,8 +104,35 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Info describes a nemesis for `harness nemeses`.
-type Info struct{ Name, Description string }
+// Info describes a nemesis for `harness nemeses`, and says what in the
+// history shows that it struck, so that a run can require it to have
+// struck while a client held a lock (checker.Requirement).
+type Info struct {
+	Name, Description string
+	// Strikes are the fs this nemesis records (as the nemesis process)
+	// that mean a fault took effect: start-partition, kill, promote, …
+	// Heals are not among them.
+	Strikes []string
+	// StrikesClient is the client f (history.FPause, history.FCrash) that
+	// a client records when this nemesis strikes it; empty for faults on
+	// nodes and links.
+	StrikesClient string
+}
+
+// Lookup returns the Info of the nemesis called name.
+func Lookup(name string) (Info, error) {
+	known := Known()
+	for _, n := range known {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	names := make([]string, 0, len(known))
+	for _, n := range known {
+		names = append(names, n.Name)
+	}
+	return Info{}, &UnknownError{Name: name, Known: names}
+}
 
 // Known lists every nemesis, sorted by name.
 func Known() []Info {
@@ -133,12 +160,14 @@ func (e *UnknownError) Error() string {
 
 // Clients is the workload's side of client faults.
 type Clients interface {
-	// PauseHolder stops a client that currently holds a lock for d inside
-	// its critical section (a GC pause), at point at; returns its process
-	// and false if none holds one right now.
+	// PauseHolder stops for d the next client that reaches point at of
+	// its critical section while holding a lock (a GC pause), waiting
+	// until ctx is done for one; returns its process, or false if none
+	// came.
 	PauseHolder(ctx context.Context, d time.Duration, at PausePoint) (history.Process, bool)
-	// CrashHolder makes a client that holds a lock die without releasing;
-	// it is replaced by a new process. Returns the crashed process.
+	// CrashHolder makes the next client inside its critical section die
+	// without releasing, waiting like PauseHolder; it is replaced by a new
+	// process. Returns the crashed process.
 	CrashHolder(ctx context.Context) (history.Process, bool)
 	// ArmFailpoint makes the next client that reaches the lock failpoint
 	// name pause for d, or crash when crash is true.

@@ -47,7 +47,7 @@ func Patterns(t Topology) []string {
 type partition struct{}
 
 func (partition) info() Info {
-	return Info{Name: "partition", Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
+	return Info{Name: "partition", Strikes: []string{"start-partition"}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
 }
 
 func (partition) reset() {}

@@ -16,7 +16,7 @@ import (
 type pause struct{}
 
 func (pause) info() Info {
-	return Info{Name: "pause", Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
+	return Info{Name: "pause", Strikes: []string{"pause-node"}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
 }
 
 func (pause) reset() {}

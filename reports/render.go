@@ -402,6 +402,7 @@ type indexData struct {
 	Headline              string
 	HasExpected           bool
 	Checkers              []checkerRow
+	Evidence, Unmet       []string // what the run exercised; required exposure it did not reach
 	Violations            []violationRow
 	MoreViolations        int
 	Fatal, Harmless       int // violations that make the run invalid, and the rest
@@ -429,6 +430,7 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 	d := indexData{
 		Meta: v.meta, Lock: orSome(v.meta.Lock, "?"), Verdict: verdictWord(v.res.Verdict),
 		VerdictClass: verdictClass(v.res.Verdict), Porcupine: porc, HasExpected: len(v.meta.Expected) > 0,
+		Evidence: Evidence(v.res.Coverage), Unmet: v.res.Vacuous,
 	}
 	if !v.meta.Start.IsZero() {
 		d.Start = v.meta.Start.UTC().Format("2006-01-02 15:04:05 MST")
@@ -639,6 +641,9 @@ func (v *runView) headline() string {
 			s += fmt.Sprintf(" (%d harmless finding(s), listed below)", n)
 		}
 		return s + "."
+	}
+	if v.res.Reason != "" {
+		return "No verdict: " + v.res.Reason
 	}
 	var reasons []string
 	for _, n := range slices.Sorted(maps.Keys(v.res.Checkers)) {

@@ -185,15 +185,7 @@ func TestValidRunHasNoRed(t *testing.T) {
 func TestIndexTellsTheViolationWithItsFaults(t *testing.T) {
 	meta, ops, res := clockFixture()
 	meta.Explanation = `Node 3's clock jumps <script>alert(1)</script>`
-	dir := outDir(t, "clock-index")
-	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "index.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
+	page, dir := renderIndex(t, "clock-index", meta, ops, res)
 	for _, want := range []string{
 		`class="banner invalid"`,
 		"Client 2 and client 4 both held lock-0 from 3.41 s to 3.97 s",

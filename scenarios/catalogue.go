@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
@@ -170,6 +171,32 @@ func redlockRun(fault ...nemesis.Step) lockharness.Config {
 	}
 }
 
+// Exposure a scenario declares: what must have happened, while a client
+// held the lock, for its verdicts to be evidence.
+func struck(what string, fs ...string) checker.Requirement {
+	return checker.Requirement{Name: what, Faults: fs}
+}
+
+func pauseOutlivedLease(what string) checker.Requirement {
+	return checker.Requirement{Name: what, PauseStruck: true, PauseOutlived: true}
+}
+
+func pauseStruckHolder(what string) checker.Requirement {
+	return checker.Requirement{Name: what, PauseStruck: true}
+}
+
+func pausedAtFailpoint(what string) checker.Requirement {
+	return checker.Requirement{Name: what, Paused: true}
+}
+
+func crashedHolding(what string) checker.Requirement {
+	return checker.Requirement{Name: what, CrashStruck: true}
+}
+
+func crashedAtFailpoint(what string) checker.Requirement {
+	return checker.Requirement{Name: what, Crashed: true}
+}
+
 const (
 	kleppmann = `Kleppmann, "How to do distributed locking" (2016)`
 	antirez   = `antirez, "Is Redlock safe?" (2016)`
@@ -205,8 +232,9 @@ func Catalogue() []Scenario {
 				`The key has no expiry, so it stays forever: B asks for the lock again and again and never gets it, ` +
 				`through the whole recovery period. The lock never lied (nobody else held it), it just stopped working. ` +
 				`Fix: give the key an expiry in the same command, SET key value NX PX ttl (see set-nx-ex-crash).`,
-			Expect: Expect{valid, valid, invalid},
-			Run:    crashRun(holderCrash(200 * ms)),
+			Expect:   Expect{valid, valid, invalid},
+			Exposure: []checker.Requirement{crashedHolding("the holder's crash")},
+			Run:      crashRun(holderCrash(200 * ms)),
 		},
 		{
 			Name: "setnx-expire-crash-gap", Lock: "setnx-expire",
@@ -216,8 +244,9 @@ func Catalogue() []Scenario {
 				locks.FailpointAfterSetNX + `): the key exists and has no expiry, so nobody acquires it again. The expiry only ` +
 				`protects against crashes if it is set atomically with the key. ` +
 				`Fix: one command, SET key value NX PX ttl (see set-nx-ex-crash).`,
-			Expect: Expect{valid, valid, invalid},
-			Run:    crashRun(failpointCrash(200*ms, locks.FailpointAfterSetNX)),
+			Expect:   Expect{valid, valid, invalid},
+			Exposure: []checker.Requirement{crashedAtFailpoint("the crash at " + locks.FailpointAfterSetNX)},
+			Run:      crashRun(failpointCrash(200*ms, locks.FailpointAfterSetNX)),
 		},
 		{
 			Name: "set-nx-ex-crash", Lock: "set-nx-ex",
@@ -227,8 +256,9 @@ func Catalogue() []Scenario {
 				`The expiry was set in the same command as the key, so there is no moment when the key exists ` +
 				`without it: one TTL after A's grant the key is gone and B acquires. (SET NX EX is atomic, so a ` +
 				`crash "between SETNX and EXPIRE" cannot happen; the nearest equivalent is a crash while holding.)`,
-			Expect: Expect{valid, valid, valid},
-			Run:    crashRun(holderCrash(200 * ms)),
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{crashedHolding("the holder's crash")},
+			Run:      crashRun(holderCrash(200 * ms)),
 		},
 		{
 			Name: "wrong-release", Lock: "set-nx-ex",
@@ -240,8 +270,9 @@ func Catalogue() []Scenario {
 				`release itself. B and C both read the counter before either wrote it, so an update is lost too: ` +
 				`that is the lock's fault here, not a late write (A's write was in time). ` +
 				`Fix: a random token per holder and a release that deletes only its own token (token-release).`,
-			Expect: Expect{invalid, invalid, valid},
-			Run:    releaseRun(),
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{pauseOutlivedLease("a pause after the write, longer than the lease")},
+			Run:      releaseRun(),
 		},
 		{
 			Name: "token-release", Lock: "token",
@@ -251,8 +282,9 @@ func Catalogue() []Scenario {
 				`script that deletes the key only if it still holds the caller's token. A's late release finds B's token ` +
 				`and is refused; B keeps the lock, C waits its turn: one holder at a time, no update lost. (A late ` +
 				`write, rather than a late release, is another matter: see gc-pause-stale-write.)`,
-			Expect: Expect{valid, valid, valid},
-			Run:    releaseRun(),
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{pauseOutlivedLease("a pause after the write, longer than the lease")},
+			Run:      releaseRun(),
 		},
 		{
 			Name: "gc-pause-stale-write", Lock: "token",
@@ -264,8 +296,9 @@ func Catalogue() []Scenario {
 				`(A's lease had ended before B's began); the client outlived its lease, and no lock can prevent that ` +
 				`by itself, because A cannot notice its own pause. Fix: fencing tokens, checked by the storage ` +
 				`(gc-pause-fenced).`,
-			Expect: Expect{valid, invalid, valid},
-			Run:    gcPauseRun(),
+			Expect:   Expect{valid, invalid, valid},
+			Exposure: []checker.Requirement{pauseOutlivedLease("a GC pause longer than the TTL")},
+			Run:      gcPauseRun(),
 		},
 		{
 			Name: "gc-pause-fenced", Lock: "fenced",
@@ -275,8 +308,9 @@ func Catalogue() []Scenario {
 				`n, B got n+1) and the storage accepts a write only with a token at least as high as any it has seen, ` +
 				`atomically in a Lua script. B's write with n+1 is accepted; A's late write with n is rejected. ` +
 				`Nothing is lost, however long the pause.`,
-			Expect: Expect{valid, valid, valid},
-			Run:    gcPauseRun(),
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{pauseOutlivedLease("a GC pause longer than the TTL")},
+			Run:      gcPauseRun(),
 		},
 		{
 			Name: "failover-lost-lock", Lock: "token",
@@ -288,8 +322,9 @@ func Catalogue() []Scenario {
 				`holder's grant (which had been replicated) expires, the other client acquires while X still holds: ` +
 				`two holders, and one lost update. Fix: wait for a replica to acknowledge the grant (failover-wait), ` +
 				`or don't rely on a single failover-based master for safety.`,
-			Expect: Expect{invalid, invalid, valid},
-			Run:    manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the promotion", "promote")},
+			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
 		},
 		{
 			Name: "failover-wait", Lock: "token-wait",
@@ -299,8 +334,9 @@ func Catalogue() []Scenario {
 				`connection, and grants the lock only if a replica acknowledged it. With the replication link frozen no ` +
 				`replica does: the SET is undone and the acquire fails. Nobody is told they hold a lock the promoted ` +
 				`replica does not have. The price is availability: while no replica acknowledges, nobody gets the lock.`,
-			Expect: Expect{valid, valid, valid},
-			Run:    manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the frozen replication link", "cut-replication")},
+			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
 		},
 		{
 			Name: "failover-wait-wrong-replica", Lock: "token-wait",
@@ -312,8 +348,9 @@ func Catalogue() []Scenario {
 				`other client acquires while X still holds. WAIT counts acknowledgements; it does not choose which ` +
 				`replica is promoted. Fix: a failover that only promotes a replica with every acknowledged write (a ` +
 				`consensus system), or fencing tokens.`,
-			Expect: Expect{invalid, invalid, valid},
-			Run:    manualFailoverRun(2, 3*time.Second, 2*time.Second, 2500*ms),
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the promotion", "promote")},
+			Run:      manualFailoverRun(2, 3*time.Second, 2*time.Second, 2500*ms),
 		},
 		{
 			Name: "sentinel-split-brain", Lock: "token",
@@ -326,8 +363,9 @@ func Catalogue() []Scenario {
 				`expires there, B acquires while X's lease on the old master still runs: split brain, two holders. ` +
 				`Sentinel's failover is not a consensus on the lock's state. Fix: not a failover-based lock for safety; ` +
 				`min-replicas-to-write narrows the window but does not close it (sentinel-min-replicas).`,
-			Expect: Expect{invalid, invalid, valid},
-			Run:    sentinelRun(""),
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the isolation of the master", "start-partition"), pauseStruckHolder("the holder's pause")},
+			Run:      sentinelRun(""),
 		},
 		{
 			Name: "sentinel-min-replicas", Lock: "token",
@@ -339,8 +377,9 @@ func Catalogue() []Scenario {
 				`the cut is accepted. The setting bounds how long the isolated master keeps writing; it does nothing ` +
 				`about a lease it already granted: X's lease is still running when B acquires on the promoted replica. ` +
 				`Two holders again.`,
-			Expect: Expect{invalid, invalid, valid},
-			Run:    sentinelRun("min-replicas-to-write 1\nmin-replicas-max-lag 2\n"),
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the isolation of the master", "start-partition"), pauseStruckHolder("the holder's pause")},
+			Run:      sentinelRun("min-replicas-to-write 1\nmin-replicas-max-lag 2\n"),
 		},
 		{
 			Name: "redlock-clock-jump", Lock: "redlock",
@@ -353,8 +392,9 @@ func Catalogue() []Scenario {
 				`that advance at about the same rate; a jump (an administrator, NTP stepping) breaks it. antirez's ` +
 				`answer is to forbid clock steps (slew only); Kleppmann's is that a lock's safety should not depend on ` +
 				`timing at all. The lock promise breaks, and a lost update follows.`,
-			Expect: Expect{invalid, invalid, valid},
-			Run:    redlockClock(),
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the clock jump", "bump-clock")},
+			Run:      redlockClock(),
 		},
 		{
 			Name: "redlock-crash-restart", Lock: "redlock",
@@ -365,8 +405,9 @@ func Catalogue() []Scenario {
 				`its own two nodes, a majority, while the first still holds. A node that forgets a lock is as bad as a ` +
 				`clock that jumps. Fixes: keep the node down longer than the longest TTL (redlock-delayed-restart) or ` +
 				`fsync every write (redlock-aof-always).`,
-			Expect: Expect{invalid, invalid, valid},
-			Run:    restart(cluster.PersistNone, 0),
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the node crash", "kill")},
+			Run:      restart(cluster.PersistNone, 0),
 		},
 		{
 			Name: "redlock-delayed-restart", Lock: "redlock",
@@ -377,8 +418,9 @@ func Catalogue() []Scenario {
 				`told they hold the lock; by the time n3 returns, empty, every lease it could have forgotten has ` +
 				`expired. antirez's delayed restart works, at the price of availability; it relies on the node's ` +
 				`notion of time again, and on the restart really waiting.`,
-			Expect: Expect{valid, valid, valid},
-			Run:    restart(cluster.PersistNone, 2200*ms),
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the node crash", "kill")},
+			Run:      restart(cluster.PersistNone, 2200*ms),
 		},
 		{
 			Name: "redlock-aof-always", Lock: "redlock",
@@ -390,8 +432,9 @@ func Catalogue() []Scenario {
 				`and cannot show: the kernel keeps written data across a process kill even without fsync, so here ` +
 				`aof-everysec would survive too; fsync always matters for a power loss or a kernel crash, which loses ` +
 				`up to a second of writes with everysec.`,
-			Expect: Expect{valid, valid, valid},
-			Run:    restart(cluster.PersistAOFAlways, 0),
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the node crash", "kill")},
+			Run:      restart(cluster.PersistAOFAlways, 0),
 		},
 		{
 			Name: "redlock-pause-before-check", Lock: "redlock",
@@ -402,7 +445,8 @@ func Catalogue() []Scenario {
 				`the elapsed time exceeds the TTL: Redlock's validity check refuses the lock and releases the keys. ` +
 				`Meanwhile the keys had expired and the other client acquired: nobody was told they hold a lock they ` +
 				`do not. This is antirez's point: delays during acquisition are caught by measuring time after it.`,
-			Expect: Expect{valid, valid, valid},
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{pausedAtFailpoint("the pause at " + locks.FailpointAfterMajority)},
 			Run: lockharness.Config{
 				Nodes:     5,
 				Workload:  workload(2, time.Second, 500*ms, time.Second),
@@ -421,7 +465,8 @@ func Catalogue() []Scenario {
 				`that happens after the check; antirez concedes this case and it is the same for every lock with a ` +
 				`lease. The lock promise holds (the late grant promised nothing); the resource does not. Fix: fencing ` +
 				`(redlock-fenced).`,
-			Expect: Expect{valid, invalid, valid},
+			Expect:   Expect{valid, invalid, valid},
+			Exposure: []checker.Requirement{pausedAtFailpoint("the pause at " + locks.FailpointAfterValidityCheck)},
 			Run: lockharness.Config{
 				Nodes: 5,
 				// The first section runs 0–0.8s; the next grant (s = 0.8s) pauses
@@ -443,7 +488,8 @@ func Catalogue() []Scenario {
 				`one it has seen: the late write is rejected and nothing is lost. Redlock itself produces no such ` +
 				`number (its token is random, and its five counters are not a consensus), which is Kleppmann's ` +
 				`objection; the fix needs a lock with a monotonic token, here the single-node fenced lock.`,
-			Expect: Expect{valid, valid, valid},
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{pauseOutlivedLease("a pause longer than the TTL")},
 			Run: lockharness.Config{
 				// The second section runs 0.8–1.6s; its holder is paused 1.4s at
 				// its safe point; its lease ends at 1.8s, the other client
@@ -462,7 +508,8 @@ func Catalogue() []Scenario {
 				`and the acquisition fails (or its outcome is unknown) rather than granting a lease that the delay has ` +
 				`already eaten. Late SETs that still land on the nodes leave keys nobody was told about; they expire. ` +
 				`Nobody holds the lock in error; the lock is unavailable while the network is slow.`,
-			Expect: Expect{valid, valid, valid},
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the slow network", "start-latency")},
 			Run: lockharness.Config{
 				Nodes:    5,
 				Workload: workload(2, time.Second, 300*ms, 500*ms),
@@ -483,7 +530,8 @@ func Catalogue() []Scenario {
 				`acquires. A knows nothing of this: it finishes its work and writes, over B's update. A watchdog makes ` +
 				`long critical sections possible but cannot keep a partitioned holder's lease alive, and the holder ` +
 				`does not learn that it lost it. Fix: fencing tokens checked by the storage.`,
-			Expect: Expect{valid, invalid, valid},
+			Expect:   Expect{valid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the holder's partition", "start-partition")},
 			Run: lockharness.Config{
 				Workload: workload(2, time.Second, 3*time.Second, time.Second),
 				Script: []nemesis.Step{
@@ -502,8 +550,9 @@ func Catalogue() []Scenario {
 				`implementation, instead of the harness's own. Node 3's clock jumps forward, its copy of the lock ` +
 				`expires, and the other client gets a majority while the first still holds. The flaw is the ` +
 				`algorithm's, not an implementation's.`,
-			Expect: Expect{invalid, invalid, valid},
-			Run:    redlockClock(),
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the clock jump", "bump-clock")},
+			Run:      redlockClock(),
 		},
 		{
 			Name: "redlock-bare-majority-clock-jump", Lock: "redlock",
@@ -517,7 +566,8 @@ func Catalogue() []Scenario {
 				`holds. One clock jump on one node is enough whenever the holder has exactly a majority; Redlock's ` +
 				`validity check times only the client, so it cannot notice. The lock promise breaks, and a lost ` +
 				`update follows.`,
-			Expect: Expect{invalid, invalid, valid},
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the clock jump", "bump-clock")},
 			Run: func() lockharness.Config {
 				cut := []string{"c0->n4", "c0->n5", "c1->n4", "c1->n5"}
 				c := lockharness.Config{

@@ -131,6 +131,14 @@ func TestScenariosAreWellFormed(t *testing.T) {
 			if s.Run.Seed == 0 {
 				t.Errorf("no fixed seed")
 			}
+			if len(s.Exposure) == 0 {
+				t.Errorf("no declared exposure: a scenario says what its verdicts rest on")
+			}
+			for i, r := range s.Exposure {
+				if r.Name == "" || (len(r.Faults) == 0 && !r.Paused && !r.PauseStruck && !r.PauseOutlived && !r.Crashed && !r.CrashStruck) {
+					t.Errorf("exposure %d names nothing to reach: %+v", i+1, r)
+				}
+			}
 			w := s.Run.Workload
 			if w.Clients < 2 || w.Clients > 3 || w.Keys != 1 {
 				t.Errorf("workload has %d clients and %d keys; scenarios use 2–3 clients on one key", w.Clients, w.Keys)
@@ -146,6 +154,9 @@ func TestScenariosAreWellFormed(t *testing.T) {
 			}
 			total += s.Duration()
 			cfg := s.RunConfig("somewhere")
+			if len(cfg.Require) != len(s.Exposure) {
+				t.Errorf("RunConfig requires %v, the scenario declares %v", cfg.Require, s.Exposure)
+			}
 			if cfg.Lock != s.Lock || cfg.Test != s.Name || cfg.Scenario != s.Name || cfg.Expected[checker.LockPromise] == "" ||
 				cfg.Command != "harness scenario run "+s.Name || cfg.Store != "somewhere" || cfg.Explanation != s.Explanation {
 				t.Errorf("RunConfig does not label the run: %+v", cfg)
@@ -213,6 +224,13 @@ func TestOutcomePass(t *testing.T) {
 	if o.Pass() {
 		t.Fatal("unknown liveness passed an expectation of valid")
 	}
+	o.Observed[checker.Liveness] = checker.Valid
+	// The expected verdicts without the declared exposure are no pass.
+	o.Result.Vacuous = []string{"the clock jump never struck while a client held a lock (no bump-clock took effect)"}
+	if o.Pass() || o.ObservedString() != "lock-promise invalid (exposure not reached)" {
+		t.Fatalf("pass %v without its exposure, observed %q", o.Pass(), o.ObservedString())
+	}
+	o.Result.Vacuous = nil
 	delete(o.Observed, checker.Resource)
 	if o.ObservedString() != "no verdict" {
 		t.Fatalf("observed %q with a missing checker", o.ObservedString())

@@ -25,6 +25,9 @@ func TestCatalogue(t *testing.T) {
 			}
 			t.Logf("%.1fs, observed %s", o.Elapsed.Seconds(), o.ObservedString())
 			if !o.Pass() {
+				for _, u := range o.Result.Vacuous {
+					t.Logf("  exposure not reached: %s", u)
+				}
 				for _, v := range o.Result.Violations {
 					t.Logf("  %s: %s", v.Checker, v.Description)
 				}

@@ -95,6 +95,11 @@ type Scenario struct {
 	// Run is the configuration of the run, script included, without the
 	// fields RunConfig fills in (lock, labels, store).
 	Run lockharness.Config
+	// Exposure is what the run must reach for its verdicts to be evidence
+	// ("the clock jump struck while a client held the lock", "a pause
+	// outlived the holder's lease"); a run that misses it does not pass,
+	// whatever the verdicts.
+	Exposure []checker.Requirement
 }
 
 // Duration is the scripted length of the scenario (run and recovery
@@ -119,6 +124,7 @@ func (s Scenario) RunConfig(store string) lockharness.Config {
 	cfg.Explanation = s.Explanation
 	cfg.Expected = s.Expect.Map()
 	cfg.Command = "harness scenario run " + s.Name
+	cfg.Require = append(s.Exposure[:0:0], s.Exposure...)
 	// The script is data shared by every run of the catalogue: copy it so
 	// that nothing downstream can change the catalogue.
 	cfg.Script = append(cfg.Script[:0:0], cfg.Script...)
@@ -152,8 +158,12 @@ type Outcome struct {
 	Elapsed time.Duration
 }
 
-// Pass reports whether every checker gave the expected verdict.
+// Pass reports whether every checker gave the expected verdict and the run
+// reached its declared exposure.
 func (o Outcome) Pass() bool {
+	if len(o.Result.Vacuous) > 0 {
+		return false
+	}
 	for _, n := range checkerNames {
 		if o.Observed[n] != o.Scenario.Expect.Of(n) {
 			return false
@@ -169,6 +179,9 @@ func (o Outcome) ObservedString() string {
 		if e.Of(n) == "" {
 			return "no verdict"
 		}
+	}
+	if len(o.Result.Vacuous) > 0 {
+		return e.String() + " (exposure not reached)"
 	}
 	return e.String()
 }

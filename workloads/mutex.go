@@ -130,7 +130,17 @@ type Mutex struct {
 
 	mu         sync.Mutex
 	failpoints map[string]failpointAction
-	rng        *rand.Rand // for the nemesis-facing choices; guarded by mu
+	pending    *holderRequest // a nemesis's request for the next holder; guarded by mu
+}
+
+// holderRequest is a nemesis's request to fault a client inside its
+// critical section: the next client to reach the safe point at while
+// holding a lock takes it, and says who it is on taken.
+type holderRequest struct {
+	pause time.Duration
+	at    nemesis.PausePoint
+	crash bool
+	taken chan history.Process // buffered: the taker never blocks
 }
 
 type failpointAction struct {
@@ -138,16 +148,11 @@ type failpointAction struct {
 	crash bool
 }
 
-// slot is one client goroutine's state, visible to the nemesis.
+// slot is one client goroutine's state.
 type slot struct {
 	id      int
-	holding atomic.Bool
-	// requests from the nemesis, taken at the next safe point inside a
-	// critical section.
-	pauseReq      chan time.Duration // taken before the write
-	pauseAfterReq chan time.Duration // taken after the write, before the release
-	crashReq      chan struct{}
-	process       atomic.Int64
+	process atomic.Int64
+	key     atomic.Value // string: the key of its current cycle, for failpoint pauses
 }
 
 // NewMutex prepares a workload; Run starts it.
@@ -159,13 +164,13 @@ func NewMutex(cfg Config, env Env) (*Mutex, error) {
 	if env.Recorder == nil || env.Nodes == nil || env.Storage == nil || env.Lock.New == nil {
 		return nil, fmt.Errorf("mutex workload: incomplete environment")
 	}
-	m := &Mutex{cfg: cfg, env: env, failpoints: map[string]failpointAction{},
-		rng: rand.New(rand.NewPCG(cfg.Seed, 0x6e656d))}
+	m := &Mutex{cfg: cfg, env: env, failpoints: map[string]failpointAction{}}
 	m.nextProcess.Store(int64(cfg.Clients))
 	m.nextRenewer.Store(RenewerBase)
 	for i := 0; i < cfg.Clients; i++ {
-		s := &slot{id: i, pauseReq: make(chan time.Duration, 1), pauseAfterReq: make(chan time.Duration, 1), crashReq: make(chan struct{}, 1)}
+		s := &slot{id: i}
 		s.process.Store(int64(i))
+		s.key.Store("")
 		m.slots = append(m.slots, s)
 	}
 	return m, nil
@@ -201,13 +206,14 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	opts := m.env.LockOptions
 	opts.TTL = m.cfg.TTL
 	opts.Rand = rng
-	opts.Failpoint = func(ctx context.Context, name string) error { return m.failpoint(ctx, name) }
 	// Renewals a lock makes on its own (a watchdog) run beside the client:
 	// each is recorded by a renewer thread of the lock instance, with the
 	// client as its owner (see history.Op), so that a renewal racing the
 	// client's release or next acquire, or another watchdog's renewal, pairs
 	// unambiguously; the checker credits the renewal to the owner.
-	owner := history.Process(process)
+	p := history.Process(process)
+	opts.Failpoint = func(ctx context.Context, name string) error { return m.failpoint(ctx, p, s, name) }
+	owner := p
 	threads := &renewerThreads{next: &m.nextRenewer}
 	opts.OnRenew = func(key string) func(locks.Lease, error) {
 		t := threads.take()
@@ -305,6 +311,7 @@ func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
 func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock locks.Lock, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	key := Key(rng.IntN(m.cfg.Keys))
+	s.key.Store(key)
 
 	rec.Invoke(p, history.FAcquire, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout+m.cfg.AcquireTimeout)
@@ -317,7 +324,6 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 	}
 	t := locks.Outcome(err)
 	if t == history.OK {
-		s.holding.Store(true)
 		m.complete(p, t, history.FAcquire, key, m.leaseValue(lease), nil)
 	} else {
 		m.complete(p, t, history.FAcquire, key, nil, err)
@@ -334,19 +340,17 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 		return false
 	}
 
-	if m.criticalSection(ctx, s, p, key, lease, rng) {
-		s.holding.Store(false)
+	if m.criticalSection(ctx, p, key, lease, rng) {
 		m.crash(p, key, lock)
 		return true
 	}
-	s.holding.Store(false)
 	m.release(ctx, p, lock, lease)
 	return false
 }
 
 // criticalSection reads the counter, maybe pauses, and writes counter+1
 // with the lease's fencing token. It returns true when the client crashed.
-func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process, key string, lease locks.Lease, rng *rand.Rand) bool {
+func (m *Mutex) criticalSection(ctx context.Context, p history.Process, key string, lease locks.Lease, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	rec.Invoke(p, history.FRead, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
@@ -366,17 +370,13 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 	if m.cfg.ClientPause > 0 && rng.Float64() < m.cfg.ClientPauseRate {
 		pause = m.cfg.ClientPause
 	}
-	select {
-	case d := <-s.pauseReq:
-		pause += d
-	default:
+	if req := m.take(p, nemesis.PauseBeforeWrite); req != nil {
+		if req.crash {
+			return true
+		}
+		pause += req.pause
 	}
-	select {
-	case <-s.crashReq:
-		return true
-	default:
-	}
-	m.pause(ctx, p, key, pause)
+	m.pause(ctx, p, key, pause, "")
 
 	next := v + 1
 	rec.Invoke(p, history.FWrite, key, &history.Value{Counter: &next, Fence: lease.Fence})
@@ -390,22 +390,59 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 	m.complete(p, history.OK, history.FWrite, key, &history.Value{Counter: &next, Rejected: !accepted}, nil)
 
 	// The second safe point: the write is done, the release has not begun.
-	select {
-	case d := <-s.pauseAfterReq:
-		m.pause(ctx, p, key, d)
-	default:
+	if req := m.take(p, nemesis.PauseAfterWrite); req != nil {
+		m.pause(ctx, p, key, req.pause, "")
 	}
 	return false
 }
 
-// pause records process p stopping the world for d.
-func (m *Mutex) pause(ctx context.Context, p history.Process, key string, d time.Duration) {
+// pause records process p stopping the world for d (where: a failpoint's
+// name, or empty for the critical section's safe point).
+func (m *Mutex) pause(ctx context.Context, p history.Process, key string, d time.Duration, where string) {
 	if d <= 0 {
 		return
 	}
-	m.env.Recorder.Invoke(p, history.FPause, key, &history.Value{Duration: int64(d)})
+	v := &history.Value{Duration: int64(d), Detail: where}
+	m.env.Recorder.Invoke(p, history.FPause, key, v)
 	sleep(ctx, d)
-	m.complete(p, history.OK, history.FPause, key, &history.Value{Duration: int64(d)}, nil)
+	m.complete(p, history.OK, history.FPause, key, v, nil)
+}
+
+// take hands process p, at safe point at of its critical section, the
+// nemesis's pending request for a holder if it is meant for that point (a
+// crash is taken before the write).
+func (m *Mutex) take(p history.Process, at nemesis.PausePoint) *holderRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	req := m.pending
+	if req == nil || (req.crash && at != nemesis.PauseBeforeWrite) || (!req.crash && req.at != at) {
+		return nil
+	}
+	m.pending = nil
+	req.taken <- p
+	return req
+}
+
+// strike posts req for the next client that reaches its safe point while
+// holding a lock, and waits until one takes it or ctx is done; then the
+// request is withdrawn and strike reports false.
+func (m *Mutex) strike(ctx context.Context, req *holderRequest) (history.Process, bool) {
+	req.taken = make(chan history.Process, 1)
+	m.mu.Lock()
+	m.pending = req
+	m.mu.Unlock()
+	select {
+	case p := <-req.taken:
+		return p, true
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending == req {
+		m.pending = nil
+		return 0, false
+	}
+	return <-req.taken, true // taken just as ctx ended
 }
 
 func (m *Mutex) release(ctx context.Context, p history.Process, lock locks.Lock, lease locks.Lease) {
@@ -479,7 +516,7 @@ func (m *Mutex) FinalReads(ctx context.Context) {
 
 // failpoint is every lock instance's failpoint hook: an armed failpoint
 // fires once, in the first client that reaches it.
-func (m *Mutex) failpoint(ctx context.Context, name string) error {
+func (m *Mutex) failpoint(ctx context.Context, p history.Process, s *slot, name string) error {
 	m.mu.Lock()
 	a, ok := m.failpoints[name]
 	if ok {
@@ -492,7 +529,7 @@ func (m *Mutex) failpoint(ctx context.Context, name string) error {
 	if a.crash {
 		return errCrash
 	}
-	sleep(ctx, a.pause)
+	m.pause(ctx, p, s.key.Load().(string), a.pause, "failpoint "+name)
 	return nil
 }
 
@@ -504,55 +541,20 @@ func (m *Mutex) ArmFailpoint(name string, d time.Duration, crash bool) {
 	m.failpoints[name] = failpointAction{pause: d, crash: crash}
 }
 
-// holder picks, at random from the workload's seed, a slot that holds a
-// lock right now.
-func (m *Mutex) holder() (*slot, bool) {
-	var held []*slot
-	for _, s := range m.slots {
-		if s.holding.Load() {
-			held = append(held, s)
-		}
-	}
-	if len(held) == 0 {
-		return nil, false
-	}
-	m.mu.Lock()
-	s := held[m.rng.IntN(len(held))]
-	m.mu.Unlock()
-	return s, true
-}
-
-// PauseHolder asks a client that holds a lock to stop the world for d at
-// the safe point at of its critical section: between read and write, or
-// between write and release.
+// PauseHolder makes the next client that reaches the safe point at of
+// its critical section (between read and write, or between write and
+// release) while holding a lock stop the world for d, even when nobody
+// holds one at this instant. It waits until ctx is done for such a client
+// and returns it, or false when none came.
 func (m *Mutex) PauseHolder(ctx context.Context, d time.Duration, at nemesis.PausePoint) (history.Process, bool) {
-	s, ok := m.holder()
-	if !ok {
-		return 0, false
-	}
-	req := s.pauseReq
-	if at == nemesis.PauseAfterWrite {
-		req = s.pauseAfterReq
-	}
-	select {
-	case req <- d:
-	default: // already asked
-	}
-	return history.Process(s.process.Load()), true
+	return m.strike(ctx, &holderRequest{pause: d, at: at})
 }
 
-// CrashHolder asks a client that holds a lock to die at its next safe point
-// without releasing; its slot goes on as a new process.
+// CrashHolder makes the next client that reaches its safe point before the
+// write while holding a lock die there without releasing; its slot goes on
+// as a new process. It waits like PauseHolder.
 func (m *Mutex) CrashHolder(ctx context.Context) (history.Process, bool) {
-	s, ok := m.holder()
-	if !ok {
-		return 0, false
-	}
-	select {
-	case s.crashReq <- struct{}{}:
-	default:
-	}
-	return history.Process(s.process.Load()), true
+	return m.strike(ctx, &holderRequest{crash: true})
 }
 
 func backoff(ctx context.Context, rng *rand.Rand, max time.Duration) {

@@ -187,3 +187,42 @@ func TestWatchdogRenewalsHaveTheirOwnThreads(t *testing.T) {
 		t.Errorf("no hold was extended by its watchdog: %+v", r.Holds)
 	}
 }
+
+// With --hold 0 a client holds its lock for an instant: a pause aimed at
+// "a holder" waits for the next client to reach its safe point holding one,
+// so every pause strikes inside a live claim (the checker's coverage says
+// so, from the history alone).
+func TestPauseHolderWaitsForAHolder(t *testing.T) {
+	m, rec, stop := start(t, workloads.Config{Clients: 2, TTL: time.Second})
+	const n = 5
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, ok := m.PauseHolder(ctx, 20*time.Millisecond, nemesis.PauseBeforeWrite)
+		cancel()
+		if !ok {
+			t.Fatalf("pause %d found no holder within 5s", i+1)
+		}
+	}
+	stop()
+	cov := checker.Check(context.Background(), rec.Ops(), checker.Config{}).Coverage
+	if cov.Pauses.Total != n || cov.Pauses.StruckHolder != n {
+		t.Fatalf("pauses %+v, want %d that struck a holder", cov.Pauses, n)
+	}
+}
+
+// A request nobody takes is withdrawn when its context ends: it does not
+// strike a later critical section unasked.
+func TestPauseHolderGivesUp(t *testing.T) {
+	m, rec, stop := start(t, workloads.Config{Clients: 1, TTL: time.Second})
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if p, ok := m.PauseHolder(ctx, time.Second, nemesis.PauseBeforeWrite); ok {
+		t.Fatalf("process %d took a pause after the workload stopped", p)
+	}
+	for _, op := range rec.Ops() {
+		if op.F == history.FPause {
+			t.Fatalf("a pause was recorded: %v", op)
+		}
+	}
+}

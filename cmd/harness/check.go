@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
@@ -18,7 +20,7 @@ import (
 
 func newCheckCmd() *cobra.Command {
 	var timeout time.Duration
-	var jsonOut bool
+	var jsonOut, allowVacuous bool
 	cmd := &cobra.Command{
 		Use:   "check HISTORY.jsonl",
 		Short: "re-check a stored history and print the verdict",
@@ -31,8 +33,12 @@ func newCheckCmd() *cobra.Command {
 			if timeout <= 0 {
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
 			}
-			res := checker.Check(cmd.Context(), h.Ops, checker.Config{Timeout: timeout})
-			out := reports.Results{Meta: reports.RunMeta{Test: args[0]}, Result: res, Why: reports.Explain(h.Ops, res)}
+			ccfg, meta := storedCheckConfig(filepath.Dir(args[0]))
+			ccfg.Timeout = timeout
+			ccfg.AllowVacuous = ccfg.AllowVacuous || allowVacuous
+			res := checker.Check(cmd.Context(), h.Ops, ccfg)
+			meta.Test = args[0]
+			out := reports.Results{Meta: meta, Result: res, Why: reports.Explain(h.Ops, res)}
 			if jsonOut {
 				if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 					return &codeError{exitError, err}
@@ -48,7 +54,25 @@ func newCheckCmd() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&timeout, "check-timeout", 30*time.Second, "bound on each linearizability check")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
+	cmd.Flags().BoolVar(&allowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or the run's requested faults never struck a holder")
 	return cmd
+}
+
+// storedCheckConfig is how a stored run was judged, from the run.json in
+// dir (beside its history): the exposure it required (its nemeses, or a
+// scenario's declaration) and whether it allowed a vacuous verdict.
+// Without one, only "something was granted" is required.
+func storedCheckConfig(dir string) (checker.Config, reports.RunMeta) {
+	meta, ok, err := reports.ReadMeta(dir)
+	if err != nil || !ok || len(meta.Config) == 0 {
+		return checker.Config{}, reports.RunMeta{}
+	}
+	var cfg lockharness.Config
+	if json.Unmarshal(meta.Config, &cfg) != nil {
+		return checker.Config{}, reports.RunMeta{}
+	}
+	return checker.Config{Require: cfg.Requirements(), AllowVacuous: cfg.AllowVacuous},
+		reports.RunMeta{Lock: meta.Lock, Nemeses: meta.Nemeses, Seed: meta.Seed}
 }
 
 func newLocksCmd() *cobra.Command {

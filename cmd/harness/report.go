@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/reports/serve"
 )
@@ -28,7 +27,9 @@ machine can be looked at this way: put it in a directory as history.jsonl.`,
 			if timeout <= 0 {
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
 			}
-			res, err := reports.Rebuild(cmd.Context(), args[0], checker.Config{Timeout: timeout})
+			ccfg, _ := storedCheckConfig(args[0])
+			ccfg.Timeout = timeout
+			res, err := reports.Rebuild(cmd.Context(), args[0], ccfg)
 			if err != nil {
 				return &codeError{exitError, err}
 			}

@@ -85,7 +85,7 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&cfg.Workload.TTL, "ttl", time.Second, "lease length")
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 25*time.Second, "length of the run phase")
 	f.DurationVar(&cfg.Recovery, "recovery", 5*time.Second, "fault-free period after the final heal (liveness)")
-	f.DurationVar(&cfg.Workload.ClientPause, "client-pause", 0, "stop-the-world pause inside the critical section (a GC pause)")
+	f.DurationVar(&cfg.Workload.ClientPause, "client-pause", 0, "the workload's own random stop-the-world pause inside the critical section (a GC pause; see --client-pause-rate); for the nemesis's pause of a holder see --nemesis-client-pause")
 	f.Float64Var(&cfg.Workload.ClientPauseRate, "client-pause-rate", 0.1, "probability of --client-pause per critical section")
 	f.DurationVar(&cfg.Workload.Hold, "hold", 0, "how long a client works inside its critical section")
 	f.DurationVar(&cfg.Workload.AcquireTimeout, "acquire-timeout", 0, "how long one acquire may wait for a held lock (0: try once)")
@@ -93,6 +93,7 @@ func newRunCmd() *cobra.Command {
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed; the same seed replays the same choices (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", "store", "directory runs are written to")
 	f.BoolVar(&jsonOut, "json", false, "print results.json to stdout instead of the summary")
+	f.BoolVar(&cfg.AllowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or a requested fault never struck a holder (the coverage is still reported)")
 	addFaultFlags(f, &cfg)
 	return cmd
 }
@@ -110,6 +111,8 @@ func addFaultFlags(f *pflag.FlagSet, cfg *lockharness.Config) {
 	f.DurationVar(&cfg.Nemesis.RestartDelay, "restart-delay", 0, "how long a killed node stays down (antirez's delayed restart)")
 	f.DurationVar(&cfg.Nemesis.ClockBump, "clock-bump", time.Minute, "largest clock jump of the clock nemesis")
 	f.DurationVar(&cfg.Nemesis.Latency, "latency", 100*time.Millisecond, "delay added by the latency nemesis")
+	f.DurationVar(&cfg.Nemesis.ClientPause, "nemesis-client-pause", time.Second, "how long --nemesis client-pause stops a holder (it waits for a client to hold a lock, then pauses it inside its critical section)")
+	f.StringSliceVar(&cfg.Nemesis.Failpoints, "failpoints", nil, "lock failpoints --nemesis client-pause or client-crash arm, comma-separated (the lock's own, e.g. redlock: after-majority,after-validity-check)")
 }
 
 // verdictCode maps a verdict to the command's exit.
@@ -179,6 +182,23 @@ func printFindings(w io.Writer, vs []checker.Violation, why map[int]string, limi
 	}
 }
 
+// printEvidence prints what the run exercised and, unless the reason line
+// already says it, the required exposure it did not reach.
+func printEvidence(w io.Writer, res checker.Result) {
+	for i, l := range reports.Evidence(res.Coverage) {
+		label := ""
+		if i == 0 {
+			label = "evidence"
+		}
+		fmt.Fprintf(w, "  %-13s %s\n", label, l)
+	}
+	if !strings.HasPrefix(res.Reason, checker.VacuousPrefix) {
+		for _, u := range res.Vacuous {
+			fmt.Fprintf(w, "  %-13s %s\n", "not reached", u)
+		}
+	}
+}
+
 // printSummary is the one-screen account of a run.
 func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(res.Verdict)), res.Meta.Test)
@@ -193,6 +213,10 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	if res.Reason != "" {
+		fmt.Fprintf(w, "  reason        %s\n", res.Reason)
+	}
+	printEvidence(w, res.Result)
 	fmt.Fprint(w, "  operations   ")
 	for _, f := range []string{"acquire", "release", "read", "write"} {
 		c := res.Counts[f]

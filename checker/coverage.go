@@ -1,0 +1,305 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// Coverage is what a history exercised: the evidence a verdict rests on. A
+// valid verdict over a run in which nothing was granted, or in which the
+// requested fault never struck while a client held a lock, proves nothing;
+// Coverage says which, and Requirement turns it into a verdict. It is
+// computed from the history alone, so a stored history shows it too.
+type Coverage struct {
+	// Grants are successful acquires; Renewals successful renews; Claims
+	// the lock-promise claims they made (see Hold).
+	Grants   int `json:"grants"`
+	Renewals int `json:"renewals"`
+	Claims   int `json:"claims"`
+	// Faults are the nemesis's faults by f ("start-partition", "kill", …).
+	Faults map[string]FaultCoverage `json:"faults,omitempty"`
+	// Pauses are client pauses (f "pause" by a client: a GC pause, at a
+	// safe point of the critical section or at a lock's failpoint).
+	Pauses PauseCoverage `json:"pauses"`
+	// Crashes are client crashes.
+	Crashes CrashCoverage `json:"crashes"`
+}
+
+// FaultCoverage counts one nemesis f.
+type FaultCoverage struct {
+	// TookEffect counts the attempts that completed ok.
+	TookEffect int `json:"took_effect"`
+	// StruckHolder counts those whose fault window overlapped a live claim:
+	// some client held a lock while the fault was in force. A window runs
+	// from the fault's invoke to the invoke of its heal (stop-partition
+	// for start-partition, restart for kill, …), or to the final heal or
+	// the end of the history when never healed; an instantaneous fault
+	// (promote, await-promotion, pause-client, …) is the instant of its
+	// completion, when it had certainly taken effect: a claim merely
+	// overlapping the few milliseconds of a promotion may have ended
+	// before the clients moved, and was never exposed to it.
+	StruckHolder int `json:"struck_holder"`
+	// Failed certainly did not happen (nothing to act on); Unknown may be
+	// half applied.
+	Failed  int `json:"failed"`
+	Unknown int `json:"unknown"`
+}
+
+// PauseCoverage counts client pauses.
+type PauseCoverage struct {
+	Total int `json:"total"`
+	// StruckHolder: the pause began while its process held a live claim.
+	StruckHolder int `json:"struck_holder"`
+	// OutlivedLease: of those, the claim ran out before the pause ended
+	// (the client woke up believing it still held the lock).
+	OutlivedLease int `json:"outlived_lease"`
+}
+
+// CrashCoverage counts client crashes.
+type CrashCoverage struct {
+	Total int `json:"total"`
+	// WhileHolding: the process crashed while it held a live claim.
+	WhileHolding int `json:"while_holding"`
+}
+
+// heals maps a fault f to the nemesis f that ends its window. A fault not
+// listed here and not itself a heal is instantaneous.
+var heals = map[string]string{
+	"start-partition": "stop-partition",
+	"start-latency":   "stop-latency",
+	"pause-node":      "resume-node",
+	"kill":            "restart",
+	"bump-clock":      "reset-clock",
+	"strobe-clock":    "reset-clock",
+	"drift-clock":     "reset-clock",
+	"cut-replication": "promote",
+	"pause-master":    "heal-master",
+	"isolate-master":  "heal-master",
+}
+
+// isHeal reports whether f undoes a fault rather than injecting one.
+func isHeal(f string) bool {
+	switch f {
+	case history.FFinalHeal, "stop-partition", "stop-latency", "resume-node", "restart", "reset-clock", "heal-master", "demote":
+		return true
+	}
+	return false
+}
+
+// liveDuring reports whether claim c was live at some time in the fault
+// window s (an instantaneous one, a == b, is the instant itself).
+func (c *claim) liveDuring(s span) bool {
+	return c.start.t <= s.b && s.a < c.end.t
+}
+
+// coverage computes Coverage from a prepared history and its claims.
+func coverage(p *prepared, byKey map[string][]claim) Coverage {
+	cov := Coverage{}
+	var all []*claim
+	byProc := map[int][]*claim{}
+	for _, k := range sortedKeys(byKey) {
+		for i := range byKey[k] {
+			c := &byKey[k][i]
+			all = append(all, c)
+			byProc[c.proc] = append(byProc[c.proc], c)
+		}
+	}
+	cov.Claims = len(all)
+	sort.Slice(all, func(i, j int) bool { return all[i].start.t < all[j].start.t })
+	held := func(s span) bool {
+		for _, c := range all {
+			if c.start.t > s.b {
+				return false
+			}
+			if c.liveDuring(s) {
+				return true
+			}
+		}
+		return false
+	}
+	heldBy := func(proc int, t int64) *claim {
+		for _, c := range byProc[proc] {
+			if c.liveDuring(span{t, t}) {
+				return c
+			}
+		}
+		return nil
+	}
+
+	for i := range p.calls {
+		c := &p.calls[i]
+		switch {
+		case c.f == history.FAcquire && c.typ == history.OK:
+			cov.Grants++
+		case c.f == history.FRenew && c.typ == history.OK:
+			cov.Renewals++
+		case c.f == history.FPause:
+			cov.Pauses.Total++
+			h := heldBy(c.proc, c.start)
+			if h == nil {
+				continue
+			}
+			cov.Pauses.StruckHolder++
+			end := c.end
+			if !c.completed() {
+				// Cut off by the end of the history: it lasted at least
+				// until then, and was meant to last its duration.
+				end = p.last
+				if c.in != nil && c.in.Duration > 0 {
+					end = max(end, c.start+c.in.Duration)
+				}
+			}
+			if h.end.t < end {
+				cov.Pauses.OutlivedLease++
+			}
+		}
+	}
+	for proc, t := range p.crashedAt {
+		cov.Crashes.Total++
+		if heldBy(proc, t) != nil {
+			cov.Crashes.WhileHolding++
+		}
+	}
+
+	end := p.last
+	if p.heal >= 0 {
+		// The final heal's invocation ends every window still open.
+		for _, e := range p.nemesis {
+			if e.f == history.FFinalHeal {
+				end = e.start
+			}
+		}
+	}
+	for i, e := range p.nemesis {
+		if isHeal(e.f) {
+			continue
+		}
+		if cov.Faults == nil {
+			cov.Faults = map[string]FaultCoverage{}
+		}
+		fc := cov.Faults[e.f]
+		switch e.typ {
+		case history.OK:
+			fc.TookEffect++
+			w := span{e.end, e.end}
+			if h, ok := heals[e.f]; ok {
+				w.a = e.start
+				w.b = end
+				for _, later := range p.nemesis[i+1:] {
+					if later.f == h || later.f == history.FFinalHeal {
+						w.b = later.start
+						break
+					}
+				}
+			}
+			w.b = max(w.b, e.end)
+			if held(w) {
+				fc.StruckHolder++
+			}
+		case history.Fail:
+			fc.Failed++
+		default:
+			fc.Unknown++
+		}
+		cov.Faults[e.f] = fc
+	}
+	return cov
+}
+
+// Requirement is exposure a run must reach for a valid verdict to be
+// evidence: a named fault striking while a client held a lock, a client
+// pause inside a critical section, one that outlived the lease, a client
+// crashing while holding. Every condition set must hold.
+type Requirement struct {
+	// Name says what was asked for, for the reason text ("the partition
+	// nemesis", "a pause longer than the TTL").
+	Name string `json:"name"`
+	// Faults are nemesis fs of which at least one must have taken effect
+	// while some client held a claim (FaultCoverage.StruckHolder).
+	Faults []string `json:"faults,omitempty"`
+	// Paused: a client paused at all (at a lock's failpoint, inside an
+	// acquire, there is no claim yet to strike).
+	Paused bool `json:"paused,omitempty"`
+	// PauseStruck: a client pause began while its process held a claim.
+	PauseStruck bool `json:"pause_struck,omitempty"`
+	// PauseOutlived: a client pause outlived its holder's claim.
+	PauseOutlived bool `json:"pause_outlived,omitempty"`
+	// Crashed: a client crashed at all (at a failpoint, say).
+	Crashed bool `json:"crashed,omitempty"`
+	// CrashStruck: a client crashed while it held a claim.
+	CrashStruck bool `json:"crash_struck,omitempty"`
+}
+
+// Unmet says, in words, what of r the coverage did not reach; nil when r
+// is met.
+func (r Requirement) Unmet(cov Coverage) []string {
+	var out []string
+	name := r.Name
+	if name == "" {
+		name = "the requested fault"
+	}
+	if len(r.Faults) > 0 {
+		var took, struck, failed, unknown int
+		for _, f := range r.Faults {
+			fc := cov.Faults[f]
+			took, struck, failed, unknown = took+fc.TookEffect, struck+fc.StruckHolder, failed+fc.Failed, unknown+fc.Unknown
+		}
+		if struck == 0 {
+			what := strings.Join(r.Faults, "/")
+			detail := fmt.Sprintf("%d %s took effect, none while a client held a lock", took, what)
+			if took == 0 {
+				detail = fmt.Sprintf("no %s took effect", what)
+				if failed+unknown > 0 {
+					detail += fmt.Sprintf(": %d failed, %d unknown", failed, unknown)
+				}
+			}
+			out = append(out, fmt.Sprintf("%s never struck while a client held a lock (%s)", name, detail))
+		}
+	}
+	if r.Paused && cov.Pauses.Total == 0 {
+		out = append(out, fmt.Sprintf("%s: no client paused", name))
+	}
+	if r.PauseStruck && cov.Pauses.StruckHolder == 0 {
+		out = append(out, fmt.Sprintf("%s: no client pause struck a holder (%d pauses, none inside a live claim)", name, cov.Pauses.Total))
+	}
+	if r.PauseOutlived && cov.Pauses.OutlivedLease == 0 {
+		out = append(out, fmt.Sprintf("%s: no client pause outlived its holder's lease (%d pauses struck a holder)", name, cov.Pauses.StruckHolder))
+	}
+	if r.Crashed && cov.Crashes.Total == 0 {
+		out = append(out, fmt.Sprintf("%s: no client crashed", name))
+	}
+	if r.CrashStruck && cov.Crashes.WhileHolding == 0 {
+		out = append(out, fmt.Sprintf("%s: no client crashed while holding a lock (%d crashes)", name, cov.Crashes.Total))
+	}
+	return out
+}
+
+// vacuous lists every unmet requirement of a history's coverage; nothing
+// granted is always one.
+func vacuous(cov Coverage, counts map[string]map[string]int, reqs []Requirement) []string {
+	var out []string
+	if cov.Grants == 0 {
+		a := counts[history.FAcquire]
+		if n := a["fail"] + a["info"]; n > 0 {
+			what := "acquires"
+			if n == 1 {
+				what = "acquire"
+			}
+			out = append(out, fmt.Sprintf("nothing was granted (%d %s: %d failed, %d unknown)", n, what, a["fail"], a["info"]))
+		} else {
+			out = append(out, "nothing was granted (no acquire was attempted)")
+		}
+	}
+	for _, r := range reqs {
+		out = append(out, r.Unmet(cov)...)
+	}
+	return slices.Compact(out)
+}
+
+// VacuousPrefix begins Result.Reason when a valid verdict became unknown
+// for lack of exposure.
+const VacuousPrefix = "valid but vacuous: "
