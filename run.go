@@ -149,8 +149,8 @@ func (c Config) resolve() (locks.Info, int, error) {
 			return info, 0, usage("script step %d: unknown nemesis %q", i+1, st.Nemesis)
 		}
 	}
-	if c.Nemesis.Interval < 0 {
-		return info, 0, usage("nemesis interval must be positive, got %v", c.Nemesis.Interval)
+	if err := c.validateNumbers(); err != nil {
+		return info, 0, err
 	}
 	if err := c.Workload.Validate(); err != nil {
 		return info, 0, &UsageError{Err: err}
@@ -209,6 +209,9 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	cfg = cfg.WithDefaults()
 	info, nodes, err := cfg.resolve()
 	if err != nil {
+		return Outcome{}, err
+	}
+	if err := cfg.checkStartable(nodes); err != nil {
 		return Outcome{}, err
 	}
 	r := &runner{cfg: cfg, lock: info, nodes: nodes, log: cfg.Log}
