@@ -269,7 +269,12 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	ccfg.Nodes = r.nodes
 	ccfg.Clients = r.cfg.Workload.Clients
 	if ccfg.Dir == "" {
-		ccfg.Dir = filepath.Join(dir, "nodes")
+		// Outside the store, so that a killed run leaves no node files
+		// (libfaketime control files among them) in its record.
+		if ccfg.Dir, err = cluster.NewNodeDir(); err != nil {
+			return out, fmt.Errorf("setup: %w", err)
+		}
+		defer os.RemoveAll(ccfg.Dir) // after the cluster's Down below
 	}
 	cl, err := cluster.Up(ctx, ccfg)
 	if err != nil {
@@ -383,6 +388,9 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	}
 	if err := reports.Render(context.Background(), dir, meta, ops, res); err != nil {
 		return out, fmt.Errorf("report: %w", err)
+	}
+	if err := reports.PointLatest(r.cfg.Store, dir); err != nil {
+		return out, err
 	}
 	if interrupted {
 		return out, fmt.Errorf("%w: %v", ErrInterrupted, ctx.Err())

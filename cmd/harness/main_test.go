@@ -163,8 +163,10 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			store := t.TempDir()
+			store, tmp := t.TempDir(), t.TempDir()
 			cmd := exec.Command(harnessBin, "run", "--lock", "token", "--nodes", "1", "--time-limit", "60s", "--store", store, "--seed", "3")
+			// Node files go under TMPDIR, outside the store.
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
@@ -173,7 +175,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 			t.Cleanup(func() { _ = cmd.Process.Kill() })
 			// Wait until the run's servers are up (lock node + storage).
 			deadline := time.Now().Add(20 * time.Second)
-			for len(serversUnder(t, store)) < 2 {
+			for len(serversUnder(t, tmp)) < 2 {
 				if time.Now().After(deadline) {
 					t.Fatalf("servers never came up; stderr: %s", stderr.String())
 				}
@@ -191,7 +193,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 			// Pdeathsig reaps children of a SIGKILLed harness asynchronously.
 			deadline = time.Now().Add(5 * time.Second)
 			for {
-				left := serversUnder(t, store)
+				left := serversUnder(t, tmp)
 				if len(left) == 0 {
 					break
 				}
@@ -202,6 +204,25 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 					t.Fatalf("after %v: %d redis-server processes left: %v", sig, len(left), left)
 				}
 				time.Sleep(20 * time.Millisecond)
+			}
+			// The record holds no node files, whatever killed the run.
+			if debris, _ := filepath.Glob(filepath.Join(store, "*", "*", "*", "*")); len(debris) != 0 {
+				t.Errorf("after %v the run directory holds node files: %v", sig, debris)
+			}
+			if sig == syscall.SIGKILL {
+				// Only the next run can clean up after SIGKILL: it sweeps
+				// the node directory of the dead process.
+				if left, _ := filepath.Glob(filepath.Join(tmp, "lockharness-nodes-*")); len(left) != 1 {
+					t.Errorf("node directories after SIGKILL: %v, want the dead run's", left)
+				}
+				next := exec.Command(harnessBin, "run", "--lock", "token", "--time-limit", "300ms", "--recovery", "100ms", "--store", store, "--seed", "3")
+				next.Env = cmd.Env
+				if out, err := next.CombinedOutput(); err != nil {
+					t.Fatalf("next run: %v: %s", err, out)
+				}
+				if left, _ := filepath.Glob(filepath.Join(tmp, "lockharness-nodes-*")); len(left) != 0 {
+					t.Errorf("the next run left node directories: %v", left)
+				}
 			}
 			if sig != syscall.SIGKILL {
 				// An interrupted run still leaves its history and verdict.
