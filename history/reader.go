@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,12 @@ type ReadResult struct {
 // other bad line, and any line longer than MaxLine, is an error that names
 // its line number.
 func Read(r io.Reader) (ReadResult, error) {
+	return ReadContext(context.Background(), r)
+}
+
+// ReadContext is Read that stops when ctx is done (a long history takes
+// seconds to parse), returning ctx's error.
+func ReadContext(ctx context.Context, r io.Reader) (ReadResult, error) {
 	var res ReadResult
 	// The buffer is the bound: ReadSlice fails with ErrBufferFull on a
 	// longer line instead of growing.
@@ -53,6 +60,9 @@ func Read(r io.Reader) (ReadResult, error) {
 			return res, nil
 		}
 		line++
+		if line%4096 == 0 && ctx.Err() != nil {
+			return res, fmt.Errorf("read history: stopped at line %d: %w", line, context.Cause(ctx))
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			return res, &LineError{Line: line, Err: fmt.Errorf("longer than %d bytes: not a history (an event the harness writes is a few hundred bytes); check the file is the run's history.jsonl", MaxLine)}
 		}
@@ -99,6 +109,11 @@ func parseLine(b []byte) (Op, error) {
 
 // ReadFile reads a JSONL history from path.
 func ReadFile(path string) (ReadResult, error) {
+	return ReadFileContext(context.Background(), path)
+}
+
+// ReadFileContext is ReadFile that stops when ctx is done.
+func ReadFileContext(ctx context.Context, path string) (ReadResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return ReadResult{}, fmt.Errorf("open history: %w", err)
@@ -107,7 +122,7 @@ func ReadFile(path string) (ReadResult, error) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return ReadResult{}, fmt.Errorf("history %s is a directory: give the history.jsonl inside it (or use `harness report %s`)", path, path)
 	}
-	res, err := Read(f)
+	res, err := ReadContext(ctx, f)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}

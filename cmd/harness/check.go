@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -22,17 +24,32 @@ func newCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check HISTORY.jsonl",
 		Short: "re-check a stored history and print the verdict",
-		Args:  cobra.ExactArgs(1),
+		Long: `check reads a history (JSON lines, as a run writes to store/<test>/<run>/history.jsonl)
+and prints the verdict of each checker. Ctrl-C stops it within a second: the checkers
+that had not finished are unknown, the output says the results are partial, and the
+exit code is 130.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := history.ReadFile(args[0])
+			if timeout <= 0 {
+				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v: use e.g. --check-timeout 30s", timeout)}
+			}
+			ctx := cmd.Context()
+			h, err := history.ReadFileContext(ctx, args[0])
+			if ctx.Err() != nil {
+				return &codeError{interruptCode(ctx), fmt.Errorf("%v: nothing was checked", context.Cause(ctx))}
+			}
+			if errors.Is(err, history.ErrMalformed) {
+				return &codeError{exitError, fmt.Errorf("%w: give a history a run wrote (store/<test>/<run>/history.jsonl); see harness check --help", err)}
+			}
 			if err != nil {
 				return &codeError{exitError, err}
 			}
-			if timeout <= 0 {
-				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
-			}
-			res := checker.Check(cmd.Context(), h.Ops, checker.Config{Timeout: timeout})
+			res := checker.Check(ctx, h.Ops, checker.Config{Timeout: timeout})
 			out := reports.Results{Meta: reports.RunMeta{Test: args[0]}, Result: res}
+			if ctx.Err() != nil {
+				// Whatever finished is reported; the rest is unknown.
+				out.Meta.Partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(ctx))
+			}
 			if jsonOut {
 				if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 					return &codeError{exitError, err}
@@ -42,6 +59,9 @@ func newCheckCmd() *cobra.Command {
 					fmt.Fprintln(cmd.ErrOrStderr(), "note: the last line was cut off (a killed run); checked the complete prefix")
 				}
 				printSummary(cmd.OutOrStdout(), "", out)
+			}
+			if out.Meta.Partial != "" {
+				return &codeError{interruptCode(ctx), fmt.Errorf("partial results: %s", out.Meta.Partial)}
 			}
 			return verdictCode(res.Verdict)
 		},

@@ -178,6 +178,9 @@ func printFindings(w io.Writer, vs []checker.Violation, limit int) {
 // printSummary is the one-screen account of a run.
 func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(res.Verdict)), res.Meta.Test)
+	if res.Meta.Partial != "" {
+		fmt.Fprintf(w, "  PARTIAL       %s\n", res.Meta.Partial)
+	}
 	for _, name := range []string{"lock-promise", "resource", "liveness"} {
 		c, ok := res.Checkers[name]
 		if !ok {
