@@ -318,6 +318,18 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 
 	r.phase("run")
 	started = true
+	// A history that can no longer be written (a full disk) ends the run at
+	// once: the events after it would be lost anyway.
+	outer := ctx
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	go func() {
+		select {
+		case <-r.rec.Failed():
+			cancelRun()
+		case <-ctx.Done():
+		}
+	}()
 	stop, stopWorkload := context.WithCancel(context.Background())
 	defer stopWorkload()
 	wlDone := make(chan error, 1)
@@ -356,7 +368,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	wl.FinalReads(finalCtx)
 	cancel()
 	if err := r.rec.Close(); err != nil {
-		return out, err
+		return out, fmt.Errorf("%w: the run stopped at the first write that failed; what was written before is kept in %s; free space on the store's filesystem or choose another with --store", err, dir)
 	}
 	if err := cl.Down(); err != nil {
 		fmt.Fprintf(r.log, "teardown: %v\n", err)
@@ -371,9 +383,20 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 
 	r.phase("check")
 	ops := r.rec.Ops()
-	checkCtx, cancel := context.WithTimeout(context.Background(), 4*r.cfg.CheckTimeout)
+	// Ctrl-C during the check or the report stops them; a run already
+	// interrupted checks and reports its prefix regardless (a second
+	// Ctrl-C ends the process).
+	finish := outer
+	if interrupted {
+		finish = context.WithoutCancel(outer)
+	}
+	checkCtx, cancel := context.WithTimeout(finish, 4*r.cfg.CheckTimeout)
 	res := checker.Check(checkCtx, ops, checker.Config{Timeout: r.cfg.CheckTimeout})
 	cancel()
+	partial := ""
+	if finish.Err() != nil {
+		partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(finish))
+	}
 
 	r.phase("report")
 	meta, err := r.meta(start)
@@ -383,17 +406,26 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if err := reports.WriteJSON(dir, reports.MetaFile, meta); err != nil {
 		return out, err
 	}
+	meta.Partial = partial
 	if out.Results, err = reports.WriteResults(dir, meta, res); err != nil {
 		return out, err
 	}
-	if err := reports.Render(context.Background(), dir, meta, ops, res); err != nil {
+	if partial != "" {
+		return out, fmt.Errorf("%w: %s; results.json holds them, `harness report %s` checks again and draws the report", ErrInterrupted, partial, dir)
+	}
+	if err := reports.Render(finish, dir, meta, ops, res); err != nil {
+		if finish.Err() != nil {
+			// A page next to figures it does not match is worse than none.
+			_ = os.Remove(filepath.Join(dir, reports.IndexFile))
+			return out, fmt.Errorf("%w: %v while drawing the report; `harness report %s` draws it", ErrInterrupted, context.Cause(finish), dir)
+		}
 		return out, fmt.Errorf("report: %w", err)
 	}
 	if err := reports.PointLatest(r.cfg.Store, dir); err != nil {
 		return out, err
 	}
 	if interrupted {
-		return out, fmt.Errorf("%w: %v", ErrInterrupted, ctx.Err())
+		return out, fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(outer))
 	}
 	return out, nil
 }
