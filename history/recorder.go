@@ -46,7 +46,7 @@ type Recorder struct {
 	bw     *bufio.Writer
 	file   *os.File // nil unless w is a file
 	ops    []Op
-	err    error // first write error; sticky
+	err    error         // first write error; sticky
 	failed chan struct{} // closed with the first write error
 	closed bool
 
