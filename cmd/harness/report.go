@@ -63,7 +63,7 @@ func newServeCmd() *cobra.Command {
 			if err != nil {
 				return &codeError{exitError, fmt.Errorf("listen on %s: %w (choose another with --addr)", addr, err)}
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			srv := serve.HTTPServer(h)
 			fmt.Fprintf(cmd.OutOrStdout(), "serving %s at http://%s/ (Ctrl-C to stop)\n", store, ln.Addr())
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
