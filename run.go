@@ -183,9 +183,9 @@ func (c Config) resolve() (locks.Info, int, error) {
 	}
 	if nodes < info.MinNodes || (info.MaxNodes > 0 && nodes > info.MaxNodes) {
 		if info.MaxNodes == info.MinNodes {
-			return info, 0, usage("lock %s uses exactly %d node(s), got --nodes %d", info.Name, info.MinNodes, nodes)
+			return info, 0, usage("lock %s uses exactly %d node(s), got --nodes %d: use --nodes %d or leave it out", info.Name, info.MinNodes, nodes, info.MinNodes)
 		}
-		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d", info.Name, info.MinNodes, info.MaxNodes, nodes)
+		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d: use --nodes %d to %d", info.Name, info.MinNodes, info.MaxNodes, nodes, info.MinNodes, info.MaxNodes)
 	}
 	return info, nodes, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"text/tabwriter"
 	"time"
 
@@ -40,6 +41,9 @@ exit code is 130.`,
 			}
 			if errors.Is(err, history.ErrMalformed) {
 				return &codeError{exitError, fmt.Errorf("%w: give a history a run wrote (store/<test>/<run>/history.jsonl); see harness check --help", err)}
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return &codeError{exitError, fmt.Errorf("%w: give the path of a history (store/<test>/<run>/history.jsonl)", err)}
 			}
 			if err != nil {
 				return &codeError{exitError, err}

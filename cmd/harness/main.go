@@ -103,7 +103,7 @@ func interruptCode(ctx context.Context) int {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitValid
 	}
@@ -114,8 +114,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return ce.code
 	}
-	// Flag parsing and other usage errors.
-	fmt.Fprintln(stderr, "harness:", err)
+	// Flag parsing and other usage errors: point at the command's help.
+	path := "harness"
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	fmt.Fprintf(stderr, "harness: %v\nsee `%s --help`\n", err, path)
 	return exitError
 }
 

@@ -34,16 +34,16 @@ func newRunCmd() *cobra.Command {
 			// Zero means "default" to the library; on the command line it is a
 			// mistake to point out.
 			if cfg.Workload.Clients < 1 {
-				return &codeError{exitError, fmt.Errorf("--clients must be at least 1, got %d", cfg.Workload.Clients)}
+				return &codeError{exitError, fmt.Errorf("--clients must be at least 1, got %d: use e.g. --clients 5", cfg.Workload.Clients)}
 			}
 			if cfg.Workload.Keys < 1 {
-				return &codeError{exitError, fmt.Errorf("--keys must be at least 1, got %d", cfg.Workload.Keys)}
+				return &codeError{exitError, fmt.Errorf("--keys must be at least 1, got %d: use e.g. --keys 1", cfg.Workload.Keys)}
 			}
 			if cfg.Workload.TTL <= 0 {
-				return &codeError{exitError, fmt.Errorf("--ttl must be positive, got %v", cfg.Workload.TTL)}
+				return &codeError{exitError, fmt.Errorf("--ttl must be positive, got %v: use e.g. --ttl 1s", cfg.Workload.TTL)}
 			}
 			if cfg.TimeLimit <= 0 {
-				return &codeError{exitError, fmt.Errorf("--time-limit must be positive, got %v", cfg.TimeLimit)}
+				return &codeError{exitError, fmt.Errorf("--time-limit must be positive, got %v: use e.g. --time-limit 25s", cfg.TimeLimit)}
 			}
 			cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
 			if !cmd.Flags().Changed("seed") {

@@ -48,7 +48,18 @@ type Server struct {
 
 	mu    sync.Mutex
 	cache map[string]cachedRun // run path → summary, while results.json is unchanged
+
+	// zips bounds the archives built at once: each holds a compressor
+	// (about a megabyte) and a core busy; fifty at once made the server
+	// grow by 80 MB and every download slow.
+	zips chan struct{}
+	// tmp holds the archives being built; Close removes it, and with it
+	// those of requests still running when the server stops.
+	tmp string
 }
+
+// maxZips is how many archives are built at once; other requests wait.
+const maxZips = 4
 
 type cachedRun struct {
 	mod  time.Time
@@ -73,13 +84,19 @@ func NewServer(store string) (*Server, error) {
 		return nil, fmt.Errorf("store %s: %w (run `harness run` first, or pass --store)", store, err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("store %s is not a directory", store)
+		return nil, fmt.Errorf("store %s is not a directory: pass the store's directory with --store", store)
 	}
 	root, err := os.OpenRoot(store)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", store, err)
 	}
-	s := &Server{store: store, root: root, fsys: root.FS(), mux: http.NewServeMux(), cache: map[string]cachedRun{}}
+	tmp, err := os.MkdirTemp("", "lockharness-serve-")
+	if err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("temporary directory for archives: %w (set TMPDIR to a writable directory)", err)
+	}
+	s := &Server{store: store, root: root, fsys: root.FS(), mux: http.NewServeMux(), cache: map[string]cachedRun{},
+		zips: make(chan struct{}, maxZips), tmp: tmp}
 	s.mux.HandleFunc("GET /{$}", s.list)
 	s.mux.HandleFunc("GET /latest", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, runPrefix+reports.LatestLink+"/", http.StatusFound)
@@ -89,8 +106,10 @@ func NewServer(store string) (*Server, error) {
 	return s, nil
 }
 
-// Close releases the store.
-func (s *Server) Close() error { return s.root.Close() }
+// Close releases the store and removes the archives being built.
+func (s *Server) Close() error {
+	return errors.Join(s.root.Close(), os.RemoveAll(s.tmp))
+}
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -239,7 +258,13 @@ func (s *Server) zip(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := test + "-" + run
-	tmp, err := os.CreateTemp("", "lockharness-zip-*")
+	select {
+	case s.zips <- struct{}{}:
+		defer func() { <-s.zips }()
+	case <-r.Context().Done():
+		return
+	}
+	tmp, err := os.CreateTemp(s.tmp, "zip-*")
 	if err != nil {
 		http.Error(w, "cannot build the archive: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -308,13 +333,27 @@ func writeZip(ctx context.Context, out io.Writer, sub fs.FS, base string) (int64
 			return err
 		}
 		defer f.Close()
-		_, err = io.Copy(zf, f)
+		_, err = io.Copy(zf, ctxReader{ctx, f})
 		return err
 	})
 	if err == nil {
 		err = zw.Close()
 	}
 	return cw.n, err
+}
+
+// ctxReader stops reading when ctx is done: a client that hangs up
+// while a large history is compressed frees its slot at once.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
 }
 
 // capWriter fails once more than left bytes have been written.
