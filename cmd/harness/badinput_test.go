@@ -39,6 +39,9 @@ func badInputFixtures(t *testing.T) map[string]string {
 		"array":         "[1,2,3]\n" + ev + "\n",
 		"long-line":     strings.Repeat("x", 2<<20) + "\n",
 		"binary":        "\x00\x01\x02\xff\xfe\n" + ev + "\n",
+		"empty":         "",
+		"blank":         "\n\n  \n",
+		"faults-only":   `{"index":0,"time":1,"process":"nemesis","type":"invoke","f":"start-partition"}` + "\n",
 	}
 	paths := map[string]string{}
 	for name, body := range files {
@@ -177,6 +180,9 @@ func TestBadInputs(t *testing.T) {
 		{"check binary", []string{"check", f["binary"]}, "line 1", "history.jsonl"},
 		{"check 2 MB line", []string{"check", f["long-line"]}, "line 1: longer than", "history.jsonl"},
 		{"check /dev/zero", []string{"check", "/dev/zero"}, "line 1: longer than", "history.jsonl"},
+		{"check empty history", []string{"check", f["empty"]}, "the history is empty", "history.jsonl of a run"},
+		{"check blank history", []string{"check", f["blank"]}, "the history is empty", "history.jsonl of a run"},
+		{"check faults only", []string{"check", f["faults-only"]}, "no client operation", "history.jsonl of a run"},
 		{"check zero timeout", []string{"check", "--check-timeout", "0s", f["malformed"]}, "--check-timeout must be positive", "--check-timeout 30s"},
 		{"check negative timeout", []string{"check", "--check-timeout", "-1s", f["malformed"]}, "--check-timeout must be positive", "--check-timeout 30s"},
 		// report

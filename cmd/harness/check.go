@@ -48,6 +48,9 @@ exit code is 130.`,
 			if err != nil {
 				return &codeError{exitError, err}
 			}
+			if err := checkable(h.Ops); err != nil {
+				return &codeError{exitError, fmt.Errorf("%s: %w", args[0], err)}
+			}
 			res := checker.Check(ctx, h.Ops, checker.Config{Timeout: timeout})
 			out := reports.Results{Meta: reports.RunMeta{Test: args[0]}, Result: res}
 			if ctx.Err() != nil {
@@ -115,4 +118,19 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// checkable refuses a history that records no client operation: every
+// checker would find nothing wrong in it, and a verdict of valid that
+// tested nothing is as false as any other.
+func checkable(ops []history.Op) error {
+	for _, op := range ops {
+		if !op.Process.IsNemesis() {
+			return nil
+		}
+	}
+	if len(ops) == 0 {
+		return errors.New("the history is empty: nothing to check; give the history.jsonl of a run that ran")
+	}
+	return errors.New("the history records no client operation, only faults: nothing to check; give the history.jsonl of a run whose clients ran")
 }

@@ -100,6 +100,9 @@ func rebuild(ctx context.Context, dir string, cfg checker.Config) (reports.Resul
 	if err != nil {
 		return reports.Results{}, &codeError{exitError, fmt.Errorf("%w (a run directory holds the history.jsonl a run wrote)", err)}
 	}
+	if err := checkable(rr.Ops); err != nil {
+		return reports.Results{}, &codeError{exitError, fmt.Errorf("%s: %w", dir, err)}
+	}
 	meta, ok, err := reports.ReadMeta(dir)
 	if err != nil {
 		return reports.Results{}, &codeError{exitError, err}
