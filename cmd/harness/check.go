@@ -35,8 +35,9 @@ exit code is 130.`,
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v: use e.g. --check-timeout 30s", timeout)}
 			}
 			ctx := cmd.Context()
-			h, err := history.ReadFileContext(ctx, args[0])
-			if ctx.Err() != nil {
+			var h history.ReadResult
+			var err error
+			if !untilInterrupted(ctx, func() { h, err = history.ReadFileContext(ctx, args[0]) }) || ctx.Err() != nil {
 				return &codeError{interruptCode(ctx), fmt.Errorf("%v: nothing was checked", context.Cause(ctx))}
 			}
 			if errors.Is(err, history.ErrMalformed) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -154,5 +155,33 @@ func newVersionCmd() *cobra.Command {
 			fmt.Fprintln(cmd.OutOrStdout(), "harness", version)
 			return nil
 		},
+	}
+}
+
+// interruptGrace is how long an interrupted command waits for work that
+// honours cancellation only between reads (a read from a pipe that blocks).
+const interruptGrace = 500 * time.Millisecond
+
+// untilInterrupted runs f and reports whether it finished: it returns
+// false when ctx is done and f has not returned within interruptGrace, so
+// that Ctrl-C ends the command even while f waits for input. f keeps
+// running (the process is about to exit); the caller must not touch what f
+// writes when it returns false.
+func untilInterrupted(ctx context.Context, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(interruptGrace):
+		return false
 	}
 }

@@ -93,8 +93,10 @@ func rebuild(ctx context.Context, dir string, cfg checker.Config) (reports.Resul
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return reports.Results{}, &codeError{exitError, fmt.Errorf("%s is not a run directory: give store/<test>/<run> (one holding history.jsonl)", dir)}
 	}
-	rr, err := history.ReadFileContext(ctx, filepath.Join(dir, reports.HistoryFile))
-	if ctx.Err() != nil {
+	var rr history.ReadResult
+	var err error
+	read := func() { rr, err = history.ReadFileContext(ctx, filepath.Join(dir, reports.HistoryFile)) }
+	if !untilInterrupted(ctx, read) || ctx.Err() != nil {
 		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while reading the history: %s left as it was", context.Cause(ctx), dir)}
 	}
 	if err != nil {
