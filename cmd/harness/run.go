@@ -200,7 +200,10 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintln(w, "  (ok/fail/info)")
 	printFindings(w, res.Violations, 8)
 	if dir != "" {
-		fmt.Fprintf(w, "  report       %s\n", filepath.Join(dir, "index.html"))
+		// An interrupted check or drawing leaves no index.html.
+		if _, err := os.Stat(filepath.Join(dir, reports.IndexFile)); err == nil {
+			fmt.Fprintf(w, "  report       %s\n", filepath.Join(dir, reports.IndexFile))
+		}
 	}
 	if res.Meta.Command != "" {
 		fmt.Fprintf(w, "  reproduce    %s\n", res.Meta.Command)
