@@ -64,7 +64,7 @@ func ReadContext(ctx context.Context, r io.Reader) (ReadResult, error) {
 			return res, fmt.Errorf("read history: stopped at line %d: %w", line, context.Cause(ctx))
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			return res, &LineError{Line: line, Err: fmt.Errorf("longer than %d bytes: not a history (an event the harness writes is a few hundred bytes); check the file is the run's history.jsonl", MaxLine)}
+			return res, &LineError{Line: line, Err: fmt.Errorf("longer than %d bytes: not a history (an event the harness writes is a few hundred bytes)", MaxLine)}
 		}
 		if err != nil && err != io.EOF {
 			return res, fmt.Errorf("read history: %w", err)
