@@ -77,7 +77,7 @@ func (c Config) checkStartable(nodes int) error {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return nil // no limit to compare with; setup reports what it hits
 	}
-	need := FilesNeeded(cc.WithDefaults(), clients)
+	need := filesNeeded(cc.WithDefaults(), clients)
 	if uint64(need) > lim.Cur {
 		fewer := max(1, clients*int(lim.Cur)/need)
 		raise := fmt.Sprintf("raise the limit with `ulimit -n %d`", need)
@@ -90,13 +90,13 @@ func (c Config) checkStartable(nodes int) error {
 	return nil
 }
 
-// FilesNeeded estimates the file descriptors a run keeps open in this
+// filesNeeded estimates the file descriptors a run keeps open in this
 // process: per client and node a proxy listener and, for each of up to two
 // connections a client has open at once (one more while a timed-out one is
 // being replaced), its socket and the proxy's two ends; the storage
 // client's connections; and a margin for the history, logs and the Go
 // runtime.
-func FilesNeeded(cc cluster.Config, clients int) int {
+func filesNeeded(cc cluster.Config, clients int) int {
 	const perLink = 1 + 2*3
 	return clients*cc.Nodes*perLink + cc.Sentinels*clients*3 + clients + 2 + 64
 }
