@@ -42,7 +42,7 @@ func SweepNodeDirs(tmp string) int {
 		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) && !zombie(pid) {
 			continue // alive (or not ours to judge)
 		}
 		if os.RemoveAll(d) == nil {
@@ -50,4 +50,18 @@ func SweepNodeDirs(tmp string) int {
 		}
 	}
 	return n
+}
+
+// zombie reports whether pid has exited and waits to be reaped: a harness
+// killed after its parent died stays a zombie where nothing reaps orphans
+// (a container whose first process is not an init), and its directory is
+// as dead as it is.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state …: comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }

@@ -3,8 +3,10 @@ package cluster
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The sweep removes the node directories of processes that are gone (a
@@ -33,5 +35,30 @@ func TestSweepNodeDirs(t *testing.T) {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s was removed: %v", d, err)
 		}
+	}
+}
+
+// A harness that exited but was never reaped (a zombie, where nothing
+// reaps orphans) is gone: its directory is swept.
+func TestSweepNodeDirsOfZombie(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	pid := cmd.Process.Pid
+	for i := 0; !zombie(pid); i++ { // it exits at once; until Wait it is a zombie
+		if i == 500 {
+			t.Fatal("the child never became a zombie")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tmp := t.TempDir()
+	d := filepath.Join(tmp, fmt.Sprintf("%s%d-1", nodeDirPrefix, pid))
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if n := SweepNodeDirs(tmp); n != 1 {
+		t.Errorf("swept %d, want the zombie's directory", n)
 	}
 }
