@@ -8,7 +8,7 @@ BIN      := bin/harness
 # depend on redis-server and friends, which Go's test cache cannot see.
 TESTFLAGS ?= -count=1 -timeout 25m
 
-.PHONY: all deps build demo test test-short bench clean
+.PHONY: all deps build demo test test-short fuzz bench clean
 
 all: build
 
@@ -32,6 +32,13 @@ demo: deps build
 
 test: deps
 	$(GO) test $(TESTFLAGS) ./...
+
+# The fuzz targets, briefly (CI); by hand, longer: make fuzz FUZZTIME=5m.
+# `make test` runs their seed corpora.
+FUZZTIME ?= 15s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./history/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./checker/
 
 # Unit tests only: no Redis needed.
 test-short:

@@ -159,8 +159,8 @@ func (c Config) resolve() (locks.Info, int, error) {
 			return info, 0, usage("script step %d: unknown nemesis %q", i+1, st.Nemesis)
 		}
 	}
-	if c.Nemesis.Interval < 0 {
-		return info, 0, usage("nemesis interval must be positive, got %v", c.Nemesis.Interval)
+	if err := c.validateNumbers(); err != nil {
+		return info, 0, err
 	}
 	if c.Nemesis.ClientPause < 0 {
 		return info, 0, usage("the client-pause nemesis's pause must be positive, got %v", c.Nemesis.ClientPause)
@@ -199,9 +199,9 @@ func (c Config) resolve() (locks.Info, int, error) {
 	}
 	if nodes < info.MinNodes || (info.MaxNodes > 0 && nodes > info.MaxNodes) {
 		if info.MaxNodes == info.MinNodes {
-			return info, 0, usage("lock %s uses exactly %d node(s), got --nodes %d", info.Name, info.MinNodes, nodes)
+			return info, 0, usage("lock %s uses exactly %d node(s), got --nodes %d: use --nodes %d or leave it out", info.Name, info.MinNodes, nodes, info.MinNodes)
 		}
-		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d", info.Name, info.MinNodes, info.MaxNodes, nodes)
+		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d: use --nodes %d to %d", info.Name, info.MinNodes, info.MaxNodes, nodes, info.MinNodes, info.MaxNodes)
 	}
 	return info, nodes, nil
 }
@@ -249,6 +249,9 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	cfg = cfg.WithDefaults()
 	info, nodes, err := cfg.resolve()
 	if err != nil {
+		return Outcome{}, err
+	}
+	if err := cfg.checkStartable(nodes); err != nil {
 		return Outcome{}, err
 	}
 	r := &runner{cfg: cfg, lock: info, nodes: nodes, log: cfg.Log}
@@ -306,7 +309,12 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	ccfg.Nodes = r.nodes
 	ccfg.Clients = r.cfg.Workload.Clients
 	if ccfg.Dir == "" {
-		ccfg.Dir = filepath.Join(dir, "nodes")
+		// Outside the store, so that a killed run leaves no node files
+		// (libfaketime control files among them) in its record.
+		if ccfg.Dir, err = cluster.NewNodeDir(); err != nil {
+			return out, fmt.Errorf("setup: %w", err)
+		}
+		defer os.RemoveAll(ccfg.Dir) // after the cluster's Down below
 	}
 	cl, err := cluster.Up(ctx, ccfg)
 	if err != nil {
@@ -350,6 +358,18 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 
 	r.phase("run")
 	started = true
+	// A history that can no longer be written (a full disk) ends the run at
+	// once: the events after it would be lost anyway.
+	outer := ctx
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	go func() {
+		select {
+		case <-r.rec.Failed():
+			cancelRun()
+		case <-ctx.Done():
+		}
+	}()
 	stop, stopWorkload := context.WithCancel(context.Background())
 	defer stopWorkload()
 	wlDone := make(chan error, 1)
@@ -388,7 +408,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	wl.FinalReads(finalCtx)
 	cancel()
 	if err := r.rec.Close(); err != nil {
-		return out, err
+		return out, fmt.Errorf("%w: the run stopped at the first write that failed; what was written before is kept in %s; free space on the store's filesystem or choose another with --store", err, dir)
 	}
 	if err := cl.Down(); err != nil {
 		fmt.Fprintf(r.log, "teardown: %v\n", err)
@@ -403,10 +423,21 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 
 	r.phase("check")
 	ops := r.rec.Ops()
-	checkCtx, cancel := context.WithTimeout(context.Background(), 4*r.cfg.CheckTimeout)
+	// Ctrl-C during the check or the report stops them; a run already
+	// interrupted checks and reports its prefix regardless (a second
+	// Ctrl-C ends the process).
+	finish := outer
+	if interrupted {
+		finish = context.WithoutCancel(outer)
+	}
+	checkCtx, cancel := context.WithTimeout(finish, 4*r.cfg.CheckTimeout)
 	res := checker.Check(checkCtx, ops, checker.Config{Timeout: r.cfg.CheckTimeout,
 		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous})
 	cancel()
+	partial := ""
+	if finish.Err() != nil {
+		partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(finish))
+	}
 
 	r.phase("report")
 	meta, err := r.meta(start)
@@ -416,16 +447,28 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if err := reports.WriteJSON(dir, reports.MetaFile, meta); err != nil {
 		return out, err
 	}
+	meta.Partial = partial
 	if out.Results, err = reports.WriteResults(dir, meta, res); err != nil {
 		return out, err
 	}
-	if err := reports.Render(context.Background(), dir, meta, ops, res); err != nil {
+	if partial != "" {
+		return out, fmt.Errorf("%w: %s; results.json holds them, `harness report %s` checks again and draws the report", ErrInterrupted, partial, dir)
+	}
+	if err := reports.Render(finish, dir, meta, ops, res); err != nil {
+		if finish.Err() != nil {
+			// A page next to figures it does not match is worse than none.
+			_ = os.Remove(filepath.Join(dir, reports.IndexFile))
+			return out, fmt.Errorf("%w: %v while drawing the report; `harness report %s` draws it", ErrInterrupted, context.Cause(finish), dir)
+		}
 		return out, fmt.Errorf("report: %w", err)
 	}
 	out.Results.Why = reports.Explain(ops, out.Results.Result) // as Render wrote it
 
+	if err := reports.PointLatest(r.cfg.Store, dir); err != nil {
+		return out, err
+	}
 	if interrupted {
-		return out, fmt.Errorf("%w: %v", ErrInterrupted, ctx.Err())
+		return out, fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(outer))
 	}
 	return out, nil
 }

@@ -281,8 +281,10 @@ func TestLiveHolderThroughRecoveryIsNotUnavailability(t *testing.T) {
 
 func TestUnavailableWithoutAnyHolder(t *testing.T) {
 	// A broken lock (say, Redlock without a quorum) fails every acquire
-	// and nobody holds it: unavailable for the whole 1s of failing.
+	// and nobody holds it: unavailable for the whole 1s of failing, all of
+	// it a recovery period longer than any lease.
 	b := &hb{}
+	b.nem(0, history.Invoke, history.FFinalHeal).nem(0, history.OK, history.FFinalHeal)
 	for i := int64(0); i < 5; i++ {
 		t0 := i * 250 * ms
 		b.inv(t0, 1, "acquire", "lock-0", nil).fail(t0+200*ms, 1, "acquire", "lock-0")

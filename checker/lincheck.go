@@ -74,7 +74,7 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 		if n > maxWhole {
 			return linResult{res: porcupine.Unknown, reason: fmt.Sprintf("porcupine would have to re-check %d operations in one go (more than %d)", n, maxWhole)}
 		}
-		res, info := porcupine.CheckOperationsVerbose(model, ops[:n], left)
+		res, info := porcupineCheck(ctx, model, ops[:n], left)
 		if ctx.Err() != nil || res == porcupine.Unknown {
 			return unknown()
 		}
@@ -97,7 +97,7 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 		m := model
 		s0 := state
 		m.Init = func() any { return s0 }
-		res, info := porcupine.CheckOperationsVerbose(m, ch, left)
+		res, info := porcupineCheck(ctx, m, ch, left)
 		if ctx.Err() != nil || res == porcupine.Unknown {
 			return unknown()
 		}
@@ -119,6 +119,30 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 		}
 	}
 	return linResult{res: porcupine.Ok}
+}
+
+// porcupineCheck runs porcupine in its own goroutine and returns Unknown as
+// soon as ctx is done. The model's Step already accepts everything once ctx
+// is cancelled, so porcupine unwinds, but on a long history even that
+// takes a while (it copies a bitset of the history per step); the caller
+// need not wait for it. The abandoned search ends on its own: the model
+// accepts every step, and the timeout bounds it.
+func porcupineCheck(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+	type out struct {
+		res  porcupine.CheckResult
+		info porcupine.LinearizationInfo
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
+		done <- out{res, info}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.info
+	case <-ctx.Done():
+		return porcupine.Unknown, porcupine.LinearizationInfo{}
+	}
 }
 
 // quiescentChunks cuts ops (sorted by call) where every earlier operation

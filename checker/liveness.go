@@ -81,6 +81,8 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 		window = p.heal
 	}
 	stats["recovery-ms"] = float64(p.last-window) / 1e6
+	complete, incomplete := recoveryComplete(p)
+	var undecided []string // keys that look unavailable in a window too short to say
 
 	type keyCalls struct{ acquires []*call }
 	perKey := map[string]*keyCalls{}
@@ -110,6 +112,14 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			busy = append(busy, span{c.start.t, min(end, p.last)})
 		}
 		busy = union(busy)
+		// A crashed holder of a lease that never expires blocks the key
+		// for good: no longer history would show it free again.
+		permanent := false
+		for _, c := range byKey[key] {
+			if _, dead := p.crashedAt[c.proc]; dead && c.end == forever && c.deadline == never {
+				permanent = true
+			}
+		}
 		var failing []span
 		attempts, oks, succeeded := 0, 0, false
 		var failedFree []*call // failed in the window, invoked while no live claim
@@ -143,6 +153,10 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			stats["recovery-success-rate/"+key] = float64(oks) / float64(attempts)
 		}
 		if attempts > 0 && !succeeded && p.last > window && len(failedFree) > 0 {
+			if !complete && !permanent {
+				undecided = append(undecided, key)
+				continue
+			}
 			var ps []int
 			for q := range procs {
 				ps = append(ps, q)
@@ -179,8 +193,45 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			ks = append(ks, v.Key)
 		}
 		res.Reason = "unavailable through the whole recovery period: " + strings.Join(ks, ", ")
+	} else if len(undecided) > 0 {
+		res.Verdict = Unknown
+		res.Reason = fmt.Sprintf("no acquire of %s succeeded, but %s", strings.Join(undecided, ", "), incomplete)
 	}
 	return res, vs
+}
+
+// minRecovery is the shortest recovery period judged when no lease in the
+// history says how long one lasts (locks without expiry).
+const minRecovery = int64(1e9)
+
+// recoveryComplete reports whether the history holds a recovery period long
+// enough to call a key unavailable, and if not, why. Liveness is judged
+// after the final heal; a history without one (a killed run, a prefix) or
+// whose recovery is shorter than the longest lease in it (an interrupted
+// run) can look unavailable for a reason the history does not show: the
+// holder's grant lost with the last unflushed events, or an acquire whose
+// outcome is unknown holding the key until its lease ends. Such a history
+// is unknown, never invalid, unless the deadlock is one no longer history
+// could undo (a crashed holder of a lease that never expires, decided by
+// the caller). A success, on the other hand, shows liveness however short
+// the window: valid stands.
+func recoveryComplete(p *prepared) (bool, string) {
+	longest := int64(0)
+	for i := range p.calls {
+		c := &p.calls[i]
+		if c.typ != history.OK || c.out == nil || c.out.Deadline <= 0 || c.out.Deadline == never {
+			continue
+		}
+		longest = max(longest, c.out.Deadline-c.start)
+	}
+	need := max(longest, minRecovery)
+	if p.heal < 0 {
+		return false, "the history has no final heal (a run cut short, or a prefix of one): its recovery period, where liveness is judged, is missing; re-check a complete run's history"
+	}
+	if got := p.last - p.heal; got < need {
+		return false, fmt.Sprintf("the recovery period after the final heal lasts %s, shorter than the %s a lease in it may hold a key for: run with a longer --recovery", dur(got), dur(need))
+	}
+	return true, ""
 }
 
 // lastHolderText names the claim that was in force when the window began,

@@ -183,6 +183,18 @@ func (o Op) Validate() error {
 			return fmt.Errorf("owner on a %s event: only a renewer thread's renews have an owner", o.F)
 		}
 	}
+	if v := o.Value; v != nil {
+		// Times and counts the harness writes are never negative; a
+		// negative one would make a lease end before the run began.
+		switch {
+		case v.Deadline < 0:
+			return fmt.Errorf("event %d: negative deadline %d", o.Index, v.Deadline)
+		case v.Fence < 0:
+			return fmt.Errorf("event %d: negative fence %d", o.Index, v.Fence)
+		case v.Duration < 0:
+			return fmt.Errorf("event %d: negative duration %d", o.Index, v.Duration)
+		}
+	}
 	return nil
 }
 

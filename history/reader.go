@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,11 @@ import (
 
 // ErrMalformed is wrapped by every error about the content of a history.
 var ErrMalformed = errors.New("malformed history")
+
+// MaxLine bounds one line of a history. An event the harness writes is a
+// few hundred bytes; without a bound a file without newlines (a 1 GB line,
+// /dev/zero) is read into memory until the machine runs out of it.
+const MaxLine = 1 << 20
 
 // LineError names the line of a history that could not be read.
 type LineError struct {
@@ -34,20 +40,35 @@ type ReadResult struct {
 
 // Read parses a JSONL history. A last line without a trailing newline that
 // does not parse is taken as a write cut short by a crash and dropped; any
-// other bad line is an error that names its line number.
+// other bad line, and any line longer than MaxLine, is an error that names
+// its line number.
 func Read(r io.Reader) (ReadResult, error) {
+	return ReadContext(context.Background(), r)
+}
+
+// ReadContext is Read that stops when ctx is done (a long history takes
+// seconds to parse), returning ctx's error.
+func ReadContext(ctx context.Context, r io.Reader) (ReadResult, error) {
 	var res ReadResult
-	br := bufio.NewReaderSize(r, 256<<10)
+	// The buffer is the bound: ReadSlice fails with ErrBufferFull on a
+	// longer line instead of growing.
+	br := bufio.NewReaderSize(r, MaxLine)
 	line := 0
 	for {
-		b, err := br.ReadBytes('\n')
+		b, err := br.ReadSlice('\n')
 		if len(b) == 0 && err == io.EOF {
 			return res, nil
+		}
+		line++
+		if line%4096 == 0 && ctx.Err() != nil {
+			return res, fmt.Errorf("read history: stopped at line %d: %w", line, context.Cause(ctx))
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return res, &LineError{Line: line, Err: fmt.Errorf("longer than %d bytes: not a history (an event the harness writes is a few hundred bytes)", MaxLine)}
 		}
 		if err != nil && err != io.EOF {
 			return res, fmt.Errorf("read history: %w", err)
 		}
-		line++
 		complete := err == nil
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
@@ -56,16 +77,7 @@ func Read(r io.Reader) (ReadResult, error) {
 			}
 			continue
 		}
-		var op Op
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		perr := dec.Decode(&op)
-		if perr == nil && dec.More() {
-			perr = errors.New("trailing data after the JSON object")
-		}
-		if perr == nil {
-			perr = op.Validate()
-		}
+		op, perr := parseLine(b)
 		if perr != nil {
 			if !complete {
 				res.Truncated = true
@@ -80,14 +92,37 @@ func Read(r io.Reader) (ReadResult, error) {
 	}
 }
 
+// parseLine decodes one event strictly: no unknown fields, nothing after
+// the object, and the event's own invariants.
+func parseLine(b []byte) (Op, error) {
+	var op Op
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&op); err != nil {
+		return op, err
+	}
+	if dec.More() {
+		return op, errors.New("trailing data after the JSON object")
+	}
+	return op, op.Validate()
+}
+
 // ReadFile reads a JSONL history from path.
 func ReadFile(path string) (ReadResult, error) {
+	return ReadFileContext(context.Background(), path)
+}
+
+// ReadFileContext is ReadFile that stops when ctx is done.
+func ReadFileContext(ctx context.Context, path string) (ReadResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return ReadResult{}, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	res, err := Read(f)
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return ReadResult{}, fmt.Errorf("history %s is a directory: give the history.jsonl inside it (or use `harness report %s`)", path, path)
+	}
+	res, err := ReadContext(ctx, f)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}

@@ -46,7 +46,8 @@ type Recorder struct {
 	bw     *bufio.Writer
 	file   *os.File // nil unless w is a file
 	ops    []Op
-	err    error // first write error; sticky
+	err    error         // first write error; sticky
+	failed chan struct{} // closed with the first write error
 	closed bool
 
 	stop chan struct{}
@@ -55,7 +56,7 @@ type Recorder struct {
 
 // NewRecorder streams to w. If w is an *os.File it is fsynced on each flush.
 func NewRecorder(clock *Clock, w io.Writer) *Recorder {
-	r := &Recorder{clock: clock, bw: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	r := &Recorder{clock: clock, bw: bufio.NewWriterSize(w, 64<<10), failed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	if f, ok := w.(*os.File); ok {
 		r.file = f
 	}
@@ -87,15 +88,28 @@ func (r *Recorder) flushLocked() {
 		return
 	}
 	if err := r.bw.Flush(); err != nil {
-		r.err = fmt.Errorf("flush history: %w", err)
+		r.failLocked(fmt.Errorf("flush history: %w", err))
 		return
 	}
 	if r.file != nil {
 		if err := r.file.Sync(); err != nil {
-			r.err = fmt.Errorf("sync history: %w", err)
+			r.failLocked(fmt.Errorf("sync history: %w", err))
 		}
 	}
 }
+
+// failLocked keeps the first write error and announces it on Failed.
+func (r *Recorder) failLocked(err error) {
+	if r.err == nil {
+		r.err = err
+		close(r.failed)
+	}
+}
+
+// Failed is closed when a write of the history fails (a full disk): a run
+// that goes on would record events that can no longer be kept, so the
+// runner stops at once instead of at the end of its time limit.
+func (r *Recorder) Failed() <-chan struct{} { return r.failed }
 
 // Record stamps op with the next index and the current run-clock time,
 // appends it and returns it. Index order is time order.
@@ -114,12 +128,12 @@ func (r *Recorder) appendLocked(op Op) Op {
 	}
 	b, err := json.Marshal(op)
 	if err != nil {
-		r.err = fmt.Errorf("encode history event %d: %w", op.Index, err)
+		r.failLocked(fmt.Errorf("encode history event %d: %w", op.Index, err))
 		return op
 	}
 	b = append(b, '\n')
 	if _, err := r.bw.Write(b); err != nil {
-		r.err = fmt.Errorf("write history: %w", err)
+		r.failLocked(fmt.Errorf("write history: %w", err))
 	}
 	return op
 }

@@ -45,7 +45,13 @@ func (*clock) setup(_ context.Context, e *exec) error {
 
 func (*clock) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	node := t.randomNode(rng.IntN)
-	delta := cfg.ClockBump/10 + time.Duration(rng.Int64N(int64(cfg.ClockBump-cfg.ClockBump/10)+1))
+	// ClockBump is a magnitude (the direction is drawn below); a negative
+	// one from a library caller means the same jump, not a panic.
+	bump := cfg.ClockBump
+	if bump < 0 {
+		bump = -bump
+	}
+	delta := bump/10 + time.Duration(rng.Int64N(int64(bump-bump/10)+1))
 	delta = delta.Round(time.Millisecond)
 	if rng.IntN(2) == 0 {
 		delta = -delta

@@ -39,6 +39,9 @@ type RunMeta struct {
 	Duration time.Duration   `json:"duration_ns"`
 	// Phases records when each phase began, in run-clock nanoseconds.
 	Phases []Phase `json:"phases,omitempty"`
+	// Partial, when set, says why the results are incomplete (the check
+	// was interrupted): the checkers that had not finished are unknown.
+	Partial string `json:"partial,omitempty"`
 }
 
 // Phase is a named phase of a run and when it began (run-clock ns).

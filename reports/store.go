@@ -15,9 +15,11 @@ const LatestLink = "latest"
 
 var safeName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
-// NewRunDir creates store/<test>/<timestamp>/ for a new run and points
-// store/latest at it. The timestamp has millisecond resolution; a clash
-// (two runs in the same millisecond) gets a numeric suffix.
+// NewRunDir creates store/<test>/<timestamp>/ for a new run. It does not
+// touch store/latest: that is pointed at a run only when its report is
+// complete (PointLatest), so latest never shows a run without index.html.
+// The timestamp has millisecond resolution; a clash (two runs in the same
+// millisecond) gets a numeric suffix.
 func NewRunDir(store, test string, t time.Time) (string, error) {
 	if !safeName.MatchString(test) {
 		return "", fmt.Errorf("test name %q: use letters, digits, '.', '_' and '-'", test)
@@ -37,14 +39,13 @@ func NewRunDir(store, test string, t time.Time) (string, error) {
 		}
 		dir = filepath.Join(store, test, fmt.Sprintf("%s-%d", stamp, i))
 	}
-	if err := pointLatest(store, dir); err != nil {
-		return "", err
-	}
 	return dir, nil
 }
 
-// pointLatest atomically replaces store/latest with a relative symlink to dir.
-func pointLatest(store, dir string) error {
+// PointLatest atomically replaces store/latest with a relative symlink to
+// dir (a new link under a temporary name, renamed over the old one). Call
+// it once dir's index.html is written.
+func PointLatest(store, dir string) error {
 	rel, err := filepath.Rel(store, dir)
 	if err != nil {
 		return fmt.Errorf("link latest run: %w", err)
@@ -62,8 +63,9 @@ func pointLatest(store, dir string) error {
 }
 
 // DiscardRunDir removes a run directory that holds nothing worth keeping (a
-// run whose setup failed) and points store/latest back at the newest run
-// that remains, or removes the link when none does.
+// run whose setup failed) and points store/latest back at the newest
+// complete run that remains (one with index.html), or removes the link when
+// none does.
 func DiscardRunDir(store, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove run directory: %w", err)
@@ -76,6 +78,9 @@ func DiscardRunDir(store, dir string) error {
 		if err != nil || !st.IsDir() || filepath.Base(filepath.Dir(r)) == LatestLink {
 			continue
 		}
+		if _, err := os.Stat(filepath.Join(r, IndexFile)); err != nil {
+			continue // in progress, or killed before its report
+		}
 		if st.ModTime().After(newestAt) {
 			newest, newestAt = r, st.ModTime()
 		}
@@ -86,5 +91,5 @@ func DiscardRunDir(store, dir string) error {
 		}
 		return nil
 	}
-	return pointLatest(store, newest)
+	return PointLatest(store, newest)
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -24,21 +27,43 @@ func newCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check HISTORY.jsonl",
 		Short: "re-check a stored history and print the verdict",
-		Args:  cobra.ExactArgs(1),
+		Long: `check reads a history (JSON lines, as a run writes to store/<test>/<run>/history.jsonl)
+and prints the verdict of each checker. Ctrl-C stops it within a second: the checkers
+that had not finished are unknown, the output says the results are partial, and the
+exit code is 130.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := history.ReadFile(args[0])
+			if timeout <= 0 {
+				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v: use e.g. --check-timeout 30s", timeout)}
+			}
+			ctx := cmd.Context()
+			var h history.ReadResult
+			var err error
+			if !untilInterrupted(ctx, func() { h, err = history.ReadFileContext(ctx, args[0]) }) || ctx.Err() != nil {
+				return &codeError{interruptCode(ctx), fmt.Errorf("%v: nothing was checked", context.Cause(ctx))}
+			}
+			if errors.Is(err, history.ErrMalformed) {
+				return &codeError{exitError, fmt.Errorf("%w: give a history a run wrote (store/<test>/<run>/history.jsonl); see harness check --help", err)}
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return &codeError{exitError, fmt.Errorf("%w: give the path of a history (store/<test>/<run>/history.jsonl)", err)}
+			}
 			if err != nil {
 				return &codeError{exitError, err}
 			}
-			if timeout <= 0 {
-				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
+			if err := checkable(h.Ops); err != nil {
+				return &codeError{exitError, fmt.Errorf("%s: %w", args[0], err)}
 			}
 			ccfg, meta := storedCheckConfig(filepath.Dir(args[0]))
 			ccfg.Timeout = timeout
 			ccfg.AllowVacuous = ccfg.AllowVacuous || allowVacuous
-			res := checker.Check(cmd.Context(), h.Ops, ccfg)
+			res := checker.Check(ctx, h.Ops, ccfg)
 			meta.Test = args[0]
 			out := reports.Results{Meta: meta, Result: res, Why: reports.Explain(h.Ops, res)}
+			if ctx.Err() != nil {
+				// Whatever finished is reported; the rest is unknown.
+				out.Meta.Partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(ctx))
+			}
 			if jsonOut {
 				if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 					return &codeError{exitError, err}
@@ -48,6 +73,9 @@ func newCheckCmd() *cobra.Command {
 					fmt.Fprintln(cmd.ErrOrStderr(), "note: the last line was cut off (a killed run); checked the complete prefix")
 				}
 				printSummary(cmd.OutOrStdout(), "", out)
+			}
+			if out.Meta.Partial != "" {
+				return &codeError{interruptCode(ctx), fmt.Errorf("partial results: %s", out.Meta.Partial)}
 			}
 			return verdictCode(res.Verdict)
 		},
@@ -115,4 +143,19 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// checkable refuses a history that records no client operation: every
+// checker would find nothing wrong in it, and a verdict of valid that
+// tested nothing is as false as any other.
+func checkable(ops []history.Op) error {
+	for _, op := range ops {
+		if !op.Process.IsNemesis() {
+			return nil
+		}
+	}
+	if len(ops) == 0 {
+		return errors.New("the history is empty: nothing to check; give the history.jsonl of a run that ran")
+	}
+	return errors.New("the history records no client operation, only faults: nothing to check; give the history.jsonl of a run whose clients ran")
 }

@@ -46,58 +46,6 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-func TestBadInput(t *testing.T) {
-	store := t.TempDir()
-	notDir := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	badHistory := filepath.Join(t.TempDir(), "h.jsonl")
-	if err := os.WriteFile(badHistory, []byte("{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\nnot json\n{}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		args []string
-		want string // in stderr
-	}{
-		{"unknown lock", []string{"run", "--lock", "nope", "--store", store}, "known locks: "},
-		{"no lock", []string{"run", "--store", store}, "--lock is required"},
-		{"negative ttl", []string{"run", "--lock", "token", "--ttl", "-1s", "--store", store}, "--ttl must be positive"},
-		{"malformed duration", []string{"run", "--lock", "token", "--time-limit", "ten", "--store", store}, "invalid argument \"ten\""},
-		{"zero clients", []string{"run", "--lock", "token", "--clients", "0", "--store", store}, "--clients must be at least 1"},
-		{"zero keys", []string{"run", "--lock", "token", "--keys", "0", "--store", store}, "--keys must be at least 1"},
-		{"zero ttl", []string{"run", "--lock", "token", "--ttl", "0s", "--store", store}, "--ttl must be positive"},
-		{"unknown nemesis", []string{"run", "--lock", "token", "--nemesis", "meteor", "--store", store}, "unknown nemesis \"meteor\""},
-		{"multi-node lock on replicas", []string{"run", "--lock", "redlock", "--nemesis", "failover", "--store", store}, "topology is replicated"},
-		{"replica lock on independent nodes", []string{"run", "--lock", "token-wait", "--topology", "independent", "--store", store}, "needs a master with replicas"},
-		{"bad seed", []string{"run", "--lock", "token", "--seed", "-3", "--store", store}, "invalid argument"},
-		{"negative time limit", []string{"run", "--lock", "token", "--time-limit", "-5s", "--store", store}, "--time-limit must be positive"},
-		{"pause rate", []string{"run", "--lock", "token", "--client-pause", "1s", "--client-pause-rate", "2", "--store", store}, "between 0 and 1"},
-		{"store is a file", []string{"run", "--lock", "token", "--store", notDir}, "not writable"},
-		{"wrong node count", []string{"run", "--lock", "token", "--nodes", "3", "--store", store}, "exactly 1 node"},
-		{"missing history", []string{"check", filepath.Join(store, "none.jsonl")}, "no such file"},
-		{"malformed history", []string{"check", badHistory}, "line 2"},
-		{"unknown command", []string{"frobnicate"}, "unknown command"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			code, _, stderr := runCLI(t, c.args...)
-			if code != 2 {
-				t.Errorf("exit code %d, want 2 (stderr: %s)", code, stderr)
-			}
-			if !strings.Contains(stderr, c.want) {
-				t.Errorf("stderr %q does not contain %q", stderr, c.want)
-			}
-		})
-	}
-	// Nothing was started for bad input: the store holds no run.
-	entries, _ := filepath.Glob(filepath.Join(store, "*", "*"))
-	if len(entries) != 0 {
-		t.Errorf("bad input left runs in the store: %v", entries)
-	}
-}
-
 // A busy port is an error that names the port and the way out, exit 2.
 func TestBusyPort(t *testing.T) {
 	if testing.Short() {
@@ -163,8 +111,10 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			store := t.TempDir()
+			store, tmp := t.TempDir(), t.TempDir()
 			cmd := exec.Command(harnessBin, "run", "--lock", "token", "--nodes", "1", "--time-limit", "60s", "--store", store, "--seed", "3")
+			// Node files go under TMPDIR, outside the store.
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
@@ -173,7 +123,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 			t.Cleanup(func() { _ = cmd.Process.Kill() })
 			// Wait until the run's servers are up (lock node + storage).
 			deadline := time.Now().Add(20 * time.Second)
-			for len(serversUnder(t, store)) < 2 {
+			for len(serversUnder(t, tmp)) < 2 {
 				if time.Now().After(deadline) {
 					t.Fatalf("servers never came up; stderr: %s", stderr.String())
 				}
@@ -191,7 +141,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 			// Pdeathsig reaps children of a SIGKILLed harness asynchronously.
 			deadline = time.Now().Add(5 * time.Second)
 			for {
-				left := serversUnder(t, store)
+				left := serversUnder(t, tmp)
 				if len(left) == 0 {
 					break
 				}
@@ -202,6 +152,25 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 					t.Fatalf("after %v: %d redis-server processes left: %v", sig, len(left), left)
 				}
 				time.Sleep(20 * time.Millisecond)
+			}
+			// The record holds no node files, whatever killed the run.
+			if debris, _ := filepath.Glob(filepath.Join(store, "*", "*", "*", "*")); len(debris) != 0 {
+				t.Errorf("after %v the run directory holds node files: %v", sig, debris)
+			}
+			if sig == syscall.SIGKILL {
+				// Only the next run can clean up after SIGKILL: it sweeps
+				// the node directory of the dead process.
+				if left, _ := filepath.Glob(filepath.Join(tmp, "lockharness-nodes-*")); len(left) != 1 {
+					t.Errorf("node directories after SIGKILL: %v, want the dead run's", left)
+				}
+				next := exec.Command(harnessBin, "run", "--lock", "token", "--time-limit", "300ms", "--recovery", "100ms", "--store", store, "--seed", "3")
+				next.Env = cmd.Env
+				if out, err := next.CombinedOutput(); err != nil {
+					t.Fatalf("next run: %v: %s", err, out)
+				}
+				if left, _ := filepath.Glob(filepath.Join(tmp, "lockharness-nodes-*")); len(left) != 0 {
+					t.Errorf("the next run left node directories: %v", left)
+				}
 			}
 			if sig != syscall.SIGKILL {
 				// An interrupted run still leaves its history and verdict.

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/reports/serve"
 )
@@ -21,17 +25,21 @@ func newReportCmd() *cobra.Command {
 		Short: "re-check a stored run from its history and re-render its report",
 		Long: `report reads RUN_DIR/history.jsonl (and run.json when present), checks it again,
 writes results.json and redraws every plot and index.html. A history from another
-machine can be looked at this way: put it in a directory as history.jsonl.`,
+machine can be looked at this way: put it in a directory as history.jsonl.
+
+Ctrl-C while reading or checking leaves the directory as it was (exit 130); Ctrl-C
+while drawing keeps the new results.json and removes index.html, which would
+otherwise show figures of the old check: run report again to draw it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
-				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v", timeout)}
+				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v: use e.g. --check-timeout 30s", timeout)}
 			}
 			ccfg, _ := storedCheckConfig(args[0])
 			ccfg.Timeout = timeout
-			res, err := reports.Rebuild(cmd.Context(), args[0], ccfg)
+			res, err := rebuild(cmd.Context(), args[0], ccfg)
 			if err != nil {
-				return &codeError{exitError, err}
+				return err
 			}
 			printSummary(cmd.OutOrStdout(), args[0], res)
 			return verdictCode(res.Verdict)
@@ -57,7 +65,7 @@ func newServeCmd() *cobra.Command {
 			if err != nil {
 				return &codeError{exitError, fmt.Errorf("listen on %s: %w (choose another with --addr)", addr, err)}
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			srv := serve.HTTPServer(h)
 			fmt.Fprintf(cmd.OutOrStdout(), "serving %s at http://%s/ (Ctrl-C to stop)\n", store, ln.Addr())
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
@@ -77,4 +85,46 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&store, "store", "store", "directory of runs")
 	cmd.Flags().StringVar(&addr, "addr", serve.DefaultAddr, "address to listen on (loopback unless you choose otherwise)")
 	return cmd
+}
+
+// rebuild is reports.Rebuild done in steps, so that an interrupt leaves
+// the run directory whole: nothing is written until the check has
+// finished, and a drawing cut short removes index.html rather than leave a
+// page next to figures it does not match.
+func rebuild(ctx context.Context, dir string, cfg checker.Config) (reports.Results, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return reports.Results{}, &codeError{exitError, fmt.Errorf("%s is not a run directory: give store/<test>/<run> (one holding history.jsonl)", dir)}
+	}
+	var rr history.ReadResult
+	var err error
+	read := func() { rr, err = history.ReadFileContext(ctx, filepath.Join(dir, reports.HistoryFile)) }
+	if !untilInterrupted(ctx, read) || ctx.Err() != nil {
+		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while reading the history: %s left as it was", context.Cause(ctx), dir)}
+	}
+	if err != nil {
+		return reports.Results{}, &codeError{exitError, fmt.Errorf("%w (a run directory holds the history.jsonl a run wrote)", err)}
+	}
+	if err := checkable(rr.Ops); err != nil {
+		return reports.Results{}, &codeError{exitError, fmt.Errorf("%s: %w", dir, err)}
+	}
+	meta, ok, err := reports.ReadMeta(dir)
+	if err != nil {
+		return reports.Results{}, &codeError{exitError, err}
+	}
+	if !ok {
+		meta = reports.DeriveMeta(dir, rr.Ops)
+	}
+	res := checker.Check(ctx, rr.Ops, cfg)
+	if ctx.Err() != nil {
+		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v during the check: %s left as it was", context.Cause(ctx), dir)}
+	}
+	if err := reports.Render(ctx, dir, meta, rr.Ops, res); err != nil {
+		if ctx.Err() != nil {
+			_ = os.Remove(filepath.Join(dir, reports.IndexFile))
+			return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while drawing the report: results.json is complete, index.html was removed; run `harness report %s` again to draw it", context.Cause(ctx), dir)}
+		}
+		return reports.Results{}, &codeError{exitError, err}
+	}
+	norm := reports.Normalize(res)
+	return reports.Results{Meta: meta, Result: norm, Why: reports.Explain(rr.Ops, norm)}, nil
 }

@@ -34,16 +34,16 @@ func newRunCmd() *cobra.Command {
 			// Zero means "default" to the library; on the command line it is a
 			// mistake to point out.
 			if cfg.Workload.Clients < 1 {
-				return &codeError{exitError, fmt.Errorf("--clients must be at least 1, got %d", cfg.Workload.Clients)}
+				return &codeError{exitError, fmt.Errorf("--clients must be at least 1, got %d: use e.g. --clients 5", cfg.Workload.Clients)}
 			}
 			if cfg.Workload.Keys < 1 {
-				return &codeError{exitError, fmt.Errorf("--keys must be at least 1, got %d", cfg.Workload.Keys)}
+				return &codeError{exitError, fmt.Errorf("--keys must be at least 1, got %d: use e.g. --keys 1", cfg.Workload.Keys)}
 			}
 			if cfg.Workload.TTL <= 0 {
-				return &codeError{exitError, fmt.Errorf("--ttl must be positive, got %v", cfg.Workload.TTL)}
+				return &codeError{exitError, fmt.Errorf("--ttl must be positive, got %v: use e.g. --ttl 1s", cfg.Workload.TTL)}
 			}
 			if cfg.TimeLimit <= 0 {
-				return &codeError{exitError, fmt.Errorf("--time-limit must be positive, got %v", cfg.TimeLimit)}
+				return &codeError{exitError, fmt.Errorf("--time-limit must be positive, got %v: use e.g. --time-limit 25s", cfg.TimeLimit)}
 			}
 			cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
 			if !cmd.Flags().Changed("seed") {
@@ -202,6 +202,9 @@ func printEvidence(w io.Writer, res checker.Result) {
 // printSummary is the one-screen account of a run.
 func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(res.Verdict)), res.Meta.Test)
+	if res.Meta.Partial != "" {
+		fmt.Fprintf(w, "  PARTIAL       %s\n", res.Meta.Partial)
+	}
 	for _, name := range []string{"lock-promise", "resource", "liveness"} {
 		c, ok := res.Checkers[name]
 		if !ok {
@@ -225,7 +228,10 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintln(w, "  (ok/fail/info)")
 	printFindings(w, res.Violations, res.Why, 8)
 	if dir != "" {
-		fmt.Fprintf(w, "  report       %s\n", filepath.Join(dir, "index.html"))
+		// An interrupted check or drawing leaves no index.html.
+		if _, err := os.Stat(filepath.Join(dir, reports.IndexFile)); err == nil {
+			fmt.Fprintf(w, "  report       %s\n", filepath.Join(dir, reports.IndexFile))
+		}
 	}
 	if res.Meta.Command != "" {
 		fmt.Fprintf(w, "  reproduce    %s\n", res.Meta.Command)

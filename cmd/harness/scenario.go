@@ -24,6 +24,20 @@ or Jepsen's Redis analysis, next to the fix that makes it go away. It runs exact
 "harness run" and must produce its expected verdict every time.`,
 	}
 	cmd.AddCommand(newScenarioListCmd(), newScenarioRunCmd())
+	// Without RunE cobra prints the help and exits 0 for any argument, so
+	// a typo ("scenario runn") looked like success.
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		cmd.SuggestionsMinimumDistance = 2
+		hint := "want list or run"
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = "did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return &codeError{exitError, fmt.Errorf("unknown command %q for \"harness scenario\" (%s; see harness scenario --help)", args[0], hint)}
+	}
 	return cmd
 }
 

@@ -8,6 +8,7 @@ package serve
 import (
 	"archive/zip"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +48,18 @@ type Server struct {
 
 	mu    sync.Mutex
 	cache map[string]cachedRun // run path → summary, while results.json is unchanged
+
+	// zips bounds the archives built at once: each holds a compressor
+	// (about a megabyte) and a core busy; fifty at once made the server
+	// grow by 80 MB and every download slow.
+	zips chan struct{}
+	// tmp holds the archives being built; Close removes it, and with it
+	// those of requests still running when the server stops.
+	tmp string
 }
+
+// maxZips is how many archives are built at once; other requests wait.
+const maxZips = 4
 
 type cachedRun struct {
 	mod  time.Time
@@ -57,7 +70,7 @@ type cachedRun struct {
 // Run is one row of the list of runs.
 type Run struct {
 	Test, Dir  string // store/<Test>/<Dir>
-	Verdict    string // valid, invalid, unknown, or "unchecked" (no results.json)
+	Verdict    string // valid, invalid, unknown, "unchecked" (no results.json), InProgress or Incomplete (no index.html)
 	Meta       reports.RunMeta
 	Violations int // fatal ones: they make the run invalid
 	Findings   int // harmless ones
@@ -71,13 +84,19 @@ func NewServer(store string) (*Server, error) {
 		return nil, fmt.Errorf("store %s: %w (run `harness run` first, or pass --store)", store, err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("store %s is not a directory", store)
+		return nil, fmt.Errorf("store %s is not a directory: pass the store's directory with --store", store)
 	}
 	root, err := os.OpenRoot(store)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", store, err)
 	}
-	s := &Server{store: store, root: root, fsys: root.FS(), mux: http.NewServeMux(), cache: map[string]cachedRun{}}
+	tmp, err := os.MkdirTemp("", "lockharness-serve-")
+	if err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("temporary directory for archives: %w (set TMPDIR to a writable directory)", err)
+	}
+	s := &Server{store: store, root: root, fsys: root.FS(), mux: http.NewServeMux(), cache: map[string]cachedRun{},
+		zips: make(chan struct{}, maxZips), tmp: tmp}
 	s.mux.HandleFunc("GET /{$}", s.list)
 	s.mux.HandleFunc("GET /latest", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, runPrefix+reports.LatestLink+"/", http.StatusFound)
@@ -87,8 +106,10 @@ func NewServer(store string) (*Server, error) {
 	return s, nil
 }
 
-// Close releases the store.
-func (s *Server) Close() error { return s.root.Close() }
+// Close releases the store and removes the archives being built.
+func (s *Server) Close() error {
+	return errors.Join(s.root.Close(), os.RemoveAll(s.tmp))
+}
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -189,15 +210,32 @@ func (s *Server) dir(w http.ResponseWriter, r *http.Request, name string) {
 		}
 		names = append(names, n)
 	}
+	status := ""
+	if strings.Count(name, "/") == 1 {
+		switch s.progress(name) {
+		case InProgress:
+			status = "This run is in progress: its report appears here when it has finished."
+		case Incomplete:
+			status = "This run has no report: it was stopped before writing one. `harness report` on its directory checks its history and draws it."
+		}
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = dirTmpl.Execute(w, struct {
-		Name  string
-		Names []string
-	}{name, names})
+		Name, Status string
+		Names        []string
+	}{name, status, names})
 }
 
-// zip streams store/<test>/<run> as a zip: its regular files only, so a
-// symbolic link inside a run cannot smuggle anything out.
+// MaxZip bounds the archive of one run. A run's directory is a history, a
+// few JSON files and figures: tens of megabytes for a long run.
+const MaxZip = 1 << 30
+
+// zip sends store/<test>/<run> as a zip: its regular files only, so a
+// symbolic link inside a run cannot smuggle anything out. The archive is
+// built in full, in a temporary file, before the status line is sent: a
+// failure half-way (a file removed while it was read) is then an error
+// status, never a 200 with a truncated archive. A run in progress is
+// refused with 409: its files are still changing.
 func (s *Server) zip(w http.ResponseWriter, r *http.Request) {
 	test, run := r.PathValue("test"), strings.TrimSuffix(r.PathValue("run"), ".zip")
 	name, ok := cleanName(test + "/" + run)
@@ -210,17 +248,62 @@ func (s *Server) zip(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
+	if s.progress(name) == InProgress {
+		http.Error(w, "run in progress: download it when its report is written", http.StatusConflict)
+		return
+	}
 	sub, err := fs.Sub(s.fsys, name)
 	if err != nil {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
 	base := test + "-" + run
-	w.Header().Set("Content-Type", "application/zip")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.zip"`, base))
-	zw := zip.NewWriter(w)
-	err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+	select {
+	case s.zips <- struct{}{}:
+		defer func() { <-s.zips }()
+	case <-r.Context().Done():
+		return
+	}
+	tmp, err := os.CreateTemp(s.tmp, "zip-*")
+	if err != nil {
+		http.Error(w, "cannot build the archive: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	size, err := writeZip(r.Context(), tmp, sub, base)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away
+		}
+		http.Error(w, "cannot build the archive: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		http.Error(w, "cannot build the archive: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/zip")
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.zip"`, base))
+	h.Set("Content-Length", strconv.FormatInt(size, 10))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, tmp) // a client that hangs up gets less; the length tells it so
+}
+
+// errTooBig is returned when a run's archive would exceed MaxZip.
+var errTooBig = fmt.Errorf("the run is larger than %d MiB: copy its directory instead", MaxZip>>20)
+
+// writeZip writes the regular files of sub into out as a zip under base/
+// and returns the archive's size.
+func writeZip(ctx context.Context, out io.Writer, sub fs.FS, base string) (int64, error) {
+	cw := &capWriter{w: out, left: MaxZip}
+	zw := zip.NewWriter(cw)
+	err := fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if strings.HasPrefix(d.Name(), ".") && p != "." {
@@ -250,16 +333,58 @@ func (s *Server) zip(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		defer f.Close()
-		_, err = io.Copy(zf, f)
+		_, err = io.Copy(zf, ctxReader{ctx, f})
 		return err
 	})
 	if err == nil {
 		err = zw.Close()
 	}
-	if err != nil {
-		// The headers are gone; a truncated zip fails to open, which is
-		// the honest outcome.
-		return
+	return cw.n, err
+}
+
+// ctxReader stops reading when ctx is done: a client that hangs up
+// while a large history is compressed frees its slot at once.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
+}
+
+// capWriter fails once more than left bytes have been written.
+type capWriter struct {
+	w    io.Writer
+	n    int64
+	left int64
+}
+
+func (c *capWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) > c.left {
+		return 0, errTooBig
+	}
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.left -= int64(n)
+	return n, err
+}
+
+// HTTPServer is the http.Server `harness serve` runs h with: every phase
+// of a connection has a timeout, so idle keep-alive connections and slow
+// clients do not hold memory and descriptors for ever.
+func HTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A zip of a long run is up to a few hundred megabytes.
+		WriteTimeout:   5 * time.Minute,
+		IdleTimeout:    60 * time.Second,
+		MaxHeaderBytes: 64 << 10,
 	}
 }
 
@@ -291,9 +416,49 @@ func (s *Server) Runs() ([]Run, error) {
 	return runs, nil
 }
 
+// Verdicts shown for runs without a report.
+const (
+	InProgress = "in progress" // no index.html yet, written to lately
+	Incomplete = "incomplete"  // no index.html, and nothing written lately: killed or failed
+)
+
+// stillWriting is how recently a run without a report must have written a
+// file to count as in progress rather than cut short. A run writes its
+// history every FlushInterval; its check and report write nothing for at
+// most a few minutes.
+const stillWriting = 10 * time.Minute
+
+// progress says whether the run at name (test/dir) has its report, and if
+// not whether it is still being written.
+func (s *Server) progress(name string) string {
+	if st, err := fs.Stat(s.fsys, name+"/"+reports.IndexFile); err == nil && st.Mode().IsRegular() {
+		return ""
+	}
+	var newest time.Time
+	for _, f := range []string{reports.HistoryFile, reports.MetaFile, reports.ResultsFile} {
+		if st, err := fs.Stat(s.fsys, name+"/"+f); err == nil && st.ModTime().After(newest) {
+			newest = st.ModTime()
+		}
+	}
+	if time.Since(newest) < stillWriting {
+		return InProgress
+	}
+	return Incomplete
+}
+
 // summary reads a run's results.json (or run.json), cached while the file
-// is unchanged: results of long runs are megabytes of holds.
+// is unchanged: results of long runs are megabytes of holds. A run without
+// index.html is shown as in progress or incomplete, whatever its
+// results.json says (an interrupted check writes partial ones).
 func (s *Server) summary(test, dir string) Run {
+	run := s.summaryOfResults(test, dir)
+	if p := s.progress(test + "/" + dir); p != "" {
+		run.Verdict = p
+	}
+	return run
+}
+
+func (s *Server) summaryOfResults(test, dir string) Run {
 	run := Run{Test: test, Dir: dir, Verdict: "unchecked"}
 	p := test + "/" + dir + "/" + reports.ResultsFile
 	st, err := fs.Stat(s.fsys, p)
@@ -394,6 +559,7 @@ th { background: #f0f0f0; }
 .verdict { font-weight: 600; color: #fff; padding: 1px 8px; border-radius: 10px; }
 .valid .verdict { background: #2e7d32; } .invalid .verdict { background: #c62828; }
 .unknown .verdict, .unchecked .verdict { background: #757575; }
+.progress .verdict, .incomplete .verdict { background: #fff; color: #555; border: 1px dashed #888; }
 tr.invalid { background: #fff5f5; }
 .note { color: #666; }
 </style></head><body>
@@ -412,7 +578,7 @@ tr.invalid { background: #fff5f5; }
 
 var dirTmpl = template.Must(template.New("dir").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Name}}</title></head><body>
-<h1>{{.Name}}</h1><p><a href="/">all runs</a></p><ul>
+<h1>{{.Name}}</h1><p><a href="/">all runs</a></p>{{if .Status}}<p class="status">{{.Status}}</p>{{end}}<ul>
 {{range .Names}}<li><a href="{{.}}">{{.}}</a></li>
 {{end}}</ul></body></html>
 `))

@@ -93,6 +93,9 @@ func newStore(t *testing.T) (store, older, newer string) {
 		if err := reports.Render(context.Background(), dir, meta, ops, out.Result); err != nil {
 			t.Fatal(err)
 		}
+		if err := reports.PointLatest(store, dir); err != nil {
+			t.Fatal(err)
+		}
 		if i == 0 {
 			older = dir
 		} else {
