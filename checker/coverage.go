@@ -43,6 +43,11 @@ type FaultCoverage struct {
 	// overlapping the few milliseconds of a promotion may have ended
 	// before the clients moved, and was never exposed to it.
 	StruckHolder int `json:"struck_holder"`
+	// Attempts counts the acquires invoked while a lasting fault was in
+	// force (its window, as above): the lock was asked to grant under the
+	// fault. A lock that fails closed (WAIT with the replication link
+	// frozen) is exposed by these, not by a holder.
+	Attempts int `json:"attempts,omitempty"`
 	// Failed certainly did not happen (nothing to act on); Unknown may be
 	// half applied.
 	Failed  int `json:"failed"`
@@ -165,6 +170,18 @@ func coverage(p *prepared, byKey map[string][]claim) Coverage {
 		}
 	}
 
+	var acquires []int64 // invocation times, in order (calls are)
+	for i := range p.calls {
+		if p.calls[i].f == history.FAcquire {
+			acquires = append(acquires, p.calls[i].start)
+		}
+	}
+	attemptsIn := func(s span) int {
+		lo, _ := slices.BinarySearch(acquires, s.a)
+		hi, _ := slices.BinarySearch(acquires, s.b+1)
+		return hi - lo
+	}
+
 	end := p.last
 	if p.heal >= 0 {
 		// The final heal's invocation ends every window still open.
@@ -197,6 +214,9 @@ func coverage(p *prepared, byKey map[string][]claim) Coverage {
 				}
 			}
 			w.b = max(w.b, e.end)
+			if w.a < w.b {
+				fc.Attempts += attemptsIn(w)
+			}
 			if held(w) {
 				fc.StruckHolder++
 			}
@@ -219,8 +239,13 @@ type Requirement struct {
 	// nemesis", "a pause longer than the TTL").
 	Name string `json:"name"`
 	// Faults are nemesis fs of which at least one must have taken effect
-	// while some client held a claim (FaultCoverage.StruckHolder).
+	// while some client held a claim (FaultCoverage.StruckHolder), or,
+	// with Attempted, while some client tried to acquire.
 	Faults []string `json:"faults,omitempty"`
+	// Attempted: an acquire invoked while one of Faults was in force is
+	// enough (FaultCoverage.Attempts): the exposure of a lock that must
+	// refuse to grant under the fault.
+	Attempted bool `json:"attempted,omitempty"`
 	// Paused: a client paused at all (at a lock's failpoint, inside an
 	// acquire, there is no claim yet to strike).
 	Paused bool `json:"paused,omitempty"`
@@ -243,12 +268,21 @@ func (r Requirement) Unmet(cov Coverage) []string {
 		name = "the requested fault"
 	}
 	if len(r.Faults) > 0 {
-		var took, struck, failed, unknown int
+		var took, struck, attempts, failed, unknown int
 		for _, f := range r.Faults {
 			fc := cov.Faults[f]
 			took, struck, failed, unknown = took+fc.TookEffect, struck+fc.StruckHolder, failed+fc.Failed, unknown+fc.Unknown
+			attempts += fc.Attempts
 		}
-		if struck == 0 {
+		if r.Attempted && attempts == 0 {
+			what := strings.Join(r.Faults, "/")
+			detail := fmt.Sprintf("%d %s took effect", took, what)
+			if took == 0 {
+				detail = fmt.Sprintf("no %s took effect", what)
+			}
+			out = append(out, fmt.Sprintf("no client tried to acquire while %s was in force (%s)", name, detail))
+		}
+		if !r.Attempted && struck == 0 {
 			what := strings.Join(r.Faults, "/")
 			detail := fmt.Sprintf("%d %s took effect, none while a client held a lock", took, what)
 			if took == 0 {

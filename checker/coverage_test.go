@@ -237,3 +237,33 @@ func TestInvalidStaysInvalidWhenVacuous(t *testing.T) {
 		t.Fatalf("verdict %s, reason %q, vacuous %q", r.Verdict, r.Reason, r.Vacuous)
 	}
 }
+
+// A lock that must refuse to grant under a fault (WAIT with the replication
+// link frozen) is exposed by acquires attempted while the fault is in force,
+// whether or not anyone held the lock then.
+func TestAttemptsDuringAFault(t *testing.T) {
+	frozen := Requirement{Name: "the frozen replication link", Faults: []string{"cut-replication"}, Attempted: true}
+	// The link is frozen from 100ms until the promotion at 500ms; an
+	// acquire invoked at 200ms is refused; the only grant is at 800ms.
+	b := &hb{}
+	b.nem(100*ms, history.Invoke, "cut-replication").nem(101*ms, history.OK, "cut-replication")
+	b.inv(200*ms, 1, "acquire", "lock-0", nil).fail(300*ms, 1, "acquire", "lock-0")
+	b.nem(500*ms, history.Invoke, "promote").nem(501*ms, history.OK, "promote")
+	grant(b, 0, 800*ms, 1800*ms, 900*ms)
+	r := checkReq(t, b.ops, false, frozen)
+	if fc := r.Coverage.Faults["cut-replication"]; fc.Attempts != 1 || fc.StruckHolder != 0 {
+		t.Fatalf("coverage %+v", r.Coverage.Faults)
+	}
+	want(t, r, Valid, nil)
+
+	// No acquire while frozen: the refusal was never put to the test.
+	b = &hb{}
+	b.nem(100*ms, history.Invoke, "cut-replication").nem(101*ms, history.OK, "cut-replication")
+	b.nem(500*ms, history.Invoke, "promote").nem(501*ms, history.OK, "promote")
+	grant(b, 0, 800*ms, 1800*ms, 900*ms)
+	r = checkReq(t, b.ops, false, frozen)
+	want(t, r, Unknown, map[string]Verdict{LockPromise: Valid, Resource: Valid, Liveness: Valid})
+	if !strings.Contains(r.Reason, "no client tried to acquire while the frozen replication link was in force (1 cut-replication took effect)") {
+		t.Errorf("reason %q", r.Reason)
+	}
+}

@@ -177,6 +177,12 @@ func struck(what string, fs ...string) checker.Requirement {
 	return checker.Requirement{Name: what, Faults: fs}
 }
 
+// attempted: a client tried to acquire while the fault was in force (the
+// exposure of a lock that must refuse to grant under it).
+func attempted(what string, fs ...string) checker.Requirement {
+	return checker.Requirement{Name: what, Faults: fs, Attempted: true}
+}
+
 func pauseOutlivedLease(what string) checker.Requirement {
 	return checker.Requirement{Name: what, PauseStruck: true, PauseOutlived: true}
 }
@@ -335,7 +341,7 @@ func Catalogue() []Scenario {
 				`replica does: the SET is undone and the acquire fails. Nobody is told they hold a lock the promoted ` +
 				`replica does not have. The price is availability: while no replica acknowledges, nobody gets the lock.`,
 			Expect:   Expect{valid, valid, valid},
-			Exposure: []checker.Requirement{struck("the frozen replication link", "cut-replication")},
+			Exposure: []checker.Requirement{attempted("the frozen replication link", "cut-replication")},
 			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
 		},
 		{
