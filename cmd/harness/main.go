@@ -85,7 +85,7 @@ Exit codes: 0 valid, 1 invalid, 2 unknown or error.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(), newScenarioCmd(), newCheckCmd(), newLocksCmd(), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newScenarioCmd(), newCheckCmd(), newLocksCmd(), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd(), newMatrixCmd())
 	return root
 }
 
