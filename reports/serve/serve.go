@@ -84,6 +84,7 @@ func NewServer(store string) (*Server, error) {
 	})
 	s.mux.HandleFunc("GET "+runPrefix+"{path...}", s.file)
 	s.mux.HandleFunc("GET "+zipPrefix+"{test}/{run}", s.zip)
+	s.mux.HandleFunc("GET "+matrixPrefix+"{name...}", s.matrix)
 	return s, nil
 }
 
