@@ -150,9 +150,6 @@ matrix (same cells and run settings). A cell no shard finished counts as not run
 				}
 				expect = &e
 			}
-			if err := os.MkdirAll(store, 0o755); err != nil {
-				return &codeError{exitError, fmt.Errorf("store %s: %w", store, err)}
-			}
 			m, err := matrix.Merge(store, name, dirs, expect)
 			if err != nil {
 				return &codeError{exitError, err}
