@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lockharness/lockharness/matrix"
 )
@@ -124,21 +122,7 @@ func TestMatrixInterrupted(t *testing.T) {
 	}
 	requireRedis(t)
 	store := t.TempDir()
-	cmd := exec.Command(harnessBin, "matrix", "--locks", "token", "--nemeses", "none", "--seeds", "2", "--time-limit", "60s", "--store", store)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	deadline := time.Now().Add(20 * time.Second)
-	for len(serversUnder(t, store)) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("servers never came up; stderr: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	cmd, stderr := startRunning(t, store, "matrix", "--locks", "token", "--nemeses", "none", "--seeds", "2", "--time-limit", "60s", "--store", store)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
