@@ -11,7 +11,7 @@ import (
 // their reasons and issues, then the grid of locks × nemesis sets.
 func WriteMarkdown(w io.Writer, m Matrix) error {
 	var b strings.Builder
-	title := "lockharness matrix " + m.Spec.Name
+	title := "lockharness matrix: " + m.Spec.Name
 	if m.Shard != "" {
 		title += " (shard " + m.Shard + ")"
 	}
