@@ -22,8 +22,6 @@ type Options struct {
 	// redrawn in place; nil discards it.
 	Progress    io.Writer
 	ProgressTTY bool
-	// Scenario looks a scenario up by name (default scenarios.Lookup).
-	Scenario func(name string) (scenarios.Scenario, error)
 }
 
 // ErrInterrupted is returned, with the matrix of the cells that finished,
@@ -38,9 +36,6 @@ var ErrInterrupted = errors.New("matrix interrupted")
 func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, error) {
 	if opts.Store == "" {
 		opts.Store = "store"
-	}
-	if opts.Scenario == nil {
-		opts.Scenario = scenarios.Lookup
 	}
 	start := time.Now()
 	cells := shard.Select(spec.Cells())
@@ -88,7 +83,7 @@ func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, err
 func runCell(ctx context.Context, spec Spec, c Cell, opts Options) (CellResult, error) {
 	var cfg lockharness.Config
 	if c.Scenario != "" {
-		s, err := opts.Scenario(c.Scenario)
+		s, err := scenarios.Lookup(c.Scenario)
 		if err != nil {
 			return CellResult{}, &lockharness.UsageError{Err: err}
 		}
