@@ -81,15 +81,20 @@ func TestMatrixShardsMergeResumeAndExpectations(t *testing.T) {
 	var rules strings.Builder
 	rules.WriteString("rules:\n")
 	var flip matrix.CellResult
-	for i, c := range whole.Cells {
+	for _, c := range whole.Cells {
 		v := string(c.Verdict)
 		if v != "valid" && v != "invalid" {
-			t.Fatalf("%s: verdict %q", c.ID(), v)
+			// unknown (a vacuous run) can only be expected as flaky.
+			fmt.Fprintf(&rules, "  - lock: %s\n    nemeses: %s\n    expect: flaky\n    reason: %s in this test\n    link: https://example.com/issue\n", c.Lock, c.NemesisSet(), v)
+			continue
 		}
 		fmt.Fprintf(&rules, "  - lock: %s\n    nemeses: %s\n    expect: %s\n", c.Lock, c.NemesisSet(), v)
-		if i == 1 {
+		if flip.Lock == "" {
 			flip = c
 		}
+	}
+	if flip.Lock == "" {
+		t.Fatalf("no cell gave a verdict of valid or invalid: %+v", whole.Tally)
 	}
 	good := filepath.Join(dir, "good.yaml")
 	if err := os.WriteFile(good, []byte(rules.String()), 0o644); err != nil {
