@@ -108,7 +108,7 @@ func NewGrid(m Matrix) Grid {
 var (
 	colEmpty   = color.NRGBA{0xee, 0xee, 0xee, 0xff}
 	colOutline = color.NRGBA{0x15, 0x3e, 0xa8, 0xff}
-	colHatch   = color.NRGBA{0x55, 0x55, 0x55, 0xff}
+	colHatch   = color.NRGBA{0x70, 0x70, 0x70, 0xff}
 	colGrid    = color.NRGBA{0xff, 0xff, 0xff, 0xff}
 )
 
@@ -157,14 +157,15 @@ func HeatMap(m Matrix) (*plot.Plot, vg.Length, vg.Length, error) {
 			sq.Color, sq.LineStyle.Color, sq.LineStyle.Width = fc, colGrid, vg.Points(2)
 			p.Add(sq)
 			if gc.Unknown > 0 {
-				for k := -0.4; k < 0.5; k += 0.2 { // diagonal hatching
-					x0, y0 := x+k-0.1, y-0.5
-					x1, y1 := x+k+0.1, y+0.5
-					l, err := plotter.NewLine(plotter.XYs{{X: max(x0, x-0.5), Y: y0}, {X: min(x1, x+0.5), Y: y1}})
+				// Diagonal hatching, clipped to the square.
+				for k := -0.9; k < 1; k += 0.15 {
+					x0, x1 := x-0.5+max(k, 0), x+0.5+min(k, 0)
+					y0, y1 := y-0.5+(x0-(x-0.5+k)), y-0.5+(x1-(x-0.5+k))
+					l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y0}, {X: x1, Y: y1}})
 					if err != nil {
 						return nil, 0, 0, err
 					}
-					l.LineStyle.Color, l.LineStyle.Width = colHatch, vg.Points(0.6)
+					l.LineStyle.Color, l.LineStyle.Width = colHatch, vg.Points(0.5)
 					p.Add(l)
 				}
 			}
