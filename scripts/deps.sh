@@ -2,7 +2,8 @@
 # Installs the system programs lockharness needs, from Debian's packages:
 # redis-server and redis-sentinel (the systems under test), libfaketime and
 # gcc (clock faults: libfaketime plus a small malloc shim built with gcc),
-# and chromium (the report's real-browser test). Installs only what is
+# chromium (the report's real-browser test) and xmllint (libxml2-utils: the
+# matrix's JUnit schema test). Installs only what is
 # missing; when it cannot install (not root, not Debian/Ubuntu), it says
 # what to install and stops.
 set -euo pipefail
@@ -13,6 +14,7 @@ command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v gcc            >/dev/null 2>&1 || need+=(gcc)
 [ -f /usr/include/dlfcn.h ]               || need+=(libc6-dev) # headers for the malloc shim
 command -v chromium       >/dev/null 2>&1 || need+=(chromium)
+command -v xmllint        >/dev/null 2>&1 || need+=(libxml2-utils) # the JUnit schema test
 [ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation) # chromium's text, without its recommends
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then need+=(libfaketime); fi
 

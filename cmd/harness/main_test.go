@@ -112,24 +112,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			store, tmp := t.TempDir(), t.TempDir()
-			cmd := exec.Command(harnessBin, "run", "--lock", "token", "--nodes", "1", "--time-limit", "60s", "--store", store, "--seed", "3")
-			// Node files go under TMPDIR, outside the store.
-			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill() })
-			// Wait until the run's servers are up (lock node + storage).
-			deadline := time.Now().Add(20 * time.Second)
-			for len(serversUnder(t, tmp)) < 2 {
-				if time.Now().After(deadline) {
-					t.Fatalf("servers never came up; stderr: %s", stderr.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			time.Sleep(300 * time.Millisecond) // let the workload run a little
+			cmd, stderr := startRunning(t, tmp, "run", "--lock", "token", "--nodes", "1", "--time-limit", "60s", "--store", store, "--seed", "3")
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +122,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 				t.Errorf("exit code %d after %v, want 2 (err %v); stderr: %s", code, sig, err, stderr.String())
 			}
 			// Pdeathsig reaps children of a SIGKILLed harness asynchronously.
-			deadline = time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(5 * time.Second)
 			for {
 				left := serversUnder(t, tmp)
 				if len(left) == 0 {
@@ -183,6 +166,31 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 }
 
 func requireRedis(t *testing.T) { clustertest.Require(t) }
+
+// startRunning starts the harness binary and returns once its run's
+// servers (lock node + storage) are up under store and the workload has
+// run a little.
+func startRunning(t *testing.T, tmp string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(harnessBin, args...)
+	// Node files go under TMPDIR, outside the store: count servers there.
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	deadline := time.Now().Add(20 * time.Second)
+	for len(serversUnder(t, tmp)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("servers never came up; stderr: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	return cmd, &stderr
+}
 
 // `harness report` re-checks a stored run from its history and writes the
 // same results.json the run wrote.

@@ -103,6 +103,7 @@ func NewServer(store string) (*Server, error) {
 	})
 	s.mux.HandleFunc("GET "+runPrefix+"{path...}", s.file)
 	s.mux.HandleFunc("GET "+zipPrefix+"{test}/{run}", s.zip)
+	s.mux.HandleFunc("GET "+matrixPrefix+"{name...}", s.matrix)
 	return s, nil
 }
 
@@ -563,7 +564,7 @@ th { background: #f0f0f0; }
 tr.invalid { background: #fff5f5; }
 .note { color: #666; }
 </style></head><body>
-<h1>lockharness runs <span class="note">in {{.Store}}</span></h1>
+<h1>lockharness runs <span class="note">in {{.Store}}</span></h1><p><a href="/matrix/">matrices</a></p>
 {{if .Rows}}<table id="runs">
 <tr><th>started (UTC)</th><th>test</th><th>lock</th><th>nemeses</th><th>seed</th><th>duration</th><th>verdict</th><th></th></tr>
 {{range .Rows}}<tr class="run {{.Verdict}}">

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/matrix"
+	"github.com/lockharness/lockharness/nemesis"
+)
+
+// exitInterrupted is the exit code of a matrix stopped by Ctrl-C (128 +
+// SIGINT, as shells report it).
+const exitInterrupted = 130
+
+// matrixOutputs are the flags that copy a matrix's outputs out of the
+// store, for CI steps that look for them elsewhere.
+type matrixOutputs struct {
+	junit, summary, expect string
+}
+
+func (o *matrixOutputs) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.expect, "expect", "", "expectations file (YAML): per cell pattern valid, invalid or flaky; without it every lock cell must be valid")
+	f.StringVar(&o.junit, "junit", "", "also write the JUnit XML here (it is always in STORE/NAME/junit.xml)")
+	f.StringVar(&o.summary, "summary", "", "also write the markdown summary here, e.g. $GITHUB_STEP_SUMMARY")
+}
+
+func newMatrixCmd() *cobra.Command {
+	var spec matrix.Spec
+	var nemeses, scenarioNames []string
+	var seeds int
+	var shard, store string
+	var outs matrixOutputs
+	spec.Run = matrix.DefaultRunParams()
+	cmd := &cobra.Command{
+		Use:   "matrix --locks … --nemeses … --seeds N | --scenarios all --repeat N",
+		Short: "run many cells (lock × nemesis set × seed) and check each against an expectation",
+		Long: `A matrix is many runs judged together, for nightly CI: each cell (lock × nemesis set × seed,
+or scenario × repetition) is a normal run in the store under store/matrix.<lock>.<nemeses>.seed-<n>/,
+judged against the expectations file. Re-running the same command resumes: cells already done
+in the store are not run again. --shard i/n runs the cells whose index in the sorted list is
+i-1 mod n; "harness matrix merge" joins the shards' stores.
+
+Outputs in STORE/NAME/: matrix.json, junit.xml, summary.md, heatmap.png, heatmap.svg.
+Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed it,
+2 a cell could not be run or bad input, 130 interrupted.`,
+		Example: `  harness matrix --locks token,fenced,redlock,redsync --nemeses partition,clock,kill,client-pause \
+      --seeds 3 --expect matrix/expectations.yaml --junit junit.xml
+  harness matrix --shard 2/8 …
+  harness matrix --nemeses partition+clock …   # one set of two composed nemeses
+  harness matrix --scenarios all --repeat 20`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sh, err := matrix.ParseShard(shard)
+			if err != nil {
+				return &codeError{exitError, err}
+			}
+			spec.Backend = matrix.DefaultBackend
+			spec.Nemeses = matrix.ParseNemesisSets(nemeses)
+			if len(spec.Locks) > 0 {
+				if seeds < 1 {
+					return &codeError{exitError, fmt.Errorf("--seeds must be at least 1, got %d", seeds)}
+				}
+				spec.Seeds = matrix.SeedRange(seeds)
+			}
+			if len(scenarioNames) > 0 {
+				if spec.Scenarios, err = matrix.ScenarioRefs(scenarioNames); err != nil {
+					return &codeError{exitError, err}
+				}
+			}
+			if err := checkNames(spec); err != nil {
+				return &codeError{exitError, err}
+			}
+			if err := checkRunParams(spec.Run); err != nil {
+				return &codeError{exitError, err}
+			}
+			if outs.expect != "" {
+				if spec.Expect, err = matrix.ReadExpectations(outs.expect); err != nil {
+					return &codeError{exitError, err}
+				}
+			}
+			if err := spec.Validate(); err != nil {
+				return &codeError{exitError, err}
+			}
+			errw := cmd.ErrOrStderr()
+			m, err := matrix.Run(cmd.Context(), spec, sh, matrix.Options{Store: store, Progress: errw, ProgressTTY: isTerminal(errw)})
+			interrupted := errors.Is(err, matrix.ErrInterrupted)
+			if err != nil && !interrupted {
+				return &codeError{exitError, err}
+			}
+			code, werr := finishMatrix(cmd.OutOrStdout(), store, m, outs)
+			if werr != nil {
+				return &codeError{exitError, werr}
+			}
+			if interrupted {
+				return &codeError{exitInterrupted, errors.New("interrupted: the cells that finished are in matrix.json; run the same command again to resume")}
+			}
+			if code != 0 {
+				return &codeError{code: code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&spec.Name, "name", "matrix", "the matrix's directory in the store, for its outputs")
+	f.StringSliceVar(&spec.Locks, "locks", nil, "locks, comma-separated (see: harness locks)")
+	f.StringSliceVar(&nemeses, "nemeses", nil, "nemesis sets, comma-separated; join nemeses of one set with '+' (partition+clock), 'none' for no faults")
+	f.IntVar(&seeds, "seeds", 3, "seeds 1…N for every lock × nemesis set")
+	f.StringSliceVar(&scenarioNames, "scenarios", nil, "catalogued scenarios to run as cells, or 'all' (judged by their own expected verdicts unless a rule names them)")
+	f.IntVar(&spec.Repeat, "repeat", 1, "runs of each scenario")
+	f.StringVar(&shard, "shard", "", "run only shard i of n (i/n): the cells whose index in the sorted list is i-1 mod n")
+	f.StringVar(&store, "store", "store", "directory runs are written to (and resumed from)")
+	f.IntVar(&spec.Run.Clients, "clients", spec.Run.Clients, "concurrent clients per cell")
+	f.IntVar(&spec.Run.Keys, "keys", spec.Run.Keys, "lock keys per cell")
+	f.DurationVar(&spec.Run.TTL, "ttl", spec.Run.TTL, "lease length")
+	f.DurationVar(&spec.Run.TimeLimit, "time-limit", spec.Run.TimeLimit, "length of each cell's run phase")
+	f.DurationVar(&spec.Run.Recovery, "recovery", spec.Run.Recovery, "fault-free period after each cell's final heal")
+	f.DurationVar(&spec.Run.NemesisInterval, "nemesis-interval", spec.Run.NemesisInterval, "quiet time before each fault, and how long it lasts")
+	f.DurationVar(&spec.Run.CheckTimeout, "check-timeout", spec.Run.CheckTimeout, "bound on each linearizability check")
+	outs.flags(cmd)
+	cmd.AddCommand(newMatrixMergeCmd())
+	return cmd
+}
+
+func newMatrixMergeCmd() *cobra.Command {
+	var store, name string
+	var outs matrixOutputs
+	cmd := &cobra.Command{
+		Use:   "merge --store OUT SHARD_STORE…",
+		Short: "join the stores of a matrix's shards and write the whole matrix's outputs",
+		Long: `Copies every finished cell of each shard's store into OUT, then writes matrix.json, junit.xml,
+summary.md and the heat map for the whole matrix into OUT/NAME/. Shards must come from the same
+matrix (same cells and run settings). A cell no shard finished counts as not run (exit 2).`,
+		Example: `  harness matrix merge --store merged shard-1/store shard-2/store --junit junit.xml`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			var expect *matrix.Expectations
+			if outs.expect != "" {
+				e, err := matrix.ReadExpectations(outs.expect)
+				if err != nil {
+					return &codeError{exitError, err}
+				}
+				expect = &e
+			}
+			m, err := matrix.Merge(store, name, dirs, expect)
+			if err != nil {
+				return &codeError{exitError, err}
+			}
+			code, err := finishMatrix(cmd.OutOrStdout(), store, m, outs)
+			if err != nil {
+				return &codeError{exitError, err}
+			}
+			if code != 0 {
+				return &codeError{code: code}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "store", "the merged store (created if missing)")
+	cmd.Flags().StringVar(&name, "name", "matrix", "the matrix's name (its directory in each store)")
+	outs.flags(cmd)
+	return cmd
+}
+
+// finishMatrix writes the outputs, prints the account and returns the exit
+// code the matrix earned.
+func finishMatrix(w io.Writer, store string, m matrix.Matrix, outs matrixOutputs) (int, error) {
+	dir, err := matrix.WriteOutputs(store, m)
+	if err != nil {
+		return exitError, err
+	}
+	for _, c := range []struct{ to, from string }{{outs.junit, matrix.JUnitFile}, {outs.summary, matrix.SummaryFile}} {
+		if c.to == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, c.from))
+		if err != nil {
+			return exitError, err
+		}
+		if c.from == matrix.SummaryFile && c.to == os.Getenv("GITHUB_STEP_SUMMARY") {
+			// The step summary is appended to, never replaced.
+			f, err := os.OpenFile(c.to, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return exitError, fmt.Errorf("--summary: %w", err)
+			}
+			_, err = f.Write(b)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return exitError, fmt.Errorf("--summary: %w", err)
+			}
+			continue
+		}
+		if err := matrix.WriteFileAtomic(c.to, b); err != nil {
+			return exitError, err
+		}
+	}
+	printMatrix(w, dir, m)
+	return m.ExitCode(), nil
+}
+
+func printMatrix(w io.Writer, dir string, m matrix.Matrix) {
+	label := "MATRIX"
+	if m.Shard != "" {
+		label += " (shard " + m.Shard + ")"
+	}
+	verdict := map[int]string{0: "AS EXPECTED", 1: "EXPECTATION MISSED", 2: "INCOMPLETE"}[m.ExitCode()]
+	fmt.Fprintf(w, "\n%s  %s  %s\n", verdict, label, m.Tally)
+	for _, c := range m.Misses() {
+		fmt.Fprintf(w, "  ✗ %s: %s\n", c.ID(), c.Explain)
+		fmt.Fprintf(w, "      reproduce  %s\n", c.Command)
+		if c.Dir != "" {
+			fmt.Fprintf(w, "      report     %s\n", filepath.Join(filepath.Dir(dir), filepath.FromSlash(c.Dir), "index.html"))
+		}
+	}
+	for _, c := range m.Cells {
+		if c.Outcome == matrix.Flaky {
+			fmt.Fprintf(w, "  ~ %s: %s\n", c.ID(), c.Explain)
+		}
+	}
+	fmt.Fprintf(w, "  heat map     %s\n", filepath.Join(dir, matrix.HeatmapPNG))
+	fmt.Fprintf(w, "  matrix       %s (junit.xml, summary.md beside it)\n", filepath.Join(dir, matrix.JSONFile))
+	if m.WallSeconds > 0 {
+		fmt.Fprintf(w, "  wall time    %s\n", (time.Duration(m.WallSeconds * float64(time.Second))).Round(time.Second))
+	}
+}
+
+// checkNames rejects unknown locks and nemeses before any cell runs.
+func checkNames(spec matrix.Spec) error {
+	reg := locks.Builtin()
+	for _, l := range spec.Locks {
+		if _, err := reg.Lookup(l); err != nil {
+			return err
+		}
+	}
+	known := map[string]bool{}
+	var names []string
+	for _, n := range nemesis.Known() {
+		known[n.Name] = true
+		names = append(names, n.Name)
+	}
+	for _, set := range spec.Nemeses {
+		for _, n := range set {
+			if !known[n] {
+				return fmt.Errorf("unknown nemesis %q in --nemeses (known: %s; join a set with '+')", n, strings.Join(names, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+func checkRunParams(p matrix.RunParams) error {
+	switch {
+	case p.Clients < 1:
+		return fmt.Errorf("--clients must be at least 1, got %d", p.Clients)
+	case p.Keys < 1:
+		return fmt.Errorf("--keys must be at least 1, got %d", p.Keys)
+	case p.TTL <= 0:
+		return fmt.Errorf("--ttl must be positive, got %v", p.TTL)
+	case p.TimeLimit <= 0:
+		return fmt.Errorf("--time-limit must be positive, got %v", p.TimeLimit)
+	case p.Recovery < 0:
+		return fmt.Errorf("--recovery must not be negative, got %v", p.Recovery)
+	case p.NemesisInterval <= 0:
+		return fmt.Errorf("--nemesis-interval must be positive, got %v", p.NemesisInterval)
+	case p.CheckTimeout <= 0:
+		return fmt.Errorf("--check-timeout must be positive, got %v", p.CheckTimeout)
+	}
+	return nil
+}

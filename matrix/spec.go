@@ -1,0 +1,195 @@
+package matrix
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockharness/lockharness"
+)
+
+// Spec is what a matrix is made of: its cells and how each one runs. It is
+// recorded in matrix.json so that shards can be checked to belong to the
+// same matrix and merged without the command line that made them.
+type Spec struct {
+	// Name is the matrix's directory in the store (default "matrix"): its
+	// outputs go to store/<name>/.
+	Name    string   `json:"name"`
+	Backend string   `json:"backend"`
+	Locks   []string `json:"locks,omitempty"`
+	// Nemeses are the nemesis sets, each one column of the heat map; a
+	// set of several nemeses composes them in one run.
+	Nemeses [][]string `json:"nemeses,omitempty"`
+	// Seeds are the seeds of every lock × nemesis set.
+	Seeds []uint64 `json:"seeds,omitempty"`
+	// Scenarios are catalogued scenarios, each run Repeat times.
+	Scenarios []ScenarioRef `json:"scenarios,omitempty"`
+	Repeat    int           `json:"repeat,omitempty"`
+	// Run tunes every lock cell.
+	Run RunParams `json:"run"`
+	// Expect is the expectations file the cells are judged by.
+	Expect Expectations `json:"expect"`
+}
+
+// ScenarioRef names a catalogued scenario with the lock and nemeses it
+// uses, for labels and the heat map.
+type ScenarioRef struct {
+	Name    string   `json:"name"`
+	Lock    string   `json:"lock"`
+	Nemeses []string `json:"nemeses,omitempty"`
+}
+
+// RunParams are the run settings shared by a matrix's lock cells; each
+// one has the meaning of the `harness run` flag of the same name.
+type RunParams struct {
+	Clients         int           `json:"clients"`
+	Keys            int           `json:"keys"`
+	TTL             time.Duration `json:"ttl_ns"`
+	TimeLimit       time.Duration `json:"time_limit_ns"`
+	Recovery        time.Duration `json:"recovery_ns"`
+	NemesisInterval time.Duration `json:"nemesis_interval_ns"`
+	CheckTimeout    time.Duration `json:"check_timeout_ns"`
+}
+
+// DefaultRunParams are those of a nightly cell: short enough that a
+// 48-cell matrix fits in about ten minutes on two cores, long enough for
+// two fault periods and a recovery.
+func DefaultRunParams() RunParams {
+	return RunParams{Clients: 5, Keys: 1, TTL: time.Second, TimeLimit: 8 * time.Second,
+		Recovery: 2 * time.Second, NemesisInterval: 2 * time.Second, CheckTimeout: 30 * time.Second}
+}
+
+// SeedRange is the seeds 1…n.
+func SeedRange(n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
+
+// ParseNemesisSets reads the --nemeses list: each element is one set, its
+// nemeses joined by '+' ("partition,clock+partition" is two sets).
+func ParseNemesisSets(list []string) [][]string {
+	var out [][]string
+	for _, s := range list {
+		if s == "none" {
+			out = append(out, nil)
+			continue
+		}
+		out = append(out, strings.Split(s, "+"))
+	}
+	return out
+}
+
+// Validate reports the first thing wrong with the spec, naming the fix.
+func (s Spec) Validate() error {
+	if len(s.Locks) == 0 && len(s.Scenarios) == 0 {
+		return fmt.Errorf("nothing to run: give --locks (and --nemeses, --seeds) or --scenarios")
+	}
+	if len(s.Locks) > 0 && len(s.Seeds) == 0 {
+		return fmt.Errorf("--seeds must be at least 1")
+	}
+	if len(s.Locks) > 0 && len(s.Nemeses) == 0 {
+		return fmt.Errorf("--nemeses is empty: name at least one nemesis set (or none)")
+	}
+	if len(s.Scenarios) > 0 && s.Repeat < 1 {
+		return fmt.Errorf("--repeat must be at least 1, got %d", s.Repeat)
+	}
+	if s.Backend != DefaultBackend {
+		return fmt.Errorf("backend %q: only %q runs matrix cells today", s.Backend, DefaultBackend)
+	}
+	if !safeName(s.Name) {
+		return fmt.Errorf("matrix name %q: use letters, digits, '.', '_' and '-'", s.Name)
+	}
+	for _, l := range s.Locks {
+		if strings.ContainsAny(l, "/+. ") || l == "" {
+			return fmt.Errorf("lock %q: not a lock name (see: harness locks)", l)
+		}
+	}
+	for _, set := range s.Nemeses {
+		for _, n := range set {
+			if n == "" || strings.ContainsAny(n, "/._ ") {
+				return fmt.Errorf("nemesis %q: not a nemesis name (see: harness nemeses)", n)
+			}
+		}
+	}
+	return nil
+}
+
+func safeName(s string) bool {
+	if s == "" || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Cells enumerates the spec's cells in the matrix's order.
+func (s Spec) Cells() []Cell {
+	var out []Cell
+	for _, l := range s.Locks {
+		for _, set := range s.Nemeses {
+			for _, seed := range s.Seeds {
+				out = append(out, Cell{Backend: s.Backend, Lock: l, Nemeses: slices.Clone(set), Seed: seed})
+			}
+		}
+	}
+	for _, sc := range s.Scenarios {
+		for i := 1; i <= s.Repeat; i++ {
+			out = append(out, Cell{Backend: s.Backend, Lock: sc.Lock, Nemeses: slices.Clone(sc.Nemeses), Scenario: sc.Name, Repeat: i})
+		}
+	}
+	SortCells(out)
+	return out
+}
+
+// RunConfig is the lockharness configuration of a lock cell, with the
+// command line that reproduces it alone.
+func (s Spec) RunConfig(c Cell, store string) lockharness.Config {
+	p := s.Run
+	cfg := lockharness.Config{Lock: c.Lock, Seed: c.Seed, Store: store, Test: c.TestName(),
+		TimeLimit: p.TimeLimit, Recovery: p.Recovery, CheckTimeout: p.CheckTimeout}
+	cfg.Workload.Clients, cfg.Workload.Keys, cfg.Workload.TTL = p.Clients, p.Keys, p.TTL
+	cfg.Nemesis.Names = slices.Clone(c.Nemeses)
+	cfg.Nemesis.Interval = p.NemesisInterval
+	cfg.Command = s.Reproduce(c)
+	return cfg
+}
+
+// Reproduce is the command that runs cell c by itself.
+func (s Spec) Reproduce(c Cell) string {
+	if c.Scenario != "" {
+		return "harness scenario run " + c.Scenario
+	}
+	p := s.Run
+	args := []string{"harness", "run", "--lock", c.Lock}
+	if len(c.Nemeses) > 0 {
+		args = append(args, "--nemesis", strings.Join(c.Nemeses, ","))
+	}
+	args = append(args, "--seed", strconv.FormatUint(c.Seed, 10),
+		"--clients", strconv.Itoa(p.Clients), "--keys", strconv.Itoa(p.Keys), "--ttl", p.TTL.String(),
+		"--time-limit", p.TimeLimit.String(), "--recovery", p.Recovery.String(),
+		"--nemesis-interval", p.NemesisInterval.String())
+	return strings.Join(args, " ")
+}
+
+// sameMatrix reports whether two specs describe the same matrix (shards of
+// one matrix have equal specs); it names the first difference.
+func sameMatrix(a, b Spec) error {
+	switch {
+	case a.Name != b.Name:
+		return fmt.Errorf("matrix name %q ≠ %q", a.Name, b.Name)
+	case !slices.EqualFunc(a.Cells(), b.Cells(), func(x, y Cell) bool { return x.ID() == y.ID() && x.Backend == y.Backend }):
+		return fmt.Errorf("the cells differ (locks, nemeses, seeds or scenarios)")
+	case a.Run != b.Run:
+		return fmt.Errorf("run settings differ: %+v ≠ %+v", a.Run, b.Run)
+	}
+	return nil
+}
