@@ -71,7 +71,7 @@ func WriteJUnit(w io.Writer, m Matrix) error {
 	suite.Properties = &junitPropList{Props: []junitProp{
 		{"shard", m.Shard}, {"expectations", m.Spec.Expect.File},
 		{"time-limit", m.Spec.Run.TimeLimit.String()}, {"recovery", m.Spec.Run.Recovery.String()},
-		{"nemesis-interval", m.Spec.Run.NemesisInterval.String()},
+		{"nemesis-interval", m.Spec.Run.NemesisInterval.String()}, {"hold", m.Spec.Run.Hold.String()}, {"nemesis-client-pause", m.Spec.Run.ClientPause.String()},
 	}}
 	var total float64
 	for _, c := range m.Cells {

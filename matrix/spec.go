@@ -51,14 +51,25 @@ type RunParams struct {
 	Recovery        time.Duration `json:"recovery_ns"`
 	NemesisInterval time.Duration `json:"nemesis_interval_ns"`
 	CheckTimeout    time.Duration `json:"check_timeout_ns"`
+	// Hold is how long a client works inside its critical section: long
+	// enough that a fault lands inside a hold, not between two.
+	Hold time.Duration `json:"hold_ns"`
+	// ClientPause is the client-pause nemesis's pause (the harness run flag
+	// --nemesis-client-pause): 1.5 × the TTL outlives the lease by half.
+	ClientPause time.Duration `json:"client_pause_ns"`
 }
 
 // DefaultRunParams are those of a nightly cell: short enough that a
 // 48-cell matrix fits in about ten minutes on two cores, long enough for
-// two fault periods and a recovery.
+// two fault periods and a recovery. Sections of 50ms make every fault land
+// inside a hold (with no hold, a client holds for a fraction of a
+// millisecond and whether a fault strikes one is chance: a verdict then
+// varies between runs of one seed); a client pause of 1.5 TTLs outlives the
+// lease by half.
 func DefaultRunParams() RunParams {
 	return RunParams{Clients: 5, Keys: 1, TTL: time.Second, TimeLimit: 8 * time.Second,
-		Recovery: 2 * time.Second, NemesisInterval: 2 * time.Second, CheckTimeout: 30 * time.Second}
+		Recovery: 2 * time.Second, NemesisInterval: 2 * time.Second, CheckTimeout: 30 * time.Second,
+		Hold: 50 * time.Millisecond, ClientPause: 1500 * time.Millisecond}
 }
 
 // SeedRange is the seeds 1…n.
@@ -156,9 +167,10 @@ func (s Spec) RunConfig(c Cell, store string) lockharness.Config {
 	p := s.Run
 	cfg := lockharness.Config{Lock: c.Lock, Seed: c.Seed, Store: store, Test: c.TestName(),
 		TimeLimit: p.TimeLimit, Recovery: p.Recovery, CheckTimeout: p.CheckTimeout}
-	cfg.Workload.Clients, cfg.Workload.Keys, cfg.Workload.TTL = p.Clients, p.Keys, p.TTL
+	cfg.Workload.Clients, cfg.Workload.Keys, cfg.Workload.TTL, cfg.Workload.Hold = p.Clients, p.Keys, p.TTL, p.Hold
 	cfg.Nemesis.Names = slices.Clone(c.Nemeses)
 	cfg.Nemesis.Interval = p.NemesisInterval
+	cfg.Nemesis.ClientPause = p.ClientPause
 	cfg.Command = s.Reproduce(c)
 	return cfg
 }
@@ -176,7 +188,10 @@ func (s Spec) Reproduce(c Cell) string {
 	args = append(args, "--seed", strconv.FormatUint(c.Seed, 10),
 		"--clients", strconv.Itoa(p.Clients), "--keys", strconv.Itoa(p.Keys), "--ttl", p.TTL.String(),
 		"--time-limit", p.TimeLimit.String(), "--recovery", p.Recovery.String(),
-		"--nemesis-interval", p.NemesisInterval.String())
+		"--nemesis-interval", p.NemesisInterval.String(), "--hold", p.Hold.String())
+	if slices.Contains(c.Nemeses, "client-pause") {
+		args = append(args, "--nemesis-client-pause", p.ClientPause.String())
+	}
 	return strings.Join(args, " ")
 }
 

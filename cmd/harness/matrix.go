@@ -124,6 +124,8 @@ Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed
 	f.DurationVar(&spec.Run.TimeLimit, "time-limit", spec.Run.TimeLimit, "length of each cell's run phase")
 	f.DurationVar(&spec.Run.Recovery, "recovery", spec.Run.Recovery, "fault-free period after each cell's final heal")
 	f.DurationVar(&spec.Run.NemesisInterval, "nemesis-interval", spec.Run.NemesisInterval, "quiet time before each fault, and how long it lasts")
+	f.DurationVar(&spec.Run.Hold, "hold", spec.Run.Hold, "how long a client works inside its critical section, so that faults land inside holds")
+	f.DurationVar(&spec.Run.ClientPause, "nemesis-client-pause", spec.Run.ClientPause, "how long the client-pause nemesis pauses a holder")
 	f.DurationVar(&spec.Run.CheckTimeout, "check-timeout", spec.Run.CheckTimeout, "bound on each linearizability check")
 	outs.flags(cmd)
 	cmd.AddCommand(newMatrixMergeCmd())
@@ -274,6 +276,10 @@ func checkRunParams(p matrix.RunParams) error {
 		return fmt.Errorf("--nemesis-interval must be positive, got %v", p.NemesisInterval)
 	case p.CheckTimeout <= 0:
 		return fmt.Errorf("--check-timeout must be positive, got %v", p.CheckTimeout)
+	case p.Hold < 0:
+		return fmt.Errorf("--hold must not be negative, got %v: use e.g. --hold 50ms", p.Hold)
+	case p.ClientPause <= 0:
+		return fmt.Errorf("--nemesis-client-pause must be positive, got %v: use e.g. --nemesis-client-pause 1.5s", p.ClientPause)
 	}
 	return nil
 }
