@@ -37,7 +37,7 @@ func (c Config) validateNumbers() error {
 		{"strobe period", c.Nemesis.StrobePeriod},
 		{"pause duration", c.Nemesis.PauseDuration},
 		{"failover window", c.Nemesis.FailoverWindow},
-		{"client pause of the nemesis", c.Nemesis.ClientPause},
+		{"--nemesis-client-pause", c.Nemesis.ClientPause},
 		{"heal timeout", c.Nemesis.HealTimeout},
 	}
 	for _, d := range durs {

@@ -63,7 +63,7 @@ func TestClientFaultFlags(t *testing.T) {
 		{"failpoint of another lock", []string{"--lock", "token", "--nemesis", "client-pause", "--failpoints", "after-majority"}, "lock token has no failpoints"},
 		{"unknown failpoint", []string{"--lock", "redlock", "--nemesis", "client-pause", "--failpoints", "after-nothing"}, `lock redlock has no failpoint "after-nothing" (it has: after-majority, after-validity-check)`},
 		{"failpoints without a client fault", []string{"--lock", "redlock", "--failpoints", "after-majority"}, "add --nemesis client-pause or client-crash"},
-		{"negative pause", []string{"--lock", "token", "--nemesis", "client-pause", "--nemesis-client-pause", "-1s"}, "client pause of the nemesis must not be negative"},
+		{"negative pause", []string{"--lock", "token", "--nemesis", "client-pause", "--nemesis-client-pause", "-1s"}, "--nemesis-client-pause must not be negative"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, append([]string{"run", "--store", store}, c.args...)...)
