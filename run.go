@@ -500,12 +500,21 @@ func NemesisRequirements(names []string) []checker.Requirement {
 
 // runScript performs each step at its time from now, until ctx is done. A
 // step that fails is recorded by the nemesis and the script goes on, as in a
-// random schedule.
+// random schedule. A step that awaits a holder shifts the rest of the
+// script by as long as it waited, so the steps after it keep their distance
+// from it (a restart stays as long after its kill as the script says).
 func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step) error {
 	start := time.Now()
 	for _, s := range steps {
 		if !wait(ctx, time.Until(start.Add(s.At))) {
 			return nil
+		}
+		if s.Await != nil {
+			if err := nem.Await(ctx, env, s); err != nil {
+				continue // no holder came: the step does not happen
+			}
+			start = time.Now().Add(-s.At)
+			s.Await = nil
 		}
 		if err := nem.Do(ctx, env, s); err != nil {
 			var unknown *nemesis.UnknownError
