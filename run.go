@@ -60,6 +60,12 @@ type Config struct {
 	Recovery time.Duration `json:"recovery"`
 	// CheckTimeout bounds each porcupine check (unknown when it runs out).
 	CheckTimeout time.Duration `json:"check_timeout"`
+	// ClientTimeout is each lock client command's read timeout; 0 derives
+	// it from the TTL (see clientTimeout). A schedule without link faults
+	// may want more room on a loaded machine: a timed-out acquire is
+	// unknown, and the workload gives back what it may hold, which for a
+	// lock that releases with a plain DEL deletes another client's lock.
+	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
 
 	// Seed makes the run replayable: tokens, keys, pauses, fault schedule.
 	Seed uint64 `json:"seed"`
@@ -531,6 +537,9 @@ func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps 
 // that a partitioned node does not eat the lease, long enough for a loaded
 // two-core machine.
 func clientTimeout(cfg Config) time.Duration {
+	if cfg.ClientTimeout > 0 {
+		return cfg.ClientTimeout
+	}
 	t := cfg.Workload.TTL / 4
 	return min(max(t, 50*time.Millisecond), 500*time.Millisecond)
 }

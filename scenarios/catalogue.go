@@ -75,12 +75,18 @@ func workload(clients int, ttl, hold, acquireTimeout time.Duration) workloads.Co
 
 // crashRun: A works 0–500ms; the crash is asked for at 200ms and
 // strikes at A's safe point (500ms). With a 1s TTL the lock, if it
-// expires, is free at 1.0s; the run lasts long enough to see it.
+// expires, is free at 1.0s; the run lasts long enough to see it. Nothing
+// here faults a link, so the client commands get a second before they
+// time out: on a loaded machine B's SETNX may take longer than the usual
+// quarter TTL, and a timed-out acquire is given back with the lock's DEL,
+// which for these naive locks deletes A's key (a real flaw, but not this
+// scenario's).
 func crashRun(steps ...nemesis.Step) lockharness.Config {
 	return lockharness.Config{
-		Workload:  workload(2, time.Second, 500*ms, 500*ms),
-		Script:    steps,
-		TimeLimit: 2 * time.Second, Recovery: 1500 * ms, Seed: 1,
+		Workload:      workload(2, time.Second, 500*ms, 500*ms),
+		Script:        steps,
+		ClientTimeout: time.Second,
+		TimeLimit:     2 * time.Second, Recovery: 1500 * ms, Seed: 1,
 	}
 }
 
