@@ -166,7 +166,7 @@ func TestFaketimeClock(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	b, rttB, _ := n1.ServerTime(ctx, time.Second)
 	elapsed := time.Since(t0) - rttA/2 - rttB/2
-	if grew, want := b-a, 2*elapsed; (grew-want).Abs() > 100*time.Millisecond+rttA+rttB {
+	if grew, want := b-a, 2*elapsed; (grew - want).Abs() > 100*time.Millisecond+rttA+rttB {
 		t.Fatalf("skew grew %v in %v at rate 3, want ≈%v", grew, elapsed.Round(time.Millisecond), want.Round(time.Millisecond))
 	}
 	// Restarting keeps the clock as set, relative to the new process.
