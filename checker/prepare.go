@@ -69,7 +69,8 @@ type prepared struct {
 	last      int64 // time of the last event
 	lastIndex int64 // history index of the last event
 	crashedAt map[int]int64
-	keys      []string // every key a client operation named, sorted
+	keys      []string         // every key a client operation named, sorted
+	keyCalls  map[string][]int // positions in calls of each key's operations, in order
 }
 
 // unusableError says why a history cannot be judged.
@@ -101,7 +102,7 @@ func prepare(ops []history.Op) (*prepared, error) {
 	}
 	pending := map[pendingKey]int{} // → position in p.calls
 	nemPending := map[string]int{}  // nemesis f → position in p.nemesis
-	keys := map[string]struct{}{}
+	p.keyCalls = map[string][]int{}
 	var prevTime int64 = math.MinInt64
 	for i := range ops {
 		op := &ops[i]
@@ -166,7 +167,7 @@ func prepare(ops []history.Op) (*prepared, error) {
 			p.calls = append(p.calls, call{proc: owner, thread: proc, f: op.F, key: op.Key, typ: history.Info,
 				start: op.Time, end: never, inv: op.Index, done: -1, in: op.Value})
 			if op.Key != "" {
-				keys[op.Key] = struct{}{}
+				p.keyCalls[op.Key] = append(p.keyCalls[op.Key], len(p.calls)-1)
 			}
 			continue
 		}
@@ -184,7 +185,7 @@ func prepare(ops []history.Op) (*prepared, error) {
 		delete(pending, pk)
 		c.typ, c.end, c.done, c.out = op.Type, op.Time, op.Index, op.Value
 	}
-	for k := range keys {
+	for k := range p.keyCalls {
 		p.keys = append(p.keys, k)
 	}
 	sort.Strings(p.keys)
