@@ -115,15 +115,50 @@ func ReadFileContext(ctx context.Context, path string) (ReadResult, error) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return ReadResult{}, fmt.Errorf("history %s is a directory: give the history.jsonl inside it (or use `harness report %s`)", path, path)
 	}
-	// An event takes about 100 bytes: make room for the history at once
-	// rather than copy it while it grows.
+	// Make room for the history at once rather than copy it while it
+	// grows (a copy is a third of a large history's memory): count its
+	// lines first, which costs a small part of parsing them.
+	// Only a regular file: a pipe cannot be read twice, and a device
+	// (/dev/zero) may never end.
 	hint := 0
-	if st, err := f.Stat(); err == nil {
-		hint = int(min(st.Size()/100, 1<<24))
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if hint, err = countLines(ctx, f); err != nil {
+			return ReadResult{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return ReadResult{}, fmt.Errorf("%s: %w", path, err)
+		}
+		// No event is shorter than 50 bytes: empty lines make no room.
+		hint = min(hint, int(st.Size()/50)+1)
 	}
 	res, err := readContext(ctx, f, hint)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	return res, nil
+}
+
+// countLines counts the newlines of r, plus one for a last line without.
+func countLines(ctx context.Context, r io.Reader) (int, error) {
+	buf := make([]byte, 256<<10)
+	n, last := 0, byte('\n')
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				n++
+			}
+			return n, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read history: %w", err)
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("read history: %w", context.Cause(ctx))
+		}
+	}
 }
