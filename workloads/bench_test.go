@@ -35,7 +35,10 @@ const benchWindow = 3 * time.Second
 // records every operation to a history file. Each iteration runs a window
 // of benchWindow of each, alternating which goes first, so that a machine
 // whose load changes treats both alike; the metrics are the two rates and
-// their ratio (what the harness costs a lock). Run with -benchtime 6x.
+// their ratio (what the harness costs a lock), and the raw loop's rate
+// straight to the node, without the proxies (what the proxies, which
+// every link has so that any link can be faulted, cost). Run with
+// -benchtime 6x.
 func BenchmarkTokenCycles(b *testing.B) {
 	clustertest.Require(b, "redis-server")
 	const clients = 10
@@ -47,7 +50,17 @@ func BenchmarkTokenCycles(b *testing.B) {
 		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
 		b.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
 	}
-	var wl, raw int64
+	n1, err := c.Node("n1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	direct := make([][]locks.Node, clients)
+	for i := range direct {
+		cl := cluster.NewRedisClient(n1.Addr(), cluster.ClientOptions{})
+		b.Cleanup(func() { _ = cl.Close() })
+		direct[i] = []locks.Node{{Name: "n1", Client: cl}}
+	}
+	var wl, raw, dir int64
 	for i := range b.N {
 		if i%2 == 0 {
 			wl += workloadWindow(b, nodes, storage)
@@ -56,11 +69,13 @@ func BenchmarkTokenCycles(b *testing.B) {
 			raw += rawWindow(b, nodes, storage)
 			wl += workloadWindow(b, nodes, storage)
 		}
+		dir += rawWindow(b, direct, storage)
 	}
 	secs := float64(b.N) * benchWindow.Seconds()
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(wl)/secs, "workload-cycles/s")
 	b.ReportMetric(float64(raw)/secs, "raw-cycles/s")
+	b.ReportMetric(float64(dir)/secs, "raw-direct-cycles/s")
 	if raw > 0 {
 		b.ReportMetric(float64(wl)/float64(raw), "workload/raw")
 	}
