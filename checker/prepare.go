@@ -92,7 +92,15 @@ func prepare(ops []history.Op) (*prepared, error) {
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
-	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, len(ops)/2+1)}
+	// Room for every call at once: on a long history a copy while the
+	// slice grows is a large part of the checker's memory.
+	ncalls := 0
+	for i := range ops {
+		if ops[i].Type == history.Invoke && !ops[i].Process.IsNemesis() && ops[i].F != history.FCrash {
+			ncalls++
+		}
+	}
+	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, ncalls)}
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
@@ -166,9 +174,6 @@ func prepare(ops []history.Op) (*prepared, error) {
 			pending[pk] = len(p.calls)
 			p.calls = append(p.calls, call{proc: owner, thread: proc, f: op.F, key: op.Key, typ: history.Info,
 				start: op.Time, end: never, inv: op.Index, done: -1, in: op.Value})
-			if op.Key != "" {
-				p.keyCalls[op.Key] = append(p.keyCalls[op.Key], len(p.calls)-1)
-			}
 			continue
 		}
 		j, ok := pending[pk]
@@ -185,12 +190,30 @@ func prepare(ops []history.Op) (*prepared, error) {
 		delete(pending, pk)
 		c.typ, c.end, c.done, c.out = op.Type, op.Time, op.Index, op.Value
 	}
-	for k := range p.keyCalls {
-		p.keys = append(p.keys, k)
-	}
+	indexKeys(p)
 	sort.Strings(p.keys)
 	markRenewals(p)
 	return p, nil
+}
+
+// indexKeys fills p.keyCalls and p.keys: two passes over the calls, so
+// that each key's list is made at its size.
+func indexKeys(p *prepared) {
+	n := map[string]int{}
+	for i := range p.calls {
+		if k := p.calls[i].key; k != "" {
+			n[k]++
+		}
+	}
+	for k, c := range n {
+		p.keyCalls[k] = make([]int, 0, c)
+		p.keys = append(p.keys, k)
+	}
+	for i := range p.calls {
+		if k := p.calls[i].key; k != "" {
+			p.keyCalls[k] = append(p.keyCalls[k], i)
+		}
+	}
 }
 
 // markRenewals classifies, once for both lock-promise definitions, the

@@ -9,8 +9,9 @@ import (
 
 // TestCatalogue is the acceptance suite: it runs every scenario against real
 // Redis and asserts every checker's verdict. Scenarios run side by side,
-// one per CPU, except Sentinel's, which run alone (see Exclusive); each
-// has its own topology on its own ports. About a minute.
+// up to one per CPU while the machine has a CPU idle, Sentinel's alone
+// (see RunAll); each has its own topology on its own ports. One to three
+// minutes.
 func TestCatalogue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the scenario catalogue runs real Redis topologies (minutes)")

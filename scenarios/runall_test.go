@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestRunAllSchedulesSideBySideAndExclusiveAlone(t *testing.T) {
 		return Outcome{Scenario: s}, nil
 	}
 	var got []int
-	runAll(context.Background(), list, 3, run, func(i int, r Result) {
+	runAll(context.Background(), list, 3, func() bool { return true }, run, func(i int, r Result) {
 		if r.Outcome.Scenario.Name != list[i].Name {
 			t.Errorf("result %d is %s's", i, r.Outcome.Scenario.Name)
 		}
@@ -91,8 +92,40 @@ func TestRunAllStopsStartingWhenCancelled(t *testing.T) {
 		return Outcome{Scenario: s}, ctx.Err()
 	}
 	reported := 0
-	runAll(ctx, list, 1, run, func(int, Result) { reported++ })
+	runAll(ctx, list, 1, func() bool { return true }, run, func(int, Result) { reported++ })
 	if ran != 2 || reported != 2 {
 		t.Fatalf("ran %d, reported %d; want 2 and 2", ran, reported)
+	}
+}
+
+// Without room on the machine, scenarios run one after another.
+func TestRunAllRunsAloneWithoutRoom(t *testing.T) {
+	list := make([]Scenario, 5)
+	for i := range list {
+		list[i].Name = fmt.Sprintf("s%d", i)
+	}
+	var mu sync.Mutex
+	running, most := 0, 0
+	run := func(s Scenario) (Outcome, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return Outcome{Scenario: s}, nil
+	}
+	n := 0
+	runAll(context.Background(), list, 4, func() bool { return false }, run, func(int, Result) { n++ })
+	if most != 1 || n != 5 {
+		t.Fatalf("%d ran at once, %d reported; want 1 and 5", most, n)
+	}
+}
+
+func TestIdleCPUsIsWithinTheMachine(t *testing.T) {
+	if n := idleCPUs(50 * time.Millisecond); n < 0 || n > float64(runtime.NumCPU())+0.01 {
+		t.Fatalf("idle CPUs %v on a machine of %d", n, runtime.NumCPU())
 	}
 }

@@ -172,7 +172,7 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 	f.BoolVar(&all, "all", false, "run the whole catalogue")
 	f.BoolVar(&jsonOut, "json", false, "print the results as JSON instead of the account and the table")
 	f.StringVar(&store, "store", "store", "directory runs are written to")
-	f.IntVar(&parallel, "parallel", scenarios.DefaultParallel(), "scenarios run side by side (Sentinel scenarios always run alone); 1 runs them one after another")
+	f.IntVar(&parallel, "parallel", scenarios.DefaultParallel(), "most scenarios run side by side while the machine has a CPU idle (Sentinel scenarios always alone); 1 runs them one after another")
 	return cmd
 }
 
