@@ -21,7 +21,11 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	invalid := false
 	var unknownReasons []string
 
-	for _, key := range sortedKeys(secsByKey) {
+	keys := sortedKeys(secsByKey)
+	lrs := eachKey(keys, func(key string) linResult {
+		return checkLinearizable(ctx, CounterModel(), counterOps(secsByKey[key]), cfg.Timeout)
+	})
+	for ki, key := range keys {
 		ss := secsByKey[key]
 		stats["sections"] += float64(len(ss))
 		accepted, unknownW := 0, 0
@@ -77,7 +81,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 		}
 		stats["lost-updates"] += float64(lost)
 
-		lr := checkLinearizable(ctx, CounterModel(), counterOps(ss), cfg.Timeout)
+		lr := lrs[ki]
 		switch lr.res {
 		case porcupine.Illegal:
 			invalid = true

@@ -301,7 +301,7 @@ func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
 	}
 	defer func() { closeLock(lock) }()
 	for stop.Err() == nil && ctx.Err() == nil {
-		crashed := m.cycle(ctx, s, history.Process(process), lock, rng)
+		crashed := m.cycle(ctx, stop, s, history.Process(process), lock, rng)
 		if crashed {
 			// The process is gone with its lock instance (and any watchdog);
 			// the slot goes on as a new process, as a restarted client would.
@@ -317,14 +317,17 @@ func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
 
 // cycle runs one acquire → critical section → release. It returns true when
 // the client crashed (its lock instance is then closed).
-func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock locks.Lock, rng *rand.Rand) bool {
+//
+// An acquire waiting for the lock when stop is done gives up at its next
+// retry (a definite fail): the run is over, and nothing would use the lock.
+func (m *Mutex) cycle(ctx, stop context.Context, s *slot, p history.Process, lock locks.Lock, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	key := Key(rng.IntN(m.cfg.Keys))
 	s.key.Store(key)
 
 	rec.Invoke(p, history.FAcquire, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout+m.cfg.AcquireTimeout)
-	lease, err := lock.Acquire(opCtx, key, locks.AcquireOptions{Wait: m.cfg.AcquireTimeout})
+	lease, err := lock.Acquire(opCtx, key, locks.AcquireOptions{Wait: m.cfg.AcquireTimeout, Stop: stop.Done()})
 	cancel()
 	if errors.Is(err, errCrash) {
 		m.complete(p, history.Info, history.FAcquire, key, nil, err)
