@@ -50,7 +50,7 @@ func BenchmarkTokenCycles(b *testing.B) {
 		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
 		b.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
 	}
-	n1, err := c.Node("n1")
+	n1, err := c.Server("n1")
 	if err != nil {
 		b.Fatal(err)
 	}
