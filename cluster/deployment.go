@@ -54,11 +54,7 @@ var (
 )
 
 // Layout is the running topology's shape.
-func (c *Cluster) Layout() deploy.Layout {
-	cfg := c.Config()
-	cfg.Clients = c.cfg.Clients
-	return cfg.Layout()
-}
+func (c *Cluster) Layout() deploy.Layout { return c.Config().Layout() }
 
 // Capabilities are what the local backend can do to the deployment: every
 // link is a proxy (cut, slow), persistence changes with CONFIG SET, and a

@@ -17,6 +17,14 @@
 // deployment the user runs. What a client speaks to a node (go-redis
 // clients, Sentinel) stays in the backend's own package.
 //
+// Writing a backend: implement Deployment; its nodes implement Node and,
+// for each capability they claim, the interface behind it (Killer, Pauser,
+// Clocked, Commander); a replicated deployment implements Replication, one
+// whose persistence can change Persister, and Hinter says how to get what
+// it lacks. HealAll and CheckHealthy heal and check any deployment through
+// these interfaces alone, so a backend's Heal and Healthy may be just
+// them. Start from the local backend, package cluster (deployment.go).
+//
 // Names. Lock nodes are "n1"…"nN", sentinels "s1"…, client slots "c0"….
 // A link is named "from->to" (LinkName): "c0->n1" is client 0's path to
 // node 1, "n2->n1" replica n2's replication link to n1, "sentinels->n1" the
