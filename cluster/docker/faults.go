@@ -1,0 +1,370 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	dnet "github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// Pause freezes every process of the node's container (docker pause, the
+// cgroup freezer): connections are accepted by the kernel, commands hang.
+func (n *Node) Pause(ctx context.Context) error {
+	if _, err := n.d.dc.ContainerPause(ctx, n.ID, client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("pause %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.paused = true
+	n.mu.Unlock()
+	return nil
+}
+
+// Resume thaws a paused container.
+func (n *Node) Resume(ctx context.Context) error {
+	if _, err := n.d.dc.ContainerUnpause(ctx, n.ID, client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("resume %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.paused = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Paused reports whether Pause is in effect.
+func (n *Node) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.paused
+}
+
+// Kill sends SIGKILL to the container's server (docker kill): what it had
+// not persisted is lost. A paused container is thawed by the kill.
+func (n *Node) Kill(ctx context.Context) error {
+	if _, err := n.d.dc.ContainerKill(ctx, n.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("kill %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.paused = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Running reports whether the container runs (paused counts as running).
+func (n *Node) Running(ctx context.Context) (bool, error) {
+	r, err := n.d.dc.ContainerInspect(ctx, n.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return false, fmt.Errorf("inspect %s: %w", n.Name, err)
+	}
+	return r.Container.State != nil && r.Container.State.Running, nil
+}
+
+// Start starts a killed container again (docker start) with the files of
+// its directory: the config the topology's current roles give it and, with
+// AOF persistence, the data it had written. It keeps its static address,
+// and waits until the server answers PING.
+func (n *Node) Start(ctx context.Context) error {
+	if err := n.writeFiles(); err != nil {
+		return err
+	}
+	if _, err := n.d.dc.ContainerStart(ctx, n.ID, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("start %s: %w", n.Name, err)
+	}
+	return n.waitReady(ctx, 30*time.Second)
+}
+
+// Restart kills the node and starts it again.
+func (n *Node) Restart(ctx context.Context) error {
+	if err := n.Kill(ctx); err != nil {
+		return err
+	}
+	return n.Start(ctx)
+}
+
+// Disconnect takes the container off the private network (docker network
+// disconnect): nothing reaches it and it reaches nothing, the host's
+// proxies included, until Connect.
+func (n *Node) Disconnect(ctx context.Context) error {
+	if _, err := n.d.dc.NetworkDisconnect(ctx, n.d.network.ID, client.NetworkDisconnectOptions{Container: n.ID, Force: true}); err != nil {
+		return fmt.Errorf("disconnect %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.disconnected = true
+	n.mu.Unlock()
+	return nil
+}
+
+// Connect puts a disconnected container back on the network at its static
+// address.
+func (n *Node) Connect(ctx context.Context) error {
+	_, err := n.d.dc.NetworkConnect(ctx, n.d.network.ID, client.NetworkConnectOptions{
+		Container:      n.ID,
+		EndpointConfig: &dnet.EndpointSettings{IPAMConfig: &dnet.EndpointIPAMConfig{IPv4Address: n.IP}},
+	})
+	if err != nil {
+		return fmt.Errorf("connect %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.disconnected = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Disconnected reports whether Disconnect is in effect.
+func (n *Node) Disconnected() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.disconnected
+}
+
+// iptablesChain is the harness's own chain in a container, so Unisolate
+// removes exactly what Isolate added.
+const iptablesChain = "LOCKHARNESS"
+
+// Isolate drops, with iptables inside the container's network namespace,
+// every packet the node receives from the network (inbound) and, unless
+// inboundOnly, every packet it sends: a partition that leaves the container
+// attached, and that can be one-way. It needs an image with iptables and a
+// deployment started with NetAdmin.
+func (n *Node) Isolate(ctx context.Context, inboundOnly bool) error {
+	if !n.d.cfg.NetAdmin {
+		return fmt.Errorf("isolate %s: the deployment was started without NetAdmin (the iptables partition needs CAP_NET_ADMIN)", n.Name)
+	}
+	if err := n.d.image.Require(NeedIptables); err != nil {
+		return fmt.Errorf("isolate %s: %w", n.Name, err)
+	}
+	script := fmt.Sprintf("iptables -N %[1]s 2>/dev/null; iptables -F %[1]s && "+
+		"iptables -A %[1]s -i lo -j RETURN && iptables -A %[1]s -o lo -j RETURN && iptables -A %[1]s -j DROP && "+
+		"(iptables -C INPUT -j %[1]s 2>/dev/null || iptables -I INPUT -j %[1]s)", iptablesChain)
+	if !inboundOnly {
+		script += fmt.Sprintf(" && (iptables -C OUTPUT -j %[1]s 2>/dev/null || iptables -I OUTPUT -j %[1]s)", iptablesChain)
+	}
+	if err := n.exec(ctx, script); err != nil {
+		return fmt.Errorf("isolate %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.isolated = true
+	n.mu.Unlock()
+	return nil
+}
+
+// Unisolate removes what Isolate added.
+func (n *Node) Unisolate(ctx context.Context) error {
+	script := fmt.Sprintf("iptables -D INPUT -j %[1]s 2>/dev/null; iptables -D OUTPUT -j %[1]s 2>/dev/null; "+
+		"iptables -F %[1]s 2>/dev/null; iptables -X %[1]s 2>/dev/null; true", iptablesChain)
+	if err := n.exec(ctx, script); err != nil {
+		return fmt.Errorf("unisolate %s: %w", n.Name, err)
+	}
+	n.mu.Lock()
+	n.isolated = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Isolated reports whether Isolate is in effect.
+func (n *Node) Isolated() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.isolated
+}
+
+// exec runs a shell script in the container and fails with its output when
+// it exits non-zero.
+func (n *Node) exec(ctx context.Context, script string) error {
+	code, r, err := n.ctr.Exec(ctx, []string{"/bin/sh", "-c", script})
+	if err != nil {
+		return fmt.Errorf("exec in %s: %w", n.Name, err)
+	}
+	var out []byte
+	if r != nil {
+		out, _ = io.ReadAll(r)
+	}
+	if code != 0 {
+		return fmt.Errorf("exec in %s exited %d: %s", n.Name, code, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Faked reports whether the node runs under libfaketime.
+func (n *Node) Faked() bool { return n.env != nil }
+
+// Clock is the node's current fake clock.
+func (n *Node) Clock() cluster.Clock {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.clock
+}
+
+// SetClock makes the node's clock read real time + skew from now on,
+// running at rate (1: normal speed), through libfaketime's control file in
+// the bind-mounted directory. ConfirmClock checks that it took effect.
+func (n *Node) SetClock(skew time.Duration, rate float64) error {
+	if !n.Faked() {
+		return fmt.Errorf("set clock of %s: %w", n.Name, cluster.ErrNoFaketime)
+	}
+	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("set clock of %s: rate must be positive, got %v", n.Name, rate)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.clock = cluster.Clock{Skew: skew, Rate: rate, Since: time.Now()}
+	return n.writeClockLocked()
+}
+
+// writeClockLocked replaces the control file atomically (a missing file
+// reads as offset 0).
+func (n *Node) writeClockLocked() error {
+	f := filepath.Join(n.Dir, "clock", "faketime")
+	tmp := f + ".tmp"
+	if err := os.WriteFile(tmp, []byte(cluster.FaketimeLine(n.clock, n.startedAt)), 0o666); err != nil {
+		return fmt.Errorf("write clock of %s: %w", n.Name, err)
+	}
+	if err := os.Rename(tmp, f); err != nil {
+		return fmt.Errorf("write clock of %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// ServerTime reads the node's clock with TIME and returns how far it is
+// ahead of this process's clock (the round trip's midpoint taken as the
+// instant it was read).
+func (n *Node) ServerTime(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: timeout, PoolSize: 1})
+	defer cl.Close()
+	t0 := time.Now()
+	st, err := cl.Time(ctx).Result()
+	t1 := time.Now()
+	if err != nil {
+		return 0, fmt.Errorf("TIME on %s: %w", n.Name, err)
+	}
+	return st.Sub(t0.Add(t1.Sub(t0) / 2)), nil
+}
+
+// ConfirmClock polls TIME until the node's clock reads its Clock's skew
+// within tolerance, or timeout passes, and returns the skew it observed.
+func (n *Node) ConfirmClock(ctx context.Context, tolerance, timeout time.Duration) (time.Duration, error) {
+	deadline := time.Now().Add(timeout)
+	var last time.Duration
+	var lastErr error
+	for {
+		obs, err := n.ServerTime(ctx, 500*time.Millisecond)
+		if err == nil {
+			last, lastErr = obs, nil
+			if (obs - n.Clock().SkewAt(time.Now())).Abs() <= tolerance {
+				return obs, nil
+			}
+		} else {
+			lastErr = err
+		}
+		if time.Now().After(deadline) {
+			if lastErr != nil {
+				return 0, fmt.Errorf("confirm clock of %s: %w", n.Name, lastErr)
+			}
+			return last, fmt.Errorf("confirm clock of %s: reads %+v from real time, want %v after %v", n.Name, last, n.Clock(), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("confirm clock of %s: %w", n.Name, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Heal undoes every fault: toxics on every link, paused, disconnected and
+// isolated containers, clocks back to real time. Killed nodes are left to
+// the caller (restarting is a choice of persistence and timing).
+func (d *Deployment) Heal(ctx context.Context) error {
+	var errs []error
+	for _, l := range d.links {
+		l.Heal(ctx)
+	}
+	for _, n := range d.all() {
+		if n.Paused() {
+			errs = append(errs, n.Resume(ctx))
+		}
+		if n.Disconnected() {
+			errs = append(errs, n.Connect(ctx))
+		}
+		if n.Isolated() {
+			errs = append(errs, n.Unisolate(ctx))
+		}
+		if n.Faked() && !n.Clock().Real() {
+			errs = append(errs, n.SetClock(0, 1))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReplicationRole asks the node for its replication role (INFO replication's role
+// line: master or slave).
+func (n *Node) ReplicationRole(ctx context.Context) (string, error) {
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: time.Second, PoolSize: 1})
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return "", fmt.Errorf("role of %s: %w", n.Name, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "role:"); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("role of %s: no role in INFO replication", n.Name)
+}
+
+// waitReplicated waits until every replica reports its link to the master
+// up and every sentinel knows the master, its replicas and the other
+// sentinels.
+func (d *Deployment) waitReplicated(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := d.replicatedReady(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("replicated topology not ready after %v: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (d *Deployment) replicatedReady(ctx context.Context) error {
+	for _, n := range d.Nodes[1:] {
+		cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: time.Second, PoolSize: 1})
+		info, err := cl.Info(ctx, "replication").Result()
+		_ = cl.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		if !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("%s: replication link not up", n.Name)
+		}
+	}
+	for _, s := range d.Sentinels {
+		cl := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+		m, err := cl.Master(ctx, cluster.MasterName).Result()
+		_ = cl.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		if m["num-slaves"] != fmt.Sprint(len(d.Nodes)-1) || m["num-other-sentinels"] != fmt.Sprint(len(d.Sentinels)-1) {
+			return fmt.Errorf("%s: knows %s replicas and %s other sentinels", s.Name, m["num-slaves"], m["num-other-sentinels"])
+		}
+	}
+	return nil
+}
