@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // clock skews one node's clock through its libfaketime control file: a bump
@@ -23,7 +24,7 @@ type clock struct {
 }
 
 func (*clock) info() Info {
-	return Info{Name: "clock", Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
+	return Info{Name: "clock", Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSetClock}}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
 }
 
 // confirmTolerance is how far a node's TIME may be from the clock it was

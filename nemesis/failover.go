@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // failover moves the master of a replicated topology.
@@ -31,7 +32,7 @@ type failover struct {
 }
 
 func (*failover) info() Info {
-	return Info{Name: "failover", Strikes: []string{"promote", "await-promotion"}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
+	return Info{Name: "failover", Strikes: []string{"promote", "await-promotion"}, Needs: deploy.Needs{Replicated: true}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
 }
 
 func (f *failover) reset() { *f = failover{} }

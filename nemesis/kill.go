@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // kill crashes nodes with SIGKILL and restarts them on the same port and
@@ -18,7 +19,7 @@ import (
 type kill struct{}
 
 func (kill) info() Info {
-	return Info{Name: "kill", Strikes: []string{"kill"}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
+	return Info{Name: "kill", Strikes: []string{"kill"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanKill}}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
 }
 
 func (kill) reset() {}

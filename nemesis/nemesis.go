@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 )
 
@@ -117,6 +118,24 @@ type Info struct {
 	// a client records when this nemesis strikes it; empty for faults on
 	// nodes and links.
 	StrikesClient string
+	// Needs is what the nemesis needs of the deployment: a layout and the
+	// capabilities it uses. A run provides them when its backend can
+	// (cluster.Config.Provide) and is refused before it starts when the
+	// deployment cannot (deploy.Check).
+	Needs deploy.Needs
+}
+
+// NeedsOf is what the named nemeses need together.
+func NeedsOf(names []string) (deploy.Needs, error) {
+	var out deploy.Needs
+	for _, n := range names {
+		info, err := Lookup(n)
+		if err != nil {
+			return deploy.Needs{}, err
+		}
+		out = out.Merge(info.Needs)
+	}
+	return out, nil
 }
 
 // Lookup returns the Info of the nemesis called name.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // Partition patterns.
@@ -47,7 +48,7 @@ func Patterns(t Topology) []string {
 type partition struct{}
 
 func (partition) info() Info {
-	return Info{Name: "partition", Strikes: []string{"start-partition"}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
+	return Info{Name: "partition", Strikes: []string{"start-partition"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
 }
 
 func (partition) reset() {}

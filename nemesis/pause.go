@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // pause stops node processes with SIGSTOP and continues them with SIGCONT.
@@ -16,7 +17,7 @@ import (
 type pause struct{}
 
 func (pause) info() Info {
-	return Info{Name: "pause", Strikes: []string{"pause-node"}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
+	return Info{Name: "pause", Strikes: []string{"pause-node"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPause}}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
 }
 
 func (pause) reset() {}
