@@ -101,8 +101,8 @@ const mountPoint = "/lh"
 
 // Node is one container: a Redis node, a sentinel or the storage node.
 type Node struct {
-	Name string // n1…, s1…, storage
-	Role string
+	name string // n1…, s1…, storage
+	role string // RoleNode, RoleSentinel, RoleStorage
 	// IP is the node's static address on the private network.
 	IP netip.Addr
 	// Port is the port it listens on inside its container.
@@ -119,6 +119,7 @@ type Node struct {
 	env    map[string]string
 
 	mu           sync.Mutex
+	dead         bool // killed and not started again
 	paused       bool
 	disconnected bool
 	isolated     bool
@@ -130,10 +131,10 @@ type Node struct {
 // dial without any proxy.
 func (n *Node) Addr() string { return net.JoinHostPort(n.IP.String(), strconv.Itoa(n.Port)) }
 
-func (n *Node) configPath() string { return filepath.Join(n.Dir, n.Name+".conf") }
+func (n *Node) configPath() string { return filepath.Join(n.Dir, n.name+".conf") }
 
 // LogPath is the server's log on the host.
-func (n *Node) LogPath() string { return filepath.Join(n.Dir, n.Name+".log") }
+func (n *Node) LogPath() string { return filepath.Join(n.Dir, n.name+".log") }
 
 // Deployment is a running topology of containers.
 type Deployment struct {
@@ -156,6 +157,9 @@ type Deployment struct {
 	gateway netip.Addr
 	proxies *toxiproxy.ApiServer
 	links   map[string]*cluster.Link
+
+	mu      sync.Mutex
+	primary string // replicated: the node the harness takes as master
 
 	downOnce sync.Once
 	downErr  error
@@ -311,7 +315,7 @@ func (d *Deployment) plan() {
 	base := d.subnet.Addr().As4()
 	ip := func(last int) netip.Addr { b := base; b[3] = byte(last); return netip.AddrFrom4(b) }
 	mk := func(name, role string, last, port int) *Node {
-		return &Node{Name: name, Role: role, IP: ip(last), Port: port, Dir: filepath.Join(d.cfg.Dir, name), d: d, clock: cluster.RealClock}
+		return &Node{name: name, role: role, IP: ip(last), Port: port, Dir: filepath.Join(d.cfg.Dir, name), d: d, clock: cluster.RealClock}
 	}
 	for i := 0; i < d.cfg.Nodes; i++ {
 		d.Nodes = append(d.Nodes, mk(fmt.Sprintf("n%d", i+1), RoleNode, 10+i, RedisPort))
@@ -327,10 +331,10 @@ func (d *Deployment) all() []*Node {
 	return append(out, d.Sentinels...)
 }
 
-// Node returns the node (or sentinel) with the given name.
-func (d *Deployment) Node(name string) (*Node, error) {
+// Container returns the node, sentinel or storage node with the given name.
+func (d *Deployment) Container(name string) (*Node, error) {
 	for _, n := range d.all() {
-		if n.Name == name {
+		if n.name == name {
 			return n, nil
 		}
 	}
@@ -369,7 +373,7 @@ func (d *Deployment) addLinks() error {
 	for _, a := range d.Nodes {
 		for _, b := range d.Nodes {
 			if a != b {
-				if err := d.addLink(a.Name, b, d.gateway.String()); err != nil {
+				if err := d.addLink(a.name, b, d.gateway.String()); err != nil {
 					return err
 				}
 			}
@@ -379,7 +383,7 @@ func (d *Deployment) addLinks() error {
 }
 
 func (d *Deployment) addLink(from string, to *Node, host string) error {
-	l, err := cluster.NewLink(d.proxies, from, to.Name, net.JoinHostPort(host, "0"), to.Addr())
+	l, err := cluster.NewLink(d.proxies, from, to.name, net.JoinHostPort(host, "0"), to.Addr())
 	if err != nil {
 		return err
 	}
@@ -425,12 +429,12 @@ func (d *Deployment) StorageAddr() string { return d.Storage.Addr() }
 func (d *Deployment) Announced() map[string]string {
 	out := map[string]string{}
 	for _, n := range d.Nodes {
-		if l := d.links[cluster.LinkName(SentinelsFrom, n.Name)]; l != nil {
-			out[l.Addr()] = n.Name
+		if l := d.links[cluster.LinkName(SentinelsFrom, n.name)]; l != nil {
+			out[l.Addr()] = n.name
 		}
 	}
 	for _, s := range d.Sentinels {
-		out[s.Addr()] = s.Name
+		out[s.Addr()] = s.name
 	}
 	return out
 }
@@ -440,8 +444,11 @@ func (d *Deployment) Announced() map[string]string {
 // the address of its "sentinels->" link, by IP (a name would block Redis in
 // DNS resolution across a partition).
 func (d *Deployment) renderConfigs() {
+	if d.cfg.Topology == cluster.Replicated {
+		d.primary = d.Nodes[0].name
+	}
 	for _, n := range d.Nodes {
-		n.config = d.nodeConfig(n, d.Nodes[0].Name)
+		n.config = d.nodeConfig(n, d.Nodes[0].name)
 		n.env = d.nodeEnv()
 	}
 	d.Storage.config = baseConfig(d.Storage)
@@ -459,7 +466,7 @@ func baseConfig(n *Node) string {
 		"protected-mode no",
 		"daemonize no",
 		"dir " + mountPoint,
-		fmt.Sprintf("logfile %s/%s.log", mountPoint, n.Name),
+		fmt.Sprintf("logfile %s/%s.log", mountPoint, n.name),
 		`save ""`,
 		"appendonly no",
 		"",
@@ -473,12 +480,12 @@ func (d *Deployment) nodeConfig(n *Node, master string) string {
 	b.WriteString(pc)
 	if d.cfg.Topology == cluster.Replicated {
 		b.WriteString("repl-diskless-sync-delay 0\n")
-		if master != n.Name {
-			if l := d.replicationLink(n.Name, master); l != nil {
+		if master != n.name {
+			if l := d.replicationLink(n.name, master); l != nil {
 				fmt.Fprintf(&b, "replicaof %s\n", strings.Replace(l.Addr(), ":", " ", 1))
 			}
 		}
-		if l := d.links[cluster.LinkName(SentinelsFrom, n.Name)]; l != nil {
+		if l := d.links[cluster.LinkName(SentinelsFrom, n.name)]; l != nil {
 			host, port, _ := strings.Cut(l.Addr(), ":")
 			fmt.Fprintf(&b, "replica-announce-ip %s\nreplica-announce-port %s\n", host, port)
 		}
@@ -510,7 +517,7 @@ func (d *Deployment) nodeEnv() map[string]string {
 }
 
 func (d *Deployment) sentinelConfig(s *Node) string {
-	l := d.links[cluster.LinkName(SentinelsFrom, d.Nodes[0].Name)]
+	l := d.links[cluster.LinkName(SentinelsFrom, d.Nodes[0].name)]
 	host, port, _ := strings.Cut(l.Addr(), ":")
 	quorum := len(d.Sentinels)/2 + 1
 	lines := []string{
@@ -519,22 +526,22 @@ func (d *Deployment) sentinelConfig(s *Node) string {
 		"protected-mode no",
 		"daemonize no",
 		"dir " + mountPoint,
-		fmt.Sprintf("logfile %s/%s.log", mountPoint, s.Name),
+		fmt.Sprintf("logfile %s/%s.log", mountPoint, s.name),
 		fmt.Sprintf("sentinel announce-ip %s", s.IP),
 		fmt.Sprintf("sentinel monitor %s %s %s %d", cluster.MasterName, host, port, quorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", cluster.MasterName, d.cfg.SentinelDownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", cluster.MasterName, d.cfg.SentinelFailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", cluster.MasterName),
-		fmt.Sprintf("sentinel myid %s", sentinelID(s.Name)),
+		fmt.Sprintf("sentinel myid %s", sentinelID(s.name)),
 	}
 	for _, n := range d.Nodes[1:] {
-		if l := d.links[cluster.LinkName(SentinelsFrom, n.Name)]; l != nil {
+		if l := d.links[cluster.LinkName(SentinelsFrom, n.name)]; l != nil {
 			lines = append(lines, fmt.Sprintf("sentinel known-replica %s %s", cluster.MasterName, strings.Replace(l.Addr(), ":", " ", 1)))
 		}
 	}
 	for _, o := range d.Sentinels {
 		if o != s {
-			lines = append(lines, fmt.Sprintf("sentinel known-sentinel %s %s %d %s", cluster.MasterName, o.IP, o.Port, sentinelID(o.Name)))
+			lines = append(lines, fmt.Sprintf("sentinel known-sentinel %s %s %d %s", cluster.MasterName, o.IP, o.Port, sentinelID(o.name)))
 		}
 	}
 	return strings.Join(lines, "\n") + "\n"
@@ -551,18 +558,21 @@ func sentinelID(name string) string {
 // a user of its own (the official one runs it as uid 999).
 func (n *Node) writeFiles() error {
 	if err := os.MkdirAll(filepath.Join(n.Dir, "clock"), 0o777); err != nil {
-		return fmt.Errorf("node %s: %w", n.Name, err)
+		return fmt.Errorf("node %s: %w", n.name, err)
 	}
 	for _, p := range []string{n.Dir, filepath.Join(n.Dir, "clock")} {
 		if err := os.Chmod(p, 0o777); err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
+			return fmt.Errorf("node %s: %w", n.name, err)
 		}
 	}
-	if err := os.WriteFile(n.configPath(), []byte(n.config), 0o666); err != nil {
-		return fmt.Errorf("node %s: write config: %w", n.Name, err)
+	n.mu.Lock()
+	config := n.config
+	n.mu.Unlock()
+	if err := os.WriteFile(n.configPath(), []byte(config), 0o666); err != nil {
+		return fmt.Errorf("node %s: write config: %w", n.name, err)
 	}
 	if err := os.Chmod(n.configPath(), 0o666); err != nil {
-		return fmt.Errorf("node %s: %w", n.Name, err)
+		return fmt.Errorf("node %s: %w", n.name, err)
 	}
 	if n.env != nil {
 		n.mu.Lock()
@@ -581,20 +591,20 @@ func (n *Node) create(ctx context.Context) error {
 		return err
 	}
 	bin := "redis-server"
-	if n.Role == RoleSentinel {
+	if n.role == RoleSentinel {
 		bin = "redis-sentinel"
 	}
 	d := n.d
 	nwName := d.network.Name
 	req := testcontainers.ContainerRequest{
 		Image:    d.cfg.Image,
-		Cmd:      []string{bin, mountPoint + "/" + n.Name + ".conf"},
+		Cmd:      []string{bin, mountPoint + "/" + n.name + ".conf"},
 		Env:      n.env,
-		Labels:   ownLabels(d.runID, n.Name),
+		Labels:   ownLabels(d.runID, n.name),
 		Networks: []string{nwName},
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: n.Dir, Target: mountPoint})
-			if d.cfg.NetAdmin && n.Role == RoleNode {
+			if d.cfg.NetAdmin && n.role == RoleNode {
 				hc.CapAdd = append(hc.CapAdd, "NET_ADMIN")
 			}
 		},
@@ -613,7 +623,7 @@ func (n *Node) create(ctx context.Context) error {
 		n.ctr, n.ID = c, c.GetContainerID()
 	}
 	if err != nil {
-		return fmt.Errorf("start container %s (%s): %w", n.Name, d.cfg.Image, err)
+		return fmt.Errorf("start container %s (%s): %w", n.name, d.cfg.Image, err)
 	}
 	return nil
 }
@@ -627,7 +637,7 @@ func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("node %s at %s not ready after %v: %w%s", n.Name, n.Addr(), timeout, err, n.logTail())
+			return fmt.Errorf("node %s at %s not ready after %v: %w%s", n.name, n.Addr(), timeout, err, n.logTail())
 		}
 		select {
 		case <-ctx.Done():
@@ -673,7 +683,7 @@ func (d *Deployment) Down() error {
 				// A paused container cannot be stopped; removing it by force works.
 				if _, err := d.dc.ContainerRemove(ctx, n.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("remove container %s: %w", n.Name, err))
+					errs = append(errs, fmt.Errorf("remove container %s: %w", n.name, err))
 					mu.Unlock()
 				}
 			}(n)

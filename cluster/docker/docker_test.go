@@ -18,6 +18,7 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/cluster/docker"
 	"github.com/lockharness/lockharness/cluster/docker/dockertest"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 func up(t *testing.T, cfg docker.Config) *docker.Deployment {
@@ -231,8 +232,13 @@ func TestNodeFaults(t *testing.T) {
 		if err := n1.SetClock(time.Hour, 1); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Heal(ctx); err != nil {
+		did, err := d.Heal(ctx)
+		if err != nil {
 			t.Fatal(err)
+		}
+		t.Logf("heal: %s", did)
+		if err := d.Healthy(ctx); err != nil {
+			t.Fatalf("healthy after heal: %v", err)
 		}
 		if err := eventually(ctx, func() error { return c.Ping(ctx).Err() }); err != nil {
 			t.Fatalf("PING after heal: %v", err)
@@ -241,6 +247,30 @@ func TestNodeFaults(t *testing.T) {
 			t.Fatalf("clock after heal: %v, %v", n1.Clock(), err)
 		}
 	})
+}
+
+// The seam: a deployment without libfaketime refuses a clock fault with the
+// reason, and one with it offers it on every lock node.
+func TestSeamCapabilities(t *testing.T) {
+	dockertest.Require(t)
+	d := up(t, docker.Config{Nodes: 2})
+	err := deploy.Check(d, "the clock nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSetClock}})
+	var ue *deploy.UnsupportedError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "libfaketime") {
+		t.Fatalf("clock without faketime: %v, want an UnsupportedError that says how", err)
+	}
+	if err := deploy.Check(d, "the pause nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPause, deploy.CanKill, deploy.CanCutLinks}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := deploy.Check(d, "failover", deploy.Needs{Replicated: true}); !errors.Is(err, deploy.ErrUnsupported) {
+		t.Fatalf("failover on independent nodes: %v", err)
+	}
+	if eps := d.Endpoints(0); len(eps) != 2 || !strings.HasPrefix(eps[0].Addr, "127.0.0.1:") {
+		t.Fatalf("endpoints of client 0: %v", eps)
+	}
+	if did, err := d.Heal(context.Background()); err != nil || did != "nothing to heal" {
+		t.Fatalf("heal of a healthy deployment: %q, %v", did, err)
+	}
 }
 
 // Master + 2 replicas + 3 sentinels: replicas follow the master through the
@@ -256,7 +286,7 @@ func TestSentinelFailover(t *testing.T) {
 			t.Fatalf("replication link %s listens on %s, want the gateway %s", l.Name, l.Addr(), d.Gateway())
 		}
 		if r, err := n.ReplicationRole(ctx); err != nil || r != "slave" {
-			t.Fatalf("%s: role %q, %v", n.Name, r, err)
+			t.Fatalf("%s: role %q, %v", n.Name(), r, err)
 		}
 	}
 	t0 := time.Now()
@@ -267,7 +297,7 @@ func TestSentinelFailover(t *testing.T) {
 	err := eventuallyFor(ctx, 30*time.Second, func() error {
 		for _, n := range d.Nodes[1:] {
 			if r, err := n.ReplicationRole(ctx); err == nil && r == "master" {
-				promoted = n.Name
+				promoted = n.Name()
 				return nil
 			}
 		}
@@ -277,6 +307,16 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("after pausing the master: %v", err)
 	}
 	t.Logf("Sentinel promoted %s %v after the master was paused (down-after 1s)", promoted, time.Since(t0).Round(time.Millisecond))
+	if err := eventuallyFor(ctx, 10*time.Second, func() error {
+		el, err := d.Elected(ctx)
+		if err == nil && el != promoted {
+			err = fmt.Errorf("sentinels name %s", el)
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("elected after failover: %v, want %s", err, promoted)
+	}
+	t.Logf("the sentinels name %s %v after the pause", promoted, time.Since(t0).Round(time.Millisecond))
 }
 
 // A harness killed with SIGKILL runs no cleanup: its containers stay until

@@ -23,7 +23,7 @@ import (
 // cgroup freezer): connections are accepted by the kernel, commands hang.
 func (n *Node) Pause(ctx context.Context) error {
 	if _, err := n.d.dc.ContainerPause(ctx, n.ID, client.ContainerPauseOptions{}); err != nil {
-		return fmt.Errorf("pause %s: %w", n.Name, err)
+		return fmt.Errorf("pause %s: %w", n.name, err)
 	}
 	n.mu.Lock()
 	n.paused = true
@@ -34,7 +34,7 @@ func (n *Node) Pause(ctx context.Context) error {
 // Resume thaws a paused container.
 func (n *Node) Resume(ctx context.Context) error {
 	if _, err := n.d.dc.ContainerUnpause(ctx, n.ID, client.ContainerUnpauseOptions{}); err != nil {
-		return fmt.Errorf("resume %s: %w", n.Name, err)
+		return fmt.Errorf("resume %s: %w", n.name, err)
 	}
 	n.mu.Lock()
 	n.paused = false
@@ -53,19 +53,27 @@ func (n *Node) Paused() bool {
 // not persisted is lost. A paused container is thawed by the kill.
 func (n *Node) Kill(ctx context.Context) error {
 	if _, err := n.d.dc.ContainerKill(ctx, n.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		return fmt.Errorf("kill %s: %w", n.Name, err)
+		return fmt.Errorf("kill %s: %w", n.name, err)
 	}
 	n.mu.Lock()
-	n.paused = false
+	n.paused, n.dead = false, true
 	n.mu.Unlock()
 	return nil
 }
 
-// Running reports whether the container runs (paused counts as running).
-func (n *Node) Running(ctx context.Context) (bool, error) {
+// Running reports whether the node was not killed (or was started again
+// since); a paused node runs.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.dead
+}
+
+// ContainerRunning asks the engine whether the container runs.
+func (n *Node) ContainerRunning(ctx context.Context) (bool, error) {
 	r, err := n.d.dc.ContainerInspect(ctx, n.ID, client.ContainerInspectOptions{})
 	if err != nil {
-		return false, fmt.Errorf("inspect %s: %w", n.Name, err)
+		return false, fmt.Errorf("inspect %s: %w", n.name, err)
 	}
 	return r.Container.State != nil && r.Container.State.Running, nil
 }
@@ -75,12 +83,18 @@ func (n *Node) Running(ctx context.Context) (bool, error) {
 // AOF persistence, the data it had written. It keeps its static address,
 // and waits until the server answers PING.
 func (n *Node) Start(ctx context.Context) error {
+	if n.Running() {
+		return nil
+	}
 	if err := n.writeFiles(); err != nil {
 		return err
 	}
 	if _, err := n.d.dc.ContainerStart(ctx, n.ID, client.ContainerStartOptions{}); err != nil {
-		return fmt.Errorf("start %s: %w", n.Name, err)
+		return fmt.Errorf("start %s: %w", n.name, err)
 	}
+	n.mu.Lock()
+	n.dead = false
+	n.mu.Unlock()
 	return n.waitReady(ctx, 30*time.Second)
 }
 
@@ -97,7 +111,7 @@ func (n *Node) Restart(ctx context.Context) error {
 // proxies included, until Connect.
 func (n *Node) Disconnect(ctx context.Context) error {
 	if _, err := n.d.dc.NetworkDisconnect(ctx, n.d.network.ID, client.NetworkDisconnectOptions{Container: n.ID, Force: true}); err != nil {
-		return fmt.Errorf("disconnect %s: %w", n.Name, err)
+		return fmt.Errorf("disconnect %s: %w", n.name, err)
 	}
 	n.mu.Lock()
 	n.disconnected = true
@@ -113,7 +127,7 @@ func (n *Node) Connect(ctx context.Context) error {
 		EndpointConfig: &dnet.EndpointSettings{IPAMConfig: &dnet.EndpointIPAMConfig{IPv4Address: n.IP}},
 	})
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", n.Name, err)
+		return fmt.Errorf("connect %s: %w", n.name, err)
 	}
 	n.mu.Lock()
 	n.disconnected = false
@@ -139,10 +153,10 @@ const iptablesChain = "LOCKHARNESS"
 // deployment started with NetAdmin.
 func (n *Node) Isolate(ctx context.Context, inboundOnly bool) error {
 	if !n.d.cfg.NetAdmin {
-		return fmt.Errorf("isolate %s: the deployment was started without NetAdmin (the iptables partition needs CAP_NET_ADMIN)", n.Name)
+		return fmt.Errorf("isolate %s: the deployment was started without NetAdmin (the iptables partition needs CAP_NET_ADMIN)", n.name)
 	}
 	if err := n.d.image.Require(NeedIptables); err != nil {
-		return fmt.Errorf("isolate %s: %w", n.Name, err)
+		return fmt.Errorf("isolate %s: %w", n.name, err)
 	}
 	script := fmt.Sprintf("iptables -N %[1]s 2>/dev/null; iptables -F %[1]s && "+
 		"iptables -A %[1]s -i lo -j RETURN && iptables -A %[1]s -o lo -j RETURN && iptables -A %[1]s -j DROP && "+
@@ -151,7 +165,7 @@ func (n *Node) Isolate(ctx context.Context, inboundOnly bool) error {
 		script += fmt.Sprintf(" && (iptables -C OUTPUT -j %[1]s 2>/dev/null || iptables -I OUTPUT -j %[1]s)", iptablesChain)
 	}
 	if err := n.exec(ctx, script); err != nil {
-		return fmt.Errorf("isolate %s: %w", n.Name, err)
+		return fmt.Errorf("isolate %s: %w", n.name, err)
 	}
 	n.mu.Lock()
 	n.isolated = true
@@ -164,7 +178,7 @@ func (n *Node) Unisolate(ctx context.Context) error {
 	script := fmt.Sprintf("iptables -D INPUT -j %[1]s 2>/dev/null; iptables -D OUTPUT -j %[1]s 2>/dev/null; "+
 		"iptables -F %[1]s 2>/dev/null; iptables -X %[1]s 2>/dev/null; true", iptablesChain)
 	if err := n.exec(ctx, script); err != nil {
-		return fmt.Errorf("unisolate %s: %w", n.Name, err)
+		return fmt.Errorf("unisolate %s: %w", n.name, err)
 	}
 	n.mu.Lock()
 	n.isolated = false
@@ -184,14 +198,14 @@ func (n *Node) Isolated() bool {
 func (n *Node) exec(ctx context.Context, script string) error {
 	code, r, err := n.ctr.Exec(ctx, []string{"/bin/sh", "-c", script})
 	if err != nil {
-		return fmt.Errorf("exec in %s: %w", n.Name, err)
+		return fmt.Errorf("exec in %s: %w", n.name, err)
 	}
 	var out []byte
 	if r != nil {
 		out, _ = io.ReadAll(r)
 	}
 	if code != 0 {
-		return fmt.Errorf("exec in %s exited %d: %s", n.Name, code, bytes.TrimSpace(out))
+		return fmt.Errorf("exec in %s exited %d: %s", n.name, code, bytes.TrimSpace(out))
 	}
 	return nil
 }
@@ -211,10 +225,10 @@ func (n *Node) Clock() cluster.Clock {
 // the bind-mounted directory. ConfirmClock checks that it took effect.
 func (n *Node) SetClock(skew time.Duration, rate float64) error {
 	if !n.Faked() {
-		return fmt.Errorf("set clock of %s: %w", n.Name, cluster.ErrNoFaketime)
+		return fmt.Errorf("set clock of %s: %w", n.name, cluster.ErrNoFaketime)
 	}
 	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
-		return fmt.Errorf("set clock of %s: rate must be positive, got %v", n.Name, rate)
+		return fmt.Errorf("set clock of %s: rate must be positive, got %v", n.name, rate)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -228,10 +242,10 @@ func (n *Node) writeClockLocked() error {
 	f := filepath.Join(n.Dir, "clock", "faketime")
 	tmp := f + ".tmp"
 	if err := os.WriteFile(tmp, []byte(cluster.FaketimeLine(n.clock, n.startedAt)), 0o666); err != nil {
-		return fmt.Errorf("write clock of %s: %w", n.Name, err)
+		return fmt.Errorf("write clock of %s: %w", n.name, err)
 	}
 	if err := os.Rename(tmp, f); err != nil {
-		return fmt.Errorf("write clock of %s: %w", n.Name, err)
+		return fmt.Errorf("write clock of %s: %w", n.name, err)
 	}
 	return nil
 }
@@ -246,7 +260,7 @@ func (n *Node) ServerTime(ctx context.Context, timeout time.Duration) (time.Dura
 	st, err := cl.Time(ctx).Result()
 	t1 := time.Now()
 	if err != nil {
-		return 0, fmt.Errorf("TIME on %s: %w", n.Name, err)
+		return 0, fmt.Errorf("TIME on %s: %w", n.name, err)
 	}
 	return st.Sub(t0.Add(t1.Sub(t0) / 2)), nil
 }
@@ -269,38 +283,85 @@ func (n *Node) ConfirmClock(ctx context.Context, tolerance, timeout time.Duratio
 		}
 		if time.Now().After(deadline) {
 			if lastErr != nil {
-				return 0, fmt.Errorf("confirm clock of %s: %w", n.Name, lastErr)
+				return 0, fmt.Errorf("confirm clock of %s: %w", n.name, lastErr)
 			}
-			return last, fmt.Errorf("confirm clock of %s: reads %+v from real time, want %v after %v", n.Name, last, n.Clock(), timeout)
+			return last, fmt.Errorf("confirm clock of %s: reads %+v from real time, want %v after %v", n.name, last, n.Clock(), timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return last, fmt.Errorf("confirm clock of %s: %w", n.Name, ctx.Err())
+			return last, fmt.Errorf("confirm clock of %s: %w", n.name, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-// Heal undoes every fault: toxics on every link, paused, disconnected and
-// isolated containers, clocks back to real time. Killed nodes are left to
-// the caller (restarting is a choice of persistence and timing).
-func (d *Deployment) Heal(ctx context.Context) error {
+// Heal undoes every fault and says what it did ("nothing to heal" when
+// nothing was broken): toxics on every link, paused, disconnected and
+// isolated containers, clocks back to real time, killed nodes started
+// again, and in a replicated topology with the harness moving the master,
+// every other node following the master again.
+func (d *Deployment) Heal(ctx context.Context) (string, error) {
+	var did []string
 	var errs []error
+	step := func(what string, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		did = append(did, what)
+	}
 	for _, l := range d.links {
-		l.Heal(ctx)
+		if l.Faulted() {
+			l.Heal(ctx)
+			did = append(did, "healed link "+l.Name)
+		}
 	}
 	for _, n := range d.all() {
 		if n.Paused() {
-			errs = append(errs, n.Resume(ctx))
+			step("resumed "+n.name, n.Resume(ctx))
 		}
 		if n.Disconnected() {
-			errs = append(errs, n.Connect(ctx))
+			step("reconnected "+n.name, n.Connect(ctx))
 		}
 		if n.Isolated() {
-			errs = append(errs, n.Unisolate(ctx))
+			step("unisolated "+n.name, n.Unisolate(ctx))
+		}
+		if !n.Running() {
+			step("started "+n.name, n.Start(ctx))
 		}
 		if n.Faked() && !n.Clock().Real() {
-			errs = append(errs, n.SetClock(0, 1))
+			step("reset the clock of "+n.name, n.SetClock(0, 1))
+		}
+	}
+	if len(did) == 0 {
+		return "nothing to heal", errors.Join(errs...)
+	}
+	return strings.Join(did, ", "), errors.Join(errs...)
+}
+
+// Healthy reports what is still broken, or nil: a faulted link, a node
+// paused, cut off, killed or not answering, a clock not real.
+func (d *Deployment) Healthy(ctx context.Context) error {
+	var errs []error
+	for _, l := range d.links {
+		if l.Faulted() {
+			errs = append(errs, fmt.Errorf("link %s has faults %v", l.Name, l.Toxics()))
+		}
+	}
+	for _, n := range d.all() {
+		switch {
+		case n.Paused():
+			errs = append(errs, fmt.Errorf("%s is paused", n.name))
+		case n.Disconnected() || n.Isolated():
+			errs = append(errs, fmt.Errorf("%s is cut off the network", n.name))
+		case !n.Running():
+			errs = append(errs, fmt.Errorf("%s is down", n.name))
+		case n.Faked() && !n.Clock().Real():
+			errs = append(errs, fmt.Errorf("%s's clock is %v", n.name, n.Clock()))
+		default:
+			if err := cluster.Ping(ctx, n.Addr(), time.Second); err != nil {
+				errs = append(errs, fmt.Errorf("%s does not answer: %w", n.name, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -313,14 +374,14 @@ func (n *Node) ReplicationRole(ctx context.Context) (string, error) {
 	defer cl.Close()
 	info, err := cl.Info(ctx, "replication").Result()
 	if err != nil {
-		return "", fmt.Errorf("role of %s: %w", n.Name, err)
+		return "", fmt.Errorf("role of %s: %w", n.name, err)
 	}
 	for _, line := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "role:"); ok {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("role of %s: no role in INFO replication", n.Name)
+	return "", fmt.Errorf("role of %s: no role in INFO replication", n.name)
 }
 
 // waitReplicated waits until every replica reports its link to the master
@@ -349,10 +410,10 @@ func (d *Deployment) replicatedReady(ctx context.Context) error {
 		info, err := cl.Info(ctx, "replication").Result()
 		_ = cl.Close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
+			return fmt.Errorf("%s: %w", n.name, err)
 		}
 		if !strings.Contains(info, "master_link_status:up") {
-			return fmt.Errorf("%s: replication link not up", n.Name)
+			return fmt.Errorf("%s: replication link not up", n.name)
 		}
 	}
 	for _, s := range d.Sentinels {
@@ -360,10 +421,10 @@ func (d *Deployment) replicatedReady(ctx context.Context) error {
 		m, err := cl.Master(ctx, cluster.MasterName).Result()
 		_ = cl.Close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
+			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		if m["num-slaves"] != fmt.Sprint(len(d.Nodes)-1) || m["num-other-sentinels"] != fmt.Sprint(len(d.Sentinels)-1) {
-			return fmt.Errorf("%s: knows %s replicas and %s other sentinels", s.Name, m["num-slaves"], m["num-other-sentinels"])
+			return fmt.Errorf("%s: knows %s replicas and %s other sentinels", s.name, m["num-slaves"], m["num-other-sentinels"])
 		}
 	}
 	return nil
