@@ -19,11 +19,14 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 )
 
+// ctl is the node's container as Docker's own faults act on it.
+func (n *Node) ctl() *Container { return &Container{Name: n.name, ID: n.ID, dc: n.d.dc} }
+
 // Pause freezes every process of the node's container (docker pause, the
 // cgroup freezer): connections are accepted by the kernel, commands hang.
 func (n *Node) Pause(ctx context.Context) error {
-	if _, err := n.d.dc.ContainerPause(ctx, n.ID, client.ContainerPauseOptions{}); err != nil {
-		return fmt.Errorf("pause %s: %w", n.name, err)
+	if err := n.ctl().Pause(ctx); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	n.paused = true
@@ -33,8 +36,8 @@ func (n *Node) Pause(ctx context.Context) error {
 
 // Resume thaws a paused container.
 func (n *Node) Resume(ctx context.Context) error {
-	if _, err := n.d.dc.ContainerUnpause(ctx, n.ID, client.ContainerUnpauseOptions{}); err != nil {
-		return fmt.Errorf("resume %s: %w", n.name, err)
+	if err := n.ctl().Resume(ctx); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	n.paused = false
@@ -52,8 +55,8 @@ func (n *Node) Paused() bool {
 // Kill sends SIGKILL to the container's server (docker kill): what it had
 // not persisted is lost. A paused container is thawed by the kill.
 func (n *Node) Kill(ctx context.Context) error {
-	if _, err := n.d.dc.ContainerKill(ctx, n.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		return fmt.Errorf("kill %s: %w", n.name, err)
+	if err := n.ctl().Kill(ctx); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	n.paused, n.dead = false, true
@@ -89,8 +92,8 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.writeFiles(); err != nil {
 		return err
 	}
-	if _, err := n.d.dc.ContainerStart(ctx, n.ID, client.ContainerStartOptions{}); err != nil {
-		return fmt.Errorf("start %s: %w", n.name, err)
+	if err := n.ctl().Start(ctx); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	n.dead = false

@@ -135,6 +135,10 @@ func (nw network) Links() []deploy.Link {
 	return out
 }
 
+// LinkOf is a proxy link seen through the seam (for other backends that
+// front their nodes with cluster links).
+func LinkOf(l *cluster.Link) deploy.Link { return link{l} }
+
 func (nw network) Link(from, to string) (deploy.Link, error) {
 	l, err := nw.d.Link(from, to)
 	if err != nil {
