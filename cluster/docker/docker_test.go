@@ -101,6 +101,45 @@ func TestDefaultImageHasEverything(t *testing.T) {
 	}
 }
 
+// An image without libfaketime and iptables (the default one, stripped)
+// is refused for clock faults and the iptables partition before anything
+// starts, with the reason and the fix.
+func TestImageWithoutFaketimeRefused(t *testing.T) {
+	dockertest.Require(t)
+	const bare = "lockharness/redis:test-bare"
+	dir := t.TempDir()
+	df := "FROM " + docker.DefaultImage + "\nRUN rm -rf /usr/lib/x86_64-linux-gnu/faketime /usr/sbin/iptables* /usr/sbin/xtables*\n"
+	if err := os.WriteFile(dir+"/Dockerfile", []byte(df), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("docker", "build", "-q", "-t", bare, dir)
+	build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("docker build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", bare).Run() })
+	for _, c := range []struct {
+		cfg  docker.Config
+		want string
+	}{
+		{docker.Config{Image: bare, Faketime: true}, "lacks libfaketime"},
+		{docker.Config{Image: bare, NetAdmin: true}, "lacks iptables"},
+	} {
+		d, err := docker.Up(context.Background(), c.cfg)
+		if err == nil {
+			_ = d.Down()
+			t.Fatalf("%+v started", c.cfg)
+		}
+		if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "make image") {
+			t.Errorf("%+v: %v, want %q and the fix", c.cfg, err, c.want)
+		}
+	}
+	d := up(t, docker.Config{Image: bare, Nodes: 1})
+	if d.Image().Libfaketime != "" || d.Image().Iptables {
+		t.Errorf("stripped image inspected as %+v", d.Image())
+	}
+}
+
 // client dials node n1 through client slot 0's proxy, as a lock client
 // does, with a short deadline.
 func client0(t *testing.T, d *docker.Deployment, node string) *redisClient {
