@@ -159,7 +159,8 @@ type Deployment struct {
 	links   map[string]*cluster.Link
 
 	mu      sync.Mutex
-	primary string // replicated: the node the harness takes as master
+	primary string          // replicated: the node the harness takes as master
+	dialers []*masterDialer // manual failover: clients following primary
 
 	downOnce sync.Once
 	downErr  error

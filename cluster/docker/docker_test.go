@@ -328,6 +328,14 @@ func TestSentinelFailover(t *testing.T) {
 			t.Fatalf("%s: role %q, %v", n.Name(), r, err)
 		}
 	}
+	nodes := d.ClientNodes(0, cluster.ClientOptions{Timeout: 300 * time.Millisecond})
+	defer cluster.CloseNodes(nodes)
+	if len(nodes) != 1 || nodes[0].Name != cluster.MasterNodeName {
+		t.Fatalf("client nodes of a replicated topology: %v", nodes)
+	}
+	if err := nodes[0].Client.Set(ctx, "k", "before", 0).Err(); err != nil {
+		t.Fatalf("SET through Sentinel's master, before the failover: %v", err)
+	}
 	t0 := time.Now()
 	if err := d.Nodes[0].Pause(ctx); err != nil {
 		t.Fatal(err)
@@ -356,6 +364,15 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("elected after failover: %v, want %s", err, promoted)
 	}
 	t.Logf("the sentinels name %s %v after the pause", promoted, time.Since(t0).Round(time.Millisecond))
+	// The failover client asks the sentinels again and reaches the new
+	// master through its own link.
+	if err := eventually(ctx, func() error { return nodes[0].Client.Set(ctx, "k", "after", 0).Err() }); err != nil {
+		t.Fatalf("SET after the failover: %v", err)
+	}
+	if v, err := nodes[0].Client.Get(ctx, "k").Result(); err != nil || v != "after" {
+		t.Fatalf("GET after the failover: %q, %v", v, err)
+	}
+	t.Logf("the client wrote to the new master %v after the pause", time.Since(t0).Round(time.Millisecond))
 }
 
 // A harness killed with SIGKILL runs no cleanup: its containers stay until

@@ -179,10 +179,17 @@ func (d *Deployment) SetPrimary(node string) error {
 		return fmt.Errorf("set primary: %w", err)
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	changed := d.primary != node
 	d.primary = node
 	for _, n := range d.Nodes {
 		n.setConfig(d.nodeConfig(n, node))
+	}
+	dialers := append([]*masterDialer(nil), d.dialers...)
+	d.mu.Unlock()
+	if changed {
+		for _, md := range dialers {
+			md.closeAll()
+		}
 	}
 	return nil
 }
