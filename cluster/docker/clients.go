@@ -40,20 +40,14 @@ func (d *Deployment) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
 				addrs = append(addrs, a)
 			}
 		}
-		return []locks.Node{{Name: cluster.MasterNodeName, Client: redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:      cluster.MasterName,
-			SentinelAddrs:   addrs,
-			Dialer:          d.announceDialer(from, o.Timeout),
-			DialTimeout:     o.Timeout,
-			ReadTimeout:     o.Timeout,
-			WriteTimeout:    o.Timeout,
-			MaxRetries:      -1,
-			DialerRetries:   1,
-			PoolSize:        o.PoolSize,
-			PoolTimeout:     o.Timeout,
-			MinRetryBackoff: -1,
-			MaxRetryBackoff: -1,
-		})}}
+		dial := AnnounceDialer(d.Announced(), func(name string) (string, bool) {
+			l := d.links[cluster.LinkName(from, name)]
+			if l == nil {
+				return "", false
+			}
+			return l.Addr(), true
+		}, o.Timeout)
+		return []locks.Node{{Name: cluster.MasterNodeName, Client: FailoverClient(cluster.MasterName, addrs, dial, o)}}
 	}
 	md := &masterDialer{d: d, from: from, timeout: o.Timeout, conns: map[net.Conn]struct{}{}}
 	d.mu.Lock()
@@ -74,20 +68,40 @@ func (d *Deployment) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
 	})}}
 }
 
-// announceDialer dials, for an address the topology hands out (Sentinel's
+// AnnounceDialer dials, for an address the topology hands out (Sentinel's
 // answer for the master, a sentinel's own address), the client's own link
-// to that node instead.
-func (d *Deployment) announceDialer(from string, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	announced := d.Announced()
+// to that node instead: announced maps such addresses to node names,
+// linkAddr gives the client's link to a node.
+func AnnounceDialer(announced map[string]string, linkAddr func(node string) (string, bool), timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if name, ok := announced[addr]; ok {
-			if l := d.links[cluster.LinkName(from, name)]; l != nil {
-				addr = l.Addr()
+			if a, ok := linkAddr(name); ok {
+				addr = a
 			}
 		}
 		nd := net.Dialer{Timeout: timeout}
 		return nd.DialContext(ctx, network, addr)
 	}
+}
+
+// FailoverClient is go-redis's Sentinel client with the harness's settings
+// (no retries: a command whose reply was lost is info, never run twice).
+func FailoverClient(masterName string, sentinels []string, dial func(ctx context.Context, network, addr string) (net.Conn, error), o cluster.ClientOptions) *redis.Client {
+	o = o.WithDefaults()
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:      masterName,
+		SentinelAddrs:   sentinels,
+		Dialer:          dial,
+		DialTimeout:     o.Timeout,
+		ReadTimeout:     o.Timeout,
+		WriteTimeout:    o.Timeout,
+		MaxRetries:      -1,
+		DialerRetries:   1,
+		PoolSize:        o.PoolSize,
+		PoolTimeout:     o.Timeout,
+		MinRetryBackoff: -1,
+		MaxRetryBackoff: -1,
+	})
 }
 
 // masterDialer dials the client's link to the master the harness set, and

@@ -60,6 +60,20 @@ type Config struct {
 	// Dir is the parent of the per-node directories bind-mounted into the
 	// containers; empty: a new temporary directory, removed by Down.
 	Dir string
+	// ExtraConfig is appended to every lock node's config.
+	ExtraConfig string
+}
+
+// ConfigFrom is the Docker topology of a local one (cluster.Config, what
+// the harness's run and its scenarios ask for), with its nodes from image
+// (DefaultImage when empty). The containers get CAP_NET_ADMIN when the
+// image has iptables, so the iptables partition is there when it can be.
+func ConfigFrom(c cluster.Config, image string) Config {
+	return Config{
+		Image: image, Topology: c.Topology, Nodes: c.Nodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
+		Failover: c.Failover, SentinelDownAfter: c.SentinelDownAfter, SentinelFailoverTimeout: c.SentinelFailoverTimeout,
+		Clients: c.Clients, Persistence: c.Persistence, Faketime: c.Faketime, ExtraConfig: c.ExtraConfig,
+	}
 }
 
 // WithDefaults fills in unset fields.
@@ -479,6 +493,12 @@ func (d *Deployment) nodeConfig(n *Node, master string) string {
 	b.WriteString(baseConfig(n))
 	pc, _ := cluster.PersistenceConfig(d.cfg.Persistence) // validated in Up
 	b.WriteString(pc)
+	if x := d.cfg.ExtraConfig; x != "" {
+		b.WriteString(x)
+		if !strings.HasSuffix(x, "\n") {
+			b.WriteString("\n")
+		}
+	}
 	if d.cfg.Topology == cluster.Replicated {
 		b.WriteString("repl-diskless-sync-delay 0\n")
 		if master != n.name {

@@ -373,6 +373,16 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("GET after the failover: %q, %v", v, err)
 	}
 	t.Logf("the client wrote to the new master %v after the pause", time.Since(t0).Round(time.Millisecond))
+	l, err := d.Link("c0", promoted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].Client.Set(ctx, "k", "cut", 0).Err(); err == nil {
+		t.Fatalf("SET succeeded with c0->%s cut: the client bypasses its link", promoted)
+	}
 }
 
 // A harness killed with SIGKILL runs no cleanup: its containers stay until

@@ -30,6 +30,7 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/cluster/docker"
 	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/locks"
 )
 
 // File is a target file: the deployment's shape and where its nodes are.
@@ -455,6 +456,42 @@ func (d *Deployment) Endpoints(cl int) []deploy.Endpoint {
 		}
 	}
 	return out
+}
+
+// ClientNodes returns the lock nodes as client slot cl reaches them
+// through its own proxies: one client per node (independent), or one
+// Sentinel client (replicated) that asks the sentinels through the client's
+// links and reaches the master they name through the client's link to it.
+// The caller closes them (cluster.CloseNodes).
+func (d *Deployment) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
+	from := deploy.ClientName(cl)
+	if d.file.Topology != cluster.Replicated {
+		var out []locks.Node
+		for _, ep := range d.Endpoints(cl) {
+			out = append(out, locks.Node{Name: ep.Node, Client: cluster.NewRedisClient(ep.Addr, o)})
+		}
+		return out
+	}
+	linkAddr := func(name string) (string, bool) {
+		l := d.links[deploy.LinkName(from, name)]
+		if l == nil {
+			return "", false
+		}
+		return l.Addr(), true
+	}
+	if len(d.sents) == 0 {
+		// No failure detector: the clients follow the file's master.
+		a, _ := linkAddr(d.Primary())
+		return []locks.Node{{Name: cluster.MasterNodeName, Client: cluster.NewRedisClient(a, o)}}
+	}
+	var addrs []string
+	for _, s := range d.sents {
+		if a, ok := linkAddr(s.Name()); ok {
+			addrs = append(addrs, a)
+		}
+	}
+	dial := docker.AnnounceDialer(d.Announced(), linkAddr, o.WithDefaults().Timeout)
+	return []locks.Node{{Name: cluster.MasterNodeName, Client: docker.FailoverClient(d.file.MasterName, addrs, dial, o)}}
 }
 
 // StorageAddr is the file's storage address.

@@ -145,6 +145,11 @@ func TestTargetComposeSentinel(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	nodes := d.ClientNodes(0, cluster.ClientOptions{Timeout: 300 * time.Millisecond})
+	defer cluster.CloseNodes(nodes)
+	if err := nodes[0].Client.Set(ctx, "k", "before", 0).Err(); err != nil {
+		t.Fatalf("SET through the target's Sentinel: %v", err)
+	}
 	n1, _ := d.Node("n1")
 	pauser, err := deploy.As[deploy.Pauser](n1, deploy.CanPause)
 	if err != nil {
@@ -164,6 +169,23 @@ func TestTargetComposeSentinel(t *testing.T) {
 		t.Fatalf("no failover after pausing n1's container: %v", err)
 	}
 	t.Logf("the sentinels elected %s %v after n1's container was paused (down-after 1s)", el, time.Since(t0).Round(time.Millisecond))
+	if err := eventually(10*time.Second, func() error { return nodes[0].Client.Set(ctx, "k", "after", 0).Err() }); err != nil {
+		t.Fatalf("SET after the failover, through the client's own link to %s: %v", el, err)
+	}
+	// It does go through the client's own link: cut it and the SET fails.
+	nl, err := d.Network().Link("c0", el)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nl.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].Client.Set(ctx, "k", "cut", 0).Err(); err == nil {
+		t.Fatalf("SET succeeded with c0->%s cut: the client bypasses its link", el)
+	}
+	if err := nl.Uncut(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Down(); err != nil {
 		t.Fatal(err)
 	}
