@@ -34,7 +34,7 @@ func TestReplicatedSentinel(t *testing.T) {
 	if ri.Role != "slave" || ri.MasterAddr != l.Addr() || !ri.LinkUp {
 		t.Fatalf("n2 replication %+v, want slave of %s with link up", ri, l.Addr())
 	}
-	if m, err := c.SentinelMaster(ctx); err != nil || m != "n1" {
+	if m, err := c.Elected(ctx); err != nil || m != "n1" {
 		t.Fatalf("sentinel master %q, %v; want n1", m, err)
 	}
 	nodes := c.ClientNodes(1, cluster.ClientOptions{Timeout: time.Second})
@@ -51,7 +51,7 @@ func TestReplicatedSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.Blackhole(); err != nil {
+	if err := cl.Cut(); err != nil {
 		t.Fatal(err)
 	}
 	fresh := c.ClientNodes(1, cluster.ClientOptions{Timeout: 300 * time.Millisecond})
@@ -85,7 +85,7 @@ func TestReplicatedManual(t *testing.T) {
 	if err := c.Promote(ctx, "n2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetMaster("n2"); err != nil {
+	if err := c.SetPrimary("n2"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Follow(ctx, "n1", "n2"); err != nil {

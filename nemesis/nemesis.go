@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 )
@@ -219,9 +218,12 @@ func ParsePausePoint(s string) (PausePoint, error) {
 
 // Env is what the nemesis acts on and records to.
 type Env struct {
-	Cluster  *cluster.Cluster
-	Recorder *history.Recorder // nil: actions are not recorded
-	Clients  Clients           // client faults; may be nil when none is used
+	// Deployment is the system under test. Every fault reaches it through
+	// the seam (package deploy): a nemesis asks for the capabilities it
+	// uses at Setup and is refused there when the deployment lacks them.
+	Deployment deploy.Deployment
+	Recorder   *history.Recorder // nil: actions are not recorded
+	Clients    Clients           // client faults; may be nil when none is used
 }
 
 // Step is one scripted action: at At (from the start of Run), nemesis
@@ -275,13 +277,8 @@ func New(cfg Config) (*Runner, error) {
 		}
 		r.faults[n] = f
 	}
-	if cfg.Persistence != "" {
-		if _, err := cluster.PersistenceConfig(cfg.Persistence); err != nil {
-			return nil, err
-		}
-	}
 	if r.topo.empty() {
-		r.topo = TopologyOf(cluster.Config{}.WithDefaults())
+		r.topo = Topology{Nodes: []string{"n1"}, Clients: 1}
 	}
 	return r, nil
 }
@@ -289,21 +286,28 @@ func New(cfg Config) (*Runner, error) {
 // Config is the runner's configuration, defaults filled in.
 func (r *Runner) Config() Config { return r.cfg }
 
-// Setup adopts the cluster's topology (unless Config.Topology was given)
-// and lets each composed nemesis check and prepare what it needs (clock
-// faults need libfaketime, failover a replicated topology, kill sets the
-// persistence). It assumes a healthy cluster.
+// Setup adopts the deployment's layout (unless Config.Topology was given)
+// and lets each composed nemesis check and prepare what it needs: the
+// layout and capabilities its Info declares (deploy.Check: clock faults
+// need nodes whose clocks can be set, failover a master with replicas),
+// then its own (kill sets the persistence). A deployment that cannot
+// support a nemesis is refused with an error wrapping
+// deploy.ErrUnsupported. It assumes a healthy deployment.
 func (r *Runner) Setup(ctx context.Context, env Env) error {
-	if env.Cluster == nil {
-		return fmt.Errorf("nemesis setup: no cluster")
+	if env.Deployment == nil {
+		return fmt.Errorf("nemesis setup: no deployment")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cfg.Topology.empty() {
-		r.topo = TopologyOf(env.Cluster.Config())
+		r.topo = TopologyOf(env.Deployment.Layout())
 	}
 	for _, name := range r.cfg.Names {
-		if err := r.faults[name].setup(ctx, r.exec(env)); err != nil {
+		f := r.faults[name]
+		if err := deploy.Check(env.Deployment, "the "+name+" nemesis", f.info().Needs); err != nil {
+			return fmt.Errorf("nemesis %s setup: %w", name, err)
+		}
+		if err := f.setup(ctx, r.exec(env)); err != nil {
 			return fmt.Errorf("nemesis %s setup: %w", name, err)
 		}
 	}
@@ -412,13 +416,16 @@ func (r *Runner) Heal(ctx context.Context, env Env) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.exec(env)
-	return e.record(history.FFinalHeal, nil, func() (string, error) {
+	return e.record(history.FFinalHeal, mark, nil, func() (string, error) {
 		// Every nemesis drops its own state (stops strobes, forgets
-		// pending restarts) before the topology-wide heal.
+		// pending restarts) before the deployment-wide heal.
 		for _, name := range r.known() {
 			r.all[name].reset()
 		}
-		return healAll(hctx, env.Cluster)
+		if env.Deployment == nil {
+			return "", fmt.Errorf("heal: no deployment")
+		}
+		return env.Deployment.Heal(hctx)
 	})
 }
 

@@ -99,7 +99,7 @@ func TestClientFaultsNeedClients(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Down() })
 	r, _ := nemesis.New(nemesis.Config{Names: []string{"client-crash"}})
-	if err := r.Setup(context.Background(), nemesis.Env{Cluster: c}); err == nil {
+	if err := r.Setup(context.Background(), nemesis.Env{Deployment: c}); err == nil {
 		t.Fatal("client-crash set up without Clients")
 	}
 }

@@ -402,7 +402,7 @@ func (d *Deployment) addLink(from string, to *Node, host string) error {
 	if err != nil {
 		return err
 	}
-	d.links[l.Name] = l
+	d.links[l.Name()] = l
 	return nil
 }
 

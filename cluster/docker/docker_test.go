@@ -322,7 +322,7 @@ func TestSentinelFailover(t *testing.T) {
 	for _, n := range d.Nodes[1:] {
 		l, _ := d.Link(docker.SentinelsFrom, "n1")
 		if !strings.HasPrefix(l.Addr(), d.Gateway().String()+":") {
-			t.Fatalf("replication link %s listens on %s, want the gateway %s", l.Name, l.Addr(), d.Gateway())
+			t.Fatalf("replication link %s listens on %s, want the gateway %s", l.Name(), l.Addr(), d.Gateway())
 		}
 		if r, err := n.ReplicationRole(ctx); err != nil || r != "slave" {
 			t.Fatalf("%s: role %q, %v", n.Name(), r, err)
@@ -377,7 +377,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Blackhole(); err != nil {
+	if err := l.Cut(); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodes[0].Client.Set(ctx, "k", "cut", 0).Err(); err == nil {

@@ -316,7 +316,7 @@ func (d *Deployment) Heal(ctx context.Context) (string, error) {
 	for _, l := range d.links {
 		if l.Faulted() {
 			l.Heal(ctx)
-			did = append(did, "healed link "+l.Name)
+			did = append(did, "healed link "+l.Name())
 		}
 	}
 	for _, n := range d.all() {
@@ -348,7 +348,7 @@ func (d *Deployment) Healthy(ctx context.Context) error {
 	var errs []error
 	for _, l := range d.links {
 		if l.Faulted() {
-			errs = append(errs, fmt.Errorf("link %s has faults %v", l.Name, l.Toxics()))
+			errs = append(errs, fmt.Errorf("link %s has faults %v", l.Name(), l.Faults()))
 		}
 	}
 	for _, n := range d.all() {

@@ -130,37 +130,20 @@ type network struct{ d *Deployment }
 func (nw network) Links() []deploy.Link {
 	var out []deploy.Link
 	for _, l := range nw.d.Links() {
-		out = append(out, link{l})
+		out = append(out, l)
 	}
 	return out
 }
 
-// LinkOf is a proxy link seen through the seam (for other backends that
-// front their nodes with cluster links).
-func LinkOf(l *cluster.Link) deploy.Link { return link{l} }
+
 
 func (nw network) Link(from, to string) (deploy.Link, error) {
 	l, err := nw.d.Link(from, to)
 	if err != nil {
 		return nil, err
 	}
-	return link{l}, nil
+	return l, nil
 }
-
-// link is a proxy link seen through the seam.
-type link struct{ l *cluster.Link }
-
-func (x link) Name() string                             { return x.l.Name }
-func (x link) From() string                             { return x.l.From }
-func (x link) To() string                               { return x.l.To }
-func (x link) Addr() string                             { return x.l.Addr() }
-func (x link) Cut() error                               { return x.l.Blackhole() }
-func (x link) Uncut(ctx context.Context) error          { return x.l.Unblackhole(ctx) }
-func (x link) IsCut() bool                              { return x.l.Blackholed() }
-func (x link) Slow(latency, jitter time.Duration) error { return x.l.AddLatency(latency, jitter) }
-func (x link) Unslow(ctx context.Context) error         { return x.l.RemoveLatency(ctx) }
-func (x link) Heal(ctx context.Context)                 { x.l.Heal(ctx) }
-func (x link) Faults() []string                         { return x.l.Toxics() }
 
 // Primary is the node the harness takes as master now.
 func (d *Deployment) Primary() string {
@@ -229,7 +212,7 @@ func (d *Deployment) ReplicationLink(replica, primary string) (deploy.Link, erro
 	if l == nil {
 		return nil, fmt.Errorf("no replication link from %s to %s", replica, primary)
 	}
-	return link{l}, nil
+	return l, nil
 }
 
 // Role is node's replication role as it reports it.

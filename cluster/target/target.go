@@ -356,7 +356,7 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 			if err != nil {
 				return nil, err
 			}
-			d.links[l.Name] = l
+			d.links[l.Name()] = l
 		}
 	}
 	return d, nil
@@ -433,7 +433,7 @@ type network struct{ d *Deployment }
 func (nw network) Links() []deploy.Link {
 	var out []deploy.Link
 	for _, l := range nw.d.links {
-		out = append(out, docker.LinkOf(l))
+		out = append(out, l)
 	}
 	slices.SortFunc(out, func(a, b deploy.Link) int { return strings.Compare(a.Name(), b.Name()) })
 	return out
@@ -444,7 +444,7 @@ func (nw network) Link(from, to string) (deploy.Link, error) {
 	if l == nil {
 		return nil, fmt.Errorf("no link %s in the target (the harness fronts only client links)", deploy.LinkName(from, to))
 	}
-	return docker.LinkOf(l), nil
+	return l, nil
 }
 
 // Endpoints are the lock nodes through client cl's own proxies.
@@ -516,7 +516,7 @@ func (d *Deployment) Heal(ctx context.Context) (string, error) {
 	for _, l := range d.links {
 		if l.Faulted() {
 			l.Heal(ctx)
-			did = append(did, "healed link "+l.Name)
+			did = append(did, "healed link "+l.Name())
 		}
 	}
 	for _, n := range d.all() {
@@ -546,7 +546,7 @@ func (d *Deployment) Healthy(ctx context.Context) error {
 	var errs []error
 	for _, l := range d.links {
 		if l.Faulted() {
-			errs = append(errs, fmt.Errorf("link %s has faults %v", l.Name, l.Toxics()))
+			errs = append(errs, fmt.Errorf("link %s has faults %v", l.Name(), l.Faults()))
 		}
 	}
 	for _, n := range d.all() {
