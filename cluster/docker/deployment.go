@@ -54,8 +54,8 @@ type Config struct {
 	// Faketime runs every lock node under libfaketime (the image must have
 	// it and the malloc shim).
 	Faketime bool
-	// NetAdmin gives the lock nodes CAP_NET_ADMIN, which the iptables
-	// partition needs (the image must have iptables).
+	// NetAdmin requires the iptables partition: the image must have
+	// iptables. The lock nodes get CAP_NET_ADMIN whenever it has.
 	NetAdmin bool
 	// Dir is the parent of the per-node directories bind-mounted into the
 	// containers; empty: a new temporary directory, removed by Down.
@@ -72,7 +72,20 @@ func ConfigFrom(c cluster.Config, image string) Config {
 	return Config{
 		Image: image, Topology: c.Topology, Nodes: c.Nodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
 		Failover: c.Failover, SentinelDownAfter: c.SentinelDownAfter, SentinelFailoverTimeout: c.SentinelFailoverTimeout,
-		Clients: c.Clients, Persistence: c.Persistence, Faketime: c.Faketime, ExtraConfig: c.ExtraConfig,
+		Clients: c.Clients, Persistence: c.Persistence, Faketime: c.Faketime, ExtraConfig: c.ExtraConfig, Dir: c.Dir,
+	}
+}
+
+// Backend is the Docker backend for the harness's runs and scenarios: the
+// topology a run asks for, as containers of image (DefaultImage when
+// empty).
+func Backend(image string) cluster.Backend {
+	return func(ctx context.Context, c cluster.Config) (cluster.Deployment, error) {
+		d, err := Up(ctx, ConfigFrom(c, image))
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 }
 
@@ -226,6 +239,7 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 		}
 	}
 	d := &Deployment{cfg: cfg, image: im, runID: newRunID(), links: map[string]*cluster.Link{}}
+	d.cfg.NetAdmin = im.Iptables
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.Down())

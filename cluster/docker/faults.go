@@ -152,12 +152,8 @@ const iptablesChain = "LOCKHARNESS"
 // Isolate drops, with iptables inside the container's network namespace,
 // every packet the node receives from the network (inbound) and, unless
 // inboundOnly, every packet it sends: a partition that leaves the container
-// attached, and that can be one-way. It needs an image with iptables and a
-// deployment started with NetAdmin.
+// attached, and that can be one-way. It needs an image with iptables.
 func (n *Node) Isolate(ctx context.Context, inboundOnly bool) error {
-	if !n.d.cfg.NetAdmin {
-		return fmt.Errorf("isolate %s: the deployment was started without NetAdmin (the iptables partition needs CAP_NET_ADMIN)", n.name)
-	}
 	if err := n.d.image.Require(NeedIptables); err != nil {
 		return fmt.Errorf("isolate %s: %w", n.name, err)
 	}

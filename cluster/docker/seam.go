@@ -135,8 +135,6 @@ func (nw network) Links() []deploy.Link {
 	return out
 }
 
-
-
 func (nw network) Link(from, to string) (deploy.Link, error) {
 	l, err := nw.d.Link(from, to)
 	if err != nil {

@@ -362,6 +362,31 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	return d, nil
 }
 
+// Backend runs the harness against the target of file f: the run's
+// topology must be one the target has (a lock or a fault that needs a
+// master with replicas needs a replicated target), and each run opens it
+// anew with as many client slots as the run has clients.
+func Backend(f File) cluster.Backend {
+	return func(ctx context.Context, c cluster.Config) (cluster.Deployment, error) {
+		c = c.WithDefaults()
+		if c.Topology == cluster.Replicated && f.Topology != cluster.Replicated {
+			return nil, fmt.Errorf("the run needs a master with replicas (its lock or its faults), and the target is %s: use a replicated target", f.Topology)
+		}
+		if f.Topology == cluster.Independent && c.Nodes > len(f.Nodes) {
+			return nil, fmt.Errorf("the run needs %d independent nodes, and the target has %d", c.Nodes, len(f.Nodes))
+		}
+		if f.Topology == cluster.Independent {
+			// The faults strike only the nodes the lock uses.
+			f.Nodes = f.Nodes[:c.Nodes]
+		}
+		d, err := Open(ctx, f, c.Clients)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+}
+
 // File is the target file the deployment was opened from.
 func (d *Deployment) File() File { return d.file }
 
