@@ -266,33 +266,48 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 		return nil, err
 	}
 	d.renderConfigs()
-	all := d.all()
-	errs := make(chan error, len(all))
-	for _, n := range all {
-		go func(n *Node) { errs <- n.create(ctx) }(n)
-	}
-	var cerr error
-	for range all {
-		cerr = errors.Join(cerr, <-errs)
-	}
-	if cerr != nil {
-		return nil, cerr
-	}
-	for _, n := range all {
-		go func(n *Node) { errs <- n.waitReady(ctx, 30*time.Second) }(n)
-	}
-	for range all {
-		cerr = errors.Join(cerr, <-errs)
-	}
-	if cerr != nil {
-		return nil, cerr
+	// The sentinels start only once the master and its replicas are up and
+	// in sync: a sentinel that finds the master not answering yet (a
+	// container still starting on a loaded machine) fails it over before
+	// the run begins.
+	servers := append(append([]*Node(nil), d.Nodes...), d.Storage)
+	if err := startAll(ctx, servers); err != nil {
+		return nil, err
 	}
 	if cfg.Topology == cluster.Replicated {
-		if err := d.waitReplicated(ctx, 30*time.Second); err != nil {
+		if err := d.waitReplicated(ctx, 30*time.Second, false); err != nil {
+			return nil, err
+		}
+	}
+	if len(d.Sentinels) > 0 {
+		if err := startAll(ctx, d.Sentinels); err != nil {
+			return nil, err
+		}
+		if err := d.waitReplicated(ctx, 30*time.Second, true); err != nil {
 			return nil, err
 		}
 	}
 	return d, nil
+}
+
+// startAll starts the containers of nodes in parallel and waits until
+// each answers PING.
+func startAll(ctx context.Context, nodes []*Node) error {
+	errs := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func(n *Node) {
+			if err := n.create(ctx); err != nil {
+				errs <- err
+				return
+			}
+			errs <- n.waitReady(ctx, 30*time.Second)
+		}(n)
+	}
+	var err error
+	for range nodes {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }
 
 func newRunID() string {

@@ -295,10 +295,11 @@ func (n *Node) ConfirmClock(ctx context.Context, tolerance, timeout time.Duratio
 }
 
 // Heal undoes every fault and says what it did ("nothing to heal" when
-// nothing was broken): toxics on every link, paused, disconnected and
-// isolated containers, clocks back to real time, killed nodes started
-// again, and in a replicated topology with the harness moving the master,
-// every other node following the master again.
+// nothing was broken), in the local backend's order: toxics on every link;
+// paused, disconnected and isolated containers; with Sentinel, the master
+// it elected taken as the harness's (so a node started again comes back in
+// its role); killed nodes started again; clocks back to real time and
+// confirmed; then one master followed by every other node.
 func (d *Deployment) Heal(ctx context.Context) (string, error) {
 	var did []string
 	var errs []error
@@ -325,17 +326,122 @@ func (d *Deployment) Heal(ctx context.Context) (string, error) {
 		if n.Isolated() {
 			step("unisolated "+n.name, n.Unisolate(ctx))
 		}
+	}
+	if len(d.Sentinels) > 0 {
+		if m, err := d.Elected(ctx); err == nil {
+			_ = d.SetPrimary(m)
+		}
+	}
+	for _, n := range d.all() {
 		if !n.Running() {
 			step("started "+n.name, n.Start(ctx))
 		}
+	}
+	for _, n := range d.Nodes {
 		if n.Faked() && !n.Clock().Real() {
 			step("reset the clock of "+n.name, n.SetClock(0, 1))
+			if _, err := n.ConfirmClock(ctx, 100*time.Millisecond, 5*time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if d.cfg.Topology == cluster.Replicated {
+		what, err := d.healReplication(ctx)
+		if what != "" {
+			did = append(did, what)
+		}
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(did) == 0 {
 		return "nothing to heal", errors.Join(errs...)
 	}
 	return strings.Join(did, ", "), errors.Join(errs...)
+}
+
+// healReplication leaves one master, the harness's (with Sentinel, the one
+// the sentinels elected), and every other node its replica with the link
+// up. With Sentinel it first gives Sentinel the time to demote a returning
+// old master itself (its INFO round is 10 s), then does what it would.
+func (d *Deployment) healReplication(ctx context.Context) (string, error) {
+	var did []string
+	if len(d.Sentinels) > 0 {
+		var m string
+		err := retry(ctx, 10*time.Second, 50*time.Millisecond, func() (err error) { m, err = d.Elected(ctx); return err })
+		if err != nil {
+			return "", err
+		}
+		if err := d.SetPrimary(m); err != nil {
+			return "", err
+		}
+	}
+	m := d.Primary()
+	ri, err := d.Role(ctx, m)
+	if err != nil {
+		return "", err
+	}
+	if ri.Role != "master" {
+		if err := d.Promote(ctx, m); err != nil {
+			return "", err
+		}
+		did = append(did, "promoted "+m)
+	}
+	wait := 5 * time.Second
+	if len(d.Sentinels) > 0 {
+		wait = 12 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for _, r := range d.Nodes {
+		if r.name == m {
+			continue
+		}
+		want := d.replicationLink(r.name, m).Addr()
+		for {
+			ri, err := d.Role(ctx, r.name)
+			if err == nil && ri.Role == "slave" && ri.MasterAddr == want {
+				break
+			}
+			if time.Now().After(deadline) || len(d.Sentinels) == 0 {
+				if err := d.Follow(ctx, r.name, m); err != nil {
+					return strings.Join(did, ", "), err
+				}
+				did = append(did, fmt.Sprintf("%s follows %s", r.name, m))
+				break
+			}
+			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+				return strings.Join(did, ", "), err
+			}
+		}
+	}
+	if err := d.waitReplicated(ctx, 10*time.Second, false); err != nil {
+		return strings.Join(did, ", "), err
+	}
+	did = append(did, "master "+m)
+	return strings.Join(did, ", "), nil
+}
+
+// retry calls f every interval until it succeeds or timeout passes.
+func retry(ctx context.Context, timeout, interval time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		if err := sleep(ctx, interval); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // Healthy reports what is still broken, or nil: a faulted link, a node
@@ -363,6 +469,26 @@ func (d *Deployment) Healthy(ctx context.Context) error {
 			}
 		}
 	}
+	if d.cfg.Topology == cluster.Replicated {
+		m := d.Primary()
+		if ri, err := d.Role(ctx, m); err != nil || ri.Role != "master" {
+			errs = append(errs, fmt.Errorf("master %s: %+v %v", m, ri, err))
+		}
+		for _, r := range d.Nodes {
+			if r.name == m {
+				continue
+			}
+			ri, err := d.Role(ctx, r.name)
+			if err != nil || ri.Role != "slave" || !ri.LinkUp || ri.MasterAddr != d.replicationLink(r.name, m).Addr() {
+				errs = append(errs, fmt.Errorf("replica %s does not follow %s: %+v %v", r.name, m, ri, err))
+			}
+		}
+		if len(d.Sentinels) > 0 {
+			if el, err := d.Elected(ctx); err != nil || el != m {
+				errs = append(errs, fmt.Errorf("sentinels say master %q (%v), harness %s", el, err, m))
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -384,12 +510,12 @@ func (n *Node) ReplicationRole(ctx context.Context) (string, error) {
 }
 
 // waitReplicated waits until every replica reports its link to the master
-// up and every sentinel knows the master, its replicas and the other
-// sentinels.
-func (d *Deployment) waitReplicated(ctx context.Context, timeout time.Duration) error {
+// up and, with sentinels, every sentinel knows the master, its replicas and
+// the other sentinels.
+func (d *Deployment) waitReplicated(ctx context.Context, timeout time.Duration, sentinels bool) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := d.replicatedReady(ctx)
+		err := d.replicatedReady(ctx, sentinels)
 		if err == nil {
 			return nil
 		}
@@ -403,8 +529,12 @@ func (d *Deployment) waitReplicated(ctx context.Context, timeout time.Duration) 
 	}
 }
 
-func (d *Deployment) replicatedReady(ctx context.Context) error {
-	for _, n := range d.Nodes[1:] {
+func (d *Deployment) replicatedReady(ctx context.Context, sentinels bool) error {
+	primary := d.Primary()
+	for _, n := range d.Nodes {
+		if n.name == primary {
+			continue
+		}
 		cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: time.Second, PoolSize: 1})
 		info, err := cl.Info(ctx, "replication").Result()
 		_ = cl.Close()
@@ -414,6 +544,9 @@ func (d *Deployment) replicatedReady(ctx context.Context) error {
 		if !strings.Contains(info, "master_link_status:up") {
 			return fmt.Errorf("%s: replication link not up", n.name)
 		}
+	}
+	if !sentinels {
+		return nil
 	}
 	for _, s := range d.Sentinels {
 		cl := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
