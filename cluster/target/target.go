@@ -67,7 +67,7 @@ type NodeSpec struct {
 func Load(path string) (File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return File{}, fmt.Errorf("target file: %w", err)
+		return File{}, fmt.Errorf("target file %s: %w (write one like compose/sentinel.target.yml)", path, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -370,10 +370,10 @@ func Backend(f File) cluster.Backend {
 	return func(ctx context.Context, c cluster.Config) (cluster.Deployment, error) {
 		c = c.WithDefaults()
 		if c.Topology == cluster.Replicated && f.Topology != cluster.Replicated {
-			return nil, fmt.Errorf("the run needs a master with replicas (its lock or its faults), and the target is %s: use a replicated target", f.Topology)
+			return nil, fmt.Errorf("the run needs a master with replicas (its lock or its faults), and the target is %s (use a replicated target): %w", f.Topology, deploy.ErrUnsupported)
 		}
 		if f.Topology == cluster.Independent && c.Nodes > len(f.Nodes) {
-			return nil, fmt.Errorf("the run needs %d independent nodes, and the target has %d", c.Nodes, len(f.Nodes))
+			return nil, fmt.Errorf("the run needs %d independent nodes, and the target has %d: %w", c.Nodes, len(f.Nodes), deploy.ErrUnsupported)
 		}
 		if f.Topology == cluster.Independent {
 			// The faults strike only the nodes the lock uses.
