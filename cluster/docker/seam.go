@@ -59,10 +59,10 @@ func (d *Deployment) Layout() deploy.Layout {
 }
 
 // Capabilities of the deployment: every link can be cut and slowed (the
-// host's toxiproxy); a replicated topology can be failed over by hand, or
+// host's toxiproxy), persistence changes with CONFIG SET; a replicated topology can be failed over by hand, or
 // by its sentinels.
 func (d *Deployment) Capabilities() deploy.Capabilities {
-	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks}
+	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanSetPersistence}
 	if d.cfg.Topology == cluster.Replicated {
 		cs = append(cs, deploy.CanPromote)
 		if len(d.Sentinels) > 0 {
@@ -80,8 +80,6 @@ func (d *Deployment) Hint(c deploy.Capability) string {
 			return err.Error()
 		}
 		return "start the containers under libfaketime (docker.Config.Faketime)"
-	case deploy.CanSetPersistence:
-		return "the Docker backend sets persistence when it starts the nodes (--persistence), not while they run"
 	case deploy.CanPromote, deploy.CanElect:
 		return "use a replicated topology"
 	}
@@ -300,4 +298,69 @@ func (n *Node) setConfig(c string) {
 	n.mu.Lock()
 	n.config = c
 	n.mu.Unlock()
+}
+
+var _ deploy.Persister = (*Deployment)(nil)
+
+// Persistence is the lock nodes' persistence mode now.
+func (d *Deployment) Persistence() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.Persistence
+}
+
+// SetPersistence switches every lock node to mode while it runs (CONFIG
+// SET), waits until the AOF it starts is written, and keeps the mode in the
+// nodes' configs, so a node started again after docker kill loads what it
+// persisted (its data directory is on the host).
+func (d *Deployment) SetPersistence(ctx context.Context, mode string) error {
+	if _, err := cluster.PersistenceConfig(mode); err != nil {
+		return err
+	}
+	for _, n := range d.Nodes {
+		if err := n.setPersistence(ctx, mode); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	d.cfg.Persistence = mode
+	primary := d.primary
+	if primary == "" {
+		primary = d.Nodes[0].name
+	}
+	for _, n := range d.Nodes {
+		n.setConfig(d.nodeConfig(n, primary))
+	}
+	d.mu.Unlock()
+	return nil
+}
+
+func (n *Node) setPersistence(ctx context.Context, mode string) error {
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	defer cl.Close()
+	var err error
+	switch mode {
+	case cluster.PersistNone:
+		err = cl.ConfigSet(ctx, "appendonly", "no").Err()
+	default:
+		err = cl.ConfigSet(ctx, "appendfsync", strings.TrimPrefix(mode, "aof-")).Err()
+		if err == nil {
+			err = cl.ConfigSet(ctx, "appendonly", "yes").Err()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("set persistence %s on %s: %w", mode, n.name, err)
+	}
+	// Turning AOF on starts a rewrite; until it is done a crash loses
+	// everything written before.
+	return retry(ctx, 10*time.Second, 10*time.Millisecond, func() error {
+		txt, err := cl.Info(ctx, "persistence").Result()
+		if err != nil {
+			return fmt.Errorf("set persistence %s on %s: %w", mode, n.name, err)
+		}
+		if !strings.Contains(txt, "aof_rewrite_in_progress:0") || !strings.Contains(txt, "aof_rewrite_scheduled:0") {
+			return fmt.Errorf("set persistence %s on %s: AOF rewrite still running", mode, n.name)
+		}
+		return nil
+	})
 }
