@@ -206,6 +206,27 @@ func TestNodeFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("docker kill and start of a whole container", func(t *testing.T) {
+		// The storage node is not supervised: its container is killed.
+		st, err := d.Container("storage")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		if err := st.Kill(ctx); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Since(t0)
+		if up, err := st.ContainerRunning(ctx); err != nil || up {
+			t.Fatalf("container running after docker kill: %v, %v", up, err)
+		}
+		t1 := time.Now()
+		if err := st.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("docker kill took %v, docker start until PING %v", killed.Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
+	})
+
 	t.Run("clock jump expires a lease", func(t *testing.T) {
 		if err := c.Set(ctx, "lease", "x", time.Minute).Err(); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	dnet "github.com/moby/moby/api/types/network"
@@ -52,16 +54,80 @@ func (n *Node) Paused() bool {
 	return n.paused
 }
 
-// Kill sends SIGKILL to the container's server (docker kill): what it had
-// not persisted is lost. A paused container is thawed by the kill.
+// Kill crashes the node's server with SIGKILL: what it had not persisted
+// is lost. A supervised node's server process is killed inside its
+// container (from the host when the harness may signal it, else with
+// docker exec) and stays down until Start; otherwise the container is
+// (docker kill). A paused node is thawed so the signal lands.
 func (n *Node) Kill(ctx context.Context) error {
-	if err := n.ctl().Kill(ctx); err != nil {
+	if n.supervised {
+		if err := n.killServer(ctx); err != nil {
+			return err
+		}
+		if n.Paused() {
+			if err := n.Resume(ctx); err != nil {
+				return err
+			}
+		}
+	} else if err := n.ctl().Kill(ctx); err != nil {
 		return err
 	}
 	n.mu.Lock()
 	n.paused, n.dead = false, true
 	n.mu.Unlock()
 	return nil
+}
+
+// killServer puts the down file in place (so the loop does not start the
+// server again) and sends SIGKILL to redis-server, then waits until it is
+// gone.
+func (n *Node) killServer(ctx context.Context) error {
+	down := filepath.Join(n.Dir, "down")
+	if err := os.WriteFile(down, nil, 0o666); err != nil {
+		return fmt.Errorf("kill %s: %w", n.name, err)
+	}
+	if pid := n.serverHostPID(ctx); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+		return n.waitGone(ctx, pid)
+	}
+	if err := n.exec(ctx, fmt.Sprintf("kill -9 $(cat %s/%s.pid)", mountPoint, n.name)); err != nil {
+		return fmt.Errorf("kill %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// serverHostPID is redis-server's process id as the host sees it: the
+// child of the container's first process; 0 when it cannot be found.
+func (n *Node) serverHostPID(ctx context.Context) int {
+	r, err := n.d.dc.ContainerInspect(ctx, n.ID, client.ContainerInspectOptions{})
+	if err != nil || r.Container.State == nil || r.Container.State.Pid == 0 {
+		return 0
+	}
+	sh := r.Container.State.Pid
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", sh, sh))
+	if err != nil {
+		return 0
+	}
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.HasPrefix(string(comm), "redis-server") {
+			return pid
+		}
+	}
+	return 0
+}
+
+// waitGone waits until process pid has exited (its zombie reaped by the
+// loop), at most 5 s.
+func (n *Node) waitGone(ctx context.Context, pid int) error {
+	return retry(ctx, 5*time.Second, 2*time.Millisecond, func() error {
+		if cluster.ProcessGone(pid) {
+			return nil
+		}
+		return fmt.Errorf("kill %s: redis-server (pid %d) still runs", n.name, pid)
+	})
 }
 
 // Running reports whether the node was not killed (or was started again
@@ -81,8 +147,8 @@ func (n *Node) ContainerRunning(ctx context.Context) (bool, error) {
 	return r.Container.State != nil && r.Container.State.Running, nil
 }
 
-// Start starts a killed container again (docker start) with the files of
-// its directory: the config the topology's current roles give it and, with
+// Start starts a killed node again (its server in the same container, or
+// the container with docker start) with the files of its directory: the config the topology's current roles give it and, with
 // AOF persistence, the data it had written. It keeps its static address,
 // and waits until the server answers PING.
 func (n *Node) Start(ctx context.Context) error {
@@ -92,7 +158,11 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.writeFiles(); err != nil {
 		return err
 	}
-	if err := n.ctl().Start(ctx); err != nil {
+	if n.supervised {
+		if err := os.Remove(filepath.Join(n.Dir, "down")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("start %s: %w", n.name, err)
+		}
+	} else if err := n.ctl().Start(ctx); err != nil {
 		return err
 	}
 	n.mu.Lock()
