@@ -217,7 +217,13 @@ func (d *Deployment) Role(ctx context.Context, node string) (deploy.RoleInfo, er
 	if err != nil {
 		return deploy.RoleInfo{}, err
 	}
-	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
+	return RoleAt(ctx, node, n.Addr())
+}
+
+// RoleAt reads INFO replication from the Redis at addr over a direct
+// connection.
+func RoleAt(ctx context.Context, node, addr string) (deploy.RoleInfo, error) {
+	cl := cluster.NewRedisClient(addr, cluster.ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
 	defer cl.Close()
 	txt, err := cl.Info(ctx, "replication").Result()
 	if err != nil {

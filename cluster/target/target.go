@@ -47,6 +47,11 @@ type File struct {
 	// Storage is the address of a Redis that holds the protected
 	// resource; no fault reaches it.
 	Storage string `yaml:"storage"`
+	// Flush lets the harness empty (FLUSHALL) the storage and every
+	// master at the start of each run. The verdicts assume a fresh
+	// counter and no lock left over from an earlier run, so without it a
+	// run refuses a target whose nodes hold keys.
+	Flush bool `yaml:"flush"`
 }
 
 // NodeSpec is one node of a target file.
@@ -284,9 +289,10 @@ func (n *Node) needContainer(c deploy.Capability) error {
 }
 
 var (
-	_ deploy.Deployment = (*Deployment)(nil)
-	_ deploy.Killer     = (*Node)(nil)
-	_ deploy.Pauser     = (*Node)(nil)
+	_ deploy.Deployment  = (*Deployment)(nil)
+	_ deploy.Replication = (*Deployment)(nil)
+	_ deploy.Killer      = (*Node)(nil)
+	_ deploy.Pauser      = (*Node)(nil)
 )
 
 // Deployment is a target the harness runs against.
@@ -348,6 +354,9 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	if err := cluster.Ping(ctx, f.Storage, 2*time.Second); err != nil {
 		return nil, fmt.Errorf("storage at %s does not answer PING: %w", f.Storage, err)
 	}
+	if err := d.empty(ctx); err != nil {
+		return nil, err
+	}
 	zerolog.SetGlobalLevel(zerolog.Disabled)
 	d.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	for cl := 0; cl < clients; cl++ {
@@ -385,6 +394,38 @@ func Backend(f File) cluster.Backend {
 		}
 		return d, nil
 	}
+}
+
+// empty makes sure the storage and every master hold no keys: it flushes
+// them when the file allows it (Flush), and refuses otherwise. Replicas
+// follow their master.
+func (d *Deployment) empty(ctx context.Context) error {
+	addrs := []string{d.file.Storage}
+	for _, n := range d.nodes {
+		ri, err := docker.RoleAt(ctx, n.Name(), n.Addr())
+		if err != nil {
+			return err
+		}
+		if ri.Role == "master" {
+			addrs = append(addrs, n.Addr())
+		}
+	}
+	for _, a := range addrs {
+		cl := cluster.NewRedisClient(a, cluster.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+		keys, err := cl.DBSize(ctx).Result()
+		if err == nil && keys > 0 && d.file.Flush {
+			err = cl.FlushAll(ctx).Err()
+			keys = 0
+		}
+		_ = cl.Close()
+		if err != nil {
+			return fmt.Errorf("empty %s: %w", a, err)
+		}
+		if keys > 0 {
+			return fmt.Errorf("%s holds %d keys: the harness needs the target's storage and masters empty (a fresh counter, no leftover lock); empty them, or set flush: true in the target file to let the harness FLUSHALL them at every start", a, keys)
+		}
+	}
+	return nil
 }
 
 // File is the target file the deployment was opened from.
@@ -615,6 +656,75 @@ func (d *Deployment) Primary() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.primary
+}
+
+// SetPrimary records node as the master the harness takes.
+func (d *Deployment) SetPrimary(node string) error {
+	if _, err := d.Node(node); err != nil {
+		return fmt.Errorf("set primary: %w", err)
+	}
+	d.mu.Lock()
+	d.primary = node
+	d.mu.Unlock()
+	return nil
+}
+
+// Promote makes node a master (REPLICAOF NO ONE), as an operator would.
+func (d *Deployment) Promote(ctx context.Context, node string) error {
+	n, err := d.lockNode(node)
+	if err != nil {
+		return err
+	}
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: time.Second, PoolSize: 1})
+	defer cl.Close()
+	if err := cl.Do(ctx, "replicaof", "no", "one").Err(); err != nil {
+		return fmt.Errorf("promote %s: %w", node, err)
+	}
+	return nil
+}
+
+// Follow makes node a replica of primary at primary's own address.
+func (d *Deployment) Follow(ctx context.Context, node, primary string) error {
+	n, err := d.lockNode(node)
+	if err != nil {
+		return err
+	}
+	p, err := d.lockNode(primary)
+	if err != nil {
+		return err
+	}
+	host, port, _ := net.SplitHostPort(p.Addr())
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: time.Second, PoolSize: 1})
+	defer cl.Close()
+	if err := cl.Do(ctx, "replicaof", host, port).Err(); err != nil {
+		return fmt.Errorf("%s follow %s: %w", node, primary, err)
+	}
+	return nil
+}
+
+// ReplicationLink: the target's replicas reach their master directly, not
+// through the harness, so there is no link to cut.
+func (d *Deployment) ReplicationLink(replica, primary string) (deploy.Link, error) {
+	return nil, &deploy.UnsupportedError{Capability: deploy.CanPromote, Target: replica,
+		Hint: "a target's replicas reach their master directly: its replication links cannot be cut (use --backend docker or local)"}
+}
+
+// Role is node's replication role as it reports it.
+func (d *Deployment) Role(ctx context.Context, node string) (deploy.RoleInfo, error) {
+	n, err := d.lockNode(node)
+	if err != nil {
+		return deploy.RoleInfo{}, err
+	}
+	return docker.RoleAt(ctx, node, n.Addr())
+}
+
+func (d *Deployment) lockNode(name string) (*Node, error) {
+	for _, n := range d.nodes {
+		if n.Name() == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no lock node %q in the target", name)
 }
 
 // Elected is the master the majority of the sentinels that answered name.

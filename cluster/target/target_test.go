@@ -84,9 +84,37 @@ func TestTargetComposeSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// A target holding keys is refused unless the file lets the harness
+	// empty it: the verdicts assume a fresh counter.
+	if err := eventually(30*time.Second, func() error { return cluster.Ping(ctx, f.Storage, time.Second) }); err != nil {
+		t.Fatal(err)
+	}
+	st := cluster.NewRedisClient(f.Storage, cluster.ClientOptions{})
+	defer st.Close()
+	if err := st.Set(ctx, "lock-0", 41, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	noFlush := f
+	noFlush.Flush = false
 	var d *target.Deployment
+	if err := eventually(30*time.Second, func() (err error) {
+		d, err = target.Open(ctx, noFlush, 1)
+		if err == nil {
+			_ = d.Down()
+			return errors.New("a target holding keys was opened without flush")
+		}
+		if !strings.Contains(err.Error(), "holds 1 keys") || !strings.Contains(err.Error(), "flush: true") {
+			return err
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("open without flush: %v", err)
+	}
 	if err := eventually(30*time.Second, func() (err error) { d, err = target.Open(ctx, f, 1); return err }); err != nil {
 		t.Fatalf("open: %v", err)
+	}
+	if n, err := st.DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("storage after open with flush: %d keys, %v", n, err)
 	}
 	t.Cleanup(func() { _ = d.Down() })
 	if err := deploy.Check(d, "the clock nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSetClock}}); !errors.Is(err, deploy.ErrUnsupported) {
