@@ -381,7 +381,10 @@ func Backend(f File) cluster.Backend {
 		if c.Topology == cluster.Replicated && f.Topology != cluster.Replicated {
 			return nil, fmt.Errorf("the run needs a master with replicas (its lock or its faults), and the target is %s (use a replicated target): %w", f.Topology, deploy.ErrUnsupported)
 		}
-		if f.Topology == cluster.Independent && c.Nodes > len(f.Nodes) {
+		if c.Topology == cluster.Replicated && c.Failover == cluster.FailoverManual {
+			return nil, fmt.Errorf("manual failover cuts a replica's replication link, and a target's replicas reach their master directly, not through the harness (use --backend docker or local): %w", deploy.ErrUnsupported)
+		}
+				if f.Topology == cluster.Independent && c.Nodes > len(f.Nodes) {
 			return nil, fmt.Errorf("the run needs %d independent nodes, and the target has %d: %w", c.Nodes, len(f.Nodes), deploy.ErrUnsupported)
 		}
 		if f.Topology == cluster.Independent {
