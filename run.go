@@ -254,9 +254,12 @@ func (c Config) checkFailpoints(info locks.Info) error {
 	if len(c.Nemesis.Failpoints) == 0 {
 		return nil
 	}
+	// A client fault (one that strikes a client) arms them.
 	arms := false
 	for _, n := range c.Nemesis.Names {
-		arms = arms || n == "client-pause" || n == "client-crash"
+		if info, err := nemesis.Lookup(n); err == nil && info.StrikesClient != "" {
+			arms = true
+		}
 	}
 	if !arms {
 		return usage("failpoints %s are armed only by a client fault: add --nemesis client-pause or client-crash", strings.Join(c.Nemesis.Failpoints, ","))

@@ -3,6 +3,11 @@
 // link a client (or a replica, or a sentinel) uses going through its own
 // toxiproxy proxy, embedded in this process, so faults can be injected per
 // link. Down stops everything; children also die with the harness (Pdeathsig).
+//
+// It is the local-process backend behind the seam: *Cluster is a
+// deploy.Deployment (and a cluster.Deployment, which adds the go-redis
+// clients the locks use). What is Redis's stays here: configs, Sentinel,
+// libfaketime, go-redis.
 package cluster
 
 import (

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/lockharness/lockharness/deploy"
 )
@@ -48,6 +50,7 @@ var (
 	_ deploy.Killer      = node{}
 	_ deploy.Pauser      = node{}
 	_ deploy.Clocked     = node{}
+	_ deploy.Commander   = node{}
 )
 
 // Layout is the running topology's shape.
@@ -149,7 +152,7 @@ func (n node) Name() string      { return n.Server.Name }
 func (n node) Kind() deploy.Kind { return n.kind }
 
 func (n node) Capabilities() deploy.Capabilities {
-	cs := deploy.Capabilities{deploy.CanKill, deploy.CanPause}
+	cs := deploy.Capabilities{deploy.CanKill, deploy.CanPause, deploy.CanCommand}
 	if n.Faked() {
 		cs = append(cs, deploy.CanSetClock)
 	}
@@ -160,6 +163,22 @@ func (n node) Kill(context.Context) error      { return n.Server.Kill() }
 func (n node) Start(ctx context.Context) error { return n.Server.Start(ctx, true) }
 func (n node) Pause(context.Context) error     { return n.Server.Pause() }
 func (n node) Resume(context.Context) error    { return n.Server.Resume() }
+
+// Command sends a command to the node over a direct connection (not
+// through any link) and returns its reply as text.
+func (n node) Command(ctx context.Context, args ...string) (string, error) {
+	cl := NewRedisClient(n.Addr(), ClientOptions{Timeout: time.Second, PoolSize: 1})
+	defer cl.Close()
+	a := make([]any, len(args))
+	for i, x := range args {
+		a[i] = x
+	}
+	v, err := cl.Do(ctx, a...).Result()
+	if err != nil {
+		return "", fmt.Errorf("%s on %s: %w", strings.Join(args, " "), n.Server.Name, err)
+	}
+	return fmt.Sprint(v), nil
+}
 
 // ServerOf is the process behind a node of a local cluster.
 func ServerOf(n deploy.Node) (*Server, bool) {

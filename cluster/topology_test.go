@@ -158,11 +158,16 @@ func TestFaketimeClock(t *testing.T) {
 	if _, err := n1.ConfirmClock(ctx, 20*time.Millisecond, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	a, _, _ := n1.ServerTime(ctx, time.Second)
+	// The skew grows by 2 s per real second between the two readings; a
+	// loaded machine may sleep longer than asked, so the expectation is
+	// taken from the real time that passed, not from the sleep.
+	t0 := time.Now()
+	a, rttA, _ := n1.ServerTime(ctx, time.Second)
 	time.Sleep(300 * time.Millisecond)
-	b, _, _ := n1.ServerTime(ctx, time.Second)
-	if grew := b - a; grew < 400*time.Millisecond || grew > 800*time.Millisecond {
-		t.Fatalf("skew grew %v in 300ms at rate 3, want ≈600ms", grew)
+	b, rttB, _ := n1.ServerTime(ctx, time.Second)
+	elapsed := time.Since(t0) - rttA/2 - rttB/2
+	if grew, want := b-a, 2*elapsed; (grew - want).Abs() > 100*time.Millisecond+rttA+rttB {
+		t.Fatalf("skew grew %v in %v at rate 3, want ≈%v", grew, elapsed.Round(time.Millisecond), want.Round(time.Millisecond))
 	}
 	// Restarting keeps the clock as set, relative to the new process.
 	if err := n1.SetClock(-time.Minute, 1); err != nil {

@@ -145,6 +145,15 @@ type Clocked interface {
 	ConfirmClock(ctx context.Context, tolerance, timeout time.Duration) (time.Duration, error)
 }
 
+// Commander is a node that takes an operator's command (CanCommand): sent
+// over a direct connection that no fault reaches, as an administrator
+// would ("FLUSHALL", "CONFIG SET maxmemory 1mb"), and answered as text.
+// The command language is the system's; a fault that uses it belongs to
+// that system.
+type Commander interface {
+	Command(ctx context.Context, args ...string) (string, error)
+}
+
 // Persister is a deployment whose lock nodes' persistence can be switched
 // while they run (CanSetPersistence); it decides what a killed node
 // remembers. Modes are the backend's ("none", "aof-everysec", …).
@@ -237,6 +246,8 @@ const (
 	// CanSetClock: the node's clock can be set, jumped and made to drift
 	// (Clocked).
 	CanSetClock Capability = "clock"
+	// CanCommand: the node takes an operator's command (Commander).
+	CanCommand Capability = "command"
 )
 
 // Deployment capabilities.
@@ -259,6 +270,7 @@ var capabilityWords = map[Capability]string{
 	CanKill:           "crashing and restarting nodes",
 	CanPause:          "pausing nodes",
 	CanSetClock:       "setting nodes' clocks",
+	CanCommand:        "sending nodes an operator's command",
 	CanCutLinks:       "cutting network links",
 	CanSlowLinks:      "slowing network links",
 	CanSetPersistence: "changing the nodes' persistence",
@@ -360,7 +372,7 @@ func (n Needs) Has(c Capability) bool { return slices.Contains(n.Capabilities, c
 
 // nodeCapabilities are the capabilities asked of nodes, not of the
 // deployment.
-var nodeCapabilities = []Capability{CanKill, CanPause, CanSetClock}
+var nodeCapabilities = []Capability{CanKill, CanPause, CanSetClock, CanCommand}
 
 // Check refuses, with an *UnsupportedError, needs the deployment does not
 // meet: a layout it does not have, a deployment capability it lacks, or a

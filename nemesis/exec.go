@@ -113,13 +113,13 @@ func (e *exec) nodes(targets []string) ([]deploy.Node, error) {
 		name := t
 		switch t {
 		case "master":
-			m := primary(d)
+			m := deploy.Primary(d)
 			if m == "" {
 				return nil, fmt.Errorf("target master: topology has no master")
 			}
 			name = m
 		case "replica":
-			rs := replicas(d)
+			rs := deploy.Replicas(d)
 			if len(rs) == 0 {
 				return nil, fmt.Errorf("target replica: topology has no replica")
 			}
@@ -132,29 +132,6 @@ func (e *exec) nodes(targets []string) ([]deploy.Node, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// primary is the deployment's master now, or "" when it has none.
-func primary(d deploy.Deployment) string {
-	if r, ok := d.(deploy.Replication); ok && d.Layout().Replicated {
-		return r.Primary()
-	}
-	return ""
-}
-
-// replicas are the lock nodes other than the master, in name order.
-func replicas(d deploy.Deployment) []string {
-	m := primary(d)
-	if m == "" {
-		return nil
-	}
-	var out []string
-	for _, n := range d.Layout().Nodes {
-		if n != m {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // lockNodes are the deployment's lock nodes.

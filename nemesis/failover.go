@@ -87,7 +87,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 	switch s.Action {
 	case "cut":
 		m := r.Primary()
-		rs := replicas(d)
+		rs := deploy.Replicas(d)
 		if len(rs) == 0 {
 			return fmt.Errorf("no replica to promote")
 		}
@@ -116,7 +116,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 			rep = s.Targets[0]
 		}
 		if rep == "" {
-			rs := replicas(d)
+			rs := deploy.Replicas(d)
 			if len(rs) == 0 {
 				return fmt.Errorf("no replica to promote")
 			}
@@ -133,7 +133,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 				return "", err
 			}
 			var errs []error
-			for _, o := range replicas(d) {
+			for _, o := range deploy.Replicas(d) {
 				if o != old {
 					errs = append(errs, r.Follow(ctx, o, rep))
 				}

@@ -1,10 +1,16 @@
-// Package nemesis injects faults into a running cluster: network partitions
-// and latency on links, clock skew and drift on nodes, process pauses and
-// crashes, failovers, and client pauses and crashes. Each fault lives in its
-// own file with its generator (which targets, from the run's seed) and its
-// heal, and is registered by name. A Runner composes the named faults into
-// one schedule, executes it, records every action in the history as the
-// nemesis process, and heals everything at the end.
+// Package nemesis injects faults into a running deployment: network
+// partitions and latency on links, clock skew and drift on nodes, process
+// pauses and crashes, failovers, and client pauses and crashes. Each fault
+// lives in its own file with its generator (which targets, from the run's
+// seed) and its heal, declares what it needs of the deployment (Info.Needs),
+// and is registered by name. A Runner composes the named faults into one
+// schedule, executes it, records every action in the history as the nemesis
+// process (with what it means in structured fields: the fault it starts,
+// those it ends, the clocks it set), and heals everything at the end.
+//
+// The nemeses reach the system under test only through the seam, package
+// deploy: they work on any backend that offers the capabilities they ask
+// for, and are refused at Setup by one that does not.
 package nemesis
 
 import (
