@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // ctl is the node's container as Docker's own faults act on it.
@@ -365,130 +366,53 @@ func (n *Node) ConfirmClock(ctx context.Context, tolerance, timeout time.Duratio
 }
 
 // Heal undoes every fault and says what it did ("nothing to heal" when
-// nothing was broken), in the local backend's order: toxics on every link;
-// paused, disconnected and isolated containers; with Sentinel, the master
-// it elected taken as the harness's (so a node started again comes back in
-// its role); killed nodes started again; clocks back to real time and
-// confirmed; then one master followed by every other node.
+// nothing was broken): first what only Docker does (containers taken off
+// the network or isolated by iptables), then what every backend does the
+// same way through the seam (deploy.HealAll: links, paused and killed
+// nodes, clocks, one master followed by every other node).
 func (d *Deployment) Heal(ctx context.Context) (string, error) {
 	var did []string
 	var errs []error
-	step := func(what string, err error) {
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		did = append(did, what)
-	}
-	for _, l := range d.links {
-		if l.Faulted() {
-			l.Heal(ctx)
-			did = append(did, "healed link "+l.Name())
-		}
-	}
 	for _, n := range d.all() {
-		if n.Paused() {
-			step("resumed "+n.name, n.Resume(ctx))
-		}
 		if n.Disconnected() {
-			step("reconnected "+n.name, n.Connect(ctx))
+			if err := n.Connect(ctx); err != nil {
+				errs = append(errs, err)
+			} else {
+				did = append(did, "reconnected "+n.name)
+			}
 		}
 		if n.Isolated() {
-			step("unisolated "+n.name, n.Unisolate(ctx))
-		}
-	}
-	if len(d.Sentinels) > 0 {
-		if m, err := d.Elected(ctx); err == nil {
-			_ = d.SetPrimary(m)
-		}
-	}
-	for _, n := range d.all() {
-		if !n.Running() {
-			step("started "+n.name, n.Start(ctx))
-		}
-	}
-	for _, n := range d.Nodes {
-		if n.Faked() && !n.Clock().Real() {
-			step("reset the clock of "+n.name, n.SetClock(0, 1))
-			if _, err := n.ConfirmClock(ctx, 100*time.Millisecond, 5*time.Second); err != nil {
+			if err := n.Unisolate(ctx); err != nil {
 				errs = append(errs, err)
+			} else {
+				did = append(did, "unisolated "+n.name)
 			}
 		}
 	}
-	if d.cfg.Topology == cluster.Replicated {
-		what, err := d.healReplication(ctx)
-		if what != "" {
-			did = append(did, what)
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
+	what, err := deploy.HealAll(ctx, d)
+	if len(did) > 0 && what == "nothing to heal" {
+		what = ""
 	}
-	if len(did) == 0 {
-		return "nothing to heal", errors.Join(errs...)
+	if what != "" {
+		did = append(did, what)
 	}
-	return strings.Join(did, ", "), errors.Join(errs...)
+	return strings.Join(did, ", "), errors.Join(append(errs, err)...)
 }
 
-// healReplication leaves one master, the harness's (with Sentinel, the one
-// the sentinels elected), and every other node its replica with the link
-// up. With Sentinel it first gives Sentinel the time to demote a returning
-// old master itself (its INFO round is 10 s), then does what it would.
-func (d *Deployment) healReplication(ctx context.Context) (string, error) {
-	var did []string
-	if len(d.Sentinels) > 0 {
-		var m string
-		err := retry(ctx, 10*time.Second, 50*time.Millisecond, func() (err error) { m, err = d.Elected(ctx); return err })
-		if err != nil {
-			return "", err
-		}
-		if err := d.SetPrimary(m); err != nil {
-			return "", err
+// Healthy reports what is still broken, or nil: a container off the
+// network or isolated, the storage node not answering, and whatever
+// deploy.CheckHealthy finds.
+func (d *Deployment) Healthy(ctx context.Context) error {
+	var errs []error
+	for _, n := range d.all() {
+		if n.Disconnected() || n.Isolated() {
+			errs = append(errs, fmt.Errorf("%s is cut off the network", n.name))
 		}
 	}
-	m := d.Primary()
-	ri, err := d.Role(ctx, m)
-	if err != nil {
-		return "", err
+	if err := cluster.Ping(ctx, d.Storage.Addr(), time.Second); err != nil {
+		errs = append(errs, fmt.Errorf("storage does not answer: %w", err))
 	}
-	if ri.Role != "master" {
-		if err := d.Promote(ctx, m); err != nil {
-			return "", err
-		}
-		did = append(did, "promoted "+m)
-	}
-	wait := 5 * time.Second
-	if len(d.Sentinels) > 0 {
-		wait = 12 * time.Second
-	}
-	deadline := time.Now().Add(wait)
-	for _, r := range d.Nodes {
-		if r.name == m {
-			continue
-		}
-		want := d.replicationLink(r.name, m).Addr()
-		for {
-			ri, err := d.Role(ctx, r.name)
-			if err == nil && ri.Role == "slave" && ri.MasterAddr == want {
-				break
-			}
-			if time.Now().After(deadline) || len(d.Sentinels) == 0 {
-				if err := d.Follow(ctx, r.name, m); err != nil {
-					return strings.Join(did, ", "), err
-				}
-				did = append(did, fmt.Sprintf("%s follows %s", r.name, m))
-				break
-			}
-			if err := sleep(ctx, 50*time.Millisecond); err != nil {
-				return strings.Join(did, ", "), err
-			}
-		}
-	}
-	if err := d.waitReplicated(ctx, 10*time.Second, false); err != nil {
-		return strings.Join(did, ", "), err
-	}
-	did = append(did, "master "+m)
-	return strings.Join(did, ", "), nil
+	return errors.Join(append(errs, deploy.CheckHealthy(ctx, d))...)
 }
 
 // retry calls f every interval until it succeeds or timeout passes.
@@ -512,54 +436,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
-}
-
-// Healthy reports what is still broken, or nil: a faulted link, a node
-// paused, cut off, killed or not answering, a clock not real.
-func (d *Deployment) Healthy(ctx context.Context) error {
-	var errs []error
-	for _, l := range d.links {
-		if l.Faulted() {
-			errs = append(errs, fmt.Errorf("link %s has faults %v", l.Name(), l.Faults()))
-		}
-	}
-	for _, n := range d.all() {
-		switch {
-		case n.Paused():
-			errs = append(errs, fmt.Errorf("%s is paused", n.name))
-		case n.Disconnected() || n.Isolated():
-			errs = append(errs, fmt.Errorf("%s is cut off the network", n.name))
-		case !n.Running():
-			errs = append(errs, fmt.Errorf("%s is down", n.name))
-		case n.Faked() && !n.Clock().Real():
-			errs = append(errs, fmt.Errorf("%s's clock is %v", n.name, n.Clock()))
-		default:
-			if err := cluster.Ping(ctx, n.Addr(), time.Second); err != nil {
-				errs = append(errs, fmt.Errorf("%s does not answer: %w", n.name, err))
-			}
-		}
-	}
-	if d.cfg.Topology == cluster.Replicated {
-		m := d.Primary()
-		if ri, err := d.Role(ctx, m); err != nil || ri.Role != "master" {
-			errs = append(errs, fmt.Errorf("master %s: %+v %v", m, ri, err))
-		}
-		for _, r := range d.Nodes {
-			if r.name == m {
-				continue
-			}
-			ri, err := d.Role(ctx, r.name)
-			if err != nil || ri.Role != "slave" || !ri.LinkUp || ri.MasterAddr != d.replicationLink(r.name, m).Addr() {
-				errs = append(errs, fmt.Errorf("replica %s does not follow %s: %+v %v", r.name, m, ri, err))
-			}
-		}
-		if len(d.Sentinels) > 0 {
-			if el, err := d.Elected(ctx); err != nil || el != m {
-				errs = append(errs, fmt.Errorf("sentinels say master %q (%v), harness %s", el, err, m))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // ReplicationRole asks the node for its replication role (INFO replication's role

@@ -22,6 +22,7 @@ var (
 	_ deploy.Killer      = (*Node)(nil)
 	_ deploy.Pauser      = (*Node)(nil)
 	_ deploy.Clocked     = (*Node)(nil)
+	_ deploy.Commander   = (*Node)(nil)
 )
 
 // Name is the node's name in its topology.
@@ -35,10 +36,10 @@ func (n *Node) Kind() deploy.Kind {
 	return deploy.KindLock
 }
 
-// Capabilities: every container can be killed and paused; its clock can
-// be set when it runs under libfaketime.
+// Capabilities: every container can be killed and paused and takes an
+// operator's command; its clock can be set when it runs under libfaketime.
 func (n *Node) Capabilities() deploy.Capabilities {
-	cs := deploy.Capabilities{deploy.CanKill, deploy.CanPause}
+	cs := deploy.Capabilities{deploy.CanKill, deploy.CanPause, deploy.CanCommand}
 	if n.Faked() {
 		cs = append(cs, deploy.CanSetClock)
 	}
@@ -369,4 +370,20 @@ func (n *Node) setPersistence(ctx context.Context, mode string) error {
 		}
 		return nil
 	})
+}
+
+// Command sends an operator's command over a direct connection to the
+// container's address (no proxy, no fault) and returns the answer as text.
+func (n *Node) Command(ctx context.Context, args ...string) (string, error) {
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	defer cl.Close()
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	v, err := cl.Do(ctx, a...).Result()
+	if err != nil {
+		return "", fmt.Errorf("%s on %s: %w", strings.Join(args, " "), n.name, err)
+	}
+	return fmt.Sprint(v), nil
 }

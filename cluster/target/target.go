@@ -384,7 +384,7 @@ func Backend(f File) cluster.Backend {
 		if c.Topology == cluster.Replicated && c.Failover == cluster.FailoverManual {
 			return nil, fmt.Errorf("manual failover cuts a replica's replication link, and a target's replicas reach their master directly, not through the harness (use --backend docker or local): %w", deploy.ErrUnsupported)
 		}
-				if f.Topology == cluster.Independent && c.Nodes > len(f.Nodes) {
+		if f.Topology == cluster.Independent && c.Nodes > len(f.Nodes) {
 			return nil, fmt.Errorf("the run needs %d independent nodes, and the target has %d: %w", c.Nodes, len(f.Nodes), deploy.ErrUnsupported)
 		}
 		if f.Topology == cluster.Independent {
