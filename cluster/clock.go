@@ -53,21 +53,10 @@ func (s *Server) SetClock(skew time.Duration, rate float64) error {
 var ErrNoFaketime = errors.New("node does not run under libfaketime (set cluster Config.Faketime)")
 
 // writeClockLocked writes the clock file libfaketime reads on every clock
-// call. libfaketime computes fake = start + (now−start)·rate + offset, where
-// start is when the process loaded it, so the offset that gives the wanted
-// skew at Since is skew + (Since−start)·(1−rate). The file always names the
-// rate: libfaketime keeps the last rate when a line has none. It is replaced
-// atomically, since a missing file reads as offset 0.
+// call (see FaketimeLine). It is replaced atomically, since a missing file
+// reads as offset 0.
 func (s *Server) writeClockLocked() error {
-	c := s.clock
-	if c.Rate == 0 {
-		c = RealClock
-	}
-	off := c.Skew.Seconds()
-	if r := c.EffectiveRate(); r != 1 && !c.Since.IsZero() {
-		off += c.Since.Sub(s.startedAt).Seconds() * (1 - r)
-	}
-	line := fmt.Sprintf("%+.6f x%.6f\n", off, c.EffectiveRate())
+	line := FaketimeLine(s.clock, s.startedAt)
 	tmp := s.ClockFile + ".tmp"
 	if err := os.MkdirAll(filepath.Dir(s.ClockFile), 0o755); err != nil {
 		return fmt.Errorf("write clock of %s: %w", s.Name, err)
@@ -79,6 +68,23 @@ func (s *Server) writeClockLocked() error {
 		return fmt.Errorf("write clock of %s: %w", s.Name, err)
 	}
 	return nil
+}
+
+// FaketimeLine is the content of a libfaketime control file that makes a
+// process started at started read clock c. libfaketime computes
+// fake = start + (now−start)·rate + offset, where start is when the process
+// loaded it, so the offset that gives the wanted skew at Since is
+// skew + (Since−start)·(1−rate). The line always names the rate:
+// libfaketime keeps the last rate when a line has none.
+func FaketimeLine(c Clock, started time.Time) string {
+	if c.Rate == 0 {
+		c = RealClock
+	}
+	off := c.Skew.Seconds()
+	if r := c.EffectiveRate(); r != 1 && !c.Since.IsZero() {
+		off += c.Since.Sub(started).Seconds() * (1 - r)
+	}
+	return fmt.Sprintf("%+.6f x%.6f\n", off, c.EffectiveRate())
 }
 
 // ServerTime reads the server's clock with TIME over a direct connection

@@ -52,13 +52,24 @@ func (c *Cluster) AddLink(from string, s *Server) (*Link, error) {
 	if _, dup := c.links[name]; dup {
 		return nil, fmt.Errorf("link %s already exists", name)
 	}
-	p := toxiproxy.NewProxy(c.proxies, strings.ReplaceAll(name, "->", "_"), "127.0.0.1:0", s.Addr())
-	if err := c.proxies.Collection.Add(p, true); err != nil {
-		return nil, fmt.Errorf("start proxy %s: %w", name, err)
+	l, err := NewLink(c.proxies, from, s.Name, "127.0.0.1:0", s.Addr())
+	if err != nil {
+		return nil, err
 	}
-	l := &Link{name: name, from: from, to: s.Name, proxy: p}
 	c.links[name] = l
 	return l, nil
+}
+
+// NewLink starts a proxy on srv for the link from → to, listening on listen
+// (host:0 picks a free port) and forwarding to upstream. Other backends
+// (containers) use it to front their nodes the same way.
+func NewLink(srv *toxiproxy.ApiServer, from, to, listen, upstream string) (*Link, error) {
+	name := LinkName(from, to)
+	p := toxiproxy.NewProxy(srv, strings.ReplaceAll(name, "->", "_"), listen, upstream)
+	if err := srv.Collection.Add(p, true); err != nil {
+		return nil, fmt.Errorf("start proxy %s: %w", name, err)
+	}
+	return &Link{name: name, from: from, to: to, proxy: p}, nil
 }
 
 // Link returns the link named from->to.

@@ -42,7 +42,7 @@ func SweepNodeDirs(tmp string) int {
 		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) && !zombie(pid) {
+		if !ProcessGone(pid) {
 			continue // alive (or not ours to judge)
 		}
 		if os.RemoveAll(d) == nil {
@@ -50,6 +50,14 @@ func SweepNodeDirs(tmp string) int {
 		}
 	}
 	return n
+}
+
+// ProcessGone reports whether the process pid no longer runs: it does not
+// exist, or it exited and waits to be reaped. What a process that is gone
+// left behind (node directories, containers) can be removed.
+func ProcessGone(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH) || zombie(pid)
 }
 
 // zombie reports whether pid has exited and waits to be reaped: a harness

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/cluster"
 )
 
 // Checkers are the checker names a scenario has an expectation for, in the
@@ -140,6 +141,11 @@ type Options struct {
 	// Progress receives the live progress line; nil discards it.
 	Progress    io.Writer
 	ProgressTTY bool
+	// Backend starts the deployment each scenario runs against; nil means
+	// local redis-server processes. A scenario whose faults the backend
+	// cannot cause fails with an error wrapping deploy.ErrUnsupported,
+	// saying why: it was not run, so it did not pass.
+	Backend cluster.Backend
 }
 
 // Outcome is what one run of a scenario observed.
@@ -196,6 +202,7 @@ func Run(ctx context.Context, s Scenario, opts Options) (Outcome, error) {
 	}
 	cfg := s.RunConfig(store)
 	cfg.Log, cfg.Progress, cfg.ProgressTTY = opts.Log, opts.Progress, opts.ProgressTTY
+	cfg.Backend = opts.Backend
 	start := time.Now()
 	out, err := lockharness.Run(ctx, cfg)
 	o := Outcome{Scenario: s, Dir: out.Dir, Result: out.Results.Result, Why: out.Results.Why, Elapsed: time.Since(start), Observed: map[string]checker.Verdict{}}

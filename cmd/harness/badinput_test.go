@@ -143,6 +143,10 @@ func TestBadInputs(t *testing.T) {
 		{"malformed clients", tok("--clients", "many"), "invalid argument", "harness run --help"},
 		// run: topology
 		{"unknown topology", tok("--topology", "ring"), `unknown topology "ring"`, "--topology"},
+		{"unknown backend", tok("--backend", "podman"), `unknown --backend "podman"`, "use local or docker"},
+		{"image without docker", tok("--image", "redis:7.4"), "--image redis:7.4 needs --backend docker", "--backend docker"},
+		{"missing target file", tok("--target", "/nonexistent/t.yml"), "target file /nonexistent/t.yml", "compose/sentinel.target.yml"},
+		{"target and docker", tok("--backend", "docker", "--target", "t.yml"), "already running", "leave out --backend docker"},
 		{"negative replicas", tok("--topology", "replicated", "--replicas", "-2"), "at least 1", "--replicas"},
 		{"unknown failover", tok("--topology", "replicated", "--failover", "raft"), `unknown failover "raft"`, "--failover"},
 		{"unknown persistence", tok("--persistence", "fsync-maybe"), `unknown persistence "fsync-maybe"`, "--persistence"},

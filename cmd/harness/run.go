@@ -21,6 +21,7 @@ import (
 func newRunCmd() *cobra.Command {
 	var cfg lockharness.Config
 	var jsonOut bool
+	var bf backendFlags
 	cmd := &cobra.Command{
 		Use:   "run --lock NAME [flags]",
 		Short: "run a lock against real Redis under faults and check the history",
@@ -45,6 +46,11 @@ func newRunCmd() *cobra.Command {
 			if cfg.TimeLimit <= 0 {
 				return &codeError{exitError, fmt.Errorf("--time-limit must be positive, got %v: use e.g. --time-limit 25s", cfg.TimeLimit)}
 			}
+			backend, err := bf.resolve()
+			if err != nil {
+				return &codeError{exitError, err}
+			}
+			cfg.Backend = backend
 			cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
@@ -95,6 +101,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&jsonOut, "json", false, "print results.json to stdout instead of the summary")
 	f.BoolVar(&cfg.AllowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or a requested fault never struck a holder (the coverage is still reported)")
 	addFaultFlags(f, &cfg)
+	addBackendFlags(f, &bf)
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/scenarios"
 )
 
@@ -88,6 +89,9 @@ type scenarioRow struct {
 	Seconds  float64           `json:"seconds"`
 	Dir      string            `json:"dir,omitempty"`
 	Error    string            `json:"error,omitempty"`
+	// Skipped: the backend cannot cause the scenario's faults (Error says
+	// why); it did not run, so it neither passed nor failed.
+	Skipped bool `json:"skipped,omitempty"`
 
 	expected, observed string
 }
@@ -96,6 +100,7 @@ func newScenarioRunCmd() *cobra.Command {
 	var all, jsonOut bool
 	var store string
 	var parallel int
+	var bf backendFlags
 	cmd := &cobra.Command{
 		Use:   "run NAME… | --all",
 		Short: "run scenarios and compare each checker's verdict with the expected one",
@@ -125,11 +130,15 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 			if parallel < 1 {
 				return &codeError{exitError, fmt.Errorf("--parallel must be at least 1, got %d: use --parallel 1 to run the scenarios one after another", parallel)}
 			}
+			backend, err := bf.resolve()
+			if err != nil {
+				return &codeError{exitError, err}
+			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			var rows []scenarioRow
 			failed, broken := false, false
 			// Side by side, reported in catalogue order as each finishes.
-			scenarios.RunAll(cmd.Context(), list, scenarios.Options{Store: store}, parallel, func(i int, r scenarios.Result) {
+			scenarios.RunAll(cmd.Context(), list, scenarios.Options{Store: store, Backend: backend}, parallel, func(i int, r scenarios.Result) {
 				s, o, err := list[i], r.Outcome, r.Err
 				if !jsonOut {
 					fmt.Fprintf(errw, "[%d/%d] %s (%s): %s\n", i+1, len(list), s.Name, s.Lock, s.Summary)
@@ -140,11 +149,15 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 				for k, v := range o.Observed {
 					row.Observed[k] = string(v)
 				}
-				if err != nil {
+				switch {
+				case errors.Is(err, deploy.ErrUnsupported):
+					row.Error, row.Skipped = err.Error(), true
+					row.observed = "skipped"
+				case err != nil:
 					row.Error = err.Error()
 					row.observed = "error"
 					broken = true
-				} else if !row.Pass {
+				case !row.Pass:
 					failed = true
 				}
 				rows = append(rows, row)
@@ -173,6 +186,7 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 	f.BoolVar(&jsonOut, "json", false, "print the results as JSON instead of the account and the table")
 	f.StringVar(&store, "store", "store", "directory runs are written to")
 	f.IntVar(&parallel, "parallel", scenarios.DefaultParallel(), "most scenarios run side by side while the machine has a CPU idle (Sentinel scenarios always alone); 1 runs them one after another")
+	addBackendFlags(f, &bf)
 	return cmd
 }
 
@@ -181,6 +195,9 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err error) {
 	mark := "AS EXPECTED"
 	switch {
+	case errors.Is(err, deploy.ErrUnsupported):
+		fmt.Fprintf(w, "\nSKIPPED  %s  (%s): it cannot run on this backend\n  reason       %v\n", s.Name, s.Lock, err)
+		return
 	case err != nil:
 		mark = "ERROR"
 	case !o.Pass():
@@ -216,11 +233,14 @@ func printScenarioTable(w io.Writer, rows []scenarioRow) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tLOCK\tEXPECTED\tOBSERVED\tSECONDS\t")
-	pass := 0
+	pass, skipped := 0, 0
 	var total float64
 	for _, r := range rows {
 		ok := "ok"
-		if !r.Pass {
+		if r.Skipped {
+			ok = "skipped"
+			skipped++
+		} else if !r.Pass {
 			ok = "FAIL"
 		} else {
 			pass++
@@ -229,7 +249,11 @@ func printScenarioTable(w io.Writer, rows []scenarioRow) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%s\n", r.Name, r.Lock, r.expected, r.observed, r.Seconds, ok)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\n%d of %d as expected in %s\n", pass, len(rows), (time.Duration(total * float64(time.Second))).Round(time.Second))
+	fmt.Fprintf(w, "\n%d of %d as expected in %s", pass, len(rows), (time.Duration(total * float64(time.Second))).Round(time.Second))
+	if skipped > 0 {
+		fmt.Fprintf(w, "; %d skipped: this backend cannot cause their faults (see each one's reason)", skipped)
+	}
+	fmt.Fprintln(w)
 }
 
 // wrap breaks s into lines of at most width characters, each prefixed.

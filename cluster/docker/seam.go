@@ -1,0 +1,389 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
+)
+
+// The Docker backend behind the harness's seam.
+var (
+	_ deploy.Deployment  = (*Deployment)(nil)
+	_ deploy.Replication = (*Deployment)(nil)
+	_ deploy.Hinter      = (*Deployment)(nil)
+	_ deploy.Killer      = (*Node)(nil)
+	_ deploy.Pauser      = (*Node)(nil)
+	_ deploy.Clocked     = (*Node)(nil)
+	_ deploy.Commander   = (*Node)(nil)
+)
+
+// Name is the node's name in its topology.
+func (n *Node) Name() string { return n.name }
+
+// Kind is a lock node's or a sentinel's kind.
+func (n *Node) Kind() deploy.Kind {
+	if n.role == RoleSentinel {
+		return deploy.KindSentinel
+	}
+	return deploy.KindLock
+}
+
+// Capabilities: every container can be killed and paused and takes an
+// operator's command; its clock can be set when it runs under libfaketime.
+func (n *Node) Capabilities() deploy.Capabilities {
+	cs := deploy.Capabilities{deploy.CanKill, deploy.CanPause, deploy.CanCommand}
+	if n.Faked() {
+		cs = append(cs, deploy.CanSetClock)
+	}
+	return cs
+}
+
+// Layout is the topology's shape.
+func (d *Deployment) Layout() deploy.Layout {
+	l := deploy.Layout{Clients: d.cfg.Clients, Replicated: d.cfg.Topology == cluster.Replicated}
+	l.Elected = l.Replicated && len(d.Sentinels) > 0
+	for _, n := range d.Nodes {
+		l.Nodes = append(l.Nodes, n.name)
+	}
+	for _, s := range d.Sentinels {
+		l.Sentinels = append(l.Sentinels, s.name)
+	}
+	return l
+}
+
+// Capabilities of the deployment: every link can be cut and slowed (the
+// host's toxiproxy), persistence changes with CONFIG SET; a replicated topology can be failed over by hand, or
+// by its sentinels.
+func (d *Deployment) Capabilities() deploy.Capabilities {
+	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanSetPersistence}
+	if d.cfg.Topology == cluster.Replicated {
+		cs = append(cs, deploy.CanPromote)
+		if len(d.Sentinels) > 0 {
+			cs = append(cs, deploy.CanElect)
+		}
+	}
+	return cs
+}
+
+// Hint says how to get a capability this deployment lacks.
+func (d *Deployment) Hint(c deploy.Capability) string {
+	switch c {
+	case deploy.CanSetClock:
+		if err := d.image.Require(NeedFaketime); err != nil {
+			return err.Error()
+		}
+		return "start the containers under libfaketime (docker.Config.Faketime)"
+	case deploy.CanPromote, deploy.CanElect:
+		return "use a replicated topology"
+	}
+	return ""
+}
+
+// Node returns a lock node or a sentinel by name.
+func (d *Deployment) Node(name string) (deploy.Node, error) {
+	for _, n := range d.Members() {
+		if n.Name() == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no node %q in this deployment", name)
+}
+
+// Members are the lock nodes, then the sentinels.
+func (d *Deployment) Members() []deploy.Node {
+	out := make([]deploy.Node, 0, len(d.Nodes)+len(d.Sentinels))
+	for _, n := range d.Nodes {
+		out = append(out, n)
+	}
+	for _, s := range d.Sentinels {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Endpoints are the lock nodes as client slot cl reaches them: through its
+// own proxies on 127.0.0.1.
+func (d *Deployment) Endpoints(cl int) []deploy.Endpoint {
+	out := make([]deploy.Endpoint, 0, len(d.Nodes))
+	for _, n := range d.Nodes {
+		if a, err := d.ClientAddr(cl, n.name); err == nil {
+			out = append(out, deploy.Endpoint{Node: n.name, Addr: a})
+		}
+	}
+	return out
+}
+
+// Network is the deployment's links.
+func (d *Deployment) Network() deploy.Network { return network{d} }
+
+type network struct{ d *Deployment }
+
+func (nw network) Links() []deploy.Link {
+	var out []deploy.Link
+	for _, l := range nw.d.Links() {
+		out = append(out, l)
+	}
+	return out
+}
+
+func (nw network) Link(from, to string) (deploy.Link, error) {
+	l, err := nw.d.Link(from, to)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Primary is the node the harness takes as master now.
+func (d *Deployment) Primary() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.primary
+}
+
+// SetPrimary records node as the master; the configs of every node are
+// rendered anew, so a node started again keeps the new roles.
+func (d *Deployment) SetPrimary(node string) error {
+	if d.cfg.Topology != cluster.Replicated {
+		return fmt.Errorf("set primary: topology %s has no master", d.cfg.Topology)
+	}
+	if _, err := d.Container(node); err != nil {
+		return fmt.Errorf("set primary: %w", err)
+	}
+	d.mu.Lock()
+	changed := d.primary != node
+	d.primary = node
+	for _, n := range d.Nodes {
+		n.setConfig(d.nodeConfig(n, node))
+	}
+	dialers := append([]*masterDialer(nil), d.dialers...)
+	d.mu.Unlock()
+	if changed {
+		for _, md := range dialers {
+			md.closeAll()
+		}
+	}
+	return nil
+}
+
+// Promote makes node a master (REPLICAOF NO ONE) over a direct connection.
+func (d *Deployment) Promote(ctx context.Context, node string) error {
+	n, err := d.Container(node)
+	if err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	if err := n.do(ctx, "replicaof", "no", "one"); err != nil {
+		return fmt.Errorf("promote %s: %w", node, err)
+	}
+	return nil
+}
+
+// Follow makes node a replica of primary, through its replication link.
+func (d *Deployment) Follow(ctx context.Context, node, primary string) error {
+	n, err := d.Container(node)
+	if err != nil {
+		return fmt.Errorf("follow: %w", err)
+	}
+	l := d.replicationLink(node, primary)
+	if l == nil {
+		return fmt.Errorf("%s follow %s: no replication link", node, primary)
+	}
+	host, port, _ := strings.Cut(l.Addr(), ":")
+	if err := n.do(ctx, "replicaof", host, port); err != nil {
+		return fmt.Errorf("%s follow %s: %w", node, primary, err)
+	}
+	return nil
+}
+
+// ReplicationLink is the link replica follows primary through.
+func (d *Deployment) ReplicationLink(replica, primary string) (deploy.Link, error) {
+	l := d.replicationLink(replica, primary)
+	if l == nil {
+		return nil, fmt.Errorf("no replication link from %s to %s", replica, primary)
+	}
+	return l, nil
+}
+
+// Role is node's replication role as it reports it.
+func (d *Deployment) Role(ctx context.Context, node string) (deploy.RoleInfo, error) {
+	n, err := d.Container(node)
+	if err != nil {
+		return deploy.RoleInfo{}, err
+	}
+	return RoleAt(ctx, node, n.Addr())
+}
+
+// RoleAt reads INFO replication from the Redis at addr over a direct
+// connection.
+func RoleAt(ctx context.Context, node, addr string) (deploy.RoleInfo, error) {
+	cl := cluster.NewRedisClient(addr, cluster.ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
+	defer cl.Close()
+	txt, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return deploy.RoleInfo{}, fmt.Errorf("INFO replication on %s: %w", node, err)
+	}
+	var ri deploy.RoleInfo
+	var host, port string
+	for _, line := range strings.Split(txt, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "role":
+			ri.Role = v
+		case "master_host":
+			host = v
+		case "master_port":
+			port = v
+		case "master_link_status":
+			ri.LinkUp = v == "up"
+		case "connected_slaves":
+			ri.Replicas, _ = strconv.Atoi(v)
+		}
+	}
+	if host != "" {
+		ri.MasterAddr = net.JoinHostPort(host, port)
+	}
+	return ri, nil
+}
+
+// Elected is the master the majority of the sentinels that answered name.
+func (d *Deployment) Elected(ctx context.Context) (string, error) {
+	if len(d.Sentinels) == 0 {
+		return "", fmt.Errorf("elected master: topology has no sentinels")
+	}
+	announced := d.Announced()
+	votes := map[string]int{}
+	var errs []string
+	for _, s := range d.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 300 * time.Millisecond,
+			ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, PoolSize: 1})
+		addr, err := sc.GetMasterAddrByName(ctx, cluster.MasterName).Result()
+		_ = sc.Close()
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", s.name, err))
+			continue
+		}
+		a := net.JoinHostPort(addr[0], addr[1])
+		name, ok := announced[a]
+		if !ok {
+			errs = append(errs, fmt.Sprintf("%s: unknown master address %s", s.name, a))
+			continue
+		}
+		votes[name]++
+	}
+	best, most := "", 0
+	for name, v := range votes {
+		if v > most || (v == most && name < best) {
+			best, most = name, v
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("elected master: no answer: %s", strings.Join(errs, "; "))
+	}
+	return best, nil
+}
+
+// do runs one command on the node over a direct connection: the harness
+// acting as the operator, never through a faulted link.
+func (n *Node) do(ctx context.Context, args ...any) error {
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: time.Second, PoolSize: 1})
+	defer cl.Close()
+	return cl.Do(ctx, args...).Err()
+}
+
+func (n *Node) setConfig(c string) {
+	n.mu.Lock()
+	n.config = c
+	n.mu.Unlock()
+}
+
+var _ deploy.Persister = (*Deployment)(nil)
+
+// Persistence is the lock nodes' persistence mode now.
+func (d *Deployment) Persistence() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.Persistence
+}
+
+// SetPersistence switches every lock node to mode while it runs (CONFIG
+// SET), waits until the AOF it starts is written, and keeps the mode in the
+// nodes' configs, so a node started again after docker kill loads what it
+// persisted (its data directory is on the host).
+func (d *Deployment) SetPersistence(ctx context.Context, mode string) error {
+	if _, err := cluster.PersistenceConfig(mode); err != nil {
+		return err
+	}
+	for _, n := range d.Nodes {
+		if err := n.setPersistence(ctx, mode); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	d.cfg.Persistence = mode
+	primary := d.primary
+	if primary == "" {
+		primary = d.Nodes[0].name
+	}
+	for _, n := range d.Nodes {
+		n.setConfig(d.nodeConfig(n, primary))
+	}
+	d.mu.Unlock()
+	return nil
+}
+
+func (n *Node) setPersistence(ctx context.Context, mode string) error {
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	defer cl.Close()
+	var err error
+	switch mode {
+	case cluster.PersistNone:
+		err = cl.ConfigSet(ctx, "appendonly", "no").Err()
+	default:
+		err = cl.ConfigSet(ctx, "appendfsync", strings.TrimPrefix(mode, "aof-")).Err()
+		if err == nil {
+			err = cl.ConfigSet(ctx, "appendonly", "yes").Err()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("set persistence %s on %s: %w", mode, n.name, err)
+	}
+	// Turning AOF on starts a rewrite; until it is done a crash loses
+	// everything written before.
+	return retry(ctx, 10*time.Second, 10*time.Millisecond, func() error {
+		txt, err := cl.Info(ctx, "persistence").Result()
+		if err != nil {
+			return fmt.Errorf("set persistence %s on %s: %w", mode, n.name, err)
+		}
+		if !strings.Contains(txt, "aof_rewrite_in_progress:0") || !strings.Contains(txt, "aof_rewrite_scheduled:0") {
+			return fmt.Errorf("set persistence %s on %s: AOF rewrite still running", mode, n.name)
+		}
+		return nil
+	})
+}
+
+// Command sends an operator's command over a direct connection to the
+// container's address (no proxy, no fault) and returns the answer as text.
+func (n *Node) Command(ctx context.Context, args ...string) (string, error) {
+	cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	defer cl.Close()
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	v, err := cl.Do(ctx, a...).Result()
+	if err != nil {
+		return "", fmt.Errorf("%s on %s: %w", strings.Join(args, " "), n.name, err)
+	}
+	return fmt.Sprint(v), nil
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/docker"
+	"github.com/lockharness/lockharness/cluster/target"
+)
+
+// Backends a run can test.
+const (
+	backendLocal  = "local"
+	backendDocker = "docker"
+)
+
+// backendFlags choose where the system under test runs.
+type backendFlags struct {
+	backend string
+	image   string
+	target  string
+}
+
+func addBackendFlags(f *pflag.FlagSet, b *backendFlags) {
+	f.StringVar(&b.backend, "backend", backendLocal, "where the Redis nodes run: local (redis-server processes) or docker (containers, see --image)")
+	f.StringVar(&b.image, "image", "", "with --backend docker: the Redis image of every node (default "+docker.DefaultImage+", built by `make image`; see `harness image inspect NAME`)")
+	f.StringVar(&b.target, "target", "", "run against a deployment the harness did not start, described by this file (addresses, roles, optional containers; see compose/*.target.yml)")
+}
+
+// resolve turns the flags into the run's backend (nil: local processes),
+// refusing contradictions before anything starts.
+func (b backendFlags) resolve() (cluster.Backend, error) {
+	switch b.backend {
+	case backendLocal, backendDocker:
+	default:
+		return nil, fmt.Errorf("unknown --backend %q: use local or docker", b.backend)
+	}
+	if b.image != "" && b.backend != backendDocker {
+		return nil, fmt.Errorf("--image %s needs --backend docker", b.image)
+	}
+	if b.target != "" {
+		if b.backend != backendLocal {
+			return nil, fmt.Errorf("--target runs against a deployment that is already running: leave out --backend %s", b.backend)
+		}
+		f, err := target.Load(b.target)
+		if err != nil {
+			return nil, err
+		}
+		return target.Backend(f), nil
+	}
+	if b.backend == backendDocker {
+		return docker.Backend(b.image), nil
+	}
+	return nil, nil
+}

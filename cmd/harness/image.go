@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockharness/lockharness/cluster/docker"
+)
+
+func newImageCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "the Redis image of the Docker backend: what it holds for the faults",
+		Long: `The Docker backend runs every node from one image. The default,
+` + docker.DefaultImage + `, is built offline from Debian's packages by
+` + "`make image`" + ` (scripts/image.sh, about 40 s). Any Redis image works for
+pause, kill, network disconnect and the proxy faults; clock faults need
+libfaketime and the malloc shim in it, the iptables partition needs iptables,
+the replicated topology redis-sentinel.`,
+	}
+	inspect := &cobra.Command{
+		Use:     "inspect [NAME]",
+		Short:   "say which faults an image supports (default: " + docker.DefaultImage + ")",
+		Example: "  harness image inspect\n  harness image inspect redis:7.4",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := docker.DefaultImage
+			if len(args) == 1 {
+				name = args[0]
+			}
+			ctx := cmd.Context()
+			if err := docker.Available(ctx); err != nil {
+				return &codeError{exitError, err}
+			}
+			im, err := docker.InspectImage(ctx, name)
+			if err != nil {
+				if errors.Is(err, docker.ErrNoImage) {
+					return &codeError{exitError, err}
+				}
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s\n", im.Name)
+			fmt.Fprintf(w, "  %-28s %s\n", "pause, kill, disconnect", "yes (Docker itself)")
+			fmt.Fprintf(w, "  %-28s %s\n", "partition, latency (proxy)", "yes (the harness's proxies)")
+			for _, c := range []struct{ what, need string }{
+				{"clock faults", docker.NeedFaketime},
+				{"iptables partition", docker.NeedIptables},
+				{"replicated (Sentinel)", docker.NeedSentinel},
+			} {
+				if err := im.Require(c.need); err != nil {
+					fmt.Fprintf(w, "  %-28s no: %v\n", c.what, err)
+				} else {
+					fmt.Fprintf(w, "  %-28s yes\n", c.what)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(inspect)
+	return cmd
+}
