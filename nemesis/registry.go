@@ -35,6 +35,8 @@ func builtins() []func() fault {
 		func() fault { return &failover{} },
 		func() fault { return &clientPause{} },
 		func() fault { return &clientCrash{} },
+		func() fault { return &dataLoss{} },
+		func() fault { return &scriptFlush{} },
 	}
 }
 
