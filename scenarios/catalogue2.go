@@ -1,0 +1,112 @@
+package scenarios
+
+import (
+	"time"
+
+	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+// Catalogue returns every scenario: the literature's (catalogueOne), then
+// the failures lock users report in issue trackers (catalogueTwo). It
+// returns new values each time: callers may change them.
+func Catalogue() []Scenario {
+	return append(catalogueOne(), catalogueTwo()...)
+}
+
+// Sources of part two: public issue threads.
+const (
+	redissonIssue = "redisson/redisson#"
+)
+
+// catalogueTwo is the catalogue's second part: what goes wrong in
+// production besides the Kleppmann/antirez debate, each scenario citing
+// the public issue it reproduces.
+func catalogueTwo() []Scenario {
+	return []Scenario{
+		{
+			Name: "flushall-lock-vanishes", Lock: "token",
+			Summary: "an operator's FLUSHALL deletes A's lock while A works; B acquires at once; both hold",
+			Source:  redissonIssue + `3829 (lock keys lost on a shard switch); redis.io, FLUSHALL command page`,
+			Explanation: `A holds the lock (TTL 2s) and works for 600ms. At 300ms an operator, a test script or another ` +
+				`application runs FLUSHALL on the lock's node: A's key is gone, and nothing tells A. B, waiting, ` +
+				`acquires at once and reads the counter A has not written yet; both write the same value: two holders ` +
+				`and a lost update. A's release then finds B's token and is refused: the lock lost A's lease before ` +
+				`its deadline. A lock is only as durable as its key: anything that deletes keys (FLUSHALL, a key ` +
+				`eviction, a migration that drops them) breaks the promise. Fix: keep lock keys on a node nothing ` +
+				`else writes to, rename FLUSHALL/FLUSHDB away (rename-command), and fence the resource.`,
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the FLUSHALL", "flush")},
+			Run: lockharness.Config{
+				Workload:  workload(2, 2*time.Second, 600*ms, time.Second),
+				Script:    []nemesis.Step{at(300*ms, "data-loss", "flush", []string{"n1"}, nil)},
+				TimeLimit: 1500 * ms, Recovery: 1500 * ms, Seed: 1,
+			},
+		},
+		{
+			Name: "fence-counter-deleted", Lock: "fenced",
+			Summary: "the fencing counter is deleted mid-run; the next grant's token goes back to 1; storage refuses every holder after it",
+			Source:  redissonIssue + `6510 (RFencedLock: the fencing token goes backwards); ` + kleppmann + `, "Making the lock safe with fencing"`,
+			Explanation: `The fenced lock numbers its grants with INCR on a counter beside the lock key. At 1.05s the ` +
+				`counter is deleted (a FLUSHALL, an eviction or a failover to a replica that missed it does the same). ` +
+				`The lock itself works on: one holder at a time. But the next grant's token starts again at 1, below ` +
+				`the highest token the storage has seen, so the storage refuses that holder's write, and the next ` +
+				`one's, until the tokens climb past the old ones. Fencing only works if the token never goes back: ` +
+				`the resource checker flags every grant whose token is not greater than one granted before it. ` +
+				`Fix: keep the counter where it cannot be lost (persisted, replicated synchronously, or derived ` +
+				`from a consensus system's revision, as etcd's and ZooKeeper's locks do).`,
+			Expect:   Expect{valid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the deleted fencing counter", "delete-keys")},
+			Run: lockharness.Config{
+				Workload: workload(2, time.Second, 300*ms, time.Second),
+				Script: []nemesis.Step{at(1050*ms, "data-loss", "delete", []string{"n1"},
+					map[string]string{"keys": locks.FenceKey(workloads.Key(0))})},
+				TimeLimit: 2 * time.Second, Recovery: time.Second, Seed: 1,
+			},
+		},
+		{
+			Name: "failover-fence-repeats", Lock: "fenced",
+			Summary: "the failover-lost-lock schedule with a fenced lock: the promoted replica hands out X's token again; both writes are accepted",
+			Source:  redissonIssue + `6510 (RFencedLock: the fencing token goes backwards after a failover); ` + distlock + `, "Why Failover-based Implementations Are Not Enough"`,
+			Explanation: `The failover of failover-lost-lock, with a lock that draws a fencing token from INCR on the ` +
+				`master. X's grant (token 2) and its INCR never reach the replica, which is promoted: its counter ` +
+				`still says 1. When the previous holder's replicated grant expires there, the other client acquires ` +
+				`and gets token 2 again. Two holders with the same token: the storage, which accepts equal tokens ` +
+				`(one holder may write twice), takes both writes and one update is lost. A fencing counter that ` +
+				`lives in the lock's failover-based store is lost with it; the resource checker flags the repeated ` +
+				`token. Fix: a fencing counter in a store that never loses an acknowledged write.`,
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the promotion", "promote")},
+			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
+		},
+		{
+			Name: "script-flush-evalsha-falls-back", Lock: "reentrant",
+			Summary: "SCRIPT FLUSH four times while the watchdog lock is in use: every EVALSHA gets NOSCRIPT, falls back to EVAL, nothing breaks",
+			Source:  `nestjs-redis#15 and redlock-rb#27 (NOSCRIPT after a restart or failover); go-redis, Script.Run`,
+			Explanation: `Every operation of the Redisson-style lock (acquire, release, the watchdog's renewals) is a Lua ` +
+				`script sent by SHA with EVALSHA. Four times during the run the node's script cache is emptied with ` +
+				`SCRIPT FLUSH, as a restart or a failover to a replica that never ran the scripts would. The next ` +
+				`EVALSHA of each script gets NOSCRIPT; go-redis's Script.Run then sends the script's source with EVAL, ` +
+				`which runs it and caches it again. The lock never notices: one holder at a time, no update lost. ` +
+				`Every lock in the harness runs its scripts through Script.Run (redsync's adapter and bsm/redislock ` +
+				`do the same fallback), so all of them recover; a client that only sends EVALSHA fails every ` +
+				`scripted operation until it loads its scripts again, and one that treats that failure as "not ` +
+				`held" gives up a lease it still has.`,
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("SCRIPT FLUSH", "script-flush")},
+			Run: lockharness.Config{
+				Workload: workload(2, time.Second, 400*ms, time.Second),
+				Script: []nemesis.Step{
+					at(250*ms, "script-flush", "flush", []string{"n1"}, nil),
+					at(650*ms, "script-flush", "flush", []string{"n1"}, nil),
+					at(1050*ms, "script-flush", "flush", []string{"n1"}, nil),
+					at(1450*ms, "script-flush", "flush", []string{"n1"}, nil),
+				},
+				TimeLimit: 2 * time.Second, Recovery: time.Second, Seed: 1,
+			},
+		},
+	}
+}
