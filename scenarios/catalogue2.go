@@ -26,7 +26,49 @@ const (
 // production besides the Kleppmann/antirez debate, each scenario citing
 // the public issue it reproduces.
 func catalogueTwo() []Scenario {
-	return []Scenario{
+	var extend []Scenario
+	for _, l := range []struct {
+		lock  string
+		nodes int
+		what  string
+	}{
+		{"token", 1, "its compare-and-PEXPIRE script finds no key (GET is nil, not A's token) and answers 0"},
+		{"redislock", 1, "bsm/redislock's Refresh script finds no key and returns ErrNotObtained"},
+		{"redlock", 3, "no node has A's token, so no quorum extends it"},
+		{"redsync", 3, "go-redsync's Extend finds A's token on no node and fails"},
+	} {
+		extend = append(extend, Scenario{
+			Name: "extend-after-expiry-" + l.lock, Lock: l.lock,
+			Summary: "A's lease expires during a pause while nobody else can take the lock; A extends it before writing: " + l.lock + " must refuse",
+			Source:  `redis-py#4279 and redlock-rb#36 (extending an expired lock reports success; PEXPIRE on a missing key)`,
+			Explanation: `Each client extends its lease right before it writes, and writes only if the lock agrees (the ` +
+				`check careful clients make). A is paused 1.5s (1.5 TTLs) inside its critical section while B is cut ` +
+				`off from the lock's nodes: A's key expires and nobody takes it. A wakes up and extends: ` + l.what +
+				`, so A skips its write, and B, healed, acquires normally. A lock whose extend reports success here ` +
+				`(PEXPIRE of a missing key, "extended" by a client that does not check the reply, or a client-side ` +
+				`check of the old deadline only) tells A it holds a lock that exists nowhere: B then acquires while ` +
+				`A writes, and the checker reports two holders. The renew is recorded as A's own operation, so a ` +
+				`success after the lease had lapsed counts as a new grant, and any overlap with B is a violation.`,
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{pauseOutlivedLease("a pause of 1.5 TTLs, with nobody else able to acquire")},
+			Run: func() lockharness.Config {
+				links := allClientLinks(2, l.nodes)[l.nodes:] // c1's links
+				w := workload(2, time.Second, 300*ms, time.Second)
+				w.RenewBeforeWrite = true
+				return lockharness.Config{
+					Nodes:    l.nodes,
+					Workload: w,
+					Script: []nemesis.Step{
+						at(0, "partition", "start", links, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "c1 cut off from the lock's nodes"}),
+						holderPause(100*ms, 1500*ms),
+						at(2100*ms, "partition", "stop", links, nil),
+					},
+					TimeLimit: 3 * time.Second, Recovery: time.Second, Seed: 1,
+				}
+			}(),
+		})
+	}
+	return append([]Scenario{
 		{
 			Name: "flushall-lock-vanishes", Lock: "token",
 			Summary: "an operator's FLUSHALL deletes A's lock while A works; B acquires at once; both hold",
@@ -108,5 +150,5 @@ func catalogueTwo() []Scenario {
 				TimeLimit: 2 * time.Second, Recovery: time.Second, Seed: 1,
 			},
 		},
-	}
+	}, extend...)
 }

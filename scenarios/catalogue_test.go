@@ -45,6 +45,10 @@ func TestCatalogueIsComplete(t *testing.T) {
 		"fence-counter-deleted":           "resource invalid",
 		"failover-fence-repeats":          "resource invalid",
 		"script-flush-evalsha-falls-back": "valid",
+		"extend-after-expiry-token":       "valid",
+		"extend-after-expiry-redislock":   "valid",
+		"extend-after-expiry-redlock":     "valid",
+		"extend-after-expiry-redsync":     "valid",
 	}
 	got := map[string]Scenario{}
 	for _, s := range Catalogue() {

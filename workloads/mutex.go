@@ -45,6 +45,13 @@ type Config struct {
 	// OpTimeout bounds each lock and storage operation; running out of it
 	// makes the outcome unknown (info). Default 2s.
 	OpTimeout time.Duration
+	// RenewBeforeWrite makes each client extend its lease (Renewer.Renew)
+	// after its work, right before it writes, and skip the write when the
+	// lock refuses: the check a careful client makes ("do I still hold
+	// it?"), and the way to see whether a lock extends a lease that has
+	// already expired (redis-py#4279, redlock-rb#36). The lock must have
+	// Renew.
+	RenewBeforeWrite bool
 	// Seed makes every random choice of the workload replayable.
 	Seed uint64
 }
@@ -240,6 +247,10 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	if err != nil {
 		return nil, fmt.Errorf("client %d: new %s lock: %w", process, m.env.Lock.Name, err)
 	}
+	if _, ok := l.(locks.Renewer); m.cfg.RenewBeforeWrite && !ok {
+		closeLock(l)
+		return nil, fmt.Errorf("lock %s has no Renew, so its clients cannot renew before they write (RenewBeforeWrite)", m.env.Lock.Name)
+	}
 	return l, nil
 }
 
@@ -340,7 +351,7 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 		return false
 	}
 
-	if m.criticalSection(ctx, p, key, lease, rng) {
+	if m.criticalSection(ctx, p, key, lock, &lease, rng) {
 		m.crash(p, key, lock)
 		return true
 	}
@@ -350,7 +361,7 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 
 // criticalSection reads the counter, maybe pauses, and writes counter+1
 // with the lease's fencing token. It returns true when the client crashed.
-func (m *Mutex) criticalSection(ctx context.Context, p history.Process, key string, lease locks.Lease, rng *rand.Rand) bool {
+func (m *Mutex) criticalSection(ctx context.Context, p history.Process, key string, lock locks.Lock, lease *locks.Lease, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	rec.Invoke(p, history.FRead, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
@@ -377,6 +388,10 @@ func (m *Mutex) criticalSection(ctx context.Context, p history.Process, key stri
 		pause += req.pause
 	}
 	m.pause(ctx, p, key, pause, "")
+
+	if m.cfg.RenewBeforeWrite && !m.renew(ctx, p, lock, lease) {
+		return false // the lock says it is no longer ours: do not write
+	}
 
 	next := v + 1
 	rec.Invoke(p, history.FWrite, key, &history.Value{Counter: &next, Fence: lease.Fence})
@@ -443,6 +458,32 @@ func (m *Mutex) strike(ctx context.Context, req *holderRequest) (history.Process
 		return 0, false
 	}
 	return <-req.taken, true // taken just as ctx ended
+}
+
+// renew extends the lease as the client itself (not a watchdog) and
+// records it; it reports whether the lock extended it.
+func (m *Mutex) renew(ctx context.Context, p history.Process, lock locks.Lock, lease *locks.Lease) bool {
+	r, ok := lock.(locks.Renewer)
+	if !ok {
+		return true // newLock refuses such a lock
+	}
+	rec := m.env.Recorder
+	rec.Invoke(p, history.FRenew, lease.Key, &history.Value{Token: lease.Token})
+	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
+	renewed, err := r.Renew(opCtx, *lease)
+	cancel()
+	t := locks.Outcome(err)
+	switch t {
+	case history.OK:
+		*lease = renewed
+		m.complete(p, t, history.FRenew, lease.Key, m.leaseValue(renewed), nil)
+		return true
+	case history.Fail:
+		m.complete(p, t, history.FRenew, lease.Key, &history.Value{Token: lease.Token, NotHeld: errors.Is(err, locks.ErrNotHeld)}, err)
+	default:
+		m.complete(p, t, history.FRenew, lease.Key, nil, err)
+	}
+	return false
 }
 
 func (m *Mutex) release(ctx context.Context, p history.Process, lock locks.Lock, lease locks.Lease) {
