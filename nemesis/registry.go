@@ -37,6 +37,7 @@ func builtins() []func() fault {
 		func() fault { return &clientCrash{} },
 		func() fault { return &dataLoss{} },
 		func() fault { return &scriptFlush{} },
+		func() fault { return &renewerStall{} },
 	}
 }
 

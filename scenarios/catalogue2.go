@@ -150,5 +150,27 @@ func catalogueTwo() []Scenario {
 				TimeLimit: 2 * time.Second, Recovery: time.Second, Seed: 1,
 			},
 		},
+		{
+			Name: "watchdog-stall-stale-write", Lock: "reentrant",
+			Summary: "the holder's watchdog is starved for 1.5 TTLs while the holder keeps working; the lease runs out; B acquires; A's write loses B's update",
+			Source:  redissonIssue + `5697 and #2515 (the watchdog stops renewing while the holder still works)`,
+			Explanation: `A Redisson-style lock whose watchdog renews the 1s lease every third of a second while the ` +
+				`holder works (3s here). At 0.5s the renewer thread is starved for 1.5s (1.5 TTLs): a busy thread ` +
+				`pool, a reconnect, a scheduler that runs it late. The holder itself is not paused and goes on ` +
+				`working. The last renewal was at about 0.33s, so the lease runs out at about 1.33s; B, waiting, ` +
+				`acquires then, and reads the counter A has not written yet. When the watchdog runs again its ` +
+				`renewal is refused (B owns the key) and it gives up, but nobody tells A: A writes at 3s, B at about ` +
+				`4.3s, both the same value. The lock kept its promise (A's lease had ended); the holder outlived ` +
+				`it without a single pause of its own. A watchdog makes long critical sections possible only as ` +
+				`long as it runs on time. Fix: fencing tokens checked by the storage, or a holder that checks its ` +
+				`lease before it writes.`,
+			Expect:   Expect{valid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the stalled watchdog", "stall-renewers")},
+			Run: lockharness.Config{
+				Workload:  workload(2, time.Second, 3*time.Second, time.Second),
+				Script:    []nemesis.Step{at(500*ms, "renewer-stall", "stall", nil, map[string]string{"duration": (1500 * ms).String()})},
+				TimeLimit: 4500 * ms, Recovery: 1500 * ms, Seed: 1,
+			},
+		},
 	}, extend...)
 }

@@ -45,6 +45,7 @@ func TestCatalogueIsComplete(t *testing.T) {
 		"fence-counter-deleted":           "resource invalid",
 		"failover-fence-repeats":          "resource invalid",
 		"script-flush-evalsha-falls-back": "valid",
+		"watchdog-stall-stale-write":      "resource invalid",
 		"extend-after-expiry-token":       "valid",
 		"extend-after-expiry-redislock":   "valid",
 		"extend-after-expiry-redlock":     "valid",

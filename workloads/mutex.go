@@ -135,9 +135,10 @@ type Mutex struct {
 	nextRenewer atomic.Int64 // renewer threads are numbered from RenewerBase
 	slots       []*slot
 
-	mu         sync.Mutex
-	failpoints map[string]failpointAction
-	pending    *holderRequest // a nemesis's request for the next holder; guarded by mu
+	mu           sync.Mutex
+	renewStalled time.Time // watchdog renewals wait until then (StallRenewers)
+	failpoints   map[string]failpointAction
+	pending      *holderRequest // a nemesis's request for the next holder; guarded by mu
 }
 
 // holderRequest is a nemesis's request to fault a client inside its
@@ -223,6 +224,7 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	owner := p
 	threads := &renewerThreads{next: &m.nextRenewer}
 	opts.OnRenew = func(key string) func(locks.Lease, error) {
+		m.waitRenewStall()
 		t := threads.take()
 		m.env.Recorder.Record(history.Op{Process: t, Owner: &owner, Type: history.Invoke, F: history.FRenew, Key: key})
 		return func(l locks.Lease, err error) {
@@ -582,6 +584,27 @@ func (m *Mutex) ArmFailpoint(name string, d time.Duration, crash bool) {
 	m.failpoints[name] = failpointAction{pause: d, crash: crash}
 }
 
+// StallRenewers holds back every watchdog renewal (Options.OnRenew) for d
+// from now: a renewal due meanwhile is sent when the stall ends. The
+// clients are not affected. It implements nemesis.RenewerStaller.
+func (m *Mutex) StallRenewers(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.renewStalled = time.Now().Add(d)
+}
+
+// waitRenewStall blocks a watchdog's renewal until the stall, if any, ends.
+// It runs before the renewal's invoke is recorded: the renewer thread was
+// starved, it had not asked yet.
+func (m *Mutex) waitRenewStall() {
+	m.mu.Lock()
+	until := m.renewStalled
+	m.mu.Unlock()
+	if d := time.Until(until); d > 0 {
+		time.Sleep(d)
+	}
+}
+
 // PauseHolder makes the next client that reaches the safe point at of
 // its critical section (between read and write, or between write and
 // release) while holding a lock stop the world for d, even when nobody
@@ -613,3 +636,5 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+var _ nemesis.RenewerStaller = (*Mutex)(nil)
