@@ -10,6 +10,9 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 )
 
+// nothingToHeal is healAll's detail when everything was healthy.
+const nothingToHeal = "nothing to heal"
+
 // healAll brings the whole cluster back to normal, whatever broke it:
 // links, paused and dead processes, clocks, then the replication topology.
 // It returns what it did, for the history.
@@ -77,7 +80,7 @@ func healAll(ctx context.Context, c *cluster.Cluster) (string, error) {
 		}
 	}
 	if len(did) == 0 {
-		did = append(did, "nothing to heal")
+		did = append(did, nothingToHeal)
 	}
 	return strings.Join(did, ", "), errors.Join(errs...)
 }

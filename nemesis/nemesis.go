@@ -9,6 +9,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -399,7 +400,15 @@ func (r *Runner) Heal(ctx context.Context, env Env) error {
 		for _, name := range r.known() {
 			r.all[name].reset()
 		}
-		return healAll(hctx, env.Cluster)
+		own, oerr := healOwn(hctx, e, r.all, r.known())
+		d, err := healAll(hctx, env.Cluster)
+		switch {
+		case own != "" && d == nothingToHeal:
+			d = own
+		case own != "":
+			d = own + "; " + d
+		}
+		return d, errors.Join(oerr, err)
 	})
 }
 

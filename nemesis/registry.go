@@ -38,6 +38,7 @@ func builtins() []func() fault {
 		func() fault { return &dataLoss{} },
 		func() fault { return &scriptFlush{} },
 		func() fault { return &renewerStall{} },
+		func() fault { return &memoryPressure{} },
 	}
 }
 

@@ -172,5 +172,49 @@ func catalogueTwo() []Scenario {
 				TimeLimit: 4500 * ms, Recovery: 1500 * ms, Seed: 1,
 			},
 		},
+		{
+			Name: "eviction-lock-vanishes", Lock: "token",
+			Summary: "the lock's Redis doubles as a cache: under maxmemory with allkeys-lru, filling it evicts A's lock key; B acquires; both hold",
+			Source:  `redis/redis#9105 and RedLock.net#101 (lock keys evicted under memory pressure)`,
+			Explanation: `The lock's node is also used as a cache, with maxmemory and the allkeys-lru eviction policy. A ` +
+				`holds the lock (TTL 2s) and works for 600ms. At 300ms the cache fills up: 16MB of other keys against a ` +
+				`limit 1MB above what the node used. Redis evicts the least recently used keys to make room, and A's ` +
+				`lock key, untouched since A set it, is among them. B acquires at once and reads the counter A has not ` +
+				`written yet: two holders and a lost update. Any eviction policy that may pick the lock key does this; ` +
+				`volatile-lru and volatile-ttl are worse, since lock keys are often the only keys with a TTL. Fix: a ` +
+				`node (or at least maxmemory-policy noeviction) for locks alone; see eviction-refused-noeviction.`,
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the memory pressure", "start-memory-pressure")},
+			Run: lockharness.Config{
+				Workload: workload(2, 2*time.Second, 600*ms, time.Second),
+				Script: []nemesis.Step{
+					at(300*ms, "memory-pressure", "start", []string{"n1"}, map[string]string{"policy": "allkeys-lru"}),
+					at(1000*ms, "memory-pressure", "stop", []string{"n1"}, nil),
+				},
+				TimeLimit: 1500 * ms, Recovery: 1500 * ms, Seed: 1,
+			},
+		},
+		{
+			Name: "eviction-refused-noeviction", Lock: "token",
+			Summary: "the same memory pressure with maxmemory-policy noeviction: the node refuses writes (OOM) instead; nobody is told they hold a lock in error",
+			Source:  `redis/redis#9105; redis.io, "Key eviction" (noeviction)`,
+			Explanation: `The schedule of eviction-lock-vanishes, with maxmemory-policy noeviction. When the filler reaches ` +
+				`the limit Redis refuses writes that need memory with an OOM error instead of evicting, and the node ` +
+				`stays full until the fault stops at 1s. A's lock key stays: A keeps its lease and writes in time. ` +
+				`A's release (DEL frees memory) still works, but every SET NX after it, A's and B's, is refused with ` +
+				`OOM, a definite failure: nobody holds the lock until memory is freed. The lock is unavailable while ` +
+				`memory is full, and safe.`,
+			Expect: Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the memory pressure", "start-memory-pressure"),
+				attempted("acquires asked for while the node was full", "start-memory-pressure")},
+			Run: lockharness.Config{
+				Workload: workload(2, 2*time.Second, 600*ms, time.Second),
+				Script: []nemesis.Step{
+					at(300*ms, "memory-pressure", "start", []string{"n1"}, map[string]string{"policy": "noeviction"}),
+					at(1000*ms, "memory-pressure", "stop", []string{"n1"}, nil),
+				},
+				TimeLimit: 1500 * ms, Recovery: 1500 * ms, Seed: 1,
+			},
+		},
 	}, extend...)
 }

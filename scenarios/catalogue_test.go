@@ -46,6 +46,8 @@ func TestCatalogueIsComplete(t *testing.T) {
 		"failover-fence-repeats":          "resource invalid",
 		"script-flush-evalsha-falls-back": "valid",
 		"watchdog-stall-stale-write":      "resource invalid",
+		"eviction-lock-vanishes":          "lock-promise invalid",
+		"eviction-refused-noeviction":     "valid",
 		"extend-after-expiry-token":       "valid",
 		"extend-after-expiry-redislock":   "valid",
 		"extend-after-expiry-redlock":     "valid",
