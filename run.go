@@ -61,6 +61,14 @@ type Config struct {
 	// CheckTimeout bounds each porcupine check (unknown when it runs out).
 	CheckTimeout time.Duration `json:"check_timeout"`
 
+	// ClientRetries, when positive, lets the lock clients' go-redis retry a
+	// command that timed out or lost its connection that many times, as
+	// lock libraries' retry options do (go-redis retries 3 times by
+	// default). Zero keeps them off, the harness's default: a retried
+	// command may execute twice, so a reply lost on the way makes the
+	// retry's answer describe the state its first execution left.
+	ClientRetries int `json:"client_retries,omitempty"`
+
 	// Seed makes the run replayable: tokens, keys, pauses, fault schedule.
 	Seed uint64 `json:"seed"`
 	// Store is the directory runs are written to (default "store").
@@ -178,6 +186,8 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("recovery must not be negative, got %v", c.Recovery)
 	case c.CheckTimeout < 0:
 		return info, 0, usage("check timeout must not be negative, got %v", c.CheckTimeout)
+	case c.ClientRetries < 0:
+		return info, 0, usage("client retries must not be negative, got %d (0 keeps go-redis's retries off)", c.ClientRetries)
 	}
 	if c.Cluster.Topology == cluster.Replicated {
 		// One master with replicas: a lock over independent nodes has no
@@ -332,7 +342,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	defer storage.Close()
 	slotNodes := make([][]locks.Node, r.cfg.Workload.Clients)
 	for i := range slotNodes {
-		slotNodes[i] = cl.ClientNodes(i, cluster.ClientOptions{Timeout: clientTimeout(r.cfg)})
+		slotNodes[i] = cl.ClientNodes(i, cluster.ClientOptions{Timeout: clientTimeout(r.cfg), MaxRetries: r.cfg.ClientRetries})
 	}
 	defer func() {
 		for _, ns := range slotNodes {

@@ -39,6 +39,7 @@ func builtins() []func() fault {
 		func() fault { return &scriptFlush{} },
 		func() fault { return &renewerStall{} },
 		func() fault { return &memoryPressure{} },
+		func() fault { return &loseReplies{} },
 	}
 }
 

@@ -216,5 +216,74 @@ func catalogueTwo() []Scenario {
 				TimeLimit: 1500 * ms, Recovery: 1500 * ms, Seed: 1,
 			},
 		},
+		{
+			Name: "retried-release-deletes-next-holder", Lock: "set-nx-ex",
+			Summary: "A's DEL runs but its reply is lost; B acquires; go-redis retries the DEL, which deletes B's lock; A acquires while B holds",
+			Source:  `etcd-io/etcd#22082 (a retried request runs twice); go-redis, Options.MaxRetries (3 by default)`,
+			Explanation: `The lock clients' go-redis retries a command up to 3 times (its default; the harness turns retries ` +
+				`off everywhere else). A holds the lock (B is kept off the node until 0.4s) and releases it with DEL at 0.6s, while ` +
+				`the replies on A's link are being lost (0.45s to 0.9s): the DEL runs, A's key is gone, and B acquires at once. At 0.9s A's ` +
+				`stalled connection is closed and go-redis, seeing a network error, sends the DEL again: it deletes ` +
+				`B's key. A's release reports success, A's next acquire succeeds while B still works, and both write ` +
+				`the same value. A retry is only safe for a command that means the same thing the second time; DEL ` +
+				`of a key that someone else may hold by then does not. Fix: retries off for lock commands, and a ` +
+				`release that deletes only its own token (retried-release-says-not-held shows what is left then).`,
+			Expect:   Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the lost replies", "start-lose-replies")},
+			Run:      retryRun(3),
+		},
+		{
+			Name: "retried-release-says-not-held", Lock: "token",
+			Summary: "the same lost reply with a token lock: the retried compare-and-delete finds B's token and tells A its lease was gone",
+			Source:  `etcd-io/etcd#22082 (a retried request runs twice); go-redis, Options.MaxRetries (3 by default)`,
+			Explanation: `The schedule of retried-release-deletes-next-holder with the token lock, whose release deletes the key ` +
+				`only if it still holds the caller's token. A's first release runs and deletes A's key; its reply is ` +
+				`lost; B acquires; go-redis sends the release again, which finds B's token and answers 0. B's lock is ` +
+				`safe, but the lock now tells A "not held" about a lease that was A's until A released it: a definite ` +
+				`answer that is false, which the checker reports as a lease lost before its deadline. A client that ` +
+				`acts on it (alerts, compensates, retries its work) acts on a lie; the same retry of an acquire turns ` +
+				`a granted lock into "not acquired" (a ghost lock that blocks everyone until it expires). Fix: no ` +
+				`retries for lock commands; a lost reply is an unknown outcome (release-reply-lost-retries-off).`,
+			Expect:   Expect{invalid, valid, valid},
+			Exposure: []checker.Requirement{struck("the lost replies", "start-lose-replies")},
+			Run:      retryRun(3),
+		},
+		{
+			Name: "release-reply-lost-retries-off", Lock: "token",
+			Summary: "the same lost reply with retries off: A's release has an unknown outcome, nobody is told anything false",
+			Source:  `go-redis, Options.MaxRetries (-1 turns retries off); ` + distlock + `, "Correct Implementation with a Single Instance"`,
+			Explanation: `The schedule of retried-release-says-not-held with go-redis's retries off. A's release runs and its ` +
+				`reply is lost; when the connection is closed the client gets a network error and reports the release's ` +
+				`outcome as unknown, which is the truth. B acquires once A's key is gone; A's next acquire waits for B. ` +
+				`One holder at a time, and no definite answer that is false.`,
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the lost replies", "start-lose-replies")},
+			Run:      retryRun(0),
+		},
 	}, extend...)
+}
+
+// retryRun: two clients, TTL 2s, sections of 300ms. c1 (B) is kept off
+// the node until 0.4s (less than the client timeout of 0.5s: its stalled
+// command fails on the closed connection, it does not time out), so c0 (A) holds from 0 to 0.3s and again from 0.3s
+// to 0.6s (its first release puts the release script in the node's cache:
+// the release that matters is an EVALSHA that runs, not a NOSCRIPT). A
+// releases at 0.6s while the replies on its link are lost (0.45s to 0.9s);
+// B takes the lock as soon as A's key is gone; at 0.9s A's stalled
+// connection is closed and a client with retries sends its release again.
+// retries is go-redis's MaxRetries for the lock clients (0: off).
+func retryRun(retries int) lockharness.Config {
+	c1 := []string{"c1->n1"}
+	c0 := []string{"c0->n1"}
+	return lockharness.Config{
+		Workload:      workload(2, 2*time.Second, 300*ms, time.Second),
+		ClientRetries: retries,
+		Script: []nemesis.Step{
+			at(0, "partition", "start", c1, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "c1 cut off from n1, so that c0 holds first"}),
+			at(400*ms, "partition", "stop", c1, nil),
+			at(450*ms, "lose-replies", "start", c0, nil),
+			at(900*ms, "lose-replies", "stop", c0, nil),
+		},
+		TimeLimit: 2 * time.Second, Recovery: 1500 * ms, Seed: 1,
+	}
 }

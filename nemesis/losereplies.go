@@ -1,0 +1,69 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+)
+
+// loseReplies drops the replies on links, not the requests: commands reach
+// the node and run, and their answers never arrive (toxiproxy's timeout
+// toxic on the downstream only). The client cannot tell a command that ran
+// from one that did not: its outcome is unknown, and a client that retries
+// it runs it a second time (etcd#22082; go-redis retries 3 times by
+// default). When the fault stops the stalled connections are closed, as a
+// reset would, and a retrying client sends its command again at once.
+type loseReplies struct{}
+
+func (loseReplies) info() Info {
+	return Info{Name: "lose-replies", Strikes: []string{"start-lose-replies"},
+		Description: "drop the replies on links (commands still run): a write whose answer is lost, and a retry that runs it twice"}
+}
+
+func (loseReplies) reset() {}
+
+func (loseReplies) setup(context.Context, *exec) error { return nil }
+
+func (loseReplies) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+	links := linkNames(t.nodeLinks(t.randomNode(rng.IntN)))
+	return []Step{
+		{Action: "start", Targets: links},
+		{At: cfg.Interval / 5, Action: "stop", Targets: links},
+	}
+}
+
+func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
+	c, err := e.cluster()
+	if err != nil {
+		return err
+	}
+	if len(s.Targets) == 0 {
+		return fmt.Errorf("%s: no links", s.Action)
+	}
+	links, err := resolveLinks(c, s.Targets)
+	if err != nil {
+		return err
+	}
+	switch s.Action {
+	case "start":
+		return e.record("start-lose-replies", s.Targets, func() (string, error) {
+			var errs []error
+			for _, l := range links {
+				// Named as a partition's downstream half, so that the
+				// partition's heal and Blackholed see it.
+				errs = append(errs, l.AddToxic(`{"name":"partition-downstream","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`))
+			}
+			return "replies dropped, requests delivered", errors.Join(errs...)
+		})
+	case "stop":
+		return e.record("stop-lose-replies", s.Targets, func() (string, error) {
+			var errs []error
+			for _, l := range links {
+				errs = append(errs, l.Unblackhole(ctx))
+			}
+			return "replies delivered again; stalled connections closed", errors.Join(errs...)
+		})
+	}
+	return fmt.Errorf("unknown action %q (want start or stop)", s.Action)
+}
