@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 )
 
 // loseReplies drops the replies on links, not the requests: commands reach
@@ -14,6 +15,8 @@ import (
 // it runs it a second time (etcd#22082; go-redis retries 3 times by
 // default). When the fault stops the stalled connections are closed, as a
 // reset would, and a retrying client sends its command again at once.
+// Params "duration" makes the window stop by itself that long after it
+// began.
 type loseReplies struct{}
 
 func (loseReplies) info() Info {
@@ -45,18 +48,7 @@ func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	switch s.Action {
-	case "start":
-		return e.record("start-lose-replies", s.Targets, func() (string, error) {
-			var errs []error
-			for _, l := range links {
-				// Named as a partition's downstream half, so that the
-				// partition's heal and Blackholed see it.
-				errs = append(errs, l.AddToxic(`{"name":"partition-downstream","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`))
-			}
-			return "replies dropped, requests delivered", errors.Join(errs...)
-		})
-	case "stop":
+	stop := func(ctx context.Context) error {
 		return e.record("stop-lose-replies", s.Targets, func() (string, error) {
 			var errs []error
 			for _, l := range links {
@@ -64,6 +56,43 @@ func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
 			}
 			return "replies delivered again; stalled connections closed", errors.Join(errs...)
 		})
+	}
+	switch s.Action {
+	case "start":
+		d, err := durParam(s.Params, "duration", 0)
+		if err != nil {
+			return err
+		}
+		err = e.record("start-lose-replies", s.Targets, func() (string, error) {
+			var errs []error
+			for _, l := range links {
+				// Named as a partition's downstream half, so that the
+				// partition's heal and Blackholed see it.
+				errs = append(errs, l.AddToxic(`{"name":"partition-downstream","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`))
+			}
+			detail := "replies dropped, requests delivered"
+			if d > 0 {
+				detail += fmt.Sprintf(" for %v", d)
+			}
+			return detail, errors.Join(errs...)
+		})
+		if err == nil && d > 0 {
+			// A window of its own length, measured from when it began,
+			// whenever a scripted step that came before it let it begin.
+			// A run that ends first leaves it to the final heal.
+			go func() {
+				t := time.NewTimer(d)
+				defer t.Stop()
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+					_ = stop(ctx)
+				}
+			}()
+		}
+		return err
+	case "stop":
+		return stop(ctx)
 	}
 	return fmt.Errorf("unknown action %q (want start or stop)", s.Action)
 }

@@ -221,8 +221,9 @@ func catalogueTwo() []Scenario {
 			Summary: "A's DEL runs but its reply is lost; B acquires; go-redis retries the DEL, which deletes B's lock; A acquires while B holds",
 			Source:  `etcd-io/etcd#22082 (a retried request runs twice); go-redis, Options.MaxRetries (3 by default)`,
 			Explanation: `The lock clients' go-redis retries a command up to 3 times (its default; the harness turns retries ` +
-				`off everywhere else). A holds the lock (B is kept off the node until 0.4s) and releases it with DEL at 0.6s, while ` +
-				`the replies on A's link are being lost (0.45s to 0.9s): the DEL runs, A's key is gone, and B acquires at once. At 0.9s A's ` +
+				`off everywhere else). A holds the lock (B is kept off the node meanwhile) and, after a pause of 500ms past its ` +
+				`write, releases it with DEL while the replies on A's link are being lost (for 900ms from the start ` +
+				`of that pause): the DEL runs, A's key is gone, and B acquires at once. When the window closes A's ` +
 				`stalled connection is closed and go-redis, seeing a network error, sends the DEL again: it deletes ` +
 				`B's key. A's release reports success, A's next acquire succeeds while B still works, and both write ` +
 				`the same value. A retry is only safe for a command that means the same thing the second time; DEL ` +
@@ -263,27 +264,35 @@ func catalogueTwo() []Scenario {
 	}, extend...)
 }
 
-// retryRun: two clients, TTL 2s, sections of 300ms. c1 (B) is kept off
-// the node until 0.4s (less than the client timeout of 0.5s: its stalled
-// command fails on the closed connection, it does not time out), so c0 (A) holds from 0 to 0.3s and again from 0.3s
-// to 0.6s (its first release puts the release script in the node's cache:
-// the release that matters is an EVALSHA that runs, not a NOSCRIPT). A
-// releases at 0.6s while the replies on its link are lost (0.45s to 0.9s);
-// B takes the lock as soon as A's key is gone; at 0.9s A's stalled
-// connection is closed and a client with retries sends its release again.
-// retries is go-redis's MaxRetries for the lock clients (0: off).
+// retryRun: two clients, TTL 3s, sections of 300ms, go-redis's MaxRetries
+// for the lock clients set to retries (0: off). The schedule follows the
+// holder rather than the clock, so that it holds on a loaded machine. c1
+// (B) is kept off the node, so c0 (A) holds, section after section. A is
+// paused 500ms after its first write (its release then puts the release
+// script in the node's cache: the release that matters must be an EVALSHA
+// that runs, not one that gets NOSCRIPT), and again after its second
+// write; as that second pause begins, the replies on A's link start to be
+// lost, for 900ms, and B is let back. A releases 500ms later: the release
+// runs, its reply is lost, B takes the lock; when the window closes A's
+// stalled connection is closed and a client with retries sends its
+// release again.
 func retryRun(retries int) lockharness.Config {
 	c1 := []string{"c1->n1"}
 	c0 := []string{"c0->n1"}
+	afterWrite := func() nemesis.Step {
+		return at(100*ms, "client-pause", "holder", nil,
+			map[string]string{"duration": (500 * ms).String(), "at": string(nemesis.PauseAfterWrite)})
+	}
 	return lockharness.Config{
-		Workload:      workload(2, 2*time.Second, 300*ms, time.Second),
+		Workload:      workload(2, 3*time.Second, 300*ms, time.Second),
 		ClientRetries: retries,
 		Script: []nemesis.Step{
-			at(0, "partition", "start", c1, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "c1 cut off from n1, so that c0 holds first"}),
-			at(400*ms, "partition", "stop", c1, nil),
-			at(450*ms, "lose-replies", "start", c0, nil),
-			at(900*ms, "lose-replies", "stop", c0, nil),
+			at(0, "partition", "start", c1, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "c1 cut off from n1, so that c0 holds"}),
+			afterWrite(),
+			afterWrite(),
+			at(100*ms, "lose-replies", "start", c0, map[string]string{"duration": (900 * ms).String()}),
+			at(100*ms, "partition", "stop", c1, nil),
 		},
-		TimeLimit: 2 * time.Second, Recovery: 1500 * ms, Seed: 1,
+		TimeLimit: 3 * time.Second, Recovery: 1500 * ms, Seed: 1,
 	}
 }
