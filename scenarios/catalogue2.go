@@ -173,6 +173,28 @@ func catalogueTwo() []Scenario {
 			},
 		},
 		{
+			Name: "unlock-races-watchdog-renewal", Lock: "reentrant",
+			Summary: "the holder unlocks while its watchdog's renewal is held up; the renewal lands after the unlock began; no orphan, no false overlap",
+			Source:  redissonIssue + `7272 (a watchdog renewal that outlives unlock keeps an orphan lock alive)`,
+			Explanation: `A Redisson-style lock whose watchdog renews the 1s lease every third of a second. From 0.2s to ` +
+				`0.8s the watchdog's renewals are held up (renewer-stall), so A's renewal due at about 0.33s is still ` +
+				`pending when A unlocks at about 0.4s. This lock's unlock stops the watchdog and waits for it before it ` +
+				`deletes the key, so the late renewal lands while the unlock is in progress, extends A's own key for an ` +
+				`instant, and the unlock then deletes it: B acquires at about 0.8s and nobody holds an orphan. The ` +
+				`history has a renewal that succeeded after A asked to release; the checker must not read it as A ` +
+				`holding the lock past its release (a false overlap with B) nor as someone else's renewal. In ` +
+				`redisson#7272 the renewal is armed after the unlock has run, and renews a key nobody holds forever; ` +
+				`this lock cannot do that, since it starts its watchdog before returning the grant and stops it ` +
+				`before unlocking.`,
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the stalled watchdog", "stall-renewers")},
+			Run: lockharness.Config{
+				Workload:  workload(2, time.Second, 400*ms, time.Second),
+				Script:    []nemesis.Step{at(200*ms, "renewer-stall", "stall", nil, map[string]string{"duration": (600 * ms).String()})},
+				TimeLimit: 2 * time.Second, Recovery: time.Second, Seed: 1,
+			},
+		},
+		{
 			Name: "eviction-lock-vanishes", Lock: "token",
 			Summary: "the lock's Redis doubles as a cache: under maxmemory with allkeys-lru, filling it evicts A's lock key; B acquires; both hold",
 			Source:  `redis/redis#9105 and RedLock.net#101 (lock keys evicted under memory pressure)`,

@@ -46,6 +46,7 @@ func TestCatalogueIsComplete(t *testing.T) {
 		"failover-fence-repeats":              "resource invalid",
 		"script-flush-evalsha-falls-back":     "valid",
 		"watchdog-stall-stale-write":          "resource invalid",
+		"unlock-races-watchdog-renewal":       "valid",
 		"eviction-lock-vanishes":              "lock-promise invalid",
 		"eviction-refused-noeviction":         "valid",
 		"retried-release-deletes-next-holder": "lock-promise invalid",
