@@ -60,6 +60,12 @@ type Config struct {
 	Recovery time.Duration `json:"recovery"`
 	// CheckTimeout bounds each porcupine check (unknown when it runs out).
 	CheckTimeout time.Duration `json:"check_timeout"`
+	// ClientTimeout is each lock client command's read timeout; 0 derives
+	// it from the TTL (see clientTimeout). A schedule without link faults
+	// may want more room on a loaded machine: a timed-out acquire is
+	// unknown, and the workload gives back what it may hold, which for a
+	// lock that releases with a plain DEL deletes another client's lock.
+	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
 
 	// ClientRetries, when positive, lets the lock clients' go-redis retry a
 	// command that timed out or lost its connection that many times, as
@@ -510,12 +516,21 @@ func NemesisRequirements(names []string) []checker.Requirement {
 
 // runScript performs each step at its time from now, until ctx is done. A
 // step that fails is recorded by the nemesis and the script goes on, as in a
-// random schedule.
+// random schedule. A step that awaits a holder shifts the rest of the
+// script by as long as it waited, so the steps after it keep their distance
+// from it (a restart stays as long after its kill as the script says).
 func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step) error {
 	start := time.Now()
 	for _, s := range steps {
 		if !wait(ctx, time.Until(start.Add(s.At))) {
 			return nil
+		}
+		if s.Await != nil {
+			if err := nem.Await(ctx, env, s); err != nil {
+				continue // no holder came: the step does not happen
+			}
+			start = time.Now().Add(-s.At)
+			s.Await = nil
 		}
 		if err := nem.Do(ctx, env, s); err != nil {
 			var unknown *nemesis.UnknownError
@@ -532,6 +547,9 @@ func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps 
 // that a partitioned node does not eat the lease, long enough for a loaded
 // two-core machine.
 func clientTimeout(cfg Config) time.Duration {
+	if cfg.ClientTimeout > 0 {
+		return cfg.ClientTimeout
+	}
 	t := cfg.Workload.TTL / 4
 	return min(max(t, 50*time.Millisecond), 500*time.Millisecond)
 }

@@ -39,6 +39,7 @@ func (c Config) validateNumbers() error {
 		{"failover window", c.Nemesis.FailoverWindow},
 		{"--nemesis-client-pause", c.Nemesis.ClientPause},
 		{"heal timeout", c.Nemesis.HealTimeout},
+		{"client timeout", c.ClientTimeout},
 	}
 	for _, d := range durs {
 		if d.d < 0 {

@@ -104,7 +104,10 @@ func TestRedlockCrashAfterCheck(t *testing.T) {
 	ctx := context.Background()
 	h := &hook{at: locks.FailpointAfterValidityCheck, act: func() error { return errCrash }}
 	l := newLock(t, "redlock", nodesOf(t, c, 0), 1, locks.Options{TTL: time.Second, Failpoint: h.fn})
-	lease, err := l.Acquire(ctx, "crash", locks.AcquireOptions{})
+	// Wait: on a loaded machine a node may miss the per-node timeout and
+	// an attempt end without a quorum, before the failpoint; the lock
+	// tries again.
+	lease, err := l.Acquire(ctx, "crash", locks.AcquireOptions{Wait: time.Second})
 	if !errors.Is(err, errCrash) {
 		t.Fatalf("acquire: %v, want the crash", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/cluster/clustertest"
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 )
 
@@ -52,6 +53,21 @@ func newLock(tb testing.TB, name string, nodes []locks.Node, seed uint64, opts l
 		tb.Cleanup(func() { _ = cl.Close() })
 	}
 	return l
+}
+
+// untilDefinite runs op again while its outcome is unknown, a few times, and
+// returns its last error. On a loaded machine a node may not answer within
+// Redlock's per-node timeout (a twentieth of the TTL): the lock then rightly
+// says the outcome is unknown, which is not what a test of a definite answer
+// is about.
+func untilDefinite(op func() error) error {
+	var err error
+	for range 5 {
+		if err = op(); locks.Outcome(err) != history.Info {
+			return err
+		}
+	}
+	return err
 }
 
 // direct is a client to a node's own address, bypassing every proxy: the

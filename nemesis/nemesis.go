@@ -173,6 +173,12 @@ type Clients interface {
 	// ArmFailpoint makes the next client that reaches the lock failpoint
 	// name pause for d, or crash when crash is true.
 	ArmFailpoint(name string, d time.Duration, crash bool)
+	// AwaitHolder returns at once a client that is inside its critical
+	// section holding a lease as want describes, or else waits until ctx
+	// is done for the next client to begin one so (its read done, its work
+	// about to start). It does not disturb that client. It returns its
+	// process and key, or false if none came.
+	AwaitHolder(ctx context.Context, want Await) (history.Process, string, bool)
 }
 
 // PausePoint is where in its critical section a paused holder stops.
@@ -215,6 +221,44 @@ type Step struct {
 	Action  string
 	Targets []string
 	Params  map[string]string
+	// Await, when set, makes the step wait from At until a client holds a
+	// lock as described, and act then. A fault meant to strike a holder
+	// then strikes one however late a loaded machine makes the grants,
+	// instead of landing between two holds; if no such holder comes before
+	// the run ends, the step does not happen. In a script the steps after
+	// it keep their distance from the moment it acted.
+	Await *Await `json:",omitempty"`
+}
+
+// Await is the holder a step waits for: the state in which its fault
+// does what the scenario is about.
+type Await struct {
+	// LeaseLeft is how much of the holder's lease must still run (0: any;
+	// a lease without expiry always has enough).
+	LeaseLeft time.Duration `json:",omitempty"`
+	// Granted are nodes that must be among those that granted the lease
+	// (a multi-node lock such as Redlock), and BareQuorum asks that the
+	// lease rest on exactly its quorum of nodes: then one of them
+	// forgetting the lock (a clock jump, a restart) gives it away.
+	Granted    []string `json:",omitempty"`
+	BareQuorum bool     `json:",omitempty"`
+}
+
+func (a Await) String() string {
+	var w []string
+	if a.LeaseLeft > 0 {
+		w = append(w, fmt.Sprintf("%v of its lease left", a.LeaseLeft))
+	}
+	if len(a.Granted) > 0 {
+		w = append(w, "granted by "+strings.Join(a.Granted, ", "))
+	}
+	if a.BareQuorum {
+		w = append(w, "on a bare quorum")
+	}
+	if len(w) == 0 {
+		return "a holder"
+	}
+	return "a holder with " + strings.Join(w, ", ")
 }
 
 func (s Step) String() string {
@@ -223,6 +267,9 @@ func (s Step) String() string {
 		p = append(p, k+"="+v)
 	}
 	sort.Strings(p)
+	if s.Await != nil {
+		p = append(p, "await="+s.Await.String())
+	}
 	return fmt.Sprintf("%v %s %s %v %s", s.At, s.Nemesis, s.Action, s.Targets, strings.Join(p, " "))
 }
 
@@ -375,12 +422,35 @@ func (r *Runner) Do(ctx context.Context, env Env, s Step) error {
 	if !ok {
 		return &UnknownError{Name: s.Nemesis, Known: r.known()}
 	}
+	// Wait outside the lock: Heal must not wait behind a step that waits
+	// for a holder.
+	if err := r.Await(ctx, env, s); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := f.do(ctx, r.exec(env), s); err != nil {
 		return fmt.Errorf("nemesis %s %s: %w", s.Nemesis, s.Action, err)
 	}
 	return nil
+}
+
+// Await waits for the holder step s awaits, if any (Do calls it first; a
+// script calls it itself to know when the step really acted). When none
+// comes before ctx ends the step must not happen at all: the error wraps
+// ErrNotDone, and a scenario that requires the step to strike says that it
+// never did.
+func (r *Runner) Await(ctx context.Context, env Env, s Step) error {
+	if s.Await == nil {
+		return nil
+	}
+	if env.Clients == nil {
+		return fmt.Errorf("nemesis %s %s: await a holder: no clients to watch", s.Nemesis, s.Action)
+	}
+	if _, _, ok := env.Clients.AwaitHolder(ctx, *s.Await); ok {
+		return nil
+	}
+	return fmt.Errorf("nemesis %s %s: %w: %s never came before the run ended", s.Nemesis, s.Action, ErrNotDone, s.Await)
 }
 
 // Heal undoes every fault, whatever nemesis caused it: links healed,

@@ -22,6 +22,7 @@ type fakeClients struct {
 	paused  []time.Duration
 	crashed []history.Process
 	armed   []string
+	awaited int
 }
 
 func (f *fakeClients) PauseHolder(_ context.Context, d time.Duration, _ nemesis.PausePoint) (history.Process, bool) {
@@ -43,6 +44,16 @@ func (f *fakeClients) CrashHolder(context.Context) (history.Process, bool) {
 	f.crashed = append(f.crashed, f.holder)
 	f.holding = false
 	return f.holder, true
+}
+
+func (f *fakeClients) AwaitHolder(ctx context.Context, _ nemesis.Await) (history.Process, string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.holding {
+		return 0, "", false
+	}
+	f.awaited++
+	return f.holder, "lock-0", true
 }
 
 func (f *fakeClients) ArmFailpoint(name string, d time.Duration, crash bool) {
@@ -85,6 +96,34 @@ func TestClientFaults(t *testing.T) {
 	want := []string{"after-set pause 1s", "before-release crash"}
 	if len(fc.armed) != 2 || fc.armed[0] != want[0] || fc.armed[1] != want[1] {
 		t.Fatalf("armed %v, want %v", fc.armed, want)
+	}
+}
+
+// A step that awaits a holder acts only once one holds, and does not
+// happen at all (ErrNotDone, nothing recorded) when nobody comes.
+func TestStepAwaitsHolder(t *testing.T) {
+	t.Parallel()
+	fc := &fakeClients{holder: 1, holding: true}
+	f := start(t, cluster.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"partition"}}, fc)
+	step := nemesis.Step{Nemesis: "partition", Action: "start", Targets: []string{"c0->n1"},
+		Await: &nemesis.Await{LeaseLeft: time.Second}}
+	f.do(t, step)
+	if fc.awaited != 1 {
+		t.Fatalf("AwaitHolder called %d times, want 1", fc.awaited)
+	}
+	if op, _ := last(f.rec, "start-partition"); op.Type != history.OK {
+		t.Fatalf("awaited partition recorded as %+v", op)
+	}
+	f.do(t, nemesis.Step{Nemesis: "partition", Action: "stop", Targets: []string{"c0->n1"}})
+
+	fc.holding = false
+	before := len(f.rec.Ops())
+	err := f.r.Do(context.Background(), f.env, step)
+	if !errors.Is(err, nemesis.ErrNotDone) {
+		t.Fatalf("awaited step with nobody holding: %v, want ErrNotDone", err)
+	}
+	if n := len(f.rec.Ops()); n != before {
+		t.Fatalf("a step whose holder never came recorded %d events", n-before)
 	}
 }
 

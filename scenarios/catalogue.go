@@ -75,12 +75,18 @@ func workload(clients int, ttl, hold, acquireTimeout time.Duration) workloads.Co
 
 // crashRun: A works 0–500ms; the crash is asked for at 200ms and
 // strikes at A's safe point (500ms). With a 1s TTL the lock, if it
-// expires, is free at 1.0s; the run lasts long enough to see it.
+// expires, is free at 1.0s; the run lasts long enough to see it. Nothing
+// here faults a link, so the client commands get a second before they
+// time out: on a loaded machine B's SETNX may take longer than the usual
+// quarter TTL, and a timed-out acquire is given back with the lock's DEL,
+// which for these naive locks deletes A's key (a real flaw, but not this
+// scenario's).
 func crashRun(steps ...nemesis.Step) lockharness.Config {
 	return lockharness.Config{
-		Workload:  workload(2, time.Second, 500*ms, 500*ms),
-		Script:    steps,
-		TimeLimit: 2 * time.Second, Recovery: 1500 * ms, Seed: 1,
+		Workload:      workload(2, time.Second, 500*ms, 500*ms),
+		Script:        steps,
+		ClientTimeout: time.Second,
+		TimeLimit:     2 * time.Second, Recovery: 1500 * ms, Seed: 1,
 	}
 }
 
@@ -113,16 +119,25 @@ func gcPauseRun() lockharness.Config {
 // replication link of n2 is frozen at 500ms, so the grant at hold (to X)
 // and A's release reach n1 only; n2 is promoted at promote. On n2 A's old
 // grant lives until ttl; the other client takes it then, while X works
-// until 2·hold.
-func manualFailoverRun(replicas int, ttl, hold, promote time.Duration) lockharness.Config {
+// until 2·hold. When X's grant is the point (leaseLeft > 0), the promotion
+// waits for a holder with leaseLeft of its lease to run: on a loaded
+// machine X's grant may come after promote (a WAIT that timed out is
+// retried), and a promotion before it would test nothing.
+func manualFailoverRun(replicas int, ttl, hold, promote, leaseLeft time.Duration) lockharness.Config {
+	promotion := at(promote, "failover", "promote", []string{"n2"}, nil)
+	limit := 2*hold + 700*ms
+	if leaseLeft > 0 {
+		promotion = awaiting(promotion, nemesis.Await{LeaseLeft: leaseLeft})
+		limit += time.Second
+	}
 	return lockharness.Config{
 		Workload: workload(2, ttl, hold, time.Second),
 		Cluster:  cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverManual, Replicas: replicas},
 		Script: []nemesis.Step{
 			at(500*ms, "failover", "cut", []string{"n2"}, nil),
-			at(promote, "failover", "promote", []string{"n2"}, nil),
+			promotion,
 		},
-		TimeLimit: 2*hold + 700*ms, Recovery: 2 * time.Second, Seed: 1,
+		TimeLimit: limit, Recovery: 2 * time.Second, Seed: 1,
 	}
 }
 
@@ -161,14 +176,29 @@ func sentinelRun(extra string) lockharness.Config {
 // redlockRun: five nodes, two clients split as Kleppmann's example, TTL
 // 2s, sections of 1.4s. Grants made before the split are gone by 2.0s; the
 // section from 1.4s to 2.8s belongs to a client holding n3 and its own two
-// nodes; the fault strikes n3 at 2.3s, in the middle of it.
+// nodes; the fault strikes n3 at 2.3s, in the middle of it. On a loaded
+// machine grants come late, so the first fault waits, from 2.3s, for a
+// holder on a bare quorum that includes n3 with a second of its lease
+// left (at once, when the schedule went as planned), and the steps after
+// it keep their distance from it; the run is long enough for the next
+// section to be the one struck.
 func redlockRun(fault ...nemesis.Step) lockharness.Config {
+	if len(fault) > 0 {
+		fault[0] = awaiting(fault[0], nemesis.Await{LeaseLeft: time.Second, Granted: []string{"n3"}, BareQuorum: true})
+	}
 	return lockharness.Config{
 		Nodes:     5,
 		Workload:  workload(2, 2*time.Second, 1400*ms, time.Second),
 		Script:    append([]nemesis.Step{clientSplit(0)}, fault...),
-		TimeLimit: 3500 * ms, Recovery: 1500 * ms, Seed: 1,
+		TimeLimit: 4500 * ms, Recovery: 1500 * ms, Seed: 1,
 	}
+}
+
+// awaiting makes step s wait for the holder want describes (see
+// nemesis.Step.Await).
+func awaiting(s nemesis.Step, want nemesis.Await) nemesis.Step {
+	s.Await = &want
+	return s
 }
 
 // Exposure a scenario declares: what must have happened, while a client
@@ -225,7 +255,7 @@ func catalogueOne() []Scenario {
 			at(2300*ms+delay, "kill", "restart", []string{"n3"}, nil))
 		c.Cluster.Persistence = persistence
 		if delay > 0 {
-			c.TimeLimit = 2300*ms + delay + time.Second
+			c.TimeLimit += delay
 		}
 		return c
 	}
@@ -330,7 +360,7 @@ func catalogueOne() []Scenario {
 				`or don't rely on a single failover-based master for safety.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the promotion", "promote")},
-			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
+			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms, 1200*ms),
 		},
 		{
 			Name: "failover-wait", Lock: "token-wait",
@@ -342,7 +372,7 @@ func catalogueOne() []Scenario {
 				`replica does not have. The price is availability: while no replica acknowledges, nobody gets the lock.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{attempted("the frozen replication link", "cut-replication")},
-			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
+			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms, 0),
 		},
 		{
 			Name: "failover-wait-wrong-replica", Lock: "token-wait",
@@ -356,7 +386,7 @@ func catalogueOne() []Scenario {
 				`consensus system), or fencing tokens.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the promotion", "promote")},
-			Run:      manualFailoverRun(2, 3*time.Second, 2*time.Second, 2500*ms),
+			Run:      manualFailoverRun(2, 3*time.Second, 2*time.Second, 2500*ms, 2*time.Second),
 		},
 		{
 			Name: "sentinel-split-brain", Lock: "token",
@@ -552,13 +582,27 @@ func catalogueOne() []Scenario {
 			Name: "redsync-clock-jump", Lock: "redsync",
 			Summary: "the real go-redsync library under redlock-clock-jump: both hold",
 			Source:  kleppmann + `, "Breaking Redlock with bad timings"`,
-			Explanation: `The schedule of redlock-clock-jump against github.com/go-redsync/redsync, a widely used Redlock ` +
-				`implementation, instead of the harness's own. Node 3's clock jumps forward, its copy of the lock ` +
-				`expires, and the other client gets a majority while the first still holds. The flaw is the ` +
-				`algorithm's, not an implementation's.`,
+			Explanation: `The split of redlock-clock-jump against github.com/go-redsync/redsync, a widely used Redlock ` +
+				`implementation, instead of the harness's own. As soon as one client holds the lock on n3 and its own ` +
+				`two nodes, node 3's clock jumps forward, its copy of the lock expires, and the other client gets a ` +
+				`majority while the first still holds. redsync waits for every node's answer, so through the ` +
+				`partition each of its tries lasts as long as the client's read timeout on the two nodes it cannot ` +
+				`reach (500ms, then as long again to release): the lease (4s) and the work under it (3.5s) are long ` +
+				`enough for the other client's next try. The flaw is the algorithm's, not an implementation's.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the clock jump", "bump-clock")},
-			Run:      redlockClock(),
+			Run: func() lockharness.Config {
+				c := lockharness.Config{
+					Nodes:    5,
+					Workload: workload(2, 4*time.Second, 3500*ms, 2*time.Second),
+					Script: []nemesis.Step{clientSplit(0), awaiting(
+						at(0, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}),
+						nemesis.Await{LeaseLeft: 3 * time.Second, Granted: []string{"n3"}, BareQuorum: true})},
+					TimeLimit: 6 * time.Second, Recovery: 1500 * ms, Seed: 1,
+				}
+				c.Cluster.Faketime = true
+				return c
+			}(),
 		},
 		{
 			Name: "redlock-bare-majority-clock-jump", Lock: "redlock",
@@ -583,12 +627,19 @@ func catalogueOne() []Scenario {
 					// retries, and A's 3.5s hold outlasts the jump at 2s
 					// even when it is granted at once.
 					Workload: workload(2, 5*time.Second, 3500*ms, time.Second),
+					// On a loaded machine A's grant may come late, or
+					// before the cut (on all five nodes): the heal waits
+					// for a holder on a bare quorum with n3, the jump for
+					// one still holding, and the run is long enough for
+					// the next grant to be the one struck.
 					Script: []nemesis.Step{
 						at(0, "partition", "start", cut, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "n4+n5 cut off from the clients"}),
-						at(1500*ms, "partition", "stop", cut, map[string]string{"pattern": nemesis.PatternIsolate}),
-						at(2*time.Second, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}),
+						awaiting(at(1500*ms, "partition", "stop", cut, map[string]string{"pattern": nemesis.PatternIsolate}),
+							nemesis.Await{LeaseLeft: 2 * time.Second, Granted: []string{"n3"}, BareQuorum: true}),
+						awaiting(at(2*time.Second, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}),
+							nemesis.Await{LeaseLeft: time.Second, Granted: []string{"n3"}, BareQuorum: true}),
 					},
-					TimeLimit: 5 * time.Second, Recovery: 1500 * ms, Seed: 1,
+					TimeLimit: 6 * time.Second, Recovery: 1500 * ms, Seed: 1,
 				}
 				c.Cluster.Faketime = true
 				return c

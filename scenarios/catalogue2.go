@@ -84,7 +84,7 @@ func catalogueTwo() []Scenario {
 			Exposure: []checker.Requirement{struck("the FLUSHALL", "flush")},
 			Run: lockharness.Config{
 				Workload:  workload(2, 2*time.Second, 600*ms, time.Second),
-				Script:    []nemesis.Step{at(300*ms, "data-loss", "flush", []string{"n1"}, nil)},
+				Script:    []nemesis.Step{awaiting(at(300*ms, "data-loss", "flush", []string{"n1"}, nil), nemesis.Await{LeaseLeft: time.Second})},
 				TimeLimit: 1500 * ms, Recovery: 1500 * ms, Seed: 1,
 			},
 		},
@@ -122,7 +122,7 @@ func catalogueTwo() []Scenario {
 				`token. Fix: a fencing counter in a store that never loses an acknowledged write.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the promotion", "promote")},
-			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms),
+			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms, 1200*ms),
 		},
 		{
 			Name: "script-flush-evalsha-falls-back", Lock: "reentrant",
@@ -210,7 +210,7 @@ func catalogueTwo() []Scenario {
 			Run: lockharness.Config{
 				Workload: workload(2, 2*time.Second, 600*ms, time.Second),
 				Script: []nemesis.Step{
-					at(300*ms, "memory-pressure", "start", []string{"n1"}, map[string]string{"policy": "allkeys-lru"}),
+					awaiting(at(300*ms, "memory-pressure", "start", []string{"n1"}, map[string]string{"policy": "allkeys-lru"}), nemesis.Await{LeaseLeft: time.Second}),
 					at(1000*ms, "memory-pressure", "stop", []string{"n1"}, nil),
 				},
 				TimeLimit: 1500 * ms, Recovery: 1500 * ms, Seed: 1,
@@ -232,7 +232,7 @@ func catalogueTwo() []Scenario {
 			Run: lockharness.Config{
 				Workload: workload(2, 2*time.Second, 600*ms, time.Second),
 				Script: []nemesis.Step{
-					at(300*ms, "memory-pressure", "start", []string{"n1"}, map[string]string{"policy": "noeviction"}),
+					awaiting(at(300*ms, "memory-pressure", "start", []string{"n1"}, map[string]string{"policy": "noeviction"}), nemesis.Await{LeaseLeft: time.Second}),
 					at(1000*ms, "memory-pressure", "stop", []string{"n1"}, nil),
 				},
 				TimeLimit: 1500 * ms, Recovery: 1500 * ms, Seed: 1,

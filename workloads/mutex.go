@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,7 +149,12 @@ type holderRequest struct {
 	pause time.Duration
 	at    nemesis.PausePoint
 	crash bool
+	// watch: only say who it is (AwaitHolder), taken when a holder the
+	// want admits begins the work of its critical section.
+	watch bool
+	want  nemesis.Await
 	taken chan history.Process // buffered: the taker never blocks
+	key   string               // the taker's key, set before taken is sent
 }
 
 type failpointAction struct {
@@ -161,6 +167,9 @@ type slot struct {
 	id      int
 	process atomic.Int64
 	key     atomic.Value // string: the key of its current cycle, for failpoint pauses
+	// section is the lease it works under, from its read until its
+	// release, for AwaitHolder; nil outside. Guarded by Mutex.mu.
+	section *locks.Lease
 }
 
 // NewMutex prepares a workload; Run starts it.
@@ -353,7 +362,7 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 		return false
 	}
 
-	if m.criticalSection(ctx, p, key, lock, &lease, rng) {
+	if m.criticalSection(ctx, s, p, key, lock, &lease, rng) {
 		m.crash(p, key, lock)
 		return true
 	}
@@ -363,7 +372,7 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 
 // criticalSection reads the counter, maybe pauses, and writes counter+1
 // with the lease's fencing token. It returns true when the client crashed.
-func (m *Mutex) criticalSection(ctx context.Context, p history.Process, key string, lock locks.Lock, lease *locks.Lease, rng *rand.Rand) bool {
+func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process, key string, lock locks.Lock, lease *locks.Lease, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	rec.Invoke(p, history.FRead, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
@@ -375,6 +384,8 @@ func (m *Mutex) criticalSection(ctx context.Context, p history.Process, key stri
 	}
 	m.complete(p, history.OK, history.FRead, key, &history.Value{Counter: &v}, nil)
 
+	m.enterSection(s, p, *lease)
+	defer m.leaveSection(s)
 	sleep(ctx, m.cfg.Hold) // the work the lock protects
 
 	// The safe point where a nemesis's requests take effect, and where a
@@ -432,7 +443,7 @@ func (m *Mutex) take(p history.Process, at nemesis.PausePoint) *holderRequest {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	req := m.pending
-	if req == nil || (req.crash && at != nemesis.PauseBeforeWrite) || (!req.crash && req.at != at) {
+	if req == nil || req.watch || (req.crash && at != nemesis.PauseBeforeWrite) || (!req.crash && req.at != at) {
 		return nil
 	}
 	m.pending = nil
@@ -440,14 +451,60 @@ func (m *Mutex) take(p history.Process, at nemesis.PausePoint) *holderRequest {
 	return req
 }
 
+// enterSection marks slot s (process p) as working under lease, and
+// answers a pending AwaitHolder that the lease satisfies.
+func (m *Mutex) enterSection(s *slot, p history.Process, lease locks.Lease) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s.section = &lease
+	req := m.pending
+	if req == nil || !req.watch || !admits(req.want, lease, time.Now()) {
+		return
+	}
+	m.pending = nil
+	req.key = lease.Key
+	req.taken <- p
+}
+
+func (m *Mutex) leaveSection(s *slot) {
+	m.mu.Lock()
+	s.section = nil
+	m.mu.Unlock()
+}
+
+// admits says whether a holder of lease, at now, is the holder want asks
+// for.
+func admits(want nemesis.Await, lease locks.Lease, now time.Time) bool {
+	if lease.Expires() && lease.ValidUntil.Sub(now) < want.LeaseLeft {
+		return false
+	}
+	for _, n := range want.Granted {
+		if !slices.Contains(lease.Nodes, n) {
+			return false
+		}
+	}
+	return !want.BareQuorum || (lease.Quorum > 0 && len(lease.Nodes) == lease.Quorum)
+}
+
 // strike posts req for the next client that reaches its safe point while
 // holding a lock, and waits until one takes it or ctx is done; then the
 // request is withdrawn and strike reports false.
 func (m *Mutex) strike(ctx context.Context, req *holderRequest) (history.Process, bool) {
-	req.taken = make(chan history.Process, 1)
 	m.mu.Lock()
-	m.pending = req
+	m.post(req)
 	m.mu.Unlock()
+	return m.await(ctx, req)
+}
+
+// post makes req the pending request; m.mu is held.
+func (m *Mutex) post(req *holderRequest) {
+	req.taken = make(chan history.Process, 1)
+	m.pending = req
+}
+
+// await waits for a client to take the posted req, or withdraws it when
+// ctx is done.
+func (m *Mutex) await(ctx context.Context, req *holderRequest) (history.Process, bool) {
 	select {
 	case p := <-req.taken:
 		return p, true
@@ -619,6 +676,31 @@ func (m *Mutex) PauseHolder(ctx context.Context, d time.Duration, at nemesis.Pau
 // as a new process. It waits like PauseHolder.
 func (m *Mutex) CrashHolder(ctx context.Context) (history.Process, bool) {
 	return m.strike(ctx, &holderRequest{crash: true})
+}
+
+// AwaitHolder returns, without disturbing anyone, a client inside its
+// critical section (its read done, its release not yet begun) whose lease
+// want admits, or waits for the next one until ctx is done (false). A
+// fault timed by it strikes inside a hold on a loaded machine too, where
+// grants come later than a schedule assumes.
+func (m *Mutex) AwaitHolder(ctx context.Context, want nemesis.Await) (history.Process, string, bool) {
+	m.mu.Lock()
+	now := time.Now()
+	for _, s := range m.slots {
+		if s.section != nil && admits(want, *s.section, now) {
+			p, key := history.Process(s.process.Load()), s.section.Key
+			m.mu.Unlock()
+			return p, key, true
+		}
+	}
+	req := &holderRequest{watch: true, want: want}
+	m.post(req)
+	m.mu.Unlock()
+	p, ok := m.await(ctx, req)
+	if !ok {
+		return 0, "", false
+	}
+	return p, req.key, true
 }
 
 func backoff(ctx context.Context, rng *rand.Rand, max time.Duration) {

@@ -226,3 +226,37 @@ func TestPauseHolderGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// AwaitHolder names a client inside its critical section with at least the
+// asked part of its lease to run, without pausing or recording anything; a
+// lease that cannot be that long is never awaited, nor a bare quorum of a
+// single-node lock.
+func TestAwaitHolderWatchesWithoutDisturbing(t *testing.T) {
+	m, rec, stop := start(t, workloads.Config{Clients: 2, TTL: time.Second, Hold: 30 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	p, key, ok := m.AwaitHolder(ctx, nemesis.Await{LeaseLeft: 500 * time.Millisecond})
+	cancel()
+	if !ok || key != workloads.Key(0) {
+		t.Fatalf("AwaitHolder = %d, %q, %v; want a holder of %s", p, key, ok, workloads.Key(0))
+	}
+	// Its lease (1s) can never have 2s left: nobody qualifies.
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	if q, _, ok := m.AwaitHolder(ctx, nemesis.Await{LeaseLeft: 2 * time.Second}); ok {
+		t.Fatalf("process %d awaited with 2s of a 1s lease left", q)
+	}
+	cancel()
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	if q, _, ok := m.AwaitHolder(ctx, nemesis.Await{BareQuorum: true}); ok {
+		t.Fatalf("process %d of a single-node lock awaited on a bare quorum", q)
+	}
+	cancel()
+	stop()
+	for _, op := range rec.Ops() {
+		if op.F == history.FPause {
+			t.Fatalf("awaiting paused a client: %v", op)
+		}
+	}
+	if res := checker.Check(context.Background(), rec.Ops(), checker.Config{}); res.Verdict != checker.Valid {
+		t.Fatalf("verdict %v after awaiting holders, want valid", res.Verdict)
+	}
+}
