@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
@@ -182,6 +184,9 @@ func (c Config) resolve() (locks.Info, int, error) {
 	if err := c.checkFailpoints(info); err != nil {
 		return info, 0, err
 	}
+	if err := c.checkRenews(info); err != nil {
+		return info, 0, err
+	}
 	if err := c.Workload.Validate(); err != nil {
 		return info, 0, &UsageError{Err: err}
 	}
@@ -193,7 +198,7 @@ func (c Config) resolve() (locks.Info, int, error) {
 	case c.CheckTimeout < 0:
 		return info, 0, usage("check timeout must not be negative, got %v", c.CheckTimeout)
 	case c.ClientRetries < 0:
-		return info, 0, usage("client retries must not be negative, got %d (0 keeps go-redis's retries off)", c.ClientRetries)
+		return info, 0, usage("--client-retries must not be negative, got %d: use 0 to keep go-redis's retries off, or e.g. --client-retries 3", c.ClientRetries)
 	}
 	if c.Cluster.Topology == cluster.Replicated {
 		// One master with replicas: a lock over independent nodes has no
@@ -220,6 +225,31 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d: use --nodes %d to %d", info.Name, info.MinNodes, info.MaxNodes, nodes, info.MinNodes, info.MaxNodes)
 	}
 	return info, nodes, nil
+}
+
+// checkRenews checks that a workload that renews before it writes has a
+// lock that can renew. It asks an instance built over placeholder nodes,
+// which are never dialled (go-redis connects on the first command).
+func (c Config) checkRenews(info locks.Info) error {
+	if !c.Workload.RenewBeforeWrite {
+		return nil
+	}
+	nodes := make([]locks.Node, max(info.MinNodes, 1))
+	for i := range nodes {
+		nodes[i] = locks.Node{Name: fmt.Sprintf("n%d", i+1), Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
+	}
+	defer cluster.CloseNodes(nodes)
+	l, err := info.New(nodes, locks.Options{})
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", info.Name, err)
+	}
+	if cl, ok := l.(locks.Closer); ok {
+		defer cl.Close()
+	}
+	if _, ok := l.(locks.Renewer); !ok {
+		return usage("lock %s has no Renew, so its clients cannot renew before they write: drop --renew-before-write or use a lock with Renew (token, fenced, reentrant, redlock, redsync, redislock)", info.Name)
+	}
+	return nil
 }
 
 // checkFailpoints checks that every failpoint to arm is one the lock
