@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
@@ -39,6 +40,9 @@ type Config struct {
 
 	Workload workloads.Config `json:"workload"`
 	Cluster  cluster.Config   `json:"cluster"`
+	// Backend starts the deployment the run tests; nil means local
+	// redis-server processes (cluster.Local).
+	Backend cluster.Backend `json:"-"`
 	// Nemesis chooses and tunes the faults; no names, no faults. Its seed
 	// is the run's.
 	Nemesis nemesis.Config `json:"nemesis"`
@@ -130,22 +134,55 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Workload.Seed = c.Seed
 	c.Nemesis.Seed = c.Seed
-	// Clock faults need every node under libfaketime; failover, and a lock
-	// that waits for replicas, need a master with replicas.
-	if info, err := c.Registry.Lookup(c.Lock); err == nil && info.NeedsReplicas && c.Cluster.Topology == "" {
-		c.Cluster.Topology = cluster.Replicated
+	// The deployment provides what the lock and the nemeses need (each
+	// nemesis declares it): a lock that waits for replicas, and failover,
+	// need a master with replicas; clock faults, nodes whose clocks can be
+	// set.
+	needs := c.needs()
+	if info, err := c.Registry.Lookup(c.Lock); err == nil && info.NeedsReplicas {
+		needs = needs.Merge(deploy.Needs{Replicated: true})
 	}
-	for _, n := range c.Nemesis.Names {
-		switch n {
-		case "clock":
-			c.Cluster.Faketime = true
-		case "failover":
-			if c.Cluster.Topology == "" {
-				c.Cluster.Topology = cluster.Replicated
-			}
+	c.Cluster = c.Cluster.Provide(needs)
+	return c
+}
+
+// nemesisNames are the nemeses the run uses: the composed ones, then
+// those the script names, each once.
+func (c Config) nemesisNames() []string {
+	names := append([]string(nil), c.Nemesis.Names...)
+	for _, st := range c.Script {
+		if !slices.Contains(names, st.Nemesis) {
+			names = append(names, st.Nemesis)
 		}
 	}
-	return c
+	return names
+}
+
+// needs is what the run's nemeses need of the deployment; unknown names
+// need nothing here (resolve refuses them).
+func (c Config) needs() deploy.Needs {
+	var out deploy.Needs
+	for _, n := range c.nemesisNames() {
+		if info, err := nemesis.Lookup(n); err == nil {
+			out = out.Merge(info.Needs)
+		}
+	}
+	return out
+}
+
+// checkDeployment refuses a deployment that cannot support one of the
+// run's nemeses, naming what is missing (exit 2, before the run starts).
+func (c Config) checkDeployment(d deploy.Deployment) error {
+	for _, n := range c.nemesisNames() {
+		info, err := nemesis.Lookup(n)
+		if err != nil {
+			continue
+		}
+		if err := deploy.Check(d, "the "+n+" nemesis", info.Needs); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
+	return nil
 }
 
 // UsageError is an error in the configuration: the CLI exits 2 and prints it.
@@ -165,6 +202,11 @@ func (c Config) resolve() (locks.Info, int, error) {
 	}
 	if _, err := nemesis.New(c.Nemesis); err != nil {
 		return info, 0, &UsageError{Err: err}
+	}
+	if p := c.Nemesis.Persistence; p != "" {
+		if _, err := cluster.PersistenceConfig(p); err != nil {
+			return info, 0, &UsageError{Err: err}
+		}
 	}
 	known := map[string]bool{}
 	for _, n := range nemesis.Known() {
@@ -258,9 +300,12 @@ func (c Config) checkFailpoints(info locks.Info) error {
 	if len(c.Nemesis.Failpoints) == 0 {
 		return nil
 	}
+	// A client fault (one that strikes a client) arms them.
 	arms := false
 	for _, n := range c.Nemesis.Names {
-		arms = arms || n == "client-pause" || n == "client-crash"
+		if info, err := nemesis.Lookup(n); err == nil && info.StrikesClient != "" {
+			arms = true
+		}
 	}
 	if !arms {
 		return usage("failpoints %s are armed only by a client fault: add --nemesis client-pause or client-crash", strings.Join(c.Nemesis.Failpoints, ","))
@@ -362,12 +407,19 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		}
 		defer os.RemoveAll(ccfg.Dir) // after the cluster's Down below
 	}
-	cl, err := cluster.Up(ctx, ccfg)
+	up := r.cfg.Backend
+	if up == nil {
+		up = cluster.Local
+	}
+	cl, err := up(ctx, ccfg)
 	if err != nil {
 		return out, fmt.Errorf("setup: %w", err)
 	}
 	// Teardown on every path, panics included.
 	defer func() { _ = cl.Down() }()
+	if err := r.cfg.checkDeployment(cl); err != nil {
+		return out, err
+	}
 
 	r.clock = history.NewClock()
 	r.rec = history.NewRecorder(r.clock, hf)
@@ -397,8 +449,11 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, &UsageError{Err: err}
 	}
 
-	env := nemesis.Env{Cluster: cl, Recorder: r.rec, Clients: wl}
+	env := nemesis.Env{Deployment: cl, Recorder: r.rec, Clients: wl}
 	if err := nem.Setup(ctx, env); err != nil {
+		if errors.Is(err, deploy.ErrUnsupported) {
+			return out, &UsageError{Err: err}
+		}
 		return out, fmt.Errorf("setup: %w", err)
 	}
 

@@ -3,8 +3,10 @@ package lockharness_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
@@ -252,5 +255,41 @@ func TestRequirementsFollowTheNemeses(t *testing.T) {
 	}
 	if rs := (lockharness.Config{}).Requirements(); len(rs) != 0 {
 		t.Errorf("no nemesis, requirements %+v", rs)
+	}
+}
+
+// A deployment that cannot do what a nemesis needs refuses the run as bad
+// input (exit 2) before it starts: nothing is left in the store and the
+// deployment is down. Here a backend starts local nodes without
+// libfaketime, whatever the run asks, and --nemesis clock needs them.
+func TestRunRefusesAFaultTheDeploymentCannotDo(t *testing.T) {
+	requireRedis(t)
+	t.Parallel()
+	var started *cluster.Cluster
+	noClock := func(ctx context.Context, cfg cluster.Config) (cluster.Deployment, error) {
+		cfg.Faketime = false
+		c, err := cluster.Up(ctx, cfg)
+		started = c
+		return c, err
+	}
+	store := t.TempDir()
+	_, err := lockharness.Run(context.Background(), lockharness.Config{
+		Lock: "token", Seed: 1, TimeLimit: time.Second, Store: store, Backend: noClock,
+		Nemesis: nemesis.Config{Names: []string{"clock"}},
+	})
+	var ue *lockharness.UsageError
+	if !errors.As(err, &ue) || !errors.Is(err, deploy.ErrUnsupported) || !strings.Contains(err.Error(), "the clock nemesis needs setting nodes' clocks") {
+		t.Fatalf("run: %v, want a usage error naming the clock nemesis's need", err)
+	}
+	if started == nil {
+		t.Fatal("the backend was never asked")
+	}
+	for _, n := range started.Nodes {
+		if n.Running() {
+			t.Errorf("%s still running after the refusal", n.Name)
+		}
+	}
+	if runs, _ := filepath.Glob(filepath.Join(store, "*", "*")); len(runs) != 0 {
+		t.Errorf("the refused run left %v in the store", runs)
 	}
 }

@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/locks"
 )
 
@@ -75,7 +77,7 @@ const MasterNodeName = "master"
 // client follows the master: with Sentinel it is go-redis's failover client
 // asking the sentinels (through the client's links to them) and reaching
 // the node they name through the client's link to it; with manual failover
-// it dials the master the harness set (SetMaster) through the client's link.
+// it dials the master the harness set (SetPrimary) through the client's link.
 func (c *Cluster) ClientNodes(cl int, o ClientOptions) []locks.Node {
 	if c.Replicated() {
 		return []locks.Node{{Name: MasterNodeName, Client: c.masterClient(cl, o)}}
@@ -129,3 +131,30 @@ func CloseNodes(nodes []locks.Node) {
 		_ = n.Client.Close()
 	}
 }
+
+// Deployment is a Redis deployment behind the seam: what the nemeses see
+// (deploy.Deployment) and the go-redis clients the locks and the workload
+// use. *Cluster, the local-process backend, is one; another backend (Docker
+// containers, a deployment the user runs) is another.
+type Deployment interface {
+	deploy.Deployment
+	// ClientNodes returns the lock nodes as client slot cl reaches them,
+	// each with its own go-redis client through that client's links; the
+	// caller closes them (CloseNodes).
+	ClientNodes(cl int, o ClientOptions) []locks.Node
+}
+
+// Backend starts a Redis deployment from a topology config. Up is the
+// local-process one.
+type Backend func(ctx context.Context, cfg Config) (Deployment, error)
+
+// Local is the local-process Backend: Up.
+func Local(ctx context.Context, cfg Config) (Deployment, error) {
+	c, err := Up(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+var _ Deployment = (*Cluster)(nil)

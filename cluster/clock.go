@@ -8,47 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/lockharness/lockharness/deploy"
 )
 
-// Clock is a node's fake clock, as libfaketime runs it: at the real instant t
-// the node reads t + SkewAt(t), where the skew is Skew at Since and grows by
-// Rate−1 seconds per real second after it. The zero Clock (and Rate 1, Skew
-// 0) is real time.
-type Clock struct {
-	Skew  time.Duration
-	Rate  float64
-	Since time.Time
-}
+// Clock is a node's fake clock, as libfaketime runs it (see deploy.Clock).
+type Clock = deploy.Clock
 
 // RealClock is the clock of a node without clock faults.
-var RealClock = Clock{Rate: 1}
-
-func (c Clock) rate() float64 {
-	if c.Rate == 0 {
-		return 1
-	}
-	return c.Rate
-}
-
-// SkewAt is how far the node's clock is ahead of real time at t (negative:
-// behind).
-func (c Clock) SkewAt(t time.Time) time.Duration {
-	r := c.rate()
-	if r == 1 || c.Since.IsZero() {
-		return c.Skew
-	}
-	return c.Skew + time.Duration(float64(t.Sub(c.Since))*(r-1))
-}
-
-// Real reports whether the clock is real time.
-func (c Clock) Real() bool { return c.Skew == 0 && c.rate() == 1 }
-
-func (c Clock) String() string {
-	if c.rate() == 1 {
-		return fmt.Sprintf("%+v", c.Skew)
-	}
-	return fmt.Sprintf("%+v x%.3g", c.Skew, c.rate())
-}
+var RealClock = deploy.RealClock
 
 // Faked reports whether the server runs under libfaketime (Config.Faketime).
 func (s *Server) Faked() bool { return s.ClockFile != "" }
@@ -96,10 +64,10 @@ func (s *Server) writeClockLocked() error {
 		c = RealClock
 	}
 	off := c.Skew.Seconds()
-	if r := c.rate(); r != 1 && !c.Since.IsZero() {
+	if r := c.EffectiveRate(); r != 1 && !c.Since.IsZero() {
 		off += c.Since.Sub(s.startedAt).Seconds() * (1 - r)
 	}
-	line := fmt.Sprintf("%+.6f x%.6f\n", off, c.rate())
+	line := fmt.Sprintf("%+.6f x%.6f\n", off, c.EffectiveRate())
 	tmp := s.ClockFile + ".tmp"
 	if err := os.MkdirAll(filepath.Dir(s.ClockFile), 0o755); err != nil {
 		return fmt.Errorf("write clock of %s: %w", s.Name, err)
@@ -158,7 +126,7 @@ func (s *Server) ConfirmClock(ctx context.Context, tolerance, timeout time.Durat
 			if diff.Abs() <= tolerance+rtt {
 				return obs, nil
 			}
-			if r := c.rate(); r != 1 && !calibrated && math.Abs(1-r) >= 0.01 {
+			if r := c.EffectiveRate(); r != 1 && !calibrated && math.Abs(1-r) >= 0.01 {
 				// diff = δ·(1−rate) where δ is the error in our guess of
 				// libfaketime's start instant.
 				calibrated = true

@@ -3,6 +3,11 @@
 // link a client (or a replica, or a sentinel) uses going through its own
 // toxiproxy proxy, embedded in this process, so faults can be injected per
 // link. Down stops everything; children also die with the harness (Pdeathsig).
+//
+// It is the local-process backend behind the seam: *Cluster is a
+// deploy.Deployment (and a cluster.Deployment, which adds the go-redis
+// clients the locks use). What is Redis's stays here: configs, Sentinel,
+// libfaketime, go-redis.
 package cluster
 
 import (
@@ -19,6 +24,8 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // Topologies.
@@ -184,10 +191,7 @@ func PersistenceConfig(mode string) (string, error) {
 }
 
 // Endpoint is one node as one client reaches it.
-type Endpoint struct {
-	Node string // node name, "n1"…
-	Addr string // host:port to dial (the client's proxy for that node)
-}
+type Endpoint = deploy.Endpoint
 
 // Cluster is a running topology.
 type Cluster struct {
@@ -414,7 +418,7 @@ func (c *Cluster) addLinks() error {
 
 // SentinelsFrom is the "from" of the links the sentinels use
 // ("sentinels->n1").
-const SentinelsFrom = "sentinels"
+const SentinelsFrom = deploy.SentinelsFrom
 
 // renderConfig is node s's config in the topology's current state: base,
 // persistence, and in a replicated topology its role (a replica follows the
@@ -574,8 +578,8 @@ func (c *Cluster) Endpoints(cl int) []Endpoint {
 // StorageAddr is the storage node's address (direct, never faulted).
 func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
 
-// Node returns the node with the given name.
-func (c *Cluster) Node(name string) (*Server, error) {
+// Server returns the lock node process with the given name.
+func (c *Cluster) Server(name string) (*Server, error) {
 	for _, n := range c.Nodes {
 		if n.Name == name {
 			return n, nil

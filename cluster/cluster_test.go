@@ -32,7 +32,7 @@ func TestUpDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Blackhole(); err != nil {
+	if err := l.Cut(); err != nil {
 		t.Fatal(err)
 	}
 	if err := cluster.Ping(ctx, l.Addr(), 300*time.Millisecond); err == nil {

@@ -9,6 +9,8 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+
+	"github.com/lockharness/lockharness/deploy"
 )
 
 const defaultReadyTimeout = 10 * time.Second
@@ -16,17 +18,32 @@ const defaultReadyTimeout = 10 * time.Second
 // Link is one directed network path, from a client (or a replica, or a
 // sentinel) to a node, through its own toxiproxy proxy. Faults are toxics on
 // the link's proxy.
+//
+// *Link is the local backend's deploy.Link.
 type Link struct {
-	Name  string // "c0->n1"
-	From  string // "c0"
-	To    string // "n1"
+	name  string // "c0->n1"
+	from  string // "c0"
+	to    string // "n1"
 	proxy *toxiproxy.Proxy
 }
 
-// LinkName is the name of the link from → to.
-func LinkName(from, to string) string { return from + "->" + to }
+var _ deploy.Link = (*Link)(nil)
 
-// Addr is the address to dial to use this link.
+// LinkName is the name of the link from → to (deploy.LinkName).
+func LinkName(from, to string) string { return deploy.LinkName(from, to) }
+
+// Name is the link's name, "c0->n1".
+func (l *Link) Name() string { return l.name }
+
+// From is where the link starts: a client slot "c0", a replica "n2", or
+// SentinelsFrom.
+func (l *Link) From() string { return l.from }
+
+// To is the node the link leads to.
+func (l *Link) To() string { return l.to }
+
+// Addr is the address to dial to use this link: the proxy's, on loopback,
+// the same from every place on this host.
 func (l *Link) Addr() string { return l.proxy.Listen }
 
 // AddLink creates a proxy from "from" to server s.
@@ -39,7 +56,7 @@ func (c *Cluster) AddLink(from string, s *Server) (*Link, error) {
 	if err := c.proxies.Collection.Add(p, true); err != nil {
 		return nil, fmt.Errorf("start proxy %s: %w", name, err)
 	}
-	l := &Link{Name: name, From: from, To: s.Name, proxy: p}
+	l := &Link{name: name, from: from, to: s.Name, proxy: p}
 	c.links[name] = l
 	return l, nil
 }
@@ -66,15 +83,15 @@ func (c *Cluster) Links() []*Link {
 // ({"name","type","stream","toxicity","attributes"}).
 func (l *Link) AddToxic(json string) error {
 	if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(json)); err != nil {
-		return fmt.Errorf("add toxic to %s: %w", l.Name, err)
+		return fmt.Errorf("add toxic to %s: %w", l.name, err)
 	}
 	return nil
 }
 
-// Blackhole stops all traffic on the link in both directions: bytes are
-// held, never delivered, and connections hang (toxiproxy's timeout toxic
-// with timeout 0), as a network partition looks to TCP.
-func (l *Link) Blackhole() error {
+// Cut stops all traffic on the link in both directions: bytes are held,
+// never delivered, and connections hang (toxiproxy's timeout toxic with
+// timeout 0), as a network partition looks to TCP.
+func (l *Link) Cut() error {
 	for _, stream := range []string{"upstream", "downstream"} {
 		j := fmt.Sprintf(`{"name":"partition-%s","type":"timeout","stream":%q,"attributes":{"timeout":0}}`, stream, stream)
 		if err := l.AddToxic(j); err != nil {
@@ -84,15 +101,22 @@ func (l *Link) Blackhole() error {
 	return nil
 }
 
+// DropReplies holds back every byte from the node to From, and only
+// those: requests reach the node and run, their replies never arrive
+// (the downstream half of Cut, so IsCut and Uncut see it).
+func (l *Link) DropReplies() error {
+	return l.AddToxic(`{"name":"partition-downstream","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
+}
+
 // Heal removes every toxic from the link. Connections stalled by a
 // blackhole are closed, as toxiproxy does.
 func (l *Link) Heal(ctx context.Context) {
 	l.proxy.Toxics.ResetToxics(ctx)
 }
 
-// AddLatency delays every byte on the link by latency ± jitter, in both
+// Slow delays every byte on the link by latency ± jitter, in both
 // directions.
-func (l *Link) AddLatency(latency, jitter time.Duration) error {
+func (l *Link) Slow(latency, jitter time.Duration) error {
 	for _, stream := range []string{"upstream", "downstream"} {
 		j := fmt.Sprintf(`{"name":"latency-%s","type":"latency","stream":%q,"attributes":{"latency":%d,"jitter":%d}}`,
 			stream, stream, latency.Milliseconds(), jitter.Milliseconds())
@@ -103,8 +127,8 @@ func (l *Link) AddLatency(latency, jitter time.Duration) error {
 	return nil
 }
 
-// Toxics names the toxics on the link; none means the link is healthy.
-func (l *Link) Toxics() []string {
+// Faults names the toxics on the link; none means the link is healthy.
+func (l *Link) Faults() []string {
 	var out []string
 	for _, t := range l.proxy.Toxics.GetToxicArray() {
 		if w, ok := t.(*toxics.ToxicWrapper); ok {
@@ -133,23 +157,23 @@ func (l *Link) RemoveToxic(ctx context.Context, name string) error {
 		return nil
 	}
 	if err := l.proxy.Toxics.RemoveToxic(ctx, name); err != nil {
-		return fmt.Errorf("remove toxic %s from %s: %w", name, l.Name, err)
+		return fmt.Errorf("remove toxic %s from %s: %w", name, l.name, err)
 	}
 	return nil
 }
 
-// Blackholed reports whether Blackhole is in effect on the link.
-func (l *Link) Blackholed() bool {
+// IsCut reports whether Cut is in effect on the link.
+func (l *Link) IsCut() bool {
 	return l.proxy.Toxics.GetToxic("partition-upstream") != nil || l.proxy.Toxics.GetToxic("partition-downstream") != nil
 }
 
-// Unblackhole removes what Blackhole added and nothing else. Connections
-// stalled by the blackhole are closed.
-func (l *Link) Unblackhole(ctx context.Context) error {
+// Uncut removes what Cut added and nothing else. Connections stalled by
+// the cut are closed.
+func (l *Link) Uncut(ctx context.Context) error {
 	return errors.Join(l.RemoveToxic(ctx, "partition-upstream"), l.RemoveToxic(ctx, "partition-downstream"))
 }
 
-// RemoveLatency removes what AddLatency added and nothing else.
-func (l *Link) RemoveLatency(ctx context.Context) error {
+// Unslow removes what Slow added and nothing else.
+func (l *Link) Unslow(ctx context.Context) error {
 	return errors.Join(l.RemoveToxic(ctx, "latency-upstream"), l.RemoveToxic(ctx, "latency-downstream"))
 }

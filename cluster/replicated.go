@@ -10,19 +10,21 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // Replicated reports whether the topology is one master with replicas.
 func (c *Cluster) Replicated() bool { return c.cfg.Topology == Replicated }
 
 // Master is the node the harness takes as the master of a replicated
-// topology: the first master until a failover moves it (SetMaster, or
+// topology: the first master until a failover moves it (SetPrimary, or
 // RefreshMaster after Sentinel promoted another node). Nil when independent.
 func (c *Cluster) Master() *Server {
 	c.mu.Lock()
 	name := c.master
 	c.mu.Unlock()
-	s, err := c.Node(name)
+	s, err := c.Server(name)
 	if err != nil {
 		return nil
 	}
@@ -41,16 +43,24 @@ func (c *Cluster) Replicas() []*Server {
 	return out
 }
 
-// SetMaster records name as the master and moves the clients that follow
+// Primary is the name of the node the harness takes as master ("" when
+// independent).
+func (c *Cluster) Primary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.master
+}
+
+// SetPrimary records name as the master and moves the clients that follow
 // the harness's master (FailoverManual): their open connections are closed,
 // so their next command dials the new master through their own link. It
 // also rewrites every node's config so a restart keeps the new roles. It
 // does not send REPLICAOF: see Promote and Follow.
-func (c *Cluster) SetMaster(name string) error {
+func (c *Cluster) SetPrimary(name string) error {
 	if !c.Replicated() {
 		return fmt.Errorf("set master: topology %s has no master", c.cfg.Topology)
 	}
-	if _, err := c.Node(name); err != nil {
+	if _, err := c.Server(name); err != nil {
 		return fmt.Errorf("set master: %w", err)
 	}
 	c.mu.Lock()
@@ -72,7 +82,7 @@ func (c *Cluster) SetMaster(name string) error {
 // Promote makes node name a master (REPLICAOF NO ONE), over a direct
 // connection: the harness is the operator, not a client under faults.
 func (c *Cluster) Promote(ctx context.Context, name string) error {
-	s, err := c.Node(name)
+	s, err := c.Server(name)
 	if err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
@@ -86,7 +96,7 @@ func (c *Cluster) Promote(ctx context.Context, name string) error {
 // "name->master" (with Sentinel, through master's announced address
 // "sentinels->master", where Sentinel would point it anyway).
 func (c *Cluster) Follow(ctx context.Context, name, master string) error {
-	s, err := c.Node(name)
+	s, err := c.Server(name)
 	if err != nil {
 		return fmt.Errorf("follow: %w", err)
 	}
@@ -106,7 +116,7 @@ func (c *Cluster) Follow(ctx context.Context, name, master string) error {
 // Role is a node's replication role as it reports it: "master", "slave"
 // (with the address of its master and whether the link is up) or an error.
 func (c *Cluster) Role(ctx context.Context, name string) (ReplicationInfo, error) {
-	s, err := c.Node(name)
+	s, err := c.Server(name)
 	if err != nil {
 		return ReplicationInfo{}, err
 	}
@@ -114,12 +124,7 @@ func (c *Cluster) Role(ctx context.Context, name string) (ReplicationInfo, error
 }
 
 // ReplicationInfo is the part of INFO replication the harness uses.
-type ReplicationInfo struct {
-	Role       string // "master" or "slave"
-	MasterAddr string // a replica's master, as it dials it
-	LinkUp     bool   // a replica's master_link_status is up
-	Replicas   int    // a master's connected_slaves
-}
+type ReplicationInfo = deploy.RoleInfo
 
 // Replication reads INFO replication over a direct connection.
 func (s *Server) Replication(ctx context.Context) (ReplicationInfo, error) {
@@ -161,9 +166,9 @@ func adminDo(ctx context.Context, s *Server, args ...any) error {
 	return cl.Do(ctx, args...).Err()
 }
 
-// SentinelMaster asks every sentinel (directly) which node is the master
-// and returns the answer of the majority of those that answered.
-func (c *Cluster) SentinelMaster(ctx context.Context) (string, error) {
+// Elected asks every sentinel (directly) which node is the master and
+// returns the answer of the majority of those that answered.
+func (c *Cluster) Elected(ctx context.Context) (string, error) {
 	if len(c.Sentinels) == 0 {
 		return "", fmt.Errorf("sentinel master: topology has no sentinels")
 	}
@@ -182,7 +187,7 @@ func (c *Cluster) SentinelMaster(ctx context.Context) (string, error) {
 		c.mu.Lock()
 		name, ok := c.announce[a]
 		c.mu.Unlock()
-		if _, err := c.Node(name); !ok || err != nil {
+		if _, err := c.Server(name); !ok || err != nil {
 			errs = append(errs, fmt.Sprintf("%s: unknown master address %s", s.Name, a))
 			continue
 		}
@@ -202,11 +207,11 @@ func (c *Cluster) SentinelMaster(ctx context.Context) (string, error) {
 
 // RefreshMaster sets Master to what the sentinels say it is.
 func (c *Cluster) RefreshMaster(ctx context.Context) (string, error) {
-	name, err := c.SentinelMaster(ctx)
+	name, err := c.Elected(ctx)
 	if err != nil {
 		return "", err
 	}
-	return name, c.SetMaster(name)
+	return name, c.SetPrimary(name)
 }
 
 // waitReplicated waits until every replica's link to the master is up and,
@@ -256,7 +261,7 @@ func (c *Cluster) replicatedReady(ctx context.Context) error {
 }
 
 // masterDialer dials, for one client slot, the current master through that
-// client's own link to it, and remembers its connections so SetMaster can
+// client's own link to it, and remembers its connections so SetPrimary can
 // close them: the client's pool then redials the new master.
 type masterDialer struct {
 	c       *Cluster
@@ -332,7 +337,7 @@ func (c *Cluster) announceDialer(from string, timeout time.Duration) func(ctx co
 }
 
 // ReplicationLink is the link replica follows master through (see Follow).
-func (c *Cluster) ReplicationLink(replica, master string) (*Link, error) {
+func (c *Cluster) ReplicationLink(replica, master string) (deploy.Link, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l := c.replicationLink(replica, master); l != nil {

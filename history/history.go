@@ -123,8 +123,23 @@ type Value struct {
 	// Targets names what a nemesis event affected: nodes ("n1"), links
 	// ("c0->n2"), clients ("c3").
 	Targets []string `json:"targets,omitempty"`
-	// Detail is a short human description ("clock +60s", "aof-always").
+	// Detail is a short human description ("clock +60s", "aof-always"),
+	// for people: reports read the fields below, never this text.
 	Detail string `json:"detail,omitempty"`
+
+	// Fault, on a nemesis event, is the fault it puts in force on Targets
+	// ("partition", "clock", "kill", "pause", "promote", …), and Ends the
+	// faults it ends there (or every open one of those when it names none
+	// of their targets): "stop-partition" ends "partition", "promote" ends
+	// a "replication cut" and starts a "promote". Mark is set on an event
+	// that is neither (a moment worth showing: "await-promotion"). A
+	// nemesis event with none of the three comes from a history recorded
+	// before these fields existed; readers fall back on its f.
+	Fault string   `json:"fault,omitempty"`
+	Ends  []string `json:"ends,omitempty"`
+	Mark  bool     `json:"mark,omitempty"`
+	// Clocks are, on a clock fault, each target node's new clock.
+	Clocks []NodeClock `json:"clocks,omitempty"`
 
 	// NotHeld is set on the fail of a release or renew when the lock
 	// answered that the lease is no longer the caller's (locks.ErrNotHeld):
@@ -132,6 +147,23 @@ type Value struct {
 	// Redis error reply, also a fail). Only such an answer, given before
 	// the lease's deadline, is evidence that the lock lost the lease early.
 	NotHeld bool `json:"not_held,omitempty"`
+}
+
+// NodeClock is one node's clock as a clock fault left it. Durations are
+// nanoseconds; a nil pointer means the fault did not say.
+type NodeClock struct {
+	Node string `json:"node"`
+	// Delta is the jump a bump made (positive: forward).
+	Delta *int64 `json:"delta,omitempty"`
+	// Offset is how far ahead of real time the node's clock read once the
+	// change was confirmed (negative: behind).
+	Offset *int64 `json:"offset,omitempty"`
+	// Rate is a drifting clock's rate (2: twice as fast); 0 when not set.
+	Rate float64 `json:"rate,omitempty"`
+	// Strobe is the two offsets a strobing clock flips between, every
+	// Period.
+	Strobe []int64 `json:"strobe,omitempty"`
+	Period int64   `json:"period,omitempty"`
 }
 
 // Op is one history event.

@@ -9,7 +9,12 @@ import (
 	"github.com/lockharness/lockharness/history"
 )
 
-func durValue(d time.Duration) *history.Value { return &history.Value{Duration: int64(d)} }
+// durValue is the value of a client fault lasting d: the fault it puts in
+// force on the client it strikes (recorded as a fault of its own until the
+// final heal, since the client's own events say when it ended).
+func durValue(d time.Duration, fault string) *history.Value {
+	return &history.Value{Duration: int64(d), Fault: fault}
+}
 
 // clientCrash makes a client that holds a lock die without releasing it (it
 // is replaced by a new process), or arms a failpoint so the next client
@@ -43,7 +48,7 @@ func (clientCrash) do(ctx context.Context, e *exec, s Step) error {
 	}
 	switch s.Action {
 	case "holder":
-		return e.recordV("crash-client", &history.Value{}, func(v *history.Value) error {
+		return e.recordV("crash-client", &history.Value{Fault: "crash-client"}, func(v *history.Value) error {
 			wctx, cancel := context.WithTimeout(ctx, e.cfg.Interval)
 			defer cancel()
 			p, ok := e.env.Clients.CrashHolder(wctx)
@@ -59,7 +64,7 @@ func (clientCrash) do(ctx context.Context, e *exec, s Step) error {
 		if fp == "" {
 			return fmt.Errorf("failpoint: no failpoint name")
 		}
-		return e.recordV("crash-client", &history.Value{}, func(v *history.Value) error {
+		return e.recordV("crash-client", &history.Value{Fault: "crash-client"}, func(v *history.Value) error {
 			e.env.Clients.ArmFailpoint(fp, 0, true)
 			v.Detail = "armed failpoint " + fp + ": next client there crashes"
 			return nil

@@ -54,7 +54,7 @@ func (clientPause) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		return e.recordV("pause-client", durValue(d), func(v *history.Value) error {
+		return e.recordV("pause-client", durValue(d, "pause-client"), func(v *history.Value) error {
 			wctx, cancel := context.WithTimeout(ctx, e.cfg.Interval)
 			defer cancel()
 			p, ok := e.env.Clients.PauseHolder(wctx, d, at)
@@ -70,7 +70,7 @@ func (clientPause) do(ctx context.Context, e *exec, s Step) error {
 		if fp == "" {
 			return fmt.Errorf("failpoint: no failpoint name")
 		}
-		return e.recordV("pause-client", durValue(d), func(v *history.Value) error {
+		return e.recordV("pause-client", durValue(d, "pause-client"), func(v *history.Value) error {
 			e.env.Clients.ArmFailpoint(fp, d, false)
 			v.Detail = fmt.Sprintf("armed failpoint %s: next client there pauses %v", fp, d)
 			return nil

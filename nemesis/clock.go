@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/history"
 )
 
 // clock skews one node's clock through its libfaketime control file: a bump
@@ -23,25 +24,16 @@ type clock struct {
 }
 
 func (*clock) info() Info {
-	return Info{Name: "clock", Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
+	return Info{Name: "clock", Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSetClock}}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
 }
 
 // confirmTolerance is how far a node's TIME may be from the clock it was
 // set to and still count as set.
 const confirmTolerance = 100 * time.Millisecond
 
-func (*clock) setup(_ context.Context, e *exec) error {
-	c, err := e.cluster()
-	if err != nil {
-		return err
-	}
-	for _, n := range c.Nodes {
-		if !n.Faked() {
-			return fmt.Errorf("node %s: %w", n.Name, cluster.ErrNoFaketime)
-		}
-	}
-	return nil
-}
+// setup has nothing to prepare: Setup has checked that every lock node's
+// clock can be set (deploy.CanSetClock).
+func (*clock) setup(context.Context, *exec) error { return nil }
 
 func (*clock) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	node := t.randomNode(rng.IntN)
@@ -80,23 +72,34 @@ func fmtSkew(d time.Duration) string {
 	return d.String()
 }
 
+// ns is a duration as the history's nanoseconds, for an optional field.
+func ns(d time.Duration) *int64 {
+	v := int64(d)
+	return &v
+}
+
 func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 	nodes, err := e.targetNodes(s.Targets)
 	if err != nil {
 		return err
 	}
-	names := serverNames(nodes)
+	clocks, err := capable[deploy.Clocked](nodes, deploy.CanSetClock)
+	if err != nil {
+		return err
+	}
+	names := nodeNames(nodes)
+	ev := event{fault: "clock"}
 	switch s.Action {
 	case "bump":
 		delta, err := durParam(s.Params, "delta", e.cfg.ClockBump)
 		if err != nil {
 			return err
 		}
-		return e.record("bump-clock", names, func() (string, error) {
+		return e.recordV("bump-clock", ev.value(names), func(v *history.Value) error {
 			var d []string
 			var errs []error
-			for _, n := range nodes {
-				k.stopStrobe(n.Name)
+			for i, n := range clocks {
+				k.stopStrobe(names[i])
 				c := n.Clock()
 				if err := n.SetClock(c.SkewAt(time.Now())+delta, c.Rate); err != nil {
 					errs = append(errs, err)
@@ -104,27 +107,35 @@ func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 				}
 				obs, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
 				errs = append(errs, err)
-				d = append(d, fmt.Sprintf("%s %s (reads %s)", n.Name, fmtSkew(delta), fmtSkew(obs.Round(time.Millisecond))))
+				d = append(d, fmt.Sprintf("%s %s (reads %s)", names[i], fmtSkew(delta), fmtSkew(obs.Round(time.Millisecond))))
+				nc := history.NodeClock{Node: names[i], Delta: ns(delta)}
+				if err == nil {
+					nc.Offset = ns(obs.Round(time.Millisecond))
+				}
+				v.Clocks = append(v.Clocks, nc)
 			}
-			return strings.Join(d, ", "), errors.Join(errs...)
+			v.Detail = strings.Join(d, ", ")
+			return errors.Join(errs...)
 		})
 	case "drift":
 		rate, err := floatParam(s.Params, "rate", 2)
 		if err != nil {
 			return err
 		}
-		return e.record("drift-clock", names, func() (string, error) {
+		return e.recordV("drift-clock", ev.value(names), func(v *history.Value) error {
 			var errs []error
-			for _, n := range nodes {
-				k.stopStrobe(n.Name)
+			for i, n := range clocks {
+				k.stopStrobe(names[i])
 				if err := n.SetClock(n.Clock().SkewAt(time.Now()), rate); err != nil {
 					errs = append(errs, err)
 					continue
 				}
 				_, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
 				errs = append(errs, err)
+				v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Rate: rate})
 			}
-			return fmt.Sprintf("rate x%g", rate), errors.Join(errs...)
+			v.Detail = fmt.Sprintf("rate x%g", rate)
+			return errors.Join(errs...)
 		})
 	case "strobe":
 		a, err := durParam(s.Params, "a", 0)
@@ -139,10 +150,10 @@ func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		return e.record("strobe-clock", names, func() (string, error) {
+		return e.recordV("strobe-clock", ev.value(names), func(v *history.Value) error {
 			var errs []error
-			for _, n := range nodes {
-				k.stopStrobe(n.Name)
+			for i, n := range clocks {
+				k.stopStrobe(names[i])
 				// Confirm the far offset once, then flip in the background.
 				if err := n.SetClock(b, 1); err != nil {
 					errs = append(errs, err)
@@ -152,29 +163,32 @@ func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 					errs = append(errs, err)
 					continue
 				}
-				k.startStrobe(n, a, b, period)
+				k.startStrobe(names[i], n, a, b, period)
+				v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Strobe: []int64{int64(a), int64(b)}, Period: int64(period)})
 			}
-			return fmt.Sprintf("between %s and %s every %v", fmtSkew(a), fmtSkew(b), period), errors.Join(errs...)
+			v.Detail = fmt.Sprintf("between %s and %s every %v", fmtSkew(a), fmtSkew(b), period)
+			return errors.Join(errs...)
 		})
 	case "reset":
-		return e.record("reset-clock", names, func() (string, error) {
+		return e.recordV("reset-clock", event{ends: []string{"clock"}}.value(names), func(v *history.Value) error {
 			var errs []error
-			for _, n := range nodes {
-				k.stopStrobe(n.Name)
+			for i, n := range clocks {
+				k.stopStrobe(names[i])
 				if err := n.SetClock(0, 1); err != nil {
 					errs = append(errs, err)
 					continue
 				}
 				_, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
 				errs = append(errs, err)
+				v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Offset: ns(0)})
 			}
-			return "", errors.Join(errs...)
+			return errors.Join(errs...)
 		})
 	}
 	return fmt.Errorf("unknown action %q (want bump, strobe, drift or reset)", s.Action)
 }
 
-func (k *clock) startStrobe(n *cluster.Server, a, b, period time.Duration) {
+func (k *clock) startStrobe(name string, n deploy.Clocked, a, b, period time.Duration) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -202,7 +216,7 @@ func (k *clock) startStrobe(n *cluster.Server, a, b, period time.Duration) {
 	if k.strobes == nil {
 		k.strobes = map[string]func(){}
 	}
-	k.strobes[n.Name] = func() { close(stop); <-done }
+	k.strobes[name] = func() { close(stop); <-done }
 	k.mu.Unlock()
 }
 

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // dataLoss destroys data on a node the way an operator or another
@@ -23,6 +21,7 @@ type dataLoss struct{}
 
 func (dataLoss) info() Info {
 	return Info{Name: "data-loss", Strikes: []string{"flush", "delete-keys"},
+		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCommand}},
 		Description: "FLUSHALL a node, or DEL named keys on it (an operator's or another application's mistake): lock keys and fencing counters vanish"}
 }
 
@@ -39,51 +38,42 @@ func (dataLoss) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
+	cmds, err := capable[deploy.Commander](nodes, deploy.CanCommand)
+	if err != nil {
+		return err
+	}
+	// Data loss is a moment, not a state: nothing ends it.
 	switch s.Action {
 	case "flush":
-		return e.record("flush", serverNames(nodes), func() (string, error) {
-			return "FLUSHALL", onEach(ctx, nodes, func(ctx context.Context, n *cluster.Server, cl *redis.Client) error {
-				return cl.Do(ctx, "flushall").Err()
-			})
+		return e.record("flush", mark, nodeNames(nodes), func() (string, error) {
+			var errs []error
+			for _, c := range cmds {
+				_, err := c.Command(ctx, "flushall")
+				errs = append(errs, err)
+			}
+			return "FLUSHALL", errors.Join(errs...)
 		})
 	case "delete":
 		keys := splitList(s.Params["keys"])
 		if len(keys) == 0 {
 			return fmt.Errorf("delete: no keys (Params keys=k1,k2)")
 		}
-		return e.record("delete-keys", serverNames(nodes), func() (string, error) {
+		return e.record("delete-keys", mark, nodeNames(nodes), func() (string, error) {
 			var deleted int64
-			err := onEach(ctx, nodes, func(ctx context.Context, n *cluster.Server, cl *redis.Client) error {
-				args := []any{"del"}
-				for _, k := range keys {
-					args = append(args, k)
+			var errs []error
+			for _, c := range cmds {
+				out, err := c.Command(ctx, append([]string{"del"}, keys...)...)
+				if err == nil {
+					var n int64
+					n, err = strconv.ParseInt(out, 10, 64)
+					deleted += n
 				}
-				d, err := cl.Do(ctx, args...).Int64()
-				deleted += d
-				return err
-			})
-			return fmt.Sprintf("DEL %s: %d deleted", strings.Join(keys, " "), deleted), err
+				errs = append(errs, err)
+			}
+			return fmt.Sprintf("DEL %s: %d deleted", strings.Join(keys, " "), deleted), errors.Join(errs...)
 		})
 	}
 	return fmt.Errorf("unknown action %q (want flush or delete)", s.Action)
-}
-
-// adminTimeout bounds one administrative command a nemesis sends a node
-// directly (not through any client's link).
-const adminTimeout = 2 * time.Second
-
-// onEach runs fn on a direct connection to each node, and joins the errors,
-// each naming its node.
-func onEach(ctx context.Context, nodes []*cluster.Server, fn func(context.Context, *cluster.Server, *redis.Client) error) error {
-	var errs []error
-	for _, n := range nodes {
-		cl := cluster.NewRedisClient(n.Addr(), cluster.ClientOptions{Timeout: adminTimeout, PoolSize: 1})
-		if err := fn(ctx, n, cl); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", n.Name, err))
-		}
-		_ = cl.Close()
-	}
-	return errors.Join(errs...)
 }
 
 func splitList(s string) []string {

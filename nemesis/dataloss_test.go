@@ -17,7 +17,7 @@ func TestDataLoss(t *testing.T) {
 	t.Parallel()
 	f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{Names: []string{"data-loss"}}, nil)
 	ctx := context.Background()
-	n1, _ := f.c.Node("n1")
+	n1, _ := f.c.Server("n1")
 	cl := client(t, n1, time.Second)
 	setLock(t, cl, "lock-0", 30*time.Second)
 	if err := cl.Set(ctx, "fence:lock-0", 7, 0).Err(); err != nil {
@@ -56,7 +56,7 @@ func TestScriptFlush(t *testing.T) {
 	t.Parallel()
 	f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{Names: []string{"script-flush"}}, nil)
 	ctx := context.Background()
-	n1, _ := f.c.Node("n1")
+	n1, _ := f.c.Server("n1")
 	cl := client(t, n1, time.Second)
 	sha, err := cl.ScriptLoad(ctx, "return 1").Result()
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 )
 
@@ -27,14 +27,28 @@ var ErrNotDone = errors.New("not done")
 
 // record runs fn between an invoke and its completion in the history, as
 // the nemesis process: ok when fn succeeds, fail when it returns an error
-// wrapping ErrNotDone, info otherwise (the fault may be half applied). fn
-// may fill in the completion's value (targets it resolved, a detail).
-func (e *exec) record(f string, targets []string, fn func() (string, error)) error {
-	return e.recordV(f, &history.Value{Targets: targets}, func(v *history.Value) error {
+// wrapping ErrNotDone, info otherwise (the fault may be half applied). ev
+// says what the event means (the fault it starts, those it ends); fn may
+// fill in the completion's detail.
+func (e *exec) record(f string, ev event, targets []string, fn func() (string, error)) error {
+	return e.recordV(f, ev.value(targets), func(v *history.Value) error {
 		d, err := fn()
 		v.Detail = d
 		return err
 	})
+}
+
+// event is what a nemesis event means, in the history's structured fields.
+type event struct {
+	fault string   // the fault it puts in force
+	ends  []string // the faults it ends
+}
+
+// mark is an event that is neither the start nor the end of a fault.
+var mark = event{}
+
+func (ev event) value(targets []string) *history.Value {
+	return &history.Value{Targets: targets, Fault: ev.fault, Ends: ev.ends, Mark: ev.fault == "" && len(ev.ends) == 0}
 }
 
 func (e *exec) recordV(f string, inv *history.Value, fn func(v *history.Value) error) error {
@@ -57,16 +71,30 @@ func (e *exec) recordV(f string, inv *history.Value, fn func(v *history.Value) e
 	return err
 }
 
-func (e *exec) cluster() (*cluster.Cluster, error) {
-	if e.env.Cluster == nil {
-		return nil, fmt.Errorf("no cluster")
+func (e *exec) deployment() (deploy.Deployment, error) {
+	if e.env.Deployment == nil {
+		return nil, fmt.Errorf("no deployment")
 	}
-	return e.env.Cluster, nil
+	return e.env.Deployment, nil
+}
+
+// replication is the deployment's master and replicas, or an error when it
+// has none.
+func (e *exec) replication() (deploy.Deployment, deploy.Replication, error) {
+	d, err := e.deployment()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, ok := d.(deploy.Replication)
+	if !ok || !d.Layout().Replicated {
+		return nil, nil, fmt.Errorf("needs a replicated topology (a master with replicas): %w", deploy.ErrUnsupported)
+	}
+	return d, r, nil
 }
 
 // targetNodes resolves a step's node targets, or picks one node at random
 // (from the run's seed) when the step names none.
-func (e *exec) targetNodes(targets []string) ([]*cluster.Server, error) {
+func (e *exec) targetNodes(targets []string) ([]deploy.Node, error) {
 	if len(targets) == 0 {
 		targets = []string{e.topo.randomNode(e.rng.IntN)}
 	}
@@ -75,41 +103,52 @@ func (e *exec) targetNodes(targets []string) ([]*cluster.Server, error) {
 
 // nodes resolves node targets: names, or the roles "master" and "replica"
 // (the first replica) of a replicated topology.
-func (e *exec) nodes(targets []string) ([]*cluster.Server, error) {
-	c, err := e.cluster()
+func (e *exec) nodes(targets []string) ([]deploy.Node, error) {
+	d, err := e.deployment()
 	if err != nil {
 		return nil, err
 	}
-	var out []*cluster.Server
+	var out []deploy.Node
 	for _, t := range targets {
+		name := t
 		switch t {
 		case "master":
-			m := c.Master()
-			if m == nil {
+			m := deploy.Primary(d)
+			if m == "" {
 				return nil, fmt.Errorf("target master: topology has no master")
 			}
-			out = append(out, m)
+			name = m
 		case "replica":
-			rs := c.Replicas()
+			rs := deploy.Replicas(d)
 			if len(rs) == 0 {
 				return nil, fmt.Errorf("target replica: topology has no replica")
 			}
-			out = append(out, rs[0])
-		default:
-			s, err := c.Node(t)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, s)
+			name = rs[0]
 		}
+		n, err := d.Node(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
 	}
 	return out, nil
 }
 
-func serverNames(ss []*cluster.Server) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.Name
+// lockNodes are the deployment's lock nodes.
+func lockNodes(d deploy.Deployment) []deploy.Node {
+	var out []deploy.Node
+	for _, n := range d.Members() {
+		if n.Kind() == deploy.KindLock {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func nodeNames(ns []deploy.Node) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.Name()
 	}
 	return out
 }
@@ -157,4 +196,18 @@ func pick[T any](rngIntN func(int) int, xs []T, k int) []T {
 		out = append(out, xs[i])
 	}
 	return out
+}
+
+// capable returns each node's implementation of T, the interface behind
+// capability c, or the error of the first node that lacks it.
+func capable[T any](nodes []deploy.Node, c deploy.Capability) ([]T, error) {
+	out := make([]T, 0, len(nodes))
+	for _, n := range nodes {
+		t, err := deploy.As[T](n, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // failover moves the master of a replicated topology.
@@ -31,20 +31,32 @@ type failover struct {
 }
 
 func (*failover) info() Info {
-	return Info{Name: "failover", Strikes: []string{"promote", "await-promotion"}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
+	return Info{Name: "failover", Strikes: []string{"promote", "await-promotion"}, Needs: deploy.Needs{Replicated: true}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
 }
 
 func (f *failover) reset() { *f = failover{} }
 
+// setup checks what the layout's kind of failover needs beyond a master
+// with replicas (Setup has checked that): promoting by hand and cutting a
+// replication link, or an elected master and pausing or isolating it.
 func (*failover) setup(_ context.Context, e *exec) error {
-	c, err := e.cluster()
+	d, _, err := e.replication()
 	if err != nil {
 		return err
 	}
-	if !c.Replicated() {
-		return fmt.Errorf("failover needs a replicated topology (cluster Config.Topology %q)", cluster.Replicated)
+	needs := deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPromote, deploy.CanCutLinks}}
+	if d.Layout().Elected {
+		needs.Capabilities = []deploy.Capability{deploy.CanElect}
+		switch e.cfg.SentinelFault {
+		case "pause":
+			needs.Capabilities = append(needs.Capabilities, deploy.CanPause)
+		case "isolate":
+			needs.Capabilities = append(needs.Capabilities, deploy.CanCutLinks)
+		default:
+			needs.Capabilities = append(needs.Capabilities, deploy.CanPause, deploy.CanCutLinks)
+		}
 	}
-	return nil
+	return deploy.Check(d, "the failover nemesis", needs)
 }
 
 func (*failover) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
@@ -67,69 +79,70 @@ func (*failover) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 }
 
 func (f *failover) do(ctx context.Context, e *exec, s Step) error {
-	c, err := e.cluster()
+	d, r, err := e.replication()
 	if err != nil {
 		return err
 	}
-	if !c.Replicated() {
-		return fmt.Errorf("failover needs a replicated topology")
-	}
+	net := d.Network()
 	switch s.Action {
 	case "cut":
-		m := c.Master()
-		rs := c.Replicas()
+		m := r.Primary()
+		rs := deploy.Replicas(d)
 		if len(rs) == 0 {
 			return fmt.Errorf("no replica to promote")
 		}
-		var r *cluster.Server
+		var rep string
 		if len(s.Targets) == 1 && !isRole(s.Targets) {
-			if r, err = c.Node(s.Targets[0]); err != nil {
+			n, err := d.Node(s.Targets[0])
+			if err != nil {
 				return err
 			}
+			rep = n.Name()
 		} else {
 			k, _ := strconv.Atoi(s.Params["pick"])
-			r = rs[k%len(rs)]
+			rep = rs[k%len(rs)]
 		}
-		l, err := c.Link(r.Name, m.Name)
+		l, err := net.Link(rep, m)
 		if err != nil {
 			return err
 		}
-		f.cutLink, f.replica, f.oldMaster = l.Name, r.Name, m.Name
-		return e.record("cut-replication", []string{l.Name}, func() (string, error) {
-			return fmt.Sprintf("%s stops receiving %s's writes", r.Name, m.Name), l.Blackhole()
+		f.cutLink, f.replica, f.oldMaster = l.Name(), rep, m
+		return e.record("cut-replication", event{fault: "replication cut"}, []string{l.Name()}, func() (string, error) {
+			return fmt.Sprintf("%s stops receiving %s's writes", rep, m), l.Cut()
 		})
 	case "promote":
-		r := f.replica
+		rep := f.replica
 		if len(s.Targets) == 1 && !isRole(s.Targets) {
-			r = s.Targets[0]
+			rep = s.Targets[0]
 		}
-		if r == "" {
-			rs := c.Replicas()
+		if rep == "" {
+			rs := deploy.Replicas(d)
 			if len(rs) == 0 {
 				return fmt.Errorf("no replica to promote")
 			}
-			r = rs[0].Name
+			rep = rs[0]
 		}
-		old := c.Master().Name
-		f.oldMaster, f.replica = old, r
-		return e.record("promote", []string{r}, func() (string, error) {
-			if err := c.Promote(ctx, r); err != nil {
+		old := r.Primary()
+		f.oldMaster, f.replica = old, rep
+		// The frozen link is dropped when the replica is promoted.
+		return e.record("promote", event{fault: "promote", ends: []string{"replication cut"}}, []string{rep}, func() (string, error) {
+			if err := r.Promote(ctx, rep); err != nil {
 				return "", err
 			}
-			if err := c.SetMaster(r); err != nil {
+			if err := r.SetPrimary(rep); err != nil {
 				return "", err
 			}
 			var errs []error
-			for _, o := range c.Replicas() {
-				if o.Name != old {
-					errs = append(errs, c.Follow(ctx, o.Name, r))
+			for _, o := range deploy.Replicas(d) {
+				if o != old {
+					errs = append(errs, r.Follow(ctx, o, rep))
 				}
 			}
 			if f.cutLink != "" {
 				// The frozen link led to the old master; it is not used
 				// any more, and must not stay cut for a later failover.
-				if ls, err := resolveLinks(c, []string{f.cutLink}); err == nil {
-					errs = append(errs, ls[0].Unblackhole(ctx))
+				if ls, err := resolveLinks(net, []string{f.cutLink}); err == nil {
+					errs = append(errs, ls[0].Uncut(ctx))
 				}
 				f.cutLink = ""
 			}
@@ -140,45 +153,55 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 		if len(s.Targets) == 1 && !isRole(s.Targets) {
 			old = s.Targets[0]
 		}
-		m := c.Master()
-		if old == "" || old == m.Name {
-			return e.record("demote", nil, func() (string, error) {
+		m := r.Primary()
+		// Demoting the old master ends the split brain that promoting a
+		// replica began, whichever node each names.
+		ev := event{ends: []string{"promote"}}
+		if old == "" || old == m {
+			return e.record("demote", ev, nil, func() (string, error) {
 				return "", fmt.Errorf("%w: no old master to demote", ErrNotDone)
 			})
 		}
-		return e.record("demote", []string{old}, func() (string, error) {
-			if err := c.Follow(ctx, old, m.Name); err != nil {
+		return e.record("demote", ev, []string{old}, func() (string, error) {
+			if err := r.Follow(ctx, old, m); err != nil {
 				return "", err
 			}
 			f.oldMaster = ""
-			return "follows " + m.Name, nil
+			return "follows " + m, nil
 		})
 	case "start":
 		how := s.Params["how"]
 		if how == "" {
 			how = "pause"
 		}
-		m := c.Master()
-		if sm, err := c.SentinelMaster(ctx); err == nil {
-			if err := c.SetMaster(sm); err != nil {
+		if sm, err := r.Elected(ctx); err == nil {
+			if err := r.SetPrimary(sm); err != nil {
 				return err
 			}
-			m = c.Master()
 		}
-		f.oldMaster, f.how = m.Name, how
-		err := e.record(how+"-master", []string{m.Name}, func() (string, error) {
+		m := r.Primary()
+		mn, err := d.Node(m)
+		if err != nil {
+			return err
+		}
+		f.oldMaster, f.how = m, how
+		err = e.record(how+"-master", event{fault: "master " + pastTense(how)}, []string{m}, func() (string, error) {
 			switch how {
 			case "pause":
-				return "SIGSTOP", m.Pause()
+				p, err := deploy.As[deploy.Pauser](mn, deploy.CanPause)
+				if err != nil {
+					return "", err
+				}
+				return "SIGSTOP", p.Pause(ctx)
 			case "isolate":
-				ls, err := resolveLinks(c, linkNames(e.topo.nodeLinks(m.Name)))
+				ls, err := resolveLinks(net, linkNames(e.topo.nodeLinks(m)))
 				if err != nil {
 					return "", err
 				}
 				var errs []error
 				for _, l := range ls {
-					if !l.Blackholed() {
-						errs = append(errs, l.Blackhole())
+					if !l.IsCut() {
+						errs = append(errs, l.Cut())
 					}
 				}
 				return "every link to and from it blackholed", errors.Join(errs...)
@@ -188,15 +211,15 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		return e.record("await-promotion", nil, func() (string, error) {
+		return e.record("await-promotion", mark, nil, func() (string, error) {
 			t0 := time.Now()
 			for {
-				sm, err := c.SentinelMaster(ctx)
-				if err == nil && sm != m.Name {
-					return fmt.Sprintf("sentinels name %s after %v", sm, time.Since(t0).Round(time.Millisecond)), c.SetMaster(sm)
+				sm, err := r.Elected(ctx)
+				if err == nil && sm != m {
+					return fmt.Sprintf("sentinels name %s after %v", sm, time.Since(t0).Round(time.Millisecond)), r.SetPrimary(sm)
 				}
 				if time.Since(t0) > 15*time.Second {
-					return "", fmt.Errorf("sentinels still name %s after %v", m.Name, time.Since(t0).Round(time.Millisecond))
+					return "", fmt.Errorf("sentinels still name %s after %v", m, time.Since(t0).Round(time.Millisecond))
 				}
 				if err := sleep(ctx, 20*time.Millisecond); err != nil {
 					return "", err
@@ -205,30 +228,35 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 		})
 	case "stop":
 		old := f.oldMaster
+		ev := event{ends: []string{"master paused", "master isolated"}}
 		if old == "" {
-			return e.record("heal-master", nil, func() (string, error) {
+			return e.record("heal-master", ev, nil, func() (string, error) {
 				return "", fmt.Errorf("%w: no master was failed", ErrNotDone)
 			})
 		}
-		n, err := c.Node(old)
+		n, err := d.Node(old)
 		if err != nil {
 			return err
 		}
-		return e.record("heal-master", []string{old}, func() (string, error) {
+		return e.record("heal-master", ev, []string{old}, func() (string, error) {
 			var err error
 			switch f.how {
 			case "isolate":
-				ls, lerr := resolveLinks(c, linkNames(e.topo.nodeLinks(old)))
+				ls, lerr := resolveLinks(net, linkNames(e.topo.nodeLinks(old)))
 				if lerr != nil {
 					return "", lerr
 				}
 				var errs []error
 				for _, l := range ls {
-					errs = append(errs, l.Unblackhole(ctx))
+					errs = append(errs, l.Uncut(ctx))
 				}
 				err = errors.Join(errs...)
 			default:
-				err = n.Resume()
+				p, perr := deploy.As[deploy.Pauser](n, deploy.CanPause)
+				if perr != nil {
+					return "", perr
+				}
+				err = p.Resume(ctx)
 			}
 			if err != nil {
 				return "", err
@@ -237,7 +265,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 			t0 := time.Now()
 			// Sentinel demotes the returning master at its next look at it.
 			for {
-				ri, err := n.Replication(ctx)
+				ri, err := r.Role(ctx, old)
 				if err == nil && ri.Role == "slave" {
 					return fmt.Sprintf("%s demoted by Sentinel after %v", old, time.Since(t0).Round(time.Millisecond)), nil
 				}
@@ -251,4 +279,15 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 		})
 	}
 	return fmt.Errorf("unknown action %q (manual: cut, promote, demote; sentinel: start, stop)", s.Action)
+}
+
+// pastTense names what a Sentinel failover did to the master.
+func pastTense(how string) string {
+	switch how {
+	case "pause":
+		return "paused"
+	case "isolate":
+		return "isolated"
+	}
+	return how
 }

@@ -2,6 +2,7 @@ package nemesis_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,12 @@ func TestPartition(t *testing.T) {
 	op, _ := last(f.rec, "start-partition")
 	if op.Type != history.OK || op.Value == nil || len(op.Value.Targets) != 1 || op.Value.Targets[0] != "c0->n2" {
 		t.Fatalf("start-partition recorded as %+v", op)
+	}
+	if op.Value.Fault != "partition" {
+		t.Fatalf("start-partition starts fault %q, want partition", op.Value.Fault)
+	}
+	if op, _ := last(f.rec, "stop-partition"); !reflect.DeepEqual(op.Value.Ends, []string{"partition"}) {
+		t.Fatalf("stop-partition ends %v, want [partition]", op.Value.Ends)
 	}
 	// A generated isolate cuts every link of one node; the final heal
 	// (cleanup) must undo it.
@@ -110,6 +117,12 @@ func TestClock(t *testing.T) {
 	op, _ := last(f.rec, "bump-clock")
 	if op.Type != history.OK || !strings.Contains(op.Value.Detail, "reads +1m0") {
 		t.Fatalf("bump-clock recorded as %+v", op)
+	}
+	// The history says what the fault did in fields, for the reports.
+	if v := op.Value; v.Fault != "clock" || len(v.Clocks) != 1 || v.Clocks[0].Node != "n1" ||
+		v.Clocks[0].Delta == nil || *v.Clocks[0].Delta != int64(time.Minute) ||
+		v.Clocks[0].Offset == nil || (time.Duration(*v.Clocks[0].Offset)-time.Minute).Abs() > time.Second {
+		t.Fatalf("bump-clock's fields: %+v", v)
 	}
 	f.do(t, nemesis.Step{Nemesis: "clock", Action: "reset", Targets: []string{"n1"}})
 

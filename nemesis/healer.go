@@ -13,6 +13,9 @@ type healer interface {
 	heal(ctx context.Context, e *exec) (string, error)
 }
 
+// nothingToHeal is the deployment's heal's detail when nothing was broken.
+const nothingToHeal = "nothing to heal"
+
 // healOwn runs the heal of every fault that has one, in name order, and
 // returns what they did.
 func healOwn(ctx context.Context, e *exec, all map[string]fault, names []string) (string, error) {

@@ -35,7 +35,7 @@ func start(t *testing.T, ccfg cluster.Config, ncfg nemesis.Config, clients nemes
 		t.Fatal(err)
 	}
 	rec := history.NewRecorder(history.NewClock(), io.Discard)
-	f := &fixture{c: c, r: r, rec: rec, env: nemesis.Env{Cluster: c, Recorder: rec, Clients: clients}}
+	f := &fixture{c: c, r: r, rec: rec, env: nemesis.Env{Deployment: c, Recorder: rec, Clients: clients}}
 	if err := r.Setup(ctx, f.env); err != nil {
 		t.Fatal(err)
 	}

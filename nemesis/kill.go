@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // kill crashes nodes with SIGKILL and restarts them on the same port and
@@ -18,18 +18,26 @@ import (
 type kill struct{}
 
 func (kill) info() Info {
-	return Info{Name: "kill", Strikes: []string{"kill"}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
+	return Info{Name: "kill", Strikes: []string{"kill"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanKill}}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
 }
 
 func (kill) reset() {}
 
 func (kill) setup(ctx context.Context, e *exec) error {
-	c, err := e.cluster()
+	d, err := e.deployment()
 	if err != nil {
 		return err
 	}
-	if p := e.cfg.Persistence; p != "" && p != c.Config().Persistence {
-		return c.SetPersistence(ctx, p)
+	p := e.cfg.Persistence
+	if p == "" {
+		return nil
+	}
+	ps, ok := d.(deploy.Persister)
+	if !ok || !d.Capabilities().Has(deploy.CanSetPersistence) {
+		return &deploy.UnsupportedError{Capability: deploy.CanSetPersistence, Need: "the kill nemesis with persistence " + p}
+	}
+	if p != ps.Persistence() {
+		return ps.SetPersistence(ctx, p)
 	}
 	return nil
 }
@@ -42,8 +50,16 @@ func (kill) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	}
 }
 
+// persistence is the deployment's persistence mode, for the history.
+func persistence(d deploy.Deployment) string {
+	if ps, ok := d.(deploy.Persister); ok {
+		return ps.Persistence()
+	}
+	return "unknown"
+}
+
 func (kill) do(ctx context.Context, e *exec, s Step) error {
-	c, err := e.cluster()
+	d, err := e.deployment()
 	if err != nil {
 		return err
 	}
@@ -53,37 +69,47 @@ func (kill) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		return e.record("kill", serverNames(nodes), func() (string, error) {
+		killers, err := capable[deploy.Killer](nodes, deploy.CanKill)
+		if err != nil {
+			return err
+		}
+		return e.record("kill", event{fault: "kill"}, nodeNames(nodes), func() (string, error) {
 			var errs []error
-			for _, n := range nodes {
-				errs = append(errs, n.Kill())
+			for _, k := range killers {
+				errs = append(errs, k.Kill(ctx))
 			}
-			return "SIGKILL, persistence " + c.Config().Persistence, errors.Join(errs...)
+			return "SIGKILL, persistence " + persistence(d), errors.Join(errs...)
 		})
 	case "restart":
-		var nodes []*cluster.Server
+		var nodes []deploy.Node
 		if len(s.Targets) == 0 || isRole(s.Targets) {
-			for _, n := range c.Nodes {
-				if !n.Running() {
+			for _, n := range lockNodes(d) {
+				if k, err := deploy.As[deploy.Killer](n, deploy.CanKill); err == nil && !k.Running() {
 					nodes = append(nodes, n)
 				}
 			}
 		} else if nodes, err = e.nodes(s.Targets); err != nil {
 			return err
 		}
-		if c.Replicated() && len(c.Sentinels) > 0 {
-			// Come back in the role Sentinel has given it meanwhile.
-			_, _ = c.RefreshMaster(ctx)
+		killers, err := capable[deploy.Killer](nodes, deploy.CanKill)
+		if err != nil {
+			return err
 		}
-		return e.record("restart", serverNames(nodes), func() (string, error) {
+		if r, ok := d.(deploy.Replication); ok && d.Capabilities().Has(deploy.CanElect) {
+			// Come back in the role Sentinel has given it meanwhile.
+			if m, err := r.Elected(ctx); err == nil {
+				_ = r.SetPrimary(m)
+			}
+		}
+		return e.record("restart", event{ends: []string{"kill"}}, nodeNames(nodes), func() (string, error) {
 			var errs []error
-			for _, n := range nodes {
-				if n.Running() {
+			for _, k := range killers {
+				if k.Running() {
 					continue
 				}
-				errs = append(errs, n.Start(ctx, true))
+				errs = append(errs, k.Start(ctx))
 			}
-			return fmt.Sprintf("persistence %s", c.Config().Persistence), errors.Join(errs...)
+			return fmt.Sprintf("persistence %s", persistence(d)), errors.Join(errs...)
 		})
 	}
 	return fmt.Errorf("unknown action %q (want kill or restart)", s.Action)

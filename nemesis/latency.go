@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // latency slows links down: every byte waits latency ± jitter.
 type latency struct{}
 
 func (latency) info() Info {
-	return Info{Name: "latency", Strikes: []string{"start-latency"}, Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
+	return Info{Name: "latency", Strikes: []string{"start-latency"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSlowLinks}}, Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
 }
 
 func (latency) reset() {}
@@ -29,10 +31,11 @@ func (latency) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 }
 
 func (latency) do(ctx context.Context, e *exec, s Step) error {
-	c, err := e.cluster()
+	d, err := e.deployment()
 	if err != nil {
 		return err
 	}
+	net := d.Network()
 	targets := s.Targets
 	switch s.Action {
 	case "start":
@@ -47,35 +50,35 @@ func (latency) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		links, err := resolveLinks(c, targets)
+		links, err := resolveLinks(net, targets)
 		if err != nil {
 			return err
 		}
-		return e.record("start-latency", targets, func() (string, error) {
+		return e.record("start-latency", event{fault: "latency"}, targets, func() (string, error) {
 			var errs []error
 			for _, l := range links {
-				if err := l.RemoveLatency(ctx); err != nil {
+				if err := l.Unslow(ctx); err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				errs = append(errs, l.AddLatency(lat, jit))
+				errs = append(errs, l.Slow(lat, jit))
 			}
 			return fmt.Sprintf("latency %v ± %v", lat, jit), errors.Join(errs...)
 		})
 	case "stop":
 		if len(targets) == 0 {
-			for _, l := range c.Links() {
-				targets = append(targets, l.Name)
+			for _, l := range net.Links() {
+				targets = append(targets, l.Name())
 			}
 		}
-		links, err := resolveLinks(c, targets)
+		links, err := resolveLinks(net, targets)
 		if err != nil {
 			return err
 		}
-		return e.record("stop-latency", targets, func() (string, error) {
+		return e.record("stop-latency", event{ends: []string{"latency"}}, targets, func() (string, error) {
 			var errs []error
 			for _, l := range links {
-				errs = append(errs, l.RemoveLatency(ctx))
+				errs = append(errs, l.Unslow(ctx))
 			}
 			return "", errors.Join(errs...)
 		})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // loseReplies drops the replies on links, not the requests: commands reach
@@ -21,6 +23,7 @@ type loseReplies struct{}
 
 func (loseReplies) info() Info {
 	return Info{Name: "lose-replies", Strikes: []string{"start-lose-replies"},
+		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanDropReplies}},
 		Description: "drop the replies on links (commands still run): a write whose answer is lost, and a retry that runs it twice"}
 }
 
@@ -36,52 +39,60 @@ func (loseReplies) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	}
 }
 
+var lostRepliesEvent = event{fault: "lost replies"}
+
 func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
-	c, err := e.cluster()
+	d, err := e.deployment()
 	if err != nil {
 		return err
 	}
 	if len(s.Targets) == 0 {
 		return fmt.Errorf("%s: no links", s.Action)
 	}
-	links, err := resolveLinks(c, s.Targets)
+	links, err := resolveLinks(d.Network(), s.Targets)
 	if err != nil {
 		return err
 	}
 	stop := func(ctx context.Context) error {
-		return e.record("stop-lose-replies", s.Targets, func() (string, error) {
+		return e.record("stop-lose-replies", event{ends: []string{lostRepliesEvent.fault}}, s.Targets, func() (string, error) {
 			var errs []error
 			for _, l := range links {
-				errs = append(errs, l.Unblackhole(ctx))
+				errs = append(errs, l.Uncut(ctx))
 			}
 			return "replies delivered again; stalled connections closed", errors.Join(errs...)
 		})
 	}
 	switch s.Action {
 	case "start":
-		d, err := durParam(s.Params, "duration", 0)
+		dur, err := durParam(s.Params, "duration", 0)
 		if err != nil {
 			return err
 		}
-		err = e.record("start-lose-replies", s.Targets, func() (string, error) {
+		droppers := make([]deploy.ReplyDropper, 0, len(links))
+		for _, l := range links {
+			rd, ok := l.(deploy.ReplyDropper)
+			if !ok {
+				return &deploy.UnsupportedError{Capability: deploy.CanDropReplies, Target: l.Name(), Need: "the lose-replies nemesis"}
+			}
+			droppers = append(droppers, rd)
+		}
+		err = e.record("start-lose-replies", lostRepliesEvent, s.Targets, func() (string, error) {
 			var errs []error
-			for _, l := range links {
-				// Named as a partition's downstream half, so that the
-				// partition's heal and Blackholed see it.
-				errs = append(errs, l.AddToxic(`{"name":"partition-downstream","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`))
+			for _, rd := range droppers {
+				errs = append(errs, rd.DropReplies())
 			}
 			detail := "replies dropped, requests delivered"
-			if d > 0 {
-				detail += fmt.Sprintf(" for %v", d)
+			if dur > 0 {
+				detail += fmt.Sprintf(" for %v", dur)
 			}
 			return detail, errors.Join(errs...)
 		})
-		if err == nil && d > 0 {
+		if err == nil && dur > 0 {
 			// A window of its own length, measured from when it began,
 			// whenever a scripted step that came before it let it begin.
 			// A run that ends first leaves it to the final heal.
 			go func() {
-				t := time.NewTimer(d)
+				t := time.NewTimer(dur)
 				defer t.Stop()
 				select {
 				case <-ctx.Done():

@@ -18,7 +18,7 @@ func TestLoseReplies(t *testing.T) {
 	t.Parallel()
 	f := start(t, cluster.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"lose-replies"}}, nil)
 	ctx := context.Background()
-	n1, _ := f.c.Node("n1")
+	n1, _ := f.c.Server("n1")
 	direct := client(t, n1, time.Second)
 	l, _ := f.c.Link("c0", "n1")
 	links := []string{"c0->n1"}

@@ -2,15 +2,14 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // memoryPressure fills a node with other keys under a memory limit and an
@@ -21,13 +20,19 @@ import (
 // With noeviction the writes are refused instead (OOM) and locks are safe
 // but unavailable. The limit is set just above the memory the node uses
 // (Params "headroom", default 1MB) and Params "fill" bytes of filler keys
-// (default 16MB) are written in values of 10KB, many times the headroom, so
+// (default 16MB) are written in values of 256KB, many times the headroom, so
 // most keys that were there are evicted; under noeviction the limit is then
 // set to half of what the node uses, so it stays full. Stop (and the final heal) restores
 // the limit and policy and deletes the filler.
 type memoryPressure struct {
-	// saved is each pressured node's maxmemory and policy before the fault.
-	saved map[string][2]string
+	// pressed is each pressured node's state before the fault.
+	pressed map[string]pressed
+}
+
+// pressed is what memory-pressure changed on one node.
+type pressed struct {
+	maxmemory, policy string // as they were
+	fillers           int    // filler keys written: filler:0 … filler:N-1
 }
 
 // fillerPrefix names the filler keys.
@@ -35,6 +40,7 @@ const fillerPrefix = "filler:"
 
 func (*memoryPressure) info() Info {
 	return Info{Name: "memory-pressure", Strikes: []string{"start-memory-pressure"},
+		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCommand}},
 		Description: "set maxmemory just above a node's use with an eviction policy (default allkeys-lru) and fill it with other keys: lock keys are evicted"}
 }
 
@@ -50,8 +56,14 @@ func (*memoryPressure) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	}
 }
 
+var memoryPressureEvent = event{fault: "memory pressure"}
+
 func (m *memoryPressure) do(ctx context.Context, e *exec, s Step) error {
 	nodes, err := e.targetNodes(s.Targets)
+	if err != nil {
+		return err
+	}
+	cmds, err := capable[deploy.Commander](nodes, deploy.CanCommand)
 	if err != nil {
 		return err
 	}
@@ -69,157 +81,150 @@ func (m *memoryPressure) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		if m.saved == nil {
-			m.saved = map[string][2]string{}
+		if m.pressed == nil {
+			m.pressed = map[string]pressed{}
 		}
-		return e.record("start-memory-pressure", serverNames(nodes), func() (string, error) {
+		return e.record("start-memory-pressure", memoryPressureEvent, nodeNames(nodes), func() (string, error) {
 			var details []string
-			err := onEach(ctx, nodes, func(ctx context.Context, n *cluster.Server, cl *redis.Client) error {
-				d, err := m.press(ctx, n, cl, policy, headroom, fill)
+			var errs []error
+			for i, c := range cmds {
+				d, err := m.press(ctx, nodes[i].Name(), c, policy, headroom, fill)
 				details = append(details, d)
-				return err
-			})
-			return strings.Join(details, "; "), err
+				errs = append(errs, err)
+			}
+			return strings.Join(details, "; "), errors.Join(errs...)
 		})
 	case "stop":
-		return e.record("stop-memory-pressure", serverNames(nodes), func() (string, error) {
+		return e.record("stop-memory-pressure", event{ends: []string{memoryPressureEvent.fault}}, nodeNames(nodes), func() (string, error) {
 			return m.release(ctx, nodes)
 		})
 	}
 	return fmt.Errorf("unknown action %q (want start or stop)", s.Action)
 }
 
-// press limits node n's memory and fills it; it says how many keys Redis
-// evicted meanwhile.
-func (m *memoryPressure) press(ctx context.Context, n *cluster.Server, cl *redis.Client, policy string, headroom, fill int64) (string, error) {
-	if _, ok := m.saved[n.Name]; !ok {
-		max, err := configGet(ctx, cl, "maxmemory")
-		if err != nil {
+// press limits node name's memory and fills it; it says how many keys
+// Redis evicted meanwhile.
+func (m *memoryPressure) press(ctx context.Context, name string, c deploy.Commander, policy string, headroom, fill int64) (string, error) {
+	p, ok := m.pressed[name]
+	if !ok {
+		var err error
+		if p.maxmemory, err = configGet(ctx, c, "maxmemory"); err != nil {
 			return "", err
 		}
-		pol, err := configGet(ctx, cl, "maxmemory-policy")
-		if err != nil {
+		if p.policy, err = configGet(ctx, c, "maxmemory-policy"); err != nil {
 			return "", err
 		}
-		m.saved[n.Name] = [2]string{max, pol}
 	}
-	used, err := infoInt(ctx, cl, "memory", "used_memory")
+	used, err := infoInt(ctx, c, "memory", "used_memory")
 	if err != nil {
 		return "", err
 	}
-	evicted0, err := infoInt(ctx, cl, "stats", "evicted_keys")
+	evicted0, err := infoInt(ctx, c, "stats", "evicted_keys")
 	if err != nil {
 		return "", err
 	}
 	limit := used + headroom
-	if err := cl.ConfigSet(ctx, "maxmemory-policy", policy).Err(); err != nil {
-		return "", fmt.Errorf("CONFIG SET maxmemory-policy %s: %w", policy, err)
+	if _, err := c.Command(ctx, "config", "set", "maxmemory-policy", policy); err != nil {
+		return "", err
 	}
-	if err := cl.ConfigSet(ctx, "maxmemory", strconv.FormatInt(limit, 10)).Err(); err != nil {
-		return "", fmt.Errorf("CONFIG SET maxmemory %d: %w", limit, err)
+	// Recorded before the limit is set, so that stop and the final heal
+	// restore it whatever happens next.
+	m.pressed[name] = p
+	if _, err := c.Command(ctx, "config", "set", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
+		return "", err
 	}
-	const size = 10 << 10
+	const size = 256 << 10
 	value := strings.Repeat("x", size)
 	written, refused := int64(0), 0
-	for i := int64(0); written < fill; i += 100 {
-		p := cl.Pipeline()
-		for j := i; j < i+100; j++ {
-			p.Set(ctx, fmt.Sprintf("%s%d", fillerPrefix, j), value, 0)
-		}
-		cmds, err := p.Exec(ctx)
-		for _, c := range cmds {
-			if c.Err() != nil {
-				refused++
+	for written < fill {
+		key := fmt.Sprintf("%s%d", fillerPrefix, p.fillers)
+		p.fillers++
+		m.pressed[name] = p
+		if _, err := c.Command(ctx, "set", key, value); err != nil {
+			if !strings.Contains(err.Error(), "OOM") {
+				return "", fmt.Errorf("fill: %w", err)
 			}
+			refused++
+			break // noeviction: the node refuses writes, nothing is evicted
 		}
-		if err != nil && refused == 0 {
-			return "", fmt.Errorf("fill: %w", err)
-		}
-		written += 100 * size
-		if refused > 0 && policy == "noeviction" {
-			break // OOM: the node refuses writes, nothing is evicted
-		}
+		written += size
 	}
 	if policy == "noeviction" {
 		// The last write that fitted may have left room for a small one:
 		// halve the limit, so every write that needs memory is refused
 		// (a cache that keeps the node full) until the fault stops.
-		full, err := infoInt(ctx, cl, "memory", "used_memory")
+		full, err := infoInt(ctx, c, "memory", "used_memory")
 		if err != nil {
 			return "", err
 		}
 		limit = full / 2
-		if err := cl.ConfigSet(ctx, "maxmemory", strconv.FormatInt(limit, 10)).Err(); err != nil {
-			return "", fmt.Errorf("CONFIG SET maxmemory %d: %w", limit, err)
+		if _, err := c.Command(ctx, "config", "set", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
+			return "", err
 		}
 	}
-	evicted, err := infoInt(ctx, cl, "stats", "evicted_keys")
+	evicted, err := infoInt(ctx, c, "stats", "evicted_keys")
 	if err != nil {
 		return "", err
 	}
 	d := fmt.Sprintf("%s: maxmemory %d (%d used before + %d), %s, %dKB of filler written, %d keys evicted",
-		n.Name, limit, used, headroom, policy, written>>10, evicted-evicted0)
+		name, limit, used, headroom, policy, written>>10, evicted-evicted0)
 	if refused > 0 {
-		d += fmt.Sprintf(", %d writes refused (OOM)", refused)
+		d += ", writes refused (OOM)"
 	}
 	return d, nil
 }
 
 // release restores each node's memory limit and policy and deletes the
 // filler.
-func (m *memoryPressure) release(ctx context.Context, nodes []*cluster.Server) (string, error) {
+func (m *memoryPressure) release(ctx context.Context, nodes []deploy.Node) (string, error) {
 	var did []string
-	err := onEach(ctx, nodes, func(ctx context.Context, n *cluster.Server, cl *redis.Client) error {
-		saved, ok := m.saved[n.Name]
+	var errs []error
+	for _, n := range nodes {
+		p, ok := m.pressed[n.Name()]
 		if !ok {
-			return nil
+			continue
 		}
-		if err := cl.ConfigSet(ctx, "maxmemory", saved[0]).Err(); err != nil {
-			return fmt.Errorf("restore maxmemory: %w", err)
+		c, err := deploy.As[deploy.Commander](n, deploy.CanCommand)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
-		if err := cl.ConfigSet(ctx, "maxmemory-policy", saved[1]).Err(); err != nil {
-			return fmt.Errorf("restore maxmemory-policy: %w", err)
+		if err := m.restore(ctx, c, p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n.Name(), err))
+			continue
 		}
-		deleted := 0
-		iter := cl.Scan(ctx, 0, fillerPrefix+"*", 1000).Iterator()
-		var batch []string
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			err := cl.Unlink(ctx, batch...).Err()
-			deleted += len(batch)
-			batch = batch[:0]
+		delete(m.pressed, n.Name())
+		did = append(did, fmt.Sprintf("%s: maxmemory %s, %s, %d filler keys deleted", n.Name(), p.maxmemory, p.policy, p.fillers))
+	}
+	return strings.Join(did, "; "), errors.Join(errs...)
+}
+
+func (m *memoryPressure) restore(ctx context.Context, c deploy.Commander, p pressed) error {
+	if _, err := c.Command(ctx, "config", "set", "maxmemory", p.maxmemory); err != nil {
+		return err
+	}
+	if _, err := c.Command(ctx, "config", "set", "maxmemory-policy", p.policy); err != nil {
+		return err
+	}
+	for i := 0; i < p.fillers; i += 100 {
+		args := []string{"unlink"}
+		for j := i; j < min(i+100, p.fillers); j++ {
+			args = append(args, fmt.Sprintf("%s%d", fillerPrefix, j))
+		}
+		if _, err := c.Command(ctx, args...); err != nil {
 			return err
 		}
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
-			if len(batch) == 1000 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return err
-		}
-		if err := flush(); err != nil {
-			return err
-		}
-		delete(m.saved, n.Name)
-		did = append(did, fmt.Sprintf("%s: maxmemory %s, %s, %d filler keys deleted", n.Name, saved[0], saved[1], deleted))
-		return nil
-	})
-	return strings.Join(did, "; "), err
+	}
+	return nil
 }
 
 // heal releases every node still under pressure.
 func (m *memoryPressure) heal(ctx context.Context, e *exec) (string, error) {
-	if len(m.saved) == 0 {
+	if len(m.pressed) == 0 {
 		return "", nil
 	}
-	names := make([]string, 0, len(m.saved))
-	for n := range m.saved {
+	names := make([]string, 0, len(m.pressed))
+	for n := range m.pressed {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -234,23 +239,28 @@ func (m *memoryPressure) heal(ctx context.Context, e *exec) (string, error) {
 	return d, err
 }
 
-func configGet(ctx context.Context, cl *redis.Client, name string) (string, error) {
-	m, err := cl.ConfigGet(ctx, name).Result()
+// configGet reads one configuration parameter through an operator's
+// command, whose answer is go-redis's rendering of the reply map
+// ("map[maxmemory:0]").
+func configGet(ctx context.Context, c deploy.Commander, name string) (string, error) {
+	out, err := c.Command(ctx, "config", "get", name)
 	if err != nil {
-		return "", fmt.Errorf("CONFIG GET %s: %w", name, err)
+		return "", err
 	}
-	v, ok := m[name]
+	_, v, ok := strings.Cut(out, name+":")
 	if !ok {
-		return "", fmt.Errorf("CONFIG GET %s: no such parameter", name)
+		return "", fmt.Errorf("CONFIG GET %s: no such parameter in %q", name, out)
 	}
+	v, _, _ = strings.Cut(v, "]")
+	v, _, _ = strings.Cut(v, " ")
 	return v, nil
 }
 
 // infoInt reads one integer field of an INFO section.
-func infoInt(ctx context.Context, cl *redis.Client, section, field string) (int64, error) {
-	s, err := cl.Info(ctx, section).Result()
+func infoInt(ctx context.Context, c deploy.Commander, section, field string) (int64, error) {
+	s, err := c.Command(ctx, "info", section)
 	if err != nil {
-		return 0, fmt.Errorf("INFO %s: %w", section, err)
+		return 0, err
 	}
 	for _, line := range strings.Split(s, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {

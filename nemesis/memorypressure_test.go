@@ -19,7 +19,7 @@ func TestMemoryPressureEvictsLockKeys(t *testing.T) {
 	t.Parallel()
 	f := start(t, cluster.Config{Nodes: 2}, nemesis.Config{Names: []string{"memory-pressure"}}, nil)
 	ctx := context.Background()
-	n1, _ := f.c.Node("n1")
+	n1, _ := f.c.Server("n1")
 	cl := client(t, n1, 2*time.Second)
 	setLock(t, cl, "lock-0", 30*time.Second)
 	f.do(t, nemesis.Step{Nemesis: "memory-pressure", Action: "start", Targets: []string{"n1"}})
@@ -42,7 +42,7 @@ func TestMemoryPressureEvictsLockKeys(t *testing.T) {
 		t.Fatalf("%d filler keys left after stop", len(keys))
 	}
 	// Left under pressure: the final heal restores it.
-	n2, _ := f.c.Node("n2")
+	n2, _ := f.c.Server("n2")
 	f.do(t, nemesis.Step{Nemesis: "memory-pressure", Action: "start", Targets: []string{"n2"}})
 	if err := f.r.Heal(ctx, f.env); err != nil {
 		t.Fatal(err)

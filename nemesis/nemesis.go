@@ -1,10 +1,16 @@
-// Package nemesis injects faults into a running cluster: network partitions
-// and latency on links, clock skew and drift on nodes, process pauses and
-// crashes, failovers, and client pauses and crashes. Each fault lives in its
-// own file with its generator (which targets, from the run's seed) and its
-// heal, and is registered by name. A Runner composes the named faults into
-// one schedule, executes it, records every action in the history as the
-// nemesis process, and heals everything at the end.
+// Package nemesis injects faults into a running deployment: network
+// partitions and latency on links, clock skew and drift on nodes, process
+// pauses and crashes, failovers, and client pauses and crashes. Each fault
+// lives in its own file with its generator (which targets, from the run's
+// seed) and its heal, declares what it needs of the deployment (Info.Needs),
+// and is registered by name. A Runner composes the named faults into one
+// schedule, executes it, records every action in the history as the nemesis
+// process (with what it means in structured fields: the fault it starts,
+// those it ends, the clocks it set), and heals everything at the end.
+//
+// The nemeses reach the system under test only through the seam, package
+// deploy: they work on any backend that offers the capabilities they ask
+// for, and are refused at Setup by one that does not.
 package nemesis
 
 import (
@@ -17,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 )
 
@@ -118,6 +124,24 @@ type Info struct {
 	// a client records when this nemesis strikes it; empty for faults on
 	// nodes and links.
 	StrikesClient string
+	// Needs is what the nemesis needs of the deployment: a layout and the
+	// capabilities it uses. A run provides them when its backend can
+	// (cluster.Config.Provide) and is refused before it starts when the
+	// deployment cannot (deploy.Check).
+	Needs deploy.Needs
+}
+
+// NeedsOf is what the named nemeses need together.
+func NeedsOf(names []string) (deploy.Needs, error) {
+	var out deploy.Needs
+	for _, n := range names {
+		info, err := Lookup(n)
+		if err != nil {
+			return deploy.Needs{}, err
+		}
+		out = out.Merge(info.Needs)
+	}
+	return out, nil
 }
 
 // Lookup returns the Info of the nemesis called name.
@@ -207,9 +231,12 @@ func ParsePausePoint(s string) (PausePoint, error) {
 
 // Env is what the nemesis acts on and records to.
 type Env struct {
-	Cluster  *cluster.Cluster
-	Recorder *history.Recorder // nil: actions are not recorded
-	Clients  Clients           // client faults; may be nil when none is used
+	// Deployment is the system under test. Every fault reaches it through
+	// the seam (package deploy): a nemesis asks for the capabilities it
+	// uses at Setup and is refused there when the deployment lacks them.
+	Deployment deploy.Deployment
+	Recorder   *history.Recorder // nil: actions are not recorded
+	Clients    Clients           // client faults; may be nil when none is used
 }
 
 // Step is one scripted action: at At (from the start of Run), nemesis
@@ -304,13 +331,8 @@ func New(cfg Config) (*Runner, error) {
 		}
 		r.faults[n] = f
 	}
-	if cfg.Persistence != "" {
-		if _, err := cluster.PersistenceConfig(cfg.Persistence); err != nil {
-			return nil, err
-		}
-	}
 	if r.topo.empty() {
-		r.topo = TopologyOf(cluster.Config{}.WithDefaults())
+		r.topo = Topology{Nodes: []string{"n1"}, Clients: 1}
 	}
 	return r, nil
 }
@@ -318,21 +340,28 @@ func New(cfg Config) (*Runner, error) {
 // Config is the runner's configuration, defaults filled in.
 func (r *Runner) Config() Config { return r.cfg }
 
-// Setup adopts the cluster's topology (unless Config.Topology was given)
-// and lets each composed nemesis check and prepare what it needs (clock
-// faults need libfaketime, failover a replicated topology, kill sets the
-// persistence). It assumes a healthy cluster.
+// Setup adopts the deployment's layout (unless Config.Topology was given)
+// and lets each composed nemesis check and prepare what it needs: the
+// layout and capabilities its Info declares (deploy.Check: clock faults
+// need nodes whose clocks can be set, failover a master with replicas),
+// then its own (kill sets the persistence). A deployment that cannot
+// support a nemesis is refused with an error wrapping
+// deploy.ErrUnsupported. It assumes a healthy deployment.
 func (r *Runner) Setup(ctx context.Context, env Env) error {
-	if env.Cluster == nil {
-		return fmt.Errorf("nemesis setup: no cluster")
+	if env.Deployment == nil {
+		return fmt.Errorf("nemesis setup: no deployment")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cfg.Topology.empty() {
-		r.topo = TopologyOf(env.Cluster.Config())
+		r.topo = TopologyOf(env.Deployment.Layout())
 	}
 	for _, name := range r.cfg.Names {
-		if err := r.faults[name].setup(ctx, r.exec(env)); err != nil {
+		f := r.faults[name]
+		if err := deploy.Check(env.Deployment, "the "+name+" nemesis", f.info().Needs); err != nil {
+			return fmt.Errorf("nemesis %s setup: %w", name, err)
+		}
+		if err := f.setup(ctx, r.exec(env)); err != nil {
 			return fmt.Errorf("nemesis %s setup: %w", name, err)
 		}
 	}
@@ -464,14 +493,17 @@ func (r *Runner) Heal(ctx context.Context, env Env) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.exec(env)
-	return e.record(history.FFinalHeal, nil, func() (string, error) {
+	return e.record(history.FFinalHeal, mark, nil, func() (string, error) {
 		// Every nemesis drops its own state (stops strobes, forgets
-		// pending restarts) before the topology-wide heal.
+		// pending restarts) before the deployment-wide heal.
 		for _, name := range r.known() {
 			r.all[name].reset()
 		}
+		if env.Deployment == nil {
+			return "", fmt.Errorf("heal: no deployment")
+		}
 		own, oerr := healOwn(hctx, e, r.all, r.known())
-		d, err := healAll(hctx, env.Cluster)
+		d, err := env.Deployment.Heal(hctx)
 		switch {
 		case own != "" && d == nothingToHeal:
 			d = own

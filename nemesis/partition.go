@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // Partition patterns.
@@ -47,7 +47,7 @@ func Patterns(t Topology) []string {
 type partition struct{}
 
 func (partition) info() Info {
-	return Info{Name: "partition", Strikes: []string{"start-partition"}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
+	return Info{Name: "partition", Strikes: []string{"start-partition"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
 }
 
 func (partition) reset() {}
@@ -190,10 +190,11 @@ func describeSides(side map[string]int, t Topology) string {
 }
 
 func (p partition) do(ctx context.Context, e *exec, s Step) error {
-	c, err := e.cluster()
+	d, err := e.deployment()
 	if err != nil {
 		return err
 	}
+	net := d.Network()
 	switch s.Action {
 	case "start":
 		targets := s.Targets
@@ -208,15 +209,15 @@ func (p partition) do(ctx context.Context, e *exec, s Step) error {
 		} else if g := s.Params["groups"]; g != "" {
 			detail += ": " + g
 		}
-		links, err := resolveLinks(c, targets)
+		links, err := resolveLinks(net, targets)
 		if err != nil {
 			return err
 		}
-		return e.record("start-partition", targets, func() (string, error) {
+		return e.record("start-partition", event{fault: "partition"}, targets, func() (string, error) {
 			var errs []error
 			for _, l := range links {
-				if !l.Blackholed() {
-					errs = append(errs, l.Blackhole())
+				if !l.IsCut() {
+					errs = append(errs, l.Cut())
 				}
 			}
 			return detail, errors.Join(errs...)
@@ -224,20 +225,20 @@ func (p partition) do(ctx context.Context, e *exec, s Step) error {
 	case "stop":
 		targets := s.Targets
 		if len(targets) == 0 {
-			for _, l := range c.Links() {
-				if l.Blackholed() {
-					targets = append(targets, l.Name)
+			for _, l := range net.Links() {
+				if l.IsCut() {
+					targets = append(targets, l.Name())
 				}
 			}
 		}
-		links, err := resolveLinks(c, targets)
+		links, err := resolveLinks(net, targets)
 		if err != nil {
 			return err
 		}
-		return e.record("stop-partition", targets, func() (string, error) {
+		return e.record("stop-partition", event{ends: []string{"partition"}}, targets, func() (string, error) {
 			var errs []error
 			for _, l := range links {
-				errs = append(errs, l.Unblackhole(ctx))
+				errs = append(errs, l.Uncut(ctx))
 			}
 			return s.Params["pattern"], errors.Join(errs...)
 		})
@@ -246,14 +247,14 @@ func (p partition) do(ctx context.Context, e *exec, s Step) error {
 }
 
 // resolveLinks finds links by name ("c0->n1").
-func resolveLinks(c *cluster.Cluster, names []string) ([]*cluster.Link, error) {
-	out := make([]*cluster.Link, 0, len(names))
+func resolveLinks(net deploy.Network, names []string) ([]deploy.Link, error) {
+	out := make([]deploy.Link, 0, len(names))
 	for _, n := range names {
-		from, to, ok := strings.Cut(n, "->")
+		from, to, ok := deploy.SplitLinkName(n)
 		if !ok {
 			return nil, fmt.Errorf("bad link name %q (want from->to)", n)
 		}
-		l, err := c.Link(from, to)
+		l, err := net.Link(from, to)
 		if err != nil {
 			return nil, err
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // pause stops node processes with SIGSTOP and continues them with SIGCONT.
@@ -16,7 +16,7 @@ import (
 type pause struct{}
 
 func (pause) info() Info {
-	return Info{Name: "pause", Strikes: []string{"pause-node"}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
+	return Info{Name: "pause", Strikes: []string{"pause-node"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPause}}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
 }
 
 func (pause) reset() {}
@@ -32,7 +32,7 @@ func (pause) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 }
 
 func (pause) do(ctx context.Context, e *exec, s Step) error {
-	c, err := e.cluster()
+	d, err := e.deployment()
 	if err != nil {
 		return err
 	}
@@ -42,30 +42,38 @@ func (pause) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		return e.record("pause-node", serverNames(nodes), func() (string, error) {
+		ps, err := capable[deploy.Pauser](nodes, deploy.CanPause)
+		if err != nil {
+			return err
+		}
+		return e.record("pause-node", event{fault: "pause"}, nodeNames(nodes), func() (string, error) {
 			var errs []error
-			for _, n := range nodes {
-				errs = append(errs, n.Pause())
+			for _, p := range ps {
+				errs = append(errs, p.Pause(ctx))
 			}
 			return "SIGSTOP", errors.Join(errs...)
 		})
 	case "resume":
 		// Roles may have moved while paused (Sentinel promoted another
 		// node), so a role target resumes every paused node.
-		var nodes []*cluster.Server
+		var nodes []deploy.Node
 		if len(s.Targets) == 0 || isRole(s.Targets) {
-			for _, n := range c.Nodes {
-				if n.Paused() {
+			for _, n := range lockNodes(d) {
+				if p, err := deploy.As[deploy.Pauser](n, deploy.CanPause); err == nil && p.Paused() {
 					nodes = append(nodes, n)
 				}
 			}
 		} else if nodes, err = e.nodes(s.Targets); err != nil {
 			return err
 		}
-		return e.record("resume-node", serverNames(nodes), func() (string, error) {
+		ps, err := capable[deploy.Pauser](nodes, deploy.CanPause)
+		if err != nil {
+			return err
+		}
+		return e.record("resume-node", event{ends: []string{"pause"}}, nodeNames(nodes), func() (string, error) {
 			var errs []error
-			for _, n := range nodes {
-				errs = append(errs, n.Resume())
+			for _, p := range ps {
+				errs = append(errs, p.Resume(ctx))
 			}
 			return "SIGCONT", errors.Join(errs...)
 		})

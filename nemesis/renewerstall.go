@@ -60,7 +60,7 @@ func (renewerStall) do(_ context.Context, e *exec, s Step) error {
 	if d <= 0 {
 		return fmt.Errorf("stall: duration must be positive, got %v", d)
 	}
-	return e.recordV("stall-renewers", durValue(d), func(v *history.Value) error {
+	return e.recordV("stall-renewers", durValue(d, "renewer stall"), func(v *history.Value) error {
 		st.StallRenewers(d)
 		v.Detail = fmt.Sprintf("every watchdog renewal held back %v; the clients go on", d)
 		return nil

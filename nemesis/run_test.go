@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/clustertest"
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
 )
@@ -138,8 +141,45 @@ func TestClientFaultsNeedClients(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Down() })
 	r, _ := nemesis.New(nemesis.Config{Names: []string{"client-crash"}})
-	if err := r.Setup(context.Background(), nemesis.Env{Cluster: c}); err == nil {
+	if err := r.Setup(context.Background(), nemesis.Env{Deployment: c}); err == nil {
 		t.Fatal("client-crash set up without Clients")
+	}
+}
+
+// A nemesis is refused at Setup by a deployment that cannot do what it
+// needs, with an error that names the capability, the node and how to get
+// it: clocks of nodes not under libfaketime, failover of independent
+// nodes, persistence a deployment cannot change.
+func TestSetupRefusesWhatTheDeploymentCannotDo(t *testing.T) {
+	t.Parallel()
+	c := clustertest.Up(t, cluster.Config{Nodes: 2})
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"partition", "clock"}, "the clock nemesis needs setting nodes' clocks (clock), which node n1 does not support: start the nodes under libfaketime"},
+		{[]string{"failover"}, "the failover nemesis needs a master with replicas"},
+	} {
+		r, err := nemesis.New(nemesis.Config{Names: tc.names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.Setup(context.Background(), nemesis.Env{Deployment: c})
+		if !errors.Is(err, deploy.ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%v: setup error %v, want one wrapping deploy.ErrUnsupported that says %q", tc.names, err, tc.want)
+		}
+	}
+	// Every node of a local cluster without libfaketime lacks the clock.
+	n, err := c.Node("n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ue *deploy.UnsupportedError
+	if _, err := deploy.As[deploy.Clocked](n, deploy.CanSetClock); !errors.As(err, &ue) || ue.Target != "n2" {
+		t.Fatalf("As clock on n2: %v", err)
+	}
+	if _, err := deploy.As[deploy.Pauser](n, deploy.CanPause); err != nil {
+		t.Fatalf("a local node cannot pause: %v", err)
 	}
 }
 

@@ -2,12 +2,11 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // scriptFlush empties a node's Lua script cache with SCRIPT FLUSH, as a
@@ -22,6 +21,7 @@ type scriptFlush struct{}
 
 func (scriptFlush) info() Info {
 	return Info{Name: "script-flush", Strikes: []string{"script-flush"},
+		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCommand}},
 		Description: "SCRIPT FLUSH a node: cached Lua scripts are forgotten, as after a restart or failover (EVALSHA gets NOSCRIPT)"}
 }
 
@@ -41,9 +41,16 @@ func (scriptFlush) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	return e.record("script-flush", serverNames(nodes), func() (string, error) {
-		return "SCRIPT FLUSH", onEach(ctx, nodes, func(ctx context.Context, _ *cluster.Server, cl *redis.Client) error {
-			return cl.ScriptFlush(ctx).Err()
-		})
+	cmds, err := capable[deploy.Commander](nodes, deploy.CanCommand)
+	if err != nil {
+		return err
+	}
+	return e.record("script-flush", mark, nodeNames(nodes), func() (string, error) {
+		var errs []error
+		for _, c := range cmds {
+			_, err := c.Command(ctx, "script", "flush")
+			errs = append(errs, err)
+		}
+		return "SCRIPT FLUSH", errors.Join(errs...)
 	})
 }

@@ -1,9 +1,7 @@
 package nemesis
 
 import (
-	"fmt"
-
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 )
 
 // Topology is the shape of the cluster a schedule is drawn for: node and
@@ -18,15 +16,10 @@ type Topology struct {
 	Sentinel bool
 }
 
-// TopologyOf describes the topology a cluster config starts.
-func TopologyOf(c cluster.Config) Topology {
-	c = c.WithDefaults()
-	t := Topology{Clients: c.Clients, Replicated: c.Topology == cluster.Replicated}
-	t.Sentinel = t.Replicated && c.Failover == cluster.FailoverSentinel
-	for i := 0; i < c.Nodes; i++ {
-		t.Nodes = append(t.Nodes, fmt.Sprintf("n%d", i+1))
-	}
-	return t
+// TopologyOf is the topology of a deployment's layout (for a local
+// cluster not yet started: cluster.Config.Layout).
+func TopologyOf(l deploy.Layout) Topology {
+	return Topology{Nodes: append([]string(nil), l.Nodes...), Clients: l.Clients, Replicated: l.Replicated, Sentinel: l.Elected}
 }
 
 func (t Topology) empty() bool { return len(t.Nodes) == 0 }
@@ -44,12 +37,12 @@ func (t Topology) randomNodeOrMaster(intN func(int) int) string {
 	return n
 }
 
-func clientName(i int) string { return fmt.Sprintf("c%d", i) }
+func clientName(i int) string { return deploy.ClientName(i) }
 
 // link is a directed link by its ends.
 type link struct{ from, to string }
 
-func (l link) String() string { return cluster.LinkName(l.from, l.to) }
+func (l link) String() string { return deploy.LinkName(l.from, l.to) }
 
 // nodeLinks are every link that ends at node or starts from it.
 func (t Topology) nodeLinks(node string) []link {
@@ -65,7 +58,7 @@ func (t Topology) nodeLinks(node string) []link {
 		}
 	}
 	if t.Sentinel {
-		out = append(out, link{cluster.SentinelsFrom, node})
+		out = append(out, link{deploy.SentinelsFrom, node})
 	}
 	return out
 }
@@ -103,7 +96,7 @@ func (t Topology) cutBetween(side map[string]int) []link {
 		}
 		for _, n := range t.Nodes {
 			if side[n] >= 0 && side[n] != s {
-				out = append(out, link{cluster.SentinelsFrom, n})
+				out = append(out, link{deploy.SentinelsFrom, n})
 			}
 		}
 	}

@@ -32,11 +32,15 @@ type Fault struct {
 	// happened.
 	Unsure bool
 	// Offset is where a clock fault left the node's clock, relative to
-	// real time (the offset the nemesis confirmed, "reads +59.99s", or else
-	// the first offset its detail names); Delta is the jump itself
-	// ("+1m0s"). HasOffset and HasDelta say whether the detail named them.
+	// real time, as the nemesis confirmed it; Delta is the jump itself.
+	// HasOffset and HasDelta say whether the event recorded them (a
+	// history recorded before nemesis events had fields records neither).
 	Offset, Delta       time.Duration
 	HasOffset, HasDelta bool
+	// Rate is a drifting clock's rate (0: not recorded); Strobe the two
+	// offsets a strobing clock flips between (nil: not recorded).
+	Rate   float64
+	Strobe []time.Duration
 }
 
 // nemesisAction is one nemesis invocation with its completion.
@@ -47,6 +51,49 @@ type nemesisAction struct {
 	Invoke  int64
 	End     int64        // completion time (invoke time if none)
 	Type    history.Type // ok, fail, info, or invoke when never completed
+	// What the event means, from its structured fields (history.Value):
+	// the fault it starts, those it ends, whether it is only a mark, and
+	// the clocks it set. Structured is false for an event recorded before
+	// those fields existed, whose meaning comes from its f.
+	Fault      string
+	Ends       []string
+	Mark       bool
+	Clocks     []history.NodeClock
+	Structured bool
+}
+
+// absorb takes what an event's value says into the action: the completion
+// may say what was chosen (random targets) and what the fault did.
+func (a *nemesisAction) absorb(v *history.Value) {
+	if v == nil {
+		return
+	}
+	if len(v.Targets) > 0 {
+		a.Targets = v.Targets
+	}
+	if v.Detail != "" {
+		a.Detail = v.Detail
+	}
+	if v.Fault != "" || len(v.Ends) > 0 || v.Mark || len(v.Clocks) > 0 {
+		a.Structured = true
+		a.Fault, a.Ends, a.Mark = v.Fault, v.Ends, v.Mark
+	}
+	if len(v.Clocks) > 0 {
+		a.Clocks = v.Clocks
+	}
+}
+
+// meaning is the fault the action starts and those it ends: from its
+// fields, or for an old history from its f.
+func (a nemesisAction) meaning() (start string, stops []string, marker bool) {
+	if a.Structured {
+		return a.Fault, a.Ends, a.Mark
+	}
+	if faultMarkers[a.F] {
+		return "", nil, true
+	}
+	start, stops = family(a.F)
+	return start, stops, false
 }
 
 // nemesisActions pairs each nemesis completion with the oldest pending
@@ -59,32 +106,25 @@ func nemesisActions(ops []history.Op) []nemesisAction {
 		if !op.Process.IsNemesis() {
 			continue
 		}
-		var targets []string
-		var detail string
-		if op.Value != nil {
-			targets, detail = op.Value.Targets, op.Value.Detail
-		}
 		if op.Type == history.Invoke {
 			pending[op.F] = append(pending[op.F], len(acts))
-			acts = append(acts, nemesisAction{F: op.F, Targets: targets, Detail: detail, Invoke: op.Time, End: op.Time, Type: history.Invoke})
+			a := nemesisAction{F: op.F, Invoke: op.Time, End: op.Time, Type: history.Invoke}
+			a.absorb(op.Value)
+			acts = append(acts, a)
 			continue
 		}
 		q := pending[op.F]
 		if len(q) == 0 {
 			// A completion with no invocation: treat it as instantaneous.
-			acts = append(acts, nemesisAction{F: op.F, Targets: targets, Detail: detail, Invoke: op.Time, End: op.Time, Type: op.Type})
+			a := nemesisAction{F: op.F, Invoke: op.Time, End: op.Time, Type: op.Type}
+			a.absorb(op.Value)
+			acts = append(acts, a)
 			continue
 		}
 		a := &acts[q[0]]
 		pending[op.F] = q[1:]
 		a.End, a.Type = op.Time, op.Type
-		// The completion may say what was chosen (random targets).
-		if len(targets) > 0 {
-			a.Targets = targets
-		}
-		if detail != "" {
-			a.Detail = detail
-		}
+		a.absorb(op.Value)
 	}
 	// Order by when each took effect, so stops come after their starts.
 	slices.SortStableFunc(acts, func(a, b nemesisAction) int { return cmp.Compare(a.End, b.End) })
@@ -92,8 +132,10 @@ func nemesisActions(ops []history.Op) []nemesisAction {
 }
 
 // faultStarts maps the nemesis functions that start a fault to the fault's
-// family. Functions of the same family replace each other on the same
-// targets (a second clock bump sets a new offset).
+// family, for histories recorded before nemesis events carried their
+// meaning (history.Value.Fault and Ends); newer events say it themselves.
+// Functions of the same family replace each other on the same targets (a
+// second clock bump sets a new offset).
 var faultStarts = map[string]string{
 	"start-partition": "partition",
 	"start-latency":   "latency",
@@ -174,10 +216,10 @@ func Faults(ops []history.Op) []Fault {
 			open = open[:0]
 			continue
 		}
-		if a.Type == history.Fail || faultMarkers[a.F] {
+		start, stops, marker := a.meaning()
+		if a.Type == history.Fail || marker {
 			continue // it certainly did not happen, or it is no fault
 		}
-		start, stops := family(a.F)
 		if len(stops) > 0 {
 			open = closeFaults(out, open, stops, a.Targets, a.End)
 		}
@@ -227,45 +269,66 @@ func closeFaults(out []Fault, open []int, fams, targets []string, at int64) []in
 	return keep
 }
 
-// splitFault makes the fault(s) a start action begins: one, or one per
-// node for a clock change, whose detail reads "n1 +1m0s (reads +59.99s),
-// n2 …".
+// splitFault makes the fault(s) a start action begins: one, or for a
+// clock change one per node, each with the clock the event recorded for
+// it.
 func splitFault(a nemesisAction, fam string, end int64) []Fault {
-	mk := func(targets []string, detail string) Fault {
-		f := Fault{Family: fam, F: a.F, Targets: targets, Detail: detail, Start: a.Invoke, End: end, Unsure: a.Type != history.OK}
-		if fam == "clock" && a.F != "drift-clock" && a.F != "strobe-clock" {
-			f.Offset, f.HasOffset = parseOffset(detail)
-			if m := readsRE.FindStringSubmatch(detail); m != nil {
-				if d, err := time.ParseDuration(m[1]); err == nil {
-					f.Offset, f.HasOffset = d, true
+	mk := func(targets []string) Fault {
+		f := Fault{Family: fam, F: a.F, Targets: targets, Detail: a.Detail, Start: a.Invoke, End: end, Unsure: a.Type != history.OK}
+		if fam == "clock" && len(targets) == 1 {
+			for _, c := range a.Clocks {
+				if c.Node != targets[0] {
+					continue
 				}
-			}
-			if d, ok := parseOffset(detail); ok {
-				f.Delta, f.HasDelta = d, true
+				if c.Offset != nil {
+					f.Offset, f.HasOffset = time.Duration(*c.Offset), true
+				}
+				if c.Delta != nil {
+					f.Delta, f.HasDelta = time.Duration(*c.Delta), true
+				}
+				f.Rate = c.Rate
+				for _, x := range c.Strobe {
+					f.Strobe = append(f.Strobe, time.Duration(x))
+				}
+				// One node's part of a jump on several: its own words.
+				if len(a.Targets) > 1 && (f.HasDelta || f.HasOffset) {
+					f.Detail = c.Node + " " + clockWords(f)
+				}
 			}
 		}
 		f.Label = faultLabel(f)
 		return f
 	}
 	if fam != "clock" || len(a.Targets) < 2 {
-		return []Fault{mk(a.Targets, a.Detail)}
+		return []Fault{mk(a.Targets)}
 	}
-	parts := strings.Split(a.Detail, ", ")
 	var out []Fault
 	for _, t := range a.Targets {
-		detail := a.Detail
-		for _, p := range parts {
-			if strings.HasPrefix(p, t+" ") {
-				detail = p
-			}
-		}
-		out = append(out, mk([]string{t}, detail))
+		out = append(out, mk([]string{t}))
 	}
 	return out
 }
 
-// readsRE finds the offset a node's clock was confirmed to read.
-var readsRE = regexp.MustCompile(`reads ([+-]?[0-9.]+[a-zµ]+(?:[0-9.]+[a-zµ]+)*)`)
+// clockWords describes one node's clock jump from its fields, the way the
+// nemesis words it: "+1m0s (reads +59.999s)".
+func clockWords(f Fault) string {
+	var parts []string
+	if f.HasDelta {
+		parts = append(parts, fmtSkew(f.Delta))
+	}
+	if f.HasOffset {
+		parts = append(parts, "(reads "+fmtSkew(f.Offset)+")")
+	}
+	return strings.Join(parts, " ")
+}
+
+// fmtSkew writes a signed Go duration: "+1m0s", "-30s".
+func fmtSkew(d time.Duration) string {
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
 
 func intersects(a, b []string) bool {
 	for _, x := range a {
@@ -274,22 +337,6 @@ func intersects(a, b []string) bool {
 		}
 	}
 	return false
-}
-
-var offsetRE = regexp.MustCompile(`[+-]?\d+(\.\d+)?(ns|us|µs|ms|s|m|h)(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))*`)
-
-// parseOffset finds a signed duration ("+60s", "-1m30s") in a nemesis
-// detail.
-func parseOffset(detail string) (time.Duration, bool) {
-	m := offsetRE.FindString(detail)
-	if m == "" {
-		return 0, false
-	}
-	d, err := time.ParseDuration(m)
-	if err != nil {
-		return 0, false
-	}
-	return d, true
 }
 
 // fmtOffset writes a clock offset as "+60 s".

@@ -28,11 +28,24 @@ func (b *builder) ev(t int64, p history.Process, typ history.Type, f, key string
 	return &b.ops[len(b.ops)-1]
 }
 
-// nemesis records a nemesis function invoked at t and done 10 ms later.
+// nemesis records a nemesis function invoked at t and done 10 ms later,
+// as a history recorded before nemesis events had structured fields: only
+// its f says what it means.
 func (b *builder) nemesis(t int64, f string, targets []string, detail string) {
-	v := &history.Value{Targets: targets, Detail: detail}
+	b.nemesisV(t, f, &history.Value{Targets: targets, Detail: detail})
+}
+
+// nemesisV records a nemesis function invoked at t and done 10 ms later
+// with value v (its structured fields say what it means).
+func (b *builder) nemesisV(t int64, f string, v *history.Value) {
 	b.ev(t, history.Nemesis, history.Invoke, f, "", v)
 	b.ev(t+10*ms, history.Nemesis, history.OK, f, "", v)
+}
+
+// nsp is a duration as an optional history field.
+func nsp(d time.Duration) *int64 {
+	v := int64(d)
+	return &v
 }
 
 // section records one critical section of process p on key: acquire
@@ -113,7 +126,7 @@ func clockFixture() (RunMeta, []history.Op, checker.Result) {
 	b := &builder{ttl: 1000 * ms}
 	b.nemesis(1000*ms, "start-partition", []string{"c0->n1", "c1->n1"}, "")
 	b.nemesis(2500*ms, "stop-partition", nil, "")
-	b.nemesis(3390*ms, "bump-clock", []string{"n3"}, "clock +60s")
+	b.nemesisV(3390*ms, "bump-clock", bump("n3", 60*time.Second, 60*time.Second))
 	b.nemesis(5000*ms, "pause", []string{"n1"}, "SIGSTOP")
 	b.nemesis(6000*ms, "resume", []string{"n1"}, "SIGCONT")
 	b.nemesis(7000*ms, history.FFinalHeal, nil, "")

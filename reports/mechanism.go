@@ -2,9 +2,7 @@ package reports
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -124,12 +122,12 @@ func keyLoss(f Fault, node string, from, to int64) string {
 				return ""
 			}
 			s := fmt.Sprintf("the clock of %s was strobing (%s) from %s", node, f.Detail, fmtTime(f.Start))
-			if jump, ok := strobeJump(f.Detail); ok {
+			if jump, ok := strobeJump(f); ok {
 				s += fmt.Sprintf(": each flip forward is a jump of %s that expires at once every key set before it", fmtOffset(jump))
 			}
 			return s
 		case "drift-clock":
-			if rate, ok := driftRate(f.Detail); ok && rate > 1 && during {
+			if f.Rate > 1 && during {
 				return fmt.Sprintf("the clock of %s was running fast (%s) from %s, expiring keys early", node, f.Detail, fmtTime(f.Start))
 			}
 			return ""
@@ -154,31 +152,13 @@ func keyLoss(f Fault, node string, from, to int64) string {
 	return ""
 }
 
-// strobeJump is the size of a strobe's flip, from its detail ("between +0s
-// and -58.308s every 50ms").
-func strobeJump(detail string) (time.Duration, bool) {
-	ms := offsetRE.FindAllString(detail, 2)
-	if len(ms) < 2 {
+// strobeJump is the size of a strobe's flip, from the two offsets the
+// event recorded (none in a history recorded before they were).
+func strobeJump(f Fault) (time.Duration, bool) {
+	if len(f.Strobe) != 2 || f.Strobe[0] == f.Strobe[1] {
 		return 0, false
 	}
-	x, err1 := time.ParseDuration(ms[0])
-	y, err2 := time.ParseDuration(ms[1])
-	if err1 != nil || err2 != nil || x == y {
-		return 0, false
-	}
-	return (x - y).Abs(), true
-}
-
-var rateRE = regexp.MustCompile(`rate x([0-9.]+)`)
-
-// driftRate is the rate of a drifting clock, from its detail ("rate x2").
-func driftRate(detail string) (float64, bool) {
-	m := rateRE.FindStringSubmatch(detail)
-	if m == nil {
-		return 0, false
-	}
-	r, err := strconv.ParseFloat(m[1], 64)
-	return r, err == nil
+	return (f.Strobe[0] - f.Strobe[1]).Abs(), true
 }
 
 // opByIndex finds the event with history index i (ops are in index order,

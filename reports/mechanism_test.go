@@ -2,8 +2,10 @@ package reports
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
@@ -26,6 +28,12 @@ func quorumHistory(nodesA, nodesC []string, faults func(b *builder)) []history.O
 		faults(b)
 	}
 	return b.build()
+}
+
+// bump is the value of a clock bump of node by delta that read offset.
+func bump(node string, delta, offset time.Duration) *history.Value {
+	return &history.Value{Targets: []string{node}, Fault: "clock", Detail: fmt.Sprintf("%s %s (reads %s)", node, fmtSkew(delta), fmtSkew(offset)),
+		Clocks: []history.NodeClock{{Node: node, Delta: nsp(delta), Offset: nsp(offset)}}}
 }
 
 // explainOverlap checks the history with the real checker and returns the
@@ -57,7 +65,8 @@ func wantAll(t *testing.T, got string, want ...string) {
 // second client got n3 with the two nodes the first never held.
 func TestExplainBareMajorityStrobe(t *testing.T) {
 	ops := quorumHistory([]string{"n1", "n2", "n3"}, []string{"n3", "n4", "n5"}, func(b *builder) {
-		b.nemesis(50*ms, "strobe-clock", []string{"n3"}, "between +0s and +23.842s every 50ms")
+		b.nemesisV(50*ms, "strobe-clock", &history.Value{Targets: []string{"n3"}, Fault: "clock", Detail: "between +0s and +23.842s every 50ms",
+			Clocks: []history.NodeClock{{Node: "n3", Strobe: []int64{0, int64(23842 * time.Millisecond)}, Period: int64(50 * time.Millisecond)}}})
 	})
 	got := explainOverlap(t, ops)
 	wantAll(t, got,
@@ -73,8 +82,8 @@ func TestExplainBareMajorityStrobe(t *testing.T) {
 // jump forward, and explains the overlap when it falls between the grants.
 func TestExplainResetFromBehind(t *testing.T) {
 	ops := quorumHistory([]string{"n1", "n2", "n4"}, []string{"n3", "n4", "n5"}, func(b *builder) {
-		b.nemesis(20*ms, "bump-clock", []string{"n4"}, "n4 -42s (reads -42.001s)")
-		b.nemesis(200*ms, "reset-clock", []string{"n4"}, "")
+		b.nemesisV(20*ms, "bump-clock", bump("n4", -42*time.Second, -42001*time.Millisecond))
+		b.nemesisV(200*ms, "reset-clock", &history.Value{Targets: []string{"n4"}, Ends: []string{"clock"}})
 	})
 	wantAll(t, explainOverlap(t, ops),
 		"exactly the quorum of 3",
@@ -85,7 +94,7 @@ func TestExplainResetFromBehind(t *testing.T) {
 // TestExplainForwardJump: a plain jump forward between the two grants.
 func TestExplainForwardJump(t *testing.T) {
 	ops := quorumHistory([]string{"n1", "n2", "n4"}, []string{"n3", "n4", "n5"}, func(b *builder) {
-		b.nemesis(200*ms, "bump-clock", []string{"n4"}, "n4 +42s (reads +42.003s)")
+		b.nemesisV(200*ms, "bump-clock", bump("n4", 42*time.Second, 42003*time.Millisecond))
 	})
 	wantAll(t, explainOverlap(t, ops), "The clock of n4 jumped +42 s at 0.20 s, so client 0's key on n4 vanished")
 }
@@ -95,8 +104,9 @@ func TestExplainForwardJump(t *testing.T) {
 // with no recorded cause, and does not blame clocks.
 func TestExplainNoCause(t *testing.T) {
 	ops := quorumHistory([]string{"n1", "n2", "n3", "n4"}, []string{"n3", "n4", "n5"}, func(b *builder) {
-		b.nemesis(200*ms, "bump-clock", []string{"n3"}, "n3 -42s")
-		b.nemesis(200*ms, "strobe-clock", []string{"n5"}, "between +0s and +10s every 50ms")
+		b.nemesisV(200*ms, "bump-clock", bump("n3", -42*time.Second, -42*time.Second))
+		b.nemesisV(200*ms, "strobe-clock", &history.Value{Targets: []string{"n5"}, Fault: "clock", Detail: "between +0s and +10s every 50ms",
+			Clocks: []history.NodeClock{{Node: "n5", Strobe: []int64{0, int64(10 * time.Second)}, Period: int64(50 * time.Millisecond)}}})
 	})
 	got := explainOverlap(t, ops)
 	wantAll(t, got, "rested on n1, n2, n3 and n4, 1 more than the quorum of 3",
@@ -122,7 +132,7 @@ func TestExplainNeedsNodes(t *testing.T) {
 // TestHeadlineSaysWhy: the report's first sentence carries the mechanism.
 func TestHeadlineSaysWhy(t *testing.T) {
 	ops := quorumHistory([]string{"n1", "n2", "n3"}, []string{"n3", "n4", "n5"}, func(b *builder) {
-		b.nemesis(200*ms, "bump-clock", []string{"n3"}, "n3 +10s")
+		b.nemesisV(200*ms, "bump-clock", bump("n3", 10*time.Second, 10*time.Second))
 	})
 	res := Normalize(checker.Check(context.Background(), ops, checker.Config{}))
 	h := newRunView(RunMeta{Lock: "redlock"}, ops, res).headline()

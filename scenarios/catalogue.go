@@ -104,13 +104,18 @@ func releaseRun() lockharness.Config {
 }
 
 // gcPauseRun: two clients, TTL 1s, sections of 300ms. A (0–300ms) is
-// paused 1.5s at its safe point; its lease ends at 1.0s; B takes the lock
-// at 1.0s, reads, writes at 1.3s; A writes at 1.8s.
+// paused 2.5s at its safe point; its lease ends at 1.0s; B takes the lock
+// at 1.0s, reads, writes at 1.3s (and goes on); A writes at 2.8s. A's
+// write must come after B's: a fencing token is checked when a write
+// arrives, so a stale write that lands between B's read and B's write is
+// accepted (the limit README describes). A wakes 1.5s after B's write is
+// due, because a loaded machine was seen to stretch B's section from 0.3s
+// to more than a second.
 func gcPauseRun() lockharness.Config {
 	return lockharness.Config{
 		Workload:  workload(2, time.Second, 300*ms, time.Second),
-		Script:    []nemesis.Step{holderPause(100*ms, 1500*ms)},
-		TimeLimit: 2500 * ms, Recovery: 1500 * ms, Seed: 1,
+		Script:    []nemesis.Step{holderPause(100*ms, 2500*ms)},
+		TimeLimit: 3500 * ms, Recovery: 1500 * ms, Seed: 1,
 	}
 }
 
@@ -178,19 +183,20 @@ func sentinelRun(extra string) lockharness.Config {
 // section from 1.4s to 2.8s belongs to a client holding n3 and its own two
 // nodes; the fault strikes n3 at 2.3s, in the middle of it. On a loaded
 // machine grants come late, so the first fault waits, from 2.3s, for a
-// holder on a bare quorum that includes n3 with a second of its lease
-// left (at once, when the schedule went as planned), and the steps after
-// it keep their distance from it; the run is long enough for the next
-// section to be the one struck.
+// holder on a bare quorum that includes n3 with 1.5s of its lease left
+// (so at least 0.9s of its work: a loaded machine was seen to take 0.5s to
+// kill a node and as long again for the other client's next try), and the
+// steps after it keep their distance from it; the run is long enough for
+// the next section to be the one struck.
 func redlockRun(fault ...nemesis.Step) lockharness.Config {
 	if len(fault) > 0 {
-		fault[0] = awaiting(fault[0], nemesis.Await{LeaseLeft: time.Second, Granted: []string{"n3"}, BareQuorum: true})
+		fault[0] = awaiting(fault[0], nemesis.Await{LeaseLeft: 1500 * ms, Granted: []string{"n3"}, BareQuorum: true})
 	}
 	return lockharness.Config{
 		Nodes:     5,
 		Workload:  workload(2, 2*time.Second, 1400*ms, time.Second),
 		Script:    append([]nemesis.Step{clientSplit(0)}, fault...),
-		TimeLimit: 4500 * ms, Recovery: 1500 * ms, Seed: 1,
+		TimeLimit: 5 * time.Second, Recovery: 1500 * ms, Seed: 1,
 	}
 }
 
@@ -326,7 +332,7 @@ func catalogueOne() []Scenario {
 			Name: "gc-pause-stale-write", Lock: "token",
 			Summary: "A pauses past its TTL inside its critical section; B acquires and writes; A's write loses B's update",
 			Source:  kleppmann + `, "Protecting a resource with a lock"`,
-			Explanation: `A reads the counter, then stops for 1.5s (a stop-the-world GC pause) with a 1s lease. The lock ` +
+			Explanation: `A reads the counter, then stops for 2.5s (a stop-the-world GC pause) with a 1s lease. The lock ` +
 				`expires, as it must, and B acquires, reads the same value, writes value+1. A wakes up believing it ` +
 				`still holds the lock and writes value+1 as well: B's update is lost. The lock kept its promise ` +
 				`(A's lease had ended before B's began); the client outlived its lease, and no lock can prevent that ` +
