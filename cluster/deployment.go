@@ -61,7 +61,7 @@ func (c *Cluster) Layout() deploy.Layout { return c.Config().Layout() }
 // replicated topology can be failed over by hand or, with Sentinel, by
 // election.
 func (c *Cluster) Capabilities() deploy.Capabilities {
-	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanSetPersistence}
+	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanDropReplies, deploy.CanSetPersistence}
 	if c.Replicated() {
 		cs = append(cs, deploy.CanPromote)
 		if len(c.Sentinels) > 0 {

@@ -236,6 +236,13 @@ type Link interface {
 	Faults() []string
 }
 
+// ReplyDropper is a link that can deliver what From sends and hold back
+// every reply (CanDropReplies): commands run, their answers never arrive.
+// Uncut undoes it and closes the stalled connections; IsCut reports it.
+type ReplyDropper interface {
+	DropReplies() error
+}
+
 // Endpoint is one lock node as one client reaches it.
 type Endpoint struct {
 	Node string // node name, "n1"…
@@ -264,6 +271,9 @@ const (
 	CanCutLinks Capability = "partition"
 	// CanSlowLinks: links can be slowed (Link.Slow).
 	CanSlowLinks Capability = "latency"
+	// CanDropReplies: links can deliver requests and drop the replies
+	// (ReplyDropper).
+	CanDropReplies Capability = "drop-replies"
 	// CanSetPersistence: the lock nodes' persistence can change while
 	// they run (Persister).
 	CanSetPersistence Capability = "persistence"
@@ -281,6 +291,7 @@ var capabilityWords = map[Capability]string{
 	CanCommand:        "sending nodes an operator's command",
 	CanCutLinks:       "cutting network links",
 	CanSlowLinks:      "slowing network links",
+	CanDropReplies:    "dropping the replies on network links",
 	CanSetPersistence: "changing the nodes' persistence",
 	CanPromote:        "promoting a replica",
 	CanElect:          "electing a master with a failure detector",
