@@ -160,11 +160,11 @@ func TestScenariosAreWellFormed(t *testing.T) {
 				t.Errorf("workload has %d clients and %d keys; scenarios use 2–3 clients on one key", w.Clients, w.Keys)
 			}
 			// The run and recovery phases must leave room for setup, heal and
-			// check within the budget: 10s, 20s with Sentinel.
-			budget := 7 * time.Second
-			if s.Sentinel() {
-				budget = 9 * time.Second
-			}
+			// check: 9s scripted. (It was 7s without Sentinel, until the
+			// soak under stress-ng showed that Redlock and failover faults
+			// must wait for a holder with enough lease left, and the runs
+			// got the room to wait in.)
+			budget := 9 * time.Second
 			if s.Duration() > budget {
 				t.Errorf("scripted length %v exceeds %v", s.Duration(), budget)
 			}
