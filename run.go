@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/deploy"
@@ -70,6 +72,14 @@ type Config struct {
 	// unknown, and the workload gives back what it may hold, which for a
 	// lock that releases with a plain DEL deletes another client's lock.
 	ClientTimeout time.Duration `json:"client_timeout,omitempty"`
+
+	// ClientRetries, when positive, lets the lock clients' go-redis retry a
+	// command that timed out or lost its connection that many times, as
+	// lock libraries' retry options do (go-redis retries 3 times by
+	// default). Zero keeps them off, the harness's default: a retried
+	// command may execute twice, so a reply lost on the way makes the
+	// retry's answer describe the state its first execution left.
+	ClientRetries int `json:"client_retries,omitempty"`
 
 	// Seed makes the run replayable: tokens, keys, pauses, fault schedule.
 	Seed uint64 `json:"seed"`
@@ -216,6 +226,9 @@ func (c Config) resolve() (locks.Info, int, error) {
 	if err := c.checkFailpoints(info); err != nil {
 		return info, 0, err
 	}
+	if err := c.checkRenews(info); err != nil {
+		return info, 0, err
+	}
 	if err := c.Workload.Validate(); err != nil {
 		return info, 0, &UsageError{Err: err}
 	}
@@ -226,6 +239,8 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("recovery must not be negative, got %v", c.Recovery)
 	case c.CheckTimeout < 0:
 		return info, 0, usage("check timeout must not be negative, got %v", c.CheckTimeout)
+	case c.ClientRetries < 0:
+		return info, 0, usage("--client-retries must not be negative, got %d: use 0 to keep go-redis's retries off, or e.g. --client-retries 3", c.ClientRetries)
 	}
 	if c.Cluster.Topology == cluster.Replicated {
 		// One master with replicas: a lock over independent nodes has no
@@ -252,6 +267,31 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d: use --nodes %d to %d", info.Name, info.MinNodes, info.MaxNodes, nodes, info.MinNodes, info.MaxNodes)
 	}
 	return info, nodes, nil
+}
+
+// checkRenews checks that a workload that renews before it writes has a
+// lock that can renew. It asks an instance built over placeholder nodes,
+// which are never dialled (go-redis connects on the first command).
+func (c Config) checkRenews(info locks.Info) error {
+	if !c.Workload.RenewBeforeWrite {
+		return nil
+	}
+	nodes := make([]locks.Node, max(info.MinNodes, 1))
+	for i := range nodes {
+		nodes[i] = locks.Node{Name: fmt.Sprintf("n%d", i+1), Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
+	}
+	defer cluster.CloseNodes(nodes)
+	l, err := info.New(nodes, locks.Options{})
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", info.Name, err)
+	}
+	if cl, ok := l.(locks.Closer); ok {
+		defer cl.Close()
+	}
+	if _, ok := l.(locks.Renewer); !ok {
+		return usage("lock %s has no Renew, so its clients cannot renew before they write: drop --renew-before-write or use a lock with Renew (token, fenced, reentrant, redlock, redsync, redislock)", info.Name)
+	}
+	return nil
 }
 
 // checkFailpoints checks that every failpoint to arm is one the lock
@@ -390,7 +430,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	defer storage.Close()
 	slotNodes := make([][]locks.Node, r.cfg.Workload.Clients)
 	for i := range slotNodes {
-		slotNodes[i] = cl.ClientNodes(i, cluster.ClientOptions{Timeout: clientTimeout(r.cfg)})
+		slotNodes[i] = cl.ClientNodes(i, cluster.ClientOptions{Timeout: clientTimeout(r.cfg), MaxRetries: r.cfg.ClientRetries})
 	}
 	defer func() {
 		for _, ns := range slotNodes {

@@ -171,10 +171,17 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	}
 
 	var nonlin, unknownReasons, disagree []string
-	for _, key := range p.keys {
+	type keyResult struct {
+		lr  linResult
+		ops int
+	}
+	results := eachKey(p.keys, func(key string) keyResult {
 		ops := leaseOps(p, key, false)
-		stats["porcupine-ops"] += float64(len(ops))
-		lr := checkLinearizable(ctx, LeaseMutexModel(), ops, cfg.Timeout)
+		return keyResult{checkLinearizable(ctx, LeaseMutexModel(), ops, cfg.Timeout), len(ops)}
+	})
+	for i, key := range p.keys {
+		lr := results[i].lr
+		stats["porcupine-ops"] += float64(results[i].ops)
 		switch lr.res {
 		case porcupine.Illegal:
 			nonlin = append(nonlin, key)

@@ -84,12 +84,15 @@ var heals = map[string]string{
 	"cut-replication": "promote",
 	"pause-master":    "heal-master",
 	"isolate-master":  "heal-master",
+
+	"start-memory-pressure": "stop-memory-pressure",
+	"start-lose-replies":    "stop-lose-replies",
 }
 
 // isHeal reports whether f undoes a fault rather than injecting one.
 func isHeal(f string) bool {
 	switch f {
-	case history.FFinalHeal, "stop-partition", "stop-latency", "resume-node", "restart", "reset-clock", "heal-master", "demote":
+	case history.FFinalHeal, "stop-partition", "stop-latency", "resume-node", "restart", "reset-clock", "heal-master", "demote", "stop-memory-pressure", "stop-lose-replies":
 		return true
 	}
 	return false

@@ -203,11 +203,8 @@ func describeLeaseState(s LeaseState) string {
 // pictures small.
 func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
 	var out []porcupine.Operation
-	for i := range p.calls {
+	for _, i := range p.keyCalls[key] {
 		c := &p.calls[i]
-		if c.key != key {
-			continue
-		}
 		in := LeaseOp{F: c.f, Type: c.typ, Process: c.proc, Call: c.start, CallIndex: c.inv, Return: c.end, ReturnIndex: c.done}
 		if !c.completed() {
 			in.ReturnIndex = never

@@ -81,6 +81,13 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 		return linResult{res: res, ops: ops[:n], info: info}
 	}
 
+	switch sequential(ctx, model, ops, deadline) {
+	case seqOk:
+		return linResult{res: porcupine.Ok}
+	case seqOutOfTime:
+		return unknown()
+	}
+
 	chunks := quiescentChunks(ops)
 	if len(chunks) == 1 {
 		return whole(len(ops))
@@ -119,6 +126,58 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 		}
 	}
 	return linResult{res: porcupine.Ok}
+}
+
+// Outcomes of stepping a sequential history.
+type seqOutcome int
+
+const (
+	seqNotApplicable seqOutcome = iota // concurrent or illegal: porcupine decides
+	seqOk
+	seqOutOfTime // the deadline passed or ctx is done
+)
+
+// sequential decides ops (sorted by call) when none of them overlaps the
+// next: such a history has exactly one linearization, the order itself, so
+// stepping the model through it is porcupine's verdict without the search.
+// That is most keys of a run with many keys, and every key of a lock that
+// is never contended. A history that is concurrent, or illegal (porcupine
+// explains which operation cannot be placed), is not applicable.
+//
+// It honours the same bounds as porcupine: the model is stepped in its own
+// goroutine, which the caller stops waiting for when ctx is done, and a
+// check that outlasts its deadline is out of time, never Ok.
+func sequential(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, deadline time.Time) seqOutcome {
+	for i := 1; i < len(ops); i++ {
+		if ops[i-1].Return >= ops[i].Call {
+			return seqNotApplicable
+		}
+	}
+	step := func() seqOutcome {
+		s := model.Init()
+		for i := range ops {
+			if i%1024 == 1023 && (ctx.Err() != nil || time.Now().After(deadline)) {
+				return seqOutOfTime
+			}
+			ok, next := model.Step(s, ops[i].Input, ops[i].Output)
+			if !ok {
+				return seqNotApplicable
+			}
+			s = next
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return seqOutOfTime // (a cancelled model accepts every step)
+		}
+		return seqOk
+	}
+	done := make(chan seqOutcome, 1)
+	go func() { done <- step() }()
+	select {
+	case r := <-done:
+		return r
+	case <-ctx.Done():
+		return seqOutOfTime
+	}
 }
 
 // porcupineCheck runs porcupine in its own goroutine and returns Unknown as

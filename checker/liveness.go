@@ -120,7 +120,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 				permanent = true
 			}
 		}
-		var failing []span
+		failing := make([]span, 0, len(acq))
 		attempts, oks, succeeded := 0, 0, false
 		var failedFree []*call // failed in the window, invoked while no live claim
 		procs := map[int]bool{}

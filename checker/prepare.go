@@ -69,7 +69,8 @@ type prepared struct {
 	last      int64 // time of the last event
 	lastIndex int64 // history index of the last event
 	crashedAt map[int]int64
-	keys      []string // every key a client operation named, sorted
+	keys      []string         // every key a client operation named, sorted
+	keyCalls  map[string][]int // positions in calls of each key's operations, in order
 }
 
 // unusableError says why a history cannot be judged.
@@ -91,7 +92,15 @@ func prepare(ops []history.Op) (*prepared, error) {
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
-	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, len(ops)/2+1)}
+	// Room for every call at once: on a long history a copy while the
+	// slice grows is a large part of the checker's memory.
+	ncalls := 0
+	for i := range ops {
+		if ops[i].Type == history.Invoke && !ops[i].Process.IsNemesis() && ops[i].F != history.FCrash {
+			ncalls++
+		}
+	}
+	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, ncalls)}
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
@@ -101,7 +110,7 @@ func prepare(ops []history.Op) (*prepared, error) {
 	}
 	pending := map[pendingKey]int{} // → position in p.calls
 	nemPending := map[string]int{}  // nemesis f → position in p.nemesis
-	keys := map[string]struct{}{}
+	p.keyCalls = map[string][]int{}
 	var prevTime int64 = math.MinInt64
 	for i := range ops {
 		op := &ops[i]
@@ -165,9 +174,6 @@ func prepare(ops []history.Op) (*prepared, error) {
 			pending[pk] = len(p.calls)
 			p.calls = append(p.calls, call{proc: owner, thread: proc, f: op.F, key: op.Key, typ: history.Info,
 				start: op.Time, end: never, inv: op.Index, done: -1, in: op.Value})
-			if op.Key != "" {
-				keys[op.Key] = struct{}{}
-			}
 			continue
 		}
 		j, ok := pending[pk]
@@ -184,12 +190,30 @@ func prepare(ops []history.Op) (*prepared, error) {
 		delete(pending, pk)
 		c.typ, c.end, c.done, c.out = op.Type, op.Time, op.Index, op.Value
 	}
-	for k := range keys {
-		p.keys = append(p.keys, k)
-	}
+	indexKeys(p)
 	sort.Strings(p.keys)
 	markRenewals(p)
 	return p, nil
+}
+
+// indexKeys fills p.keyCalls and p.keys: two passes over the calls, so
+// that each key's list is made at its size.
+func indexKeys(p *prepared) {
+	n := map[string]int{}
+	for i := range p.calls {
+		if k := p.calls[i].key; k != "" {
+			n[k]++
+		}
+	}
+	for k, c := range n {
+		p.keyCalls[k] = make([]int, 0, c)
+		p.keys = append(p.keys, k)
+	}
+	for i := range p.calls {
+		if k := p.calls[i].key; k != "" {
+			p.keyCalls[k] = append(p.keyCalls[k], i)
+		}
+	}
 }
 
 // markRenewals classifies, once for both lock-promise definitions, the

@@ -21,7 +21,11 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	invalid := false
 	var unknownReasons []string
 
-	for _, key := range sortedKeys(secsByKey) {
+	keys := sortedKeys(secsByKey)
+	lrs := eachKey(keys, func(key string) linResult {
+		return checkLinearizable(ctx, CounterModel(), counterOps(secsByKey[key]), cfg.Timeout)
+	})
+	for ki, key := range keys {
 		ss := secsByKey[key]
 		stats["sections"] += float64(len(ss))
 		accepted, unknownW := 0, 0
@@ -77,7 +81,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 		}
 		stats["lost-updates"] += float64(lost)
 
-		lr := checkLinearizable(ctx, CounterModel(), counterOps(ss), cfg.Timeout)
+		lr := lrs[ki]
 		switch lr.res {
 		case porcupine.Illegal:
 			invalid = true
@@ -130,6 +134,16 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 		}
 	}
 
+	backwards := fenceBackwards(p)
+	stats["fence-backwards"] = float64(len(backwards))
+	if len(backwards) > 0 {
+		invalid = true
+		if len(backwards) > maxReported {
+			backwards = backwards[:maxReported]
+		}
+		vs = append(vs, backwards...)
+	}
+
 	stale := staleWrites(p, byKey)
 	stats["stale-writes"] = float64(len(stale))
 	if len(stale) > maxReported*4 {
@@ -141,7 +155,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	switch {
 	case invalid:
 		res.Verdict = Invalid
-		res.Reason = "critical sections on the protected resource are not linearizable or the final count is wrong"
+		res.Reason = "critical sections on the protected resource are not linearizable, the final count is wrong, or a fencing token went backwards"
 	case len(unknownReasons) > 0:
 		res.Verdict = Unknown
 		res.Reason = joinReasons(unknownReasons)
@@ -204,6 +218,61 @@ func staleWrites(p *prepared, byKey map[string][]claim) []Violation {
 			v.Events = append(v.Events, cs[j].grant)
 		}
 		out = append(out, v)
+	}
+	return out
+}
+
+// fenceBackwards lists every grant whose fencing token is not greater than
+// that of a grant on the same key that completed before it was invoked. A
+// fencing token must grow with every grant in real-time order (grants
+// whose calls overlap may take their numbers in either order); one that
+// does not was drawn from a counter that lost its state, on a flush or a
+// failover, and storage that checks fencing then refuses the new holder,
+// or, on a repeated token, accepts two holders' writes.
+func fenceBackwards(p *prepared) []Violation {
+	type grant struct {
+		proc             int
+		start, end       int64
+		inv, done, fence int64
+	}
+	byKey := map[string][]grant{}
+	for i := range p.calls {
+		c := &p.calls[i]
+		if c.f != history.FAcquire || c.typ != history.OK || c.out == nil || c.out.Fence <= 0 {
+			continue
+		}
+		byKey[c.key] = append(byKey[c.key], grant{c.proc, c.start, c.end, c.inv, c.done, c.out.Fence})
+	}
+	var out []Violation
+	for _, key := range sortedKeys(byKey) {
+		gs := byKey[key]
+		// By completion: the grants that precede an invocation are a prefix.
+		byEnd := append([]grant(nil), gs...)
+		sort.Slice(byEnd, func(i, j int) bool { return byEnd[i].done < byEnd[j].done })
+		sort.Slice(gs, func(i, j int) bool { return gs[i].inv < gs[j].inv })
+		var top *grant // the highest token among grants completed so far
+		j := 0
+		for i := range gs {
+			g := &gs[i]
+			for ; j < len(byEnd) && byEnd[j].done < g.inv; j++ {
+				if top == nil || byEnd[j].fence > top.fence {
+					top = &byEnd[j]
+				}
+			}
+			if top == nil || g.fence > top.fence {
+				continue
+			}
+			what := "went backwards"
+			if g.fence == top.fence {
+				what = "was handed out twice"
+			}
+			out = append(out, Violation{
+				Checker: "resource", Kind: KindFenceBackwards, Key: key, Processes: []int{top.proc, g.proc},
+				Start: top.end, End: g.end, Events: []int64{top.done, g.done}, Fatal: true,
+				Description: fmt.Sprintf("process %d was granted %s with fencing token %d at %s, after process %d had been granted it with token %d at %s: the fencing token %s, so storage that checks tokens refuses the later holder or takes a stale one's writes",
+					g.proc, key, g.fence, secs(g.end), top.proc, top.fence, secs(top.end), what),
+			})
+		}
 	}
 	return out
 }

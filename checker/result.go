@@ -54,6 +54,11 @@ const (
 	KindFinalCount = "final-count"
 	// KindStaleWrite: a write was made after the writer's lease had expired.
 	KindStaleWrite = "stale-write"
+	// KindFenceBackwards: a grant's fencing token was not greater than the
+	// token of a grant that completed before it was asked for: the counter
+	// that numbers grants went backwards (lost on a flush or a failover),
+	// so the storage refuses the new holder or takes a stale one's writes.
+	KindFenceBackwards = "fence-backwards"
 	// KindUnavailable: a key stayed unavailable through the whole recovery
 	// period after the final heal.
 	KindUnavailable = "unavailable"

@@ -18,6 +18,10 @@ type ClientOptions struct {
 	Timeout time.Duration
 	// PoolSize is the number of connections per node (default 4).
 	PoolSize int
+	// MaxRetries, when positive, lets go-redis retry a command that failed
+	// on a network error or a timeout that many times (a lock client's
+	// retry option); zero keeps retries off, the harness's default.
+	MaxRetries int
 }
 
 // WithDefaults fills in unset fields.
@@ -37,12 +41,16 @@ func (o ClientOptions) WithDefaults() ClientOptions {
 // instead.
 func (o ClientOptions) options(addr string) *redis.Options {
 	o = o.WithDefaults()
+	retries := -1
+	if o.MaxRetries > 0 {
+		retries = o.MaxRetries
+	}
 	return &redis.Options{
 		Addr:            addr,
 		DialTimeout:     o.Timeout,
 		ReadTimeout:     o.Timeout,
 		WriteTimeout:    o.Timeout,
-		MaxRetries:      -1,
+		MaxRetries:      retries,
 		DialerRetries:   1,
 		PoolSize:        o.PoolSize,
 		PoolTimeout:     o.Timeout,

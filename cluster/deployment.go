@@ -54,18 +54,14 @@ var (
 )
 
 // Layout is the running topology's shape.
-func (c *Cluster) Layout() deploy.Layout {
-	cfg := c.Config()
-	cfg.Clients = c.cfg.Clients
-	return cfg.Layout()
-}
+func (c *Cluster) Layout() deploy.Layout { return c.Config().Layout() }
 
 // Capabilities are what the local backend can do to the deployment: every
 // link is a proxy (cut, slow), persistence changes with CONFIG SET, and a
 // replicated topology can be failed over by hand or, with Sentinel, by
 // election.
 func (c *Cluster) Capabilities() deploy.Capabilities {
-	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanSetPersistence}
+	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanDropReplies, deploy.CanSetPersistence}
 	if c.Replicated() {
 		cs = append(cs, deploy.CanPromote)
 		if len(c.Sentinels) > 0 {

@@ -112,6 +112,13 @@ func (l *Link) Cut() error {
 	return nil
 }
 
+// DropReplies holds back every byte from the node to From, and only
+// those: requests reach the node and run, their replies never arrive
+// (the downstream half of Cut, so IsCut and Uncut see it).
+func (l *Link) DropReplies() error {
+	return l.AddToxic(`{"name":"partition-downstream","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
+}
+
 // Heal removes every toxic from the link. Connections stalled by a
 // blackhole are closed, as toxiproxy does.
 func (l *Link) Heal(ctx context.Context) {

@@ -17,6 +17,14 @@
 // deployment the user runs. What a client speaks to a node (go-redis
 // clients, Sentinel) stays in the backend's own package.
 //
+// Writing a backend: implement Deployment; its nodes implement Node and,
+// for each capability they claim, the interface behind it (Killer, Pauser,
+// Clocked, Commander); a replicated deployment implements Replication, one
+// whose persistence can change Persister, and Hinter says how to get what
+// it lacks. HealAll and CheckHealthy heal and check any deployment through
+// these interfaces alone, so a backend's Heal and Healthy may be just
+// them. Start from the local backend, package cluster (deployment.go).
+//
 // Names. Lock nodes are "n1"…"nN", sentinels "s1"…, client slots "c0"….
 // A link is named "from->to" (LinkName): "c0->n1" is client 0's path to
 // node 1, "n2->n1" replica n2's replication link to n1, "sentinels->n1" the
@@ -228,6 +236,13 @@ type Link interface {
 	Faults() []string
 }
 
+// ReplyDropper is a link that can deliver what From sends and hold back
+// every reply (CanDropReplies): commands run, their answers never arrive.
+// Uncut undoes it and closes the stalled connections; IsCut reports it.
+type ReplyDropper interface {
+	DropReplies() error
+}
+
 // Endpoint is one lock node as one client reaches it.
 type Endpoint struct {
 	Node string // node name, "n1"…
@@ -256,6 +271,9 @@ const (
 	CanCutLinks Capability = "partition"
 	// CanSlowLinks: links can be slowed (Link.Slow).
 	CanSlowLinks Capability = "latency"
+	// CanDropReplies: links can deliver requests and drop the replies
+	// (ReplyDropper).
+	CanDropReplies Capability = "drop-replies"
 	// CanSetPersistence: the lock nodes' persistence can change while
 	// they run (Persister).
 	CanSetPersistence Capability = "persistence"
@@ -273,6 +291,7 @@ var capabilityWords = map[Capability]string{
 	CanCommand:        "sending nodes an operator's command",
 	CanCutLinks:       "cutting network links",
 	CanSlowLinks:      "slowing network links",
+	CanDropReplies:    "dropping the replies on network links",
 	CanSetPersistence: "changing the nodes' persistence",
 	CanPromote:        "promoting a replica",
 	CanElect:          "electing a master with a failure detector",

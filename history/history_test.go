@@ -135,3 +135,38 @@ func TestRecorderStreamsToDisk(t *testing.T) {
 		}
 	}
 }
+
+// A recorder writing to a file keeps no events in memory: Ops reads them
+// back from the file, before and after Close, and an event recorded after
+// Close (kept in memory only) comes last.
+func TestFileRecorderOpsReadsTheFileBack(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec := history.NewRecorder(history.NewClock(), f)
+	for i := 0; i < 1000; i++ {
+		rec.Invoke(history.Process(i%7), history.FAcquire, "k", nil)
+	}
+	if ops := rec.Ops(); len(ops) != 1000 || ops[999].Index != 999 {
+		t.Fatalf("before Close: %d events", len(ops))
+	}
+	rec.Invoke(0, history.FRelease, "k", &history.Value{Token: "t"})
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec.Invoke(1, history.FRead, "k", nil)
+	ops := rec.Ops()
+	if len(ops) != 1002 || rec.Len() != 1002 {
+		t.Fatalf("after Close: %d events, Len %d, want 1002", len(ops), rec.Len())
+	}
+	for i, op := range ops {
+		if op.Index != int64(i) {
+			t.Fatalf("event %d has index %d", i, op.Index)
+		}
+	}
+	if ops[1000].Value == nil || ops[1000].Value.Token != "t" || ops[1001].F != history.FRead {
+		t.Fatalf("last events: %v, %v", ops[1000], ops[1001])
+	}
+}

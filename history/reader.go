@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +48,16 @@ func Read(r io.Reader) (ReadResult, error) {
 // ReadContext is Read that stops when ctx is done (a long history takes
 // seconds to parse), returning ctx's error.
 func ReadContext(ctx context.Context, r io.Reader) (ReadResult, error) {
+	return readContext(ctx, r, 0)
+}
+
+// readContext is ReadContext with room for sizeHint events made at once.
+func readContext(ctx context.Context, r io.Reader, sizeHint int) (ReadResult, error) {
 	var res ReadResult
+	if sizeHint > 0 {
+		res.Ops = make([]Op, 0, sizeHint)
+	}
+	d := newDecoder()
 	// The buffer is the bound: ReadSlice fails with ErrBufferFull on a
 	// longer line instead of growing.
 	br := bufio.NewReaderSize(r, MaxLine)
@@ -77,7 +85,7 @@ func ReadContext(ctx context.Context, r io.Reader) (ReadResult, error) {
 			}
 			continue
 		}
-		op, perr := parseLine(b)
+		op, perr := d.decode(b)
 		if perr != nil {
 			if !complete {
 				res.Truncated = true
@@ -90,21 +98,6 @@ func ReadContext(ctx context.Context, r io.Reader) (ReadResult, error) {
 			return res, nil
 		}
 	}
-}
-
-// parseLine decodes one event strictly: no unknown fields, nothing after
-// the object, and the event's own invariants.
-func parseLine(b []byte) (Op, error) {
-	var op Op
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&op); err != nil {
-		return op, err
-	}
-	if dec.More() {
-		return op, errors.New("trailing data after the JSON object")
-	}
-	return op, op.Validate()
 }
 
 // ReadFile reads a JSONL history from path.
@@ -122,9 +115,50 @@ func ReadFileContext(ctx context.Context, path string) (ReadResult, error) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return ReadResult{}, fmt.Errorf("history %s is a directory: give the history.jsonl inside it (or use `harness report %s`)", path, path)
 	}
-	res, err := ReadContext(ctx, f)
+	// Make room for the history at once rather than copy it while it
+	// grows (a copy is a third of a large history's memory): count its
+	// lines first, which costs a small part of parsing them.
+	// Only a regular file: a pipe cannot be read twice, and a device
+	// (/dev/zero) may never end.
+	hint := 0
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if hint, err = countLines(ctx, f); err != nil {
+			return ReadResult{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return ReadResult{}, fmt.Errorf("%s: %w", path, err)
+		}
+		// No event is shorter than 50 bytes: empty lines make no room.
+		hint = min(hint, int(st.Size()/50)+1)
+	}
+	res, err := readContext(ctx, f, hint)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	return res, nil
+}
+
+// countLines counts the newlines of r, plus one for a last line without.
+func countLines(ctx context.Context, r io.Reader) (int, error) {
+	buf := make([]byte, 256<<10)
+	n, last := 0, byte('\n')
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				n++
+			}
+			return n, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read history: %w", err)
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("read history: %w", context.Cause(ctx))
+		}
+	}
 }

@@ -35,74 +35,138 @@ func (c *Clock) Time(ns int64) time.Time { return c.start.Add(time.Duration(ns))
 // FlushInterval bounds how much of a history a killed run can lose.
 const FlushInterval = 100 * time.Millisecond
 
+// MaxPending bounds the events recorded but not yet handed to the writer.
+// Clients wait for the writer only when it is this far behind (a disk that
+// stalls for seconds); otherwise recording an event never waits on disk.
+const MaxPending = 1 << 16
+
 // Recorder appends events to a history: it numbers them, stamps them with the
-// run clock and streams them as JSON lines to w, flushing (and fsyncing when
-// w is a file) at least every FlushInterval. It is safe for concurrent use.
-// It also keeps the events in memory for the checker.
+// run clock and streams them as JSON lines to w. It is safe for concurrent
+// use.
+//
+// Recording takes a lock only to number, stamp and queue an event: a
+// writer goroutine of its own encodes the queue, writes it and flushes (and
+// fsyncs when w is a file) at least every FlushInterval, so clients never
+// wait for the disk, and no more than MaxPending events wait in memory.
+//
+// A recorder writing to a regular file keeps nothing else in memory, so
+// that a run of any length costs the same: Ops reads the history back from
+// the file. Writing to anything else, it keeps every event for Ops.
 type Recorder struct {
 	clock *Clock
 
-	mu     sync.Mutex
-	bw     *bufio.Writer
-	file   *os.File // nil unless w is a file
-	ops    []Op
-	err    error         // first write error; sticky
-	failed chan struct{} // closed with the first write error
-	closed bool
+	mu      sync.Mutex
+	room    *sync.Cond // signalled when the writer takes the queue
+	pending []Op       // queued for the writer, in index order
+	next    int64      // index of the next event
+	keep    bool       // keep every event in ops (w is not a regular file)
+	ops     []Op       // every event, when keep
+	late    []Op       // events recorded after Close, when not keep
+	err     error      // first write error; sticky
+	failed  chan struct{}
+	closed  bool
+	syncReq chan chan struct{} // ask the writer to write out and flush the queue
 
+	// The writer's own; nobody else touches them.
+	bw    *bufio.Writer
+	enc   *json.Encoder
+	file  *os.File // nil unless w is a file
+	spare []Op
+
+	wake chan struct{} // the queue is no longer empty
 	stop chan struct{}
 	done chan struct{}
 }
 
 // NewRecorder streams to w. If w is an *os.File it is fsynced on each flush.
 func NewRecorder(clock *Clock, w io.Writer) *Recorder {
-	r := &Recorder{clock: clock, bw: bufio.NewWriterSize(w, 64<<10), failed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	r := &Recorder{clock: clock, bw: bufio.NewWriterSize(w, 256<<10), failed: make(chan struct{}),
+		wake: make(chan struct{}, 1), syncReq: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}), keep: true}
+	r.room = sync.NewCond(&r.mu)
+	r.enc = json.NewEncoder(r.bw) // as json.Marshal writes, plus the newline
 	if f, ok := w.(*os.File); ok {
 		r.file = f
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			r.keep = false
+		}
 	}
-	go r.flushLoop()
+	go r.writeLoop()
 	return r
 }
 
 // Clock is the clock the recorder stamps events with.
 func (r *Recorder) Clock() *Clock { return r.clock }
 
-func (r *Recorder) flushLoop() {
+// writeLoop is the writer: it writes the queue when events arrive and
+// flushes every FlushInterval, until Close.
+func (r *Recorder) writeLoop() {
 	defer close(r.done)
 	t := time.NewTicker(FlushInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-r.stop:
-			return
+		case <-r.wake:
+			r.writeQueue()
 		case <-t.C:
-			r.mu.Lock()
-			r.flushLocked()
-			r.mu.Unlock()
+			r.writeQueue()
+			r.flush(true)
+		case ack := <-r.syncReq:
+			r.writeQueue()
+			r.flush(false)
+			close(ack)
+		case <-r.stop:
+			r.writeQueue()
+			r.flush(true)
+			return
 		}
 	}
 }
 
-func (r *Recorder) flushLocked() {
-	if r.err != nil {
+// writeQueue takes the queue and encodes it into the buffer (which writes
+// to w when full), without holding the lock.
+func (r *Recorder) writeQueue() {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = r.spare[:0]
+	broken := r.err != nil
+	r.room.Broadcast()
+	r.mu.Unlock()
+	if !broken {
+		for i := range batch {
+			if err := r.enc.Encode(&batch[i]); err != nil {
+				r.fail(fmt.Errorf("write history event %d: %w", batch[i].Index, err))
+				break
+			}
+		}
+	}
+	clear(batch) // drop the values' references
+	r.spare = batch[:0]
+}
+
+// flush writes the buffer to w and, with sync, fsyncs a file.
+func (r *Recorder) flush(sync bool) {
+	if r.Err() != nil {
 		return
 	}
 	if err := r.bw.Flush(); err != nil {
-		r.failLocked(fmt.Errorf("flush history: %w", err))
+		r.fail(fmt.Errorf("flush history: %w", err))
 		return
 	}
-	if r.file != nil {
+	if sync && r.file != nil {
 		if err := r.file.Sync(); err != nil {
-			r.failLocked(fmt.Errorf("sync history: %w", err))
+			r.fail(fmt.Errorf("sync history: %w", err))
 		}
 	}
 }
 
-// failLocked keeps the first write error and announces it on Failed.
-func (r *Recorder) failLocked(err error) {
+// fail keeps the first write error and announces it on Failed.
+func (r *Recorder) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.err == nil {
 		r.err = err
 		close(r.failed)
+		r.room.Broadcast()
 	}
 }
 
@@ -115,25 +179,30 @@ func (r *Recorder) Failed() <-chan struct{} { return r.failed }
 // appends it and returns it. Index order is time order.
 func (r *Recorder) Record(op Op) Op {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	for len(r.pending) >= MaxPending && !r.closed && r.err == nil {
+		r.room.Wait()
+	}
 	op.Time = r.clock.Now()
-	return r.appendLocked(op)
-}
-
-func (r *Recorder) appendLocked(op Op) Op {
-	op.Index = int64(len(r.ops))
-	r.ops = append(r.ops, op)
+	op.Index = r.next
+	r.next++
+	if r.keep {
+		r.ops = append(r.ops, op)
+	}
 	if r.closed || r.err != nil {
+		if !r.keep && r.closed {
+			r.late = append(r.late, op)
+		}
+		r.mu.Unlock()
 		return op
 	}
-	b, err := json.Marshal(op)
-	if err != nil {
-		r.failLocked(fmt.Errorf("encode history event %d: %w", op.Index, err))
-		return op
-	}
-	b = append(b, '\n')
-	if _, err := r.bw.Write(b); err != nil {
-		r.failLocked(fmt.Errorf("write history: %w", err))
+	r.pending = append(r.pending, op)
+	first := len(r.pending) == 1
+	r.mu.Unlock()
+	if first {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
 	}
 	return op
 }
@@ -153,18 +222,44 @@ func (r *Recorder) Complete(p Process, t Type, f, key string, v *Value, err erro
 	return r.Record(op)
 }
 
-// Ops returns a copy of every event recorded so far.
+// Ops returns every event recorded so far. A recorder writing to a
+// regular file reads them back from it (after writing out its queue): the
+// file is the history. If that fails, Ops returns what it could read and
+// Err says why.
 func (r *Recorder) Ops() []Op {
 	r.mu.Lock()
+	if r.keep {
+		defer r.mu.Unlock()
+		return append([]Op(nil), r.ops...)
+	}
+	closed := r.closed
+	r.mu.Unlock()
+	if !closed {
+		ack := make(chan struct{})
+		select {
+		case r.syncReq <- ack:
+			<-ack
+		case <-r.done:
+		}
+	}
+	res, err := ReadFile(r.file.Name())
+	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Op(nil), r.ops...)
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("read the history back: %w", err)
+		close(r.failed)
+	}
+	if closed {
+		res.Ops = append(res.Ops, r.late...)
+	}
+	return res.Ops
 }
 
 // Len is the number of events recorded so far.
 func (r *Recorder) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.ops)
+	return int(r.next)
 }
 
 // Err is the first error writing the history, if any.
@@ -174,16 +269,17 @@ func (r *Recorder) Err() error {
 	return r.err
 }
 
-// Close flushes what is buffered and stops the flusher. It does not close
-// the underlying writer. Events recorded after Close are kept in memory only.
+// Close writes out and flushes what is queued and stops the writer. It
+// does not close the underlying writer. Events recorded after Close are
+// kept in memory only.
 func (r *Recorder) Close() error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return r.err
+		return r.Err()
 	}
 	r.closed = true
-	r.flushLocked()
+	r.room.Broadcast()
 	r.mu.Unlock()
 	close(r.stop)
 	<-r.done

@@ -44,7 +44,9 @@ func TestFailpointsFire(t *testing.T) {
 			t.Parallel()
 			c := setup(t, info.Name)
 			h := &hook{}
-			l := newLock(t, info.Name, nodesOf(t, c, 0), 1, locks.Options{TTL: time.Second, Failpoint: h.fn})
+			// 4s: Redlock gives each node a twentieth of the TTL, and on a
+			// loaded machine 50ms can be too little for a majority.
+			l := newLock(t, info.Name, nodesOf(t, c, 0), 1, locks.Options{TTL: 4 * time.Second, Failpoint: h.fn})
 			if _, err := l.Acquire(context.Background(), "fp", locks.AcquireOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -78,12 +80,17 @@ func TestRedlockPausePastTTL(t *testing.T) {
 	t.Parallel()
 	c := up(t, 5, 1)
 	ctx := context.Background()
-	ttl := 300 * time.Millisecond
+	// A 2s TTL gives each node 100ms to answer (a twentieth): on a loaded
+	// machine a shorter one can miss the majority before the failpoint.
+	ttl := 2 * time.Second
 	h := &hook{at: locks.FailpointAfterMajority, act: func() error { time.Sleep(ttl + 50*time.Millisecond); return nil }}
 	l := newLock(t, "redlock", nodesOf(t, c, 0), 1, locks.Options{TTL: ttl, Failpoint: h.fn})
 	_, err := l.Acquire(ctx, "pause", locks.AcquireOptions{})
 	if !errors.Is(err, locks.ErrNotAcquired) || locks.Outcome(err) != history.Fail {
 		t.Fatalf("acquire after a pause past the TTL: %v, want a definite ErrNotAcquired", err)
+	}
+	if !slices.Contains(h.fired, locks.FailpointAfterMajority) {
+		t.Fatalf("no majority was won, so nothing paused (failpoints fired: %v): %v", h.fired, err)
 	}
 	if slices.Contains(h.fired, locks.FailpointAfterValidityCheck) {
 		t.Fatal("the validity check passed")

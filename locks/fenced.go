@@ -45,7 +45,7 @@ func newFencedLock(nodes []Node, opts Options) (Lock, error) {
 }
 
 func (l *fencedLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	return retry(ctx, o.Wait, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
+	return retry(ctx, o, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
 		lease := Lease{Key: key, Token: newToken(l.opts.Rand)}
 		start := time.Now()
 		fence, err := setNXPXIncr.Run(ctx, l.node.Client, []string{key, FenceKey(key)}, lease.Token, l.opts.TTL.Milliseconds()).Int64()

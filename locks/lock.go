@@ -80,6 +80,12 @@ type AcquireOptions struct {
 	// Wait is how long a blocking acquire may wait for the lock; zero means
 	// try once.
 	Wait time.Duration
+	// Stop, when closed, ends the wait between two tries: the acquire
+	// returns the last try's definite refusal (ErrNotAcquired) at once. A
+	// workload closes it when its run ends, so that no client spends the
+	// teardown waiting for a lock nobody will use; a try in flight is not
+	// cut short (its outcome would become unknown). Nil never stops.
+	Stop <-chan struct{}
 }
 
 // Definite outcomes.

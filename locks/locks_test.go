@@ -283,3 +283,31 @@ func TestNonOwnerRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestStopEndsTheWait: an acquire waiting for a held lock gives up with a
+// definite refusal soon after its Stop channel closes, well before its
+// Wait runs out (the workload closes it at teardown).
+func TestStopEndsTheWait(t *testing.T) {
+	for _, name := range []string{"token", "token-wait", "redlock", "reentrant"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := setup(t, name)
+			ctx := context.Background()
+			a := newLock(t, name, nodesOf(t, c, 0), 1, locks.Options{TTL: 20 * time.Second})
+			b := newLock(t, name, nodesOf(t, c, 0), 2, locks.Options{TTL: 20 * time.Second})
+			if _, err := a.Acquire(ctx, "stop", locks.AcquireOptions{}); err != nil {
+				t.Fatalf("first acquire: %v", err)
+			}
+			stop := make(chan struct{})
+			time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+			start := time.Now()
+			_, err := b.Acquire(ctx, "stop", locks.AcquireOptions{Wait: 10 * time.Second, Stop: stop})
+			if !errors.Is(err, locks.ErrNotAcquired) {
+				t.Fatalf("stopped acquire: %v, want ErrNotAcquired", err)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("the acquire waited %v after its stop (wait 10s)", d)
+			}
+		})
+	}
+}

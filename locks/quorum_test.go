@@ -92,7 +92,9 @@ func TestQuorumLatency(t *testing.T) {
 			t.Parallel()
 			c := up(t, 5, 1)
 			ctx := context.Background()
-			ttl := 2 * time.Second
+			// 4s: each node gets a twentieth (200ms) to answer, room for the
+			// 50ms of latency below on a loaded machine.
+			ttl := 4 * time.Second
 			drift := locks.RedlockDrift(ttl) // redsync's drift factor is the same 1%, without the 2ms
 			l := newLock(t, name, nodesOf(t, c, 0), 1, locks.Options{TTL: ttl})
 			validity := func(key string) time.Duration {

@@ -71,7 +71,7 @@ func RedlockDrift(ttl time.Duration) time.Duration {
 }
 
 func (l *redlock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	return retry(ctx, o.Wait, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
+	return retry(ctx, o, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
 		return l.try(ctx, key)
 	})
 }

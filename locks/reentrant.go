@@ -184,6 +184,9 @@ func (l *reentrant) Acquire(ctx context.Context, key string, o AcquireOptions) (
 		case <-ctx.Done():
 			t.Stop()
 			return lease, err
+		case <-o.Stop:
+			t.Stop()
+			return lease, err
 		case <-msgs:
 		case <-t.C:
 		}

@@ -164,9 +164,10 @@ func newToken(rng *rand.Rand) string {
 }
 
 // retry runs try until it succeeds, fails with something other than
-// ErrNotAcquired, or wait has passed; between attempts it sleeps a random
-// delay up to max. With wait 0 it tries once.
-func retry(ctx context.Context, wait, max time.Duration, rng *rand.Rand, try func() (Lease, error)) (Lease, error) {
+// ErrNotAcquired, or o.Wait has passed, or o.Stop is closed; between
+// attempts it sleeps a random delay up to max. With wait 0 it tries once.
+func retry(ctx context.Context, o AcquireOptions, max time.Duration, rng *rand.Rand, try func() (Lease, error)) (Lease, error) {
+	wait := o.Wait
 	deadline := time.Now().Add(wait)
 	for {
 		lease, err := try()
@@ -180,6 +181,9 @@ func retry(ctx context.Context, wait, max time.Duration, rng *rand.Rand, try fun
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
+			t.Stop()
+			return lease, err
+		case <-o.Stop:
 			t.Stop()
 			return lease, err
 		case <-t.C:

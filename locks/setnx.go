@@ -43,7 +43,7 @@ func setnx(ctx context.Context, n Node, key, value string) (time.Time, error) {
 }
 
 func (l *setNX) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	return retry(ctx, o.Wait, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
+	return retry(ctx, o, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
 		lease := Lease{Key: key, Token: lockValue}
 		_, err := setnx(ctx, l.node, key, lockValue)
 		return lease, err // no expiry: ValidUntil stays zero, the lease never ends

@@ -39,7 +39,7 @@ func newSetNXEX(nodes []Node, opts Options) (Lock, error) {
 const lockValue = "1"
 
 func (l *setNXEX) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	return retry(ctx, o.Wait, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
+	return retry(ctx, o, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
 		lease := Lease{Key: key, Token: lockValue}
 		start := time.Now()
 		err := l.node.Client.Do(ctx, "set", key, lockValue, "ex", int64(l.opts.TTL/time.Second), "nx").Err()

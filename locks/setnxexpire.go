@@ -34,7 +34,7 @@ func newSetNXExpire(nodes []Node, opts Options) (Lock, error) {
 }
 
 func (l *setNXExpire) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	return retry(ctx, o.Wait, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
+	return retry(ctx, o, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
 		lease := Lease{Key: key, Token: lockValue}
 		if _, err := setnx(ctx, l.node, key, lockValue); err != nil {
 			return lease, err

@@ -64,7 +64,7 @@ func setNXPX(ctx context.Context, n Node, key, value string, ttl time.Duration) 
 }
 
 func (l *tokenLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	return retry(ctx, o.Wait, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
+	return retry(ctx, o, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
 		lease := Lease{Key: key, Token: newToken(l.opts.Rand)}
 		start, err := setNXPX(ctx, l.node, key, lease.Token, l.opts.TTL)
 		if err != nil {

@@ -44,7 +44,7 @@ func waitTimeout(ttl time.Duration) time.Duration {
 }
 
 func (l *tokenWaitLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	return retry(ctx, o.Wait, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
+	return retry(ctx, o, l.opts.RetryDelay, l.opts.Rand, func() (Lease, error) {
 		return l.try(ctx, key)
 	})
 }

@@ -15,6 +15,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -501,7 +502,15 @@ func (r *Runner) Heal(ctx context.Context, env Env) error {
 		if env.Deployment == nil {
 			return "", fmt.Errorf("heal: no deployment")
 		}
-		return env.Deployment.Heal(hctx)
+		own, oerr := healOwn(hctx, e, r.all, r.known())
+		d, err := env.Deployment.Heal(hctx)
+		switch {
+		case own != "" && d == nothingToHeal:
+			d = own
+		case own != "":
+			d = own + "; " + d
+		}
+		return d, errors.Join(oerr, err)
 	})
 }
 

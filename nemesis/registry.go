@@ -35,6 +35,11 @@ func builtins() []func() fault {
 		func() fault { return &failover{} },
 		func() fault { return &clientPause{} },
 		func() fault { return &clientCrash{} },
+		func() fault { return &dataLoss{} },
+		func() fault { return &scriptFlush{} },
+		func() fault { return &renewerStall{} },
+		func() fault { return &memoryPressure{} },
+		func() fault { return &loseReplies{} },
 	}
 }
 

@@ -44,10 +44,20 @@ func TestLongRunOverviewIsDownsampledButKeepsViolations(t *testing.T) {
 	}
 }
 
-// BenchmarkRender100k renders the full report of a valid 100,000-event
-// run and reports the size of what it wrote.
-func BenchmarkRender100k(b *testing.B) {
-	meta, ops, res := bigRun(100_000, 1)
+// BenchmarkRender100k and BenchmarkRender1M render the full report of a
+// valid run of 100,000 and 1,000,000 events and report the size of what
+// they wrote: the figures must not grow with the number of events.
+func BenchmarkRender100k(b *testing.B) { benchRender(b, 100_000) }
+
+func BenchmarkRender1M(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	benchRender(b, 1_000_000)
+}
+
+func benchRender(b *testing.B, events int) {
+	meta, ops, res := bigRun(events, 1)
 	b.Logf("%d events, %d holds, %.0f s of run", len(ops), len(res.Holds), seconds(runEnd(ops)))
 	dir := outDir(b, "bench")
 	b.ResetTimer()

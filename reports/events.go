@@ -8,12 +8,18 @@ import (
 )
 
 // call is one client operation: its invocation and, if the history has it,
-// its completion. Plots are drawn from calls, not from raw events.
+// its completion. Plots are drawn from calls, not from raw events. The
+// events are the history's own, not copies: a report of a million
+// operations would otherwise hold the history twice more.
 type call struct {
-	Invoke   history.Op
-	Complete history.Op
-	Done     bool // false when the history ends (or the client crashed) before a completion
+	Invoke   *history.Op
+	Complete *history.Op // noCompletion when not Done
+	Done     bool        // false when the history ends (or the client crashed) before a completion
 }
+
+// noCompletion is the completion of a call that has none: a zero event,
+// never written to.
+var noCompletion = &history.Op{}
 
 // Latency is the time from invocation to completion, 0 when not done.
 func (c call) Latency() int64 {
@@ -27,15 +33,22 @@ func (c call) Latency() int64 {
 // it from the same process (a client has at most one operation in flight).
 // The result is ordered by invocation.
 func clientCalls(ops []history.Op) []call {
-	var calls []call
+	n := 0
+	for i := range ops {
+		if ops[i].Type == history.Invoke && !ops[i].Process.IsNemesis() {
+			n++
+		}
+	}
+	calls := make([]call, 0, n)
 	open := map[history.Process]int{} // process → index in calls
-	for _, op := range ops {
+	for j := range ops {
+		op := &ops[j]
 		if op.Process.IsNemesis() {
 			continue
 		}
 		if op.Type == history.Invoke {
 			open[op.Process] = len(calls)
-			calls = append(calls, call{Invoke: op})
+			calls = append(calls, call{Invoke: op, Complete: noCompletion})
 			continue
 		}
 		i, ok := open[op.Process]

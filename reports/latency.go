@@ -24,6 +24,9 @@ var outcomes = []struct {
 	{history.Info, "info (unknown)", colInfo},
 }
 
+// latencyGlyph is the radius of a point of the latency plot.
+const latencyGlyph = 1.3
+
 // bucketWidth is the width of a rate or quantile bucket: one second, or
 // wider on long runs so that a plot has at most about 600 of them.
 func bucketWidth(end int64) int64 {
@@ -64,8 +67,12 @@ func (v *runView) faultLegend(leg *legend, fams map[string]bool) {
 func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 	const w, h = figWidth, 520
 	xmax := math.Max(seconds(v.end), 1e-3)
-	// Points closer than a pixel are one point: dedupe on a pixel grid.
-	cols, rowsPx := float64(w-legendWidth)*DPI/72, 300.0*DPI/72
+	// Points closer than a glyph are one point: dedupe on a grid of
+	// glyph-sized cells. The figure (the SVG above all, which keeps every
+	// point) is then bounded by its area, not by the number of acquires: a
+	// million acquires draw no more points than a few thousand that fill
+	// the same cells.
+	cols, rowsPx := float64(w-legendWidth)/(2*latencyGlyph), 300.0/(2*latencyGlyph)
 	type cell struct {
 		t    history.Type
 		x, y int
@@ -136,7 +143,7 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 				col = o.Col
 			}
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: 1.3, Shape: draw.CircleGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: latencyGlyph, Shape: draw.CircleGlyph{}}
 		top.Add(sc)
 	}
 

@@ -79,11 +79,13 @@ func quorumMechanism(v checker.Violation, ops []history.Op, faults []Fault) stri
 	}
 	b.WriteString(". ")
 
-	var causes []string
+	var causes, unread []string
 	for _, n := range shared {
 		for _, f := range faults {
 			if s := keyLoss(f, n, from, gc.Time); s != "" {
 				causes = append(causes, s)
+			} else if s := unreadClock(f, n, from, gc.Time); s != "" {
+				unread = append(unread, s)
 			}
 		}
 	}
@@ -91,7 +93,11 @@ func quorumMechanism(v checker.Violation, ops []history.Op, faults []Fault) stri
 		b.WriteString(capitalise(strings.Join(causes, "; ")))
 		fmt.Fprintf(&b, ", so %s's key on %s vanished before its lease ended. ", a, nodeList(shared))
 	} else {
-		fmt.Fprintf(&b, "Its key on %s vanished before its lease ended, with no clock fault or kill recorded there. ", nodeList(shared))
+		if len(unread) > 0 {
+			fmt.Fprintf(&b, "Its key on %s vanished before its lease ended; the history records %s in words only (it was recorded before nemesis events had fields), so whether that made the key vanish is not read from it. ", nodeList(shared), strings.Join(unread, "; "))
+		} else {
+			fmt.Fprintf(&b, "Its key on %s vanished before its lease ended, with no clock fault or kill recorded there. ", nodeList(shared))
+		}
 	}
 	fmt.Fprintf(&b, "%s then got %s", capitalise(c), nodeList(nc))
 	if len(fresh) > 0 {
@@ -150,6 +156,21 @@ func keyLoss(f Fault, node string, from, to int64) string {
 		}
 	}
 	return ""
+}
+
+// unreadClock describes a clock fault on node in force between from and to
+// whose effect the history does not record in fields (an old history: its
+// detail is words only), or "" for any other fault.
+func unreadClock(f Fault, node string, from, to int64) string {
+	if f.Family != "clock" || f.HasDelta || f.HasOffset || f.Rate != 0 || f.Strobe != nil ||
+		!slices.Contains(f.Targets, node) || f.Start > to || f.End < from {
+		return ""
+	}
+	s := fmt.Sprintf("a clock change on %s at %s", node, fmtTime(f.Start))
+	if f.Detail != "" {
+		s += " (" + f.Detail + ")"
+	}
+	return s
 }
 
 // strobeJump is the size of a strobe's flip, from the two offsets the

@@ -139,3 +139,17 @@ func TestHeadlineSaysWhy(t *testing.T) {
 	wantAll(t, h, "Lock redlock broke its promise", "Why: Client 0's grant rested on n1, n2 and n3, exactly the quorum of 3",
 		"The clock of n3 jumped +10 s at 0.20 s")
 }
+
+// TestExplainOldHistory: a clock bump recorded before nemesis events had
+// fields is not read from its words; the explanation says there was one,
+// not that there was none.
+func TestExplainOldHistory(t *testing.T) {
+	ops := quorumHistory([]string{"n1", "n2", "n3"}, []string{"n3", "n4", "n5"}, func(b *builder) {
+		b.nemesis(200*ms, "bump-clock", []string{"n3"}, "n3 +10s (reads +10.002s)")
+	})
+	got := explainOverlap(t, ops)
+	wantAll(t, got, "Its key on n3 vanished before its lease ended; the history records a clock change on n3 at 0.20 s (n3 +10s (reads +10.002s)) in words only")
+	if strings.Contains(got, "no clock fault") {
+		t.Errorf("explanation denies the recorded clock change:\n%s", got)
+	}
+}

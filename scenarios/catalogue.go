@@ -246,10 +246,10 @@ const (
 	jepsen    = `Kingsbury, Jepsen: "Redis" (2013)`
 )
 
-// Catalogue returns every scenario, in the order of the catalogue: single
-// node recipes, then client pauses, failover, Sentinel, Redlock, and the
-// real libraries. It returns new values each time: callers may change them.
-func Catalogue() []Scenario {
+// catalogueOne returns the scenarios of the literature, in the order of the
+// catalogue: single node recipes, then client pauses, failover, Sentinel,
+// Redlock, and the real libraries.
+func catalogueOne() []Scenario {
 	redlockClock := func() lockharness.Config {
 		c := redlockRun(at(2300*ms, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}))
 		c.Cluster.Faketime = true

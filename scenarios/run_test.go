@@ -8,18 +8,22 @@ import (
 )
 
 // TestCatalogue is the acceptance suite: it runs every scenario against real
-// Redis, one after another (Sentinel and clock scenarios are timing
-// sensitive; two cores do not run two of them side by side reliably), and
-// asserts every checker's verdict. About three minutes.
+// Redis and asserts every checker's verdict. Scenarios run side by side,
+// up to one per CPU while the machine has a CPU idle, Sentinel's alone
+// (see RunAll); each has its own topology on its own ports. One to three
+// minutes.
 func TestCatalogue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the scenario catalogue runs real Redis topologies (minutes)")
 	}
 	clustertest.Require(t, "redis-server", "redis-sentinel")
 	store := t.TempDir()
-	for _, s := range Catalogue() {
+	list := Catalogue()
+	results := make([]Result, len(list))
+	RunAll(context.Background(), list, Options{Store: store}, DefaultParallel(), func(i int, r Result) { results[i] = r })
+	for i, s := range list {
 		t.Run(s.Name, func(t *testing.T) {
-			o, err := Run(context.Background(), s, Options{Store: store})
+			o, err := results[i].Outcome, results[i].Err
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}

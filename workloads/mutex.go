@@ -46,6 +46,13 @@ type Config struct {
 	// OpTimeout bounds each lock and storage operation; running out of it
 	// makes the outcome unknown (info). Default 2s.
 	OpTimeout time.Duration
+	// RenewBeforeWrite makes each client extend its lease (Renewer.Renew)
+	// after its work, right before it writes, and skip the write when the
+	// lock refuses: the check a careful client makes ("do I still hold
+	// it?"), and the way to see whether a lock extends a lease that has
+	// already expired (redis-py#4279, redlock-rb#36). The lock must have
+	// Renew.
+	RenewBeforeWrite bool
 	// Seed makes every random choice of the workload replayable.
 	Seed uint64
 }
@@ -129,9 +136,10 @@ type Mutex struct {
 	nextRenewer atomic.Int64 // renewer threads are numbered from RenewerBase
 	slots       []*slot
 
-	mu         sync.Mutex
-	failpoints map[string]failpointAction
-	pending    *holderRequest // a nemesis's request for the next holder; guarded by mu
+	mu           sync.Mutex
+	renewStalled time.Time // watchdog renewals wait until then (StallRenewers)
+	failpoints   map[string]failpointAction
+	pending      *holderRequest // a nemesis's request for the next holder; guarded by mu
 }
 
 // holderRequest is a nemesis's request to fault a client inside its
@@ -225,6 +233,7 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	owner := p
 	threads := &renewerThreads{next: &m.nextRenewer}
 	opts.OnRenew = func(key string) func(locks.Lease, error) {
+		m.waitRenewStall()
 		t := threads.take()
 		m.env.Recorder.Record(history.Op{Process: t, Owner: &owner, Type: history.Invoke, F: history.FRenew, Key: key})
 		return func(l locks.Lease, err error) {
@@ -248,6 +257,10 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	l, err := m.env.Lock.New(m.env.Nodes(s.id), opts)
 	if err != nil {
 		return nil, fmt.Errorf("client %d: new %s lock: %w", process, m.env.Lock.Name, err)
+	}
+	if _, ok := l.(locks.Renewer); m.cfg.RenewBeforeWrite && !ok {
+		closeLock(l)
+		return nil, fmt.Errorf("lock %s has no Renew, so its clients cannot renew before they write (RenewBeforeWrite)", m.env.Lock.Name)
 	}
 	return l, nil
 }
@@ -301,7 +314,7 @@ func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
 	}
 	defer func() { closeLock(lock) }()
 	for stop.Err() == nil && ctx.Err() == nil {
-		crashed := m.cycle(ctx, s, history.Process(process), lock, rng)
+		crashed := m.cycle(ctx, stop, s, history.Process(process), lock, rng)
 		if crashed {
 			// The process is gone with its lock instance (and any watchdog);
 			// the slot goes on as a new process, as a restarted client would.
@@ -317,14 +330,17 @@ func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
 
 // cycle runs one acquire → critical section → release. It returns true when
 // the client crashed (its lock instance is then closed).
-func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock locks.Lock, rng *rand.Rand) bool {
+//
+// An acquire waiting for the lock when stop is done gives up at its next
+// retry (a definite fail): the run is over, and nothing would use the lock.
+func (m *Mutex) cycle(ctx, stop context.Context, s *slot, p history.Process, lock locks.Lock, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	key := Key(rng.IntN(m.cfg.Keys))
 	s.key.Store(key)
 
 	rec.Invoke(p, history.FAcquire, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout+m.cfg.AcquireTimeout)
-	lease, err := lock.Acquire(opCtx, key, locks.AcquireOptions{Wait: m.cfg.AcquireTimeout})
+	lease, err := lock.Acquire(opCtx, key, locks.AcquireOptions{Wait: m.cfg.AcquireTimeout, Stop: stop.Done()})
 	cancel()
 	if errors.Is(err, errCrash) {
 		m.complete(p, history.Info, history.FAcquire, key, nil, err)
@@ -349,7 +365,7 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 		return false
 	}
 
-	if m.criticalSection(ctx, s, p, key, lease, rng) {
+	if m.criticalSection(ctx, s, p, key, lock, &lease, rng) {
 		m.crash(p, key, lock)
 		return true
 	}
@@ -359,7 +375,7 @@ func (m *Mutex) cycle(ctx context.Context, s *slot, p history.Process, lock lock
 
 // criticalSection reads the counter, maybe pauses, and writes counter+1
 // with the lease's fencing token. It returns true when the client crashed.
-func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process, key string, lease locks.Lease, rng *rand.Rand) bool {
+func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process, key string, lock locks.Lock, lease *locks.Lease, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	rec.Invoke(p, history.FRead, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
@@ -371,7 +387,7 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 	}
 	m.complete(p, history.OK, history.FRead, key, &history.Value{Counter: &v}, nil)
 
-	m.enterSection(s, p, lease)
+	m.enterSection(s, p, *lease)
 	defer m.leaveSection(s)
 	sleep(ctx, m.cfg.Hold) // the work the lock protects
 
@@ -388,6 +404,10 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 		pause += req.pause
 	}
 	m.pause(ctx, p, key, pause, "")
+
+	if m.cfg.RenewBeforeWrite && !m.renew(ctx, p, lock, lease) {
+		return false // the lock says it is no longer ours: do not write
+	}
 
 	next := v + 1
 	rec.Invoke(p, history.FWrite, key, &history.Value{Counter: &next, Fence: lease.Fence})
@@ -502,6 +522,32 @@ func (m *Mutex) await(ctx context.Context, req *holderRequest) (history.Process,
 	return <-req.taken, true // taken just as ctx ended
 }
 
+// renew extends the lease as the client itself (not a watchdog) and
+// records it; it reports whether the lock extended it.
+func (m *Mutex) renew(ctx context.Context, p history.Process, lock locks.Lock, lease *locks.Lease) bool {
+	r, ok := lock.(locks.Renewer)
+	if !ok {
+		return true // newLock refuses such a lock
+	}
+	rec := m.env.Recorder
+	rec.Invoke(p, history.FRenew, lease.Key, &history.Value{Token: lease.Token})
+	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
+	renewed, err := r.Renew(opCtx, *lease)
+	cancel()
+	t := locks.Outcome(err)
+	switch t {
+	case history.OK:
+		*lease = renewed
+		m.complete(p, t, history.FRenew, lease.Key, m.leaseValue(renewed), nil)
+		return true
+	case history.Fail:
+		m.complete(p, t, history.FRenew, lease.Key, &history.Value{Token: lease.Token, NotHeld: errors.Is(err, locks.ErrNotHeld)}, err)
+	default:
+		m.complete(p, t, history.FRenew, lease.Key, nil, err)
+	}
+	return false
+}
+
 func (m *Mutex) release(ctx context.Context, p history.Process, lock locks.Lock, lease locks.Lease) {
 	rec := m.env.Recorder
 	rec.Invoke(p, history.FRelease, lease.Key, &history.Value{Token: lease.Token})
@@ -598,6 +644,27 @@ func (m *Mutex) ArmFailpoint(name string, d time.Duration, crash bool) {
 	m.failpoints[name] = failpointAction{pause: d, crash: crash}
 }
 
+// StallRenewers holds back every watchdog renewal (Options.OnRenew) for d
+// from now: a renewal due meanwhile is sent when the stall ends. The
+// clients are not affected. It implements nemesis.RenewerStaller.
+func (m *Mutex) StallRenewers(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.renewStalled = time.Now().Add(d)
+}
+
+// waitRenewStall blocks a watchdog's renewal until the stall, if any, ends.
+// It runs before the renewal's invoke is recorded: the renewer thread was
+// starved, it had not asked yet.
+func (m *Mutex) waitRenewStall() {
+	m.mu.Lock()
+	until := m.renewStalled
+	m.mu.Unlock()
+	if d := time.Until(until); d > 0 {
+		time.Sleep(d)
+	}
+}
+
 // PauseHolder makes the next client that reaches the safe point at of
 // its critical section (between read and write, or between write and
 // release) while holding a lock stop the world for d, even when nobody
@@ -654,3 +721,5 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+var _ nemesis.RenewerStaller = (*Mutex)(nil)

@@ -115,6 +115,8 @@ func TestBadInputs(t *testing.T) {
 		{"multi-node lock on replicas", runArgs("--lock", "redlock", "--nemesis", "failover"), "topology is replicated", "--topology independent"},
 		{"replica lock on independent nodes", runArgs("--lock", "token-wait", "--topology", "independent"), "needs a master with replicas", "--topology replicated"},
 		{"wrong node count", tok("--nodes", "3"), "exactly 1 node", "--nodes 1"},
+		{"renew without Renew", runArgs("--lock", "setnx", "--renew-before-write"), "setnx has no Renew", "drop --renew-before-write"},
+		{"negative client retries", tok("--client-retries", "-1"), "--client-retries must not be negative", "--client-retries 3"},
 		{"negative node count", tok("--nodes", "-1"), "exactly 1 node", "--nodes 1"},
 		// run: numbers
 		{"zero clients", tok("--clients", "0"), "--clients must be at least 1", "--clients 5"},

@@ -95,6 +95,8 @@ func newRunCmd() *cobra.Command {
 	f.Float64Var(&cfg.Workload.ClientPauseRate, "client-pause-rate", 0.1, "probability of --client-pause per critical section")
 	f.DurationVar(&cfg.Workload.Hold, "hold", 0, "how long a client works inside its critical section")
 	f.DurationVar(&cfg.Workload.AcquireTimeout, "acquire-timeout", 0, "how long one acquire may wait for a held lock (0: try once)")
+	f.BoolVar(&cfg.Workload.RenewBeforeWrite, "renew-before-write", false, "each client extends its lease right before it writes and skips the write when the lock refuses (the lock must have Renew)")
+	f.IntVar(&cfg.ClientRetries, "client-retries", 0, "let the lock clients' go-redis retry a command that timed out or lost its connection this many times (0: off, the harness's default; a retry may run a command twice)")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 30*time.Second, "bound on each linearizability check (unknown when exceeded)")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed; the same seed replays the same choices (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", "store", "directory runs are written to")

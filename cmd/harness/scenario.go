@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/scenarios"
 )
@@ -100,6 +99,7 @@ type scenarioRow struct {
 func newScenarioRunCmd() *cobra.Command {
 	var all, jsonOut bool
 	var store string
+	var parallel int
 	var bf backendFlags
 	cmd := &cobra.Command{
 		Use:   "run NAME… | --all",
@@ -127,6 +127,9 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 					list = append(list, s)
 				}
 			}
+			if parallel < 1 {
+				return &codeError{exitError, fmt.Errorf("--parallel must be at least 1, got %d: use --parallel 1 to run the scenarios one after another", parallel)}
+			}
 			backend, err := bf.resolve()
 			if err != nil {
 				return &codeError{exitError, err}
@@ -134,12 +137,12 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			var rows []scenarioRow
 			failed, broken := false, false
-			for i, s := range list {
-				opts := scenarios.Options{Store: store, Backend: backend}
+			// Side by side, reported in catalogue order as each finishes.
+			scenarios.RunAll(cmd.Context(), list, scenarios.Options{Store: store, Backend: backend}, parallel, func(i int, r scenarios.Result) {
+				s, o, err := list[i], r.Outcome, r.Err
 				if !jsonOut {
 					fmt.Fprintf(errw, "[%d/%d] %s (%s): %s\n", i+1, len(list), s.Name, s.Lock, s.Summary)
 				}
-				o, err := scenarios.Run(cmd.Context(), s, opts)
 				row := scenarioRow{Name: s.Name, Lock: s.Lock, Expected: s.Expect.Map(), Observed: map[string]string{},
 					Pass: err == nil && o.Pass(), Seconds: o.Elapsed.Seconds(), Dir: o.Dir,
 					expected: s.Expect.String(), observed: o.ObservedString()}
@@ -161,10 +164,7 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 				if !jsonOut {
 					printScenario(out, s, o, err)
 				}
-				if errors.Is(err, lockharness.ErrInterrupted) {
-					break
-				}
-			}
+			})
 			if jsonOut {
 				if err := writeJSON(out, rows); err != nil {
 					return &codeError{exitError, err}
@@ -185,6 +185,7 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 	f.BoolVar(&all, "all", false, "run the whole catalogue")
 	f.BoolVar(&jsonOut, "json", false, "print the results as JSON instead of the account and the table")
 	f.StringVar(&store, "store", "store", "directory runs are written to")
+	f.IntVar(&parallel, "parallel", scenarios.DefaultParallel(), "most scenarios run side by side while the machine has a CPU idle (Sentinel scenarios always alone); 1 runs them one after another")
 	addBackendFlags(f, &bf)
 	return cmd
 }

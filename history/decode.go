@@ -1,0 +1,493 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// decoder parses history lines. The lines a recorder writes have one
+// shape (encoding/json's output for Op), and a million of them through a
+// reflecting decoder each cost more than all the checking after: so lines
+// in exactly that shape are parsed by hand, and every other line (an
+// unknown or misspelt field, an escape in a string, a null, a number
+// written another way, a field added to Op after this parser was written)
+// goes to the strict, reflecting parseLine. The fast path accepts a subset
+// of what parseLine accepts and decodes it to the same Op, so the reader
+// means the same whichever path a line takes (FuzzDecoderAgrees says so),
+// and new fields decode without changes here.
+//
+// The decoder also shares the storage of what repeats: strings that recur
+// (functions, types, keys, errors, nodes) are interned, and Values are cut
+// from slabs, so that a long history costs few allocations and little
+// memory.
+type decoder struct {
+	strs   map[string]string
+	values []Value
+	ints   []int64
+}
+
+// maxInterned bounds the interning table: a history with a million keys
+// interns the first ones and allocates the rest.
+const maxInterned = 1 << 16
+
+// slab is how many Values (and counters) are allocated at once.
+const slab = 1024
+
+func newDecoder() *decoder { return &decoder{strs: make(map[string]string, 256)} }
+
+// decode parses one trimmed, non-empty line into an event that satisfies
+// Validate.
+func (d *decoder) decode(b []byte) (Op, error) {
+	if op, ok := d.fast(b); ok {
+		return op, op.Validate()
+	}
+	return parseLine(b)
+}
+
+// parseLine decodes one event strictly: no unknown fields, nothing after
+// the object, and the event's own invariants.
+func parseLine(b []byte) (Op, error) {
+	var op Op
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&op); err != nil {
+		return op, err
+	}
+	if dec.More() {
+		return op, errors.New("trailing data after the JSON object")
+	}
+	return op, op.Validate()
+}
+
+// scan is a cursor over one line for the fast path. Every method reports
+// false for anything outside the recorder's shape.
+type scan struct {
+	b       []byte
+	i       int
+	scratch []byte // for strings with escapes
+}
+
+func (s *scan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// lit consumes the byte c after optional whitespace.
+func (s *scan) lit(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// peek is the next byte after whitespace, 0 at the end.
+func (s *scan) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// str returns the contents of a string in valid UTF-8, with the escapes
+// encoding/json writes decoded (it writes <, > and & as \u003c, \u003e
+// and \u0026). A surrogate escape, a control character or invalid UTF-8
+// sends the line to parseLine, which replaces or refuses them. The result
+// may alias the line or the decoder's scratch buffer: copy it to keep it.
+func (s *scan) str() ([]byte, bool) {
+	if !s.lit('"') {
+		return nil, false
+	}
+	start := s.i
+	ascii := true
+	for ; s.i < len(s.b); s.i++ {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			out := s.b[start:s.i]
+			s.i++
+			if !ascii && !utf8.Valid(out) {
+				return nil, false
+			}
+			return out, true
+		case c == '\\':
+			return s.escaped(start)
+		case c < 0x20:
+			return nil, false
+		case c >= 0x80:
+			ascii = false
+		}
+	}
+	return nil, false
+}
+
+// escaped finishes a string that has escapes, from its start.
+func (s *scan) escaped(start int) ([]byte, bool) {
+	out := append(s.scratch[:0], s.b[start:s.i]...)
+	defer func() { s.scratch = out[:0] }()
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			if !utf8.Valid(out) {
+				return nil, false
+			}
+			return out, true
+		case c < 0x20:
+			return nil, false
+		case c != '\\':
+			out = append(out, c)
+			s.i++
+			continue
+		}
+		if s.i+1 >= len(s.b) {
+			return nil, false
+		}
+		e := s.b[s.i+1]
+		s.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if s.i+4 > len(s.b) {
+				return nil, false
+			}
+			var r rune
+			for _, h := range s.b[s.i : s.i+4] {
+				switch {
+				case h >= '0' && h <= '9':
+					r = r<<4 | rune(h-'0')
+				case h >= 'a' && h <= 'f':
+					r = r<<4 | rune(h-'a'+10)
+				case h >= 'A' && h <= 'F':
+					r = r<<4 | rune(h-'A'+10)
+				default:
+					return nil, false
+				}
+			}
+			if utf16.IsSurrogate(r) {
+				return nil, false
+			}
+			s.i += 4
+			out = utf8.AppendRune(out, r)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// int parses an integer literal as JSON writes one (no leading zeros, no
+// fraction or exponent) that fits in int64 with room to spare.
+func (s *scan) int() (int64, bool) {
+	s.ws()
+	neg := false
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		neg = true
+		s.i++
+	}
+	start := s.i
+	var n int64
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		n = n*10 + int64(s.b[s.i]-'0')
+		s.i++
+	}
+	digits := s.i - start
+	if digits == 0 || digits > 18 || (digits > 1 && s.b[start] == '0') {
+		return 0, false
+	}
+	if s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+func (s *scan) bool() (bool, bool) {
+	s.ws()
+	switch {
+	case bytes.HasPrefix(s.b[s.i:], []byte("true")):
+		s.i += 4
+		return true, true
+	case bytes.HasPrefix(s.b[s.i:], []byte("false")):
+		s.i += 5
+		return false, true
+	}
+	return false, false
+}
+
+// object calls field for each key of an object until it reports false.
+// Keys may appear in any order, but at most once (encoding/json keeps the
+// last of duplicates; leave that to it).
+func (s *scan) object(field func(key []byte) bool) bool {
+	if !s.lit('{') {
+		return false
+	}
+	if s.lit('}') {
+		return true
+	}
+	for {
+		k, ok := s.str()
+		if !ok || !s.lit(':') || !field(k) {
+			return false
+		}
+		if s.lit(',') {
+			continue
+		}
+		return s.lit('}')
+	}
+}
+
+// intern returns b as a string, shared with earlier equal strings.
+func (d *decoder) intern(b []byte) string {
+	if s, ok := d.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(d.strs) < maxInterned {
+		d.strs[s] = s
+	}
+	return s
+}
+
+func (d *decoder) newValue() *Value {
+	if len(d.values) == 0 {
+		d.values = make([]Value, slab)
+	}
+	v := &d.values[0]
+	d.values = d.values[1:]
+	return v
+}
+
+func (d *decoder) newInt(n int64) *int64 {
+	if len(d.ints) == 0 {
+		d.ints = make([]int64, slab)
+	}
+	p := &d.ints[0]
+	d.ints = d.ints[1:]
+	*p = n
+	return p
+}
+
+// Field bits, to refuse a key seen twice.
+const (
+	fIndex = 1 << iota
+	fTime
+	fProcess
+	fOwner
+	fType
+	fF
+	fKey
+	fValue
+	fError
+)
+
+// fast parses a line in the recorder's shape; false sends it to parseLine.
+func (d *decoder) fast(b []byte) (Op, bool) {
+	s := scan{b: b}
+	var op Op
+	seen := 0
+	once := func(bit int) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	ok := s.object(func(k []byte) bool {
+		var ok bool
+		switch string(k) {
+		case "index":
+			op.Index, ok = s.int()
+			return ok && once(fIndex)
+		case "time":
+			op.Time, ok = s.int()
+			return ok && once(fTime)
+		case "process":
+			op.Process, ok = s.process()
+			return ok && once(fProcess)
+		case "owner":
+			var p Process
+			if p, ok = s.process(); !ok {
+				return false
+			}
+			op.Owner = &p
+			return once(fOwner)
+		case "type":
+			var t []byte
+			if t, ok = s.str(); !ok {
+				return false
+			}
+			op.Type = Type(d.intern(t))
+			return once(fType)
+		case "f":
+			var f []byte
+			if f, ok = s.str(); !ok {
+				return false
+			}
+			op.F = d.intern(f)
+			return once(fF)
+		case "key":
+			var key []byte
+			if key, ok = s.str(); !ok {
+				return false
+			}
+			op.Key = d.intern(key)
+			return once(fKey)
+		case "error":
+			var e []byte
+			if e, ok = s.str(); !ok {
+				return false
+			}
+			op.Error = d.intern(e)
+			return once(fError)
+		case "value":
+			op.Value, ok = d.value(&s)
+			return ok && once(fValue)
+		}
+		return false
+	})
+	if !ok {
+		return Op{}, false
+	}
+	s.ws()
+	return op, s.i == len(s.b)
+}
+
+// process parses a client number or "nemesis" (as Process.UnmarshalJSON).
+func (s *scan) process() (Process, bool) {
+	if s.peek() == '"' {
+		b, ok := s.str()
+		if !ok || string(b) != "nemesis" {
+			return 0, false
+		}
+		return Nemesis, true
+	}
+	n, ok := s.int()
+	if !ok || n < 0 || n > 1<<31-1 {
+		return 0, false
+	}
+	return Process(n), true
+}
+
+func (d *decoder) value(s *scan) (*Value, bool) {
+	if s.peek() != '{' {
+		return nil, false // null, or not an object: parseLine decides
+	}
+	v := d.newValue()
+	seen := 0
+	once := func(bit int) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	ok := s.object(func(k []byte) bool {
+		var ok bool
+		switch string(k) {
+		case "token":
+			var t []byte
+			if t, ok = s.str(); !ok {
+				return false
+			}
+			v.Token = string(t) // unique per lease: not worth interning
+			return once(1 << 0)
+		case "fence":
+			v.Fence, ok = s.int()
+			return ok && once(1<<1)
+		case "deadline":
+			v.Deadline, ok = s.int()
+			return ok && once(1<<2)
+		case "nodes":
+			v.Nodes, ok = d.strings(s)
+			return ok && once(1<<3)
+		case "quorum":
+			var n int64
+			n, ok = s.int()
+			v.Quorum = int(n)
+			return ok && int64(v.Quorum) == n && once(1<<4)
+		case "counter":
+			var n int64
+			if n, ok = s.int(); !ok {
+				return false
+			}
+			v.Counter = d.newInt(n)
+			return once(1 << 5)
+		case "rejected":
+			v.Rejected, ok = s.bool()
+			return ok && once(1<<6)
+		case "duration":
+			v.Duration, ok = s.int()
+			return ok && once(1<<7)
+		case "targets":
+			v.Targets, ok = d.strings(s)
+			return ok && once(1<<8)
+		case "detail":
+			var t []byte
+			if t, ok = s.str(); !ok {
+				return false
+			}
+			v.Detail = d.intern(t)
+			return once(1 << 9)
+		case "not_held":
+			v.NotHeld, ok = s.bool()
+			return ok && once(1<<10)
+		}
+		return false
+	})
+	if !ok {
+		*v = Value{} // the slab slot is reused by nobody; leave it clean
+		return nil, false
+	}
+	return v, true
+}
+
+// strings parses an array of strings (not null).
+func (d *decoder) strings(s *scan) ([]string, bool) {
+	if !s.lit('[') {
+		return nil, false
+	}
+	out := []string{}
+	if s.lit(']') {
+		return out, true
+	}
+	for {
+		b, ok := s.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, d.intern(b))
+		if s.lit(',') {
+			continue
+		}
+		return out, s.lit(']')
+	}
+}

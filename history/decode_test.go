@@ -1,0 +1,209 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// decodeSeeds are lines in and just outside the recorder's shape.
+var decodeSeeds = []string{
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"lock-0"}`,
+	`{"index":4,"time":5823588,"process":1,"type":"ok","f":"acquire","key":"lock-0","value":{"token":"f73b","deadline":1001077582,"fence":3,"nodes":["n1","n2"],"quorum":2}}`,
+	`{"index":1,"time":2,"process":3,"type":"ok","f":"write","key":"k","value":{"counter":7,"rejected":true}}`,
+	`{"index":1,"time":2,"process":1000000,"owner":3,"type":"fail","f":"renew","key":"k","value":{"token":"t","not_held":true},"error":"not held"}`,
+	`{"index":9,"time":9,"process":"nemesis","type":"info","f":"start-partition","value":{"targets":["c0->n1"],"detail":"clock +60s","duration":5}}`,
+	`{"index":9,"time":9,"process":"nemesis","type":"info","f":"x","value":{"targets":[]}}`,
+	`{ "index" : 0 , "time" : 1 , "process" : 0 , "type" : "invoke" , "f" : "acquire" }`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"l\u00e9"}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"lé"}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"l` + "\xff" + `"}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","value":null}`,
+	`{"index":0,"time":1,"process":0,"owner":null,"type":"invoke","f":"renew"}`,
+	`{"Index":0,"time":1,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":0,"index":5,"time":1,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":0,"time":1e3,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":0,"time":1.0,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":0,"time":01,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":0,"time":-0,"process":-0,"type":"invoke","f":"acquire"}`,
+	`{"index":0,"time":99999999999999999999,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":0,"time":1,"process":"nemesis ","type":"invoke","f":"acquire"}`,
+	`{"index":0,"time":1,"process":"3","type":"invoke","f":"acquire"}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","extra":1}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","value":{"extra":1}}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire"} x`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire"}{}`,
+	`{"index":0,"time":1,"process":0,"type":"bogus","f":"acquire"}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire",}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","value":{"rejected":tru}}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","value":{"nodes":["a",]}}`,
+	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","value":{"quorum":9999999999}}`,
+	`{}`, `[]`, `null`, `{`, `"x"`,
+}
+
+// FuzzDecoderAgrees: the hand-written fast path and the strict reflecting
+// parser agree on every line: same event, same acceptance. (The fast path
+// may decline a line; then the strict parser is the answer by definition.)
+func FuzzDecoderAgrees(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
+			return
+		}
+		want, werr := parseLine(b)
+		got, ok := newDecoder().fast(b)
+		if !ok {
+			return
+		}
+		if werr != nil && got.Validate() == nil {
+			t.Fatalf("fast path accepted %q, which the strict parser refuses: %v", b, werr)
+		}
+		if werr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q decodes to\n%+v (fast)\n%+v (strict)", b, got, want)
+		}
+	})
+}
+
+// The recorder's own lines all take the fast path.
+func TestRecorderLinesTakeTheFastPath(t *testing.T) {
+	var buf bytes.Buffer
+	for _, op := range synthetic(2000, 3) {
+		line, err := json.Marshal(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := newDecoder().fast(line)
+		if !ok {
+			t.Fatalf("fast path declined the recorder's line %s", line)
+		}
+		if !reflect.DeepEqual(got, op) {
+			t.Fatalf("%s decodes to %+v", line, got)
+		}
+		buf.Write(append(line, '\n'))
+	}
+	res, err := Read(&buf)
+	if err != nil || len(res.Ops) != 2000 {
+		t.Fatalf("read back: %v, %d events", err, len(res.Ops))
+	}
+}
+
+// synthetic is a deterministic history of n events in the shape the mutex
+// workload writes: clients cycling acquire, read, write, release on keys
+// keys, some acquires failing, some renews by renewer threads, and a
+// nemesis fault now and then. It need not be checkable; see the checker's
+// simulator for that.
+func synthetic(n, keys int) []Op {
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(keys)))
+	out := make([]Op, 0, n)
+	var t int64
+	add := func(op Op) {
+		t += 1 + rng.Int64N(200_000)
+		op.Index, op.Time = int64(len(out)), t
+		out = append(out, op)
+	}
+	for len(out) < n {
+		p := Process(rng.IntN(10))
+		key := fmt.Sprintf("lock-%d", rng.IntN(keys))
+		tok := fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
+		switch rng.IntN(8) {
+		case 0:
+			add(Op{Process: p, Type: Invoke, F: FAcquire, Key: key})
+			add(Op{Process: p, Type: Fail, F: FAcquire, Key: key, Error: "lock not acquired"})
+		case 1:
+			owner := p
+			add(Op{Process: RenewerBaseForTest + p, Owner: &owner, Type: Invoke, F: FRenew, Key: key})
+			add(Op{Process: RenewerBaseForTest + p, Owner: &owner, Type: OK, F: FRenew, Key: key, Value: &Value{Token: tok, Deadline: t + 1e9}})
+		case 2:
+			add(Op{Process: Nemesis, Type: Info, F: "start-partition", Value: &Value{Targets: []string{"c0->n1", "n2"}, Detail: "blackhole"}})
+		default:
+			c := int64(rng.IntN(1000))
+			next := c + 1
+			add(Op{Process: p, Type: Invoke, F: FAcquire, Key: key})
+			add(Op{Process: p, Type: OK, F: FAcquire, Key: key, Value: &Value{Token: tok, Fence: c + 1, Deadline: t + 1e9, Nodes: []string{"n1", "n2", "n3"}, Quorum: 2}})
+			add(Op{Process: p, Type: Invoke, F: FRead, Key: key})
+			add(Op{Process: p, Type: OK, F: FRead, Key: key, Value: &Value{Counter: &c}})
+			add(Op{Process: p, Type: Invoke, F: FWrite, Key: key, Value: &Value{Counter: &next, Fence: c + 1}})
+			add(Op{Process: p, Type: OK, F: FWrite, Key: key, Value: &Value{Counter: &next, Rejected: c%7 == 0}})
+			add(Op{Process: p, Type: Invoke, F: FRelease, Key: key, Value: &Value{Token: tok}})
+			add(Op{Process: p, Type: OK, F: FRelease, Key: key})
+		}
+	}
+	return out[:n]
+}
+
+// RenewerBaseForTest mirrors workloads.RenewerBase without importing it.
+const RenewerBaseForTest = 1_000_000
+
+func syntheticJSONL(b testing.TB, n int) []byte {
+	var buf bytes.Buffer
+	for _, op := range synthetic(n, 4) {
+		line, err := json.Marshal(op)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf.Write(append(line, '\n'))
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkRead100k and BenchmarkRead1M read a history in the recorder's
+// shape; BenchmarkReadStrict100k is the reflecting parser on the same
+// lines, the cost every line paid before.
+func BenchmarkRead100k(b *testing.B) { benchRead(b, 100_000) }
+func BenchmarkRead1M(b *testing.B)   { benchRead(b, 1_000_000) }
+
+func benchRead(b *testing.B, n int) {
+	data := syntheticJSONL(b, n)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := readContext(b.Context(), bytes.NewReader(data), len(data)/100)
+		if err != nil || len(res.Ops) != n {
+			b.Fatalf("%v, %d events", err, len(res.Ops))
+		}
+	}
+}
+
+func BenchmarkReadStrict100k(b *testing.B) {
+	data := syntheticJSONL(b, 100_000)
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			if _, err := parseLine(l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkRecord is clients recording events in parallel into a file, as
+// a run does: the cost a client pays per event (the disk is the writer's).
+func BenchmarkRecord(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "history.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	rec := NewRecorder(NewClock(), f)
+	b.ReportAllocs()
+	b.SetParallelism(5) // 10 clients on the 2 cores here
+	b.RunParallel(func(pb *testing.PB) {
+		v := &Value{Token: "f73bc52e29dba447171ace72951abbe3", Deadline: 1e9}
+		for pb.Next() {
+			rec.Complete(3, OK, FAcquire, "lock-0", v, nil)
+		}
+	})
+	if err := rec.Close(); err != nil {
+		b.Fatal(err)
+	}
+}

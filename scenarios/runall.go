@@ -1,0 +1,178 @@
+package scenarios
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Exclusive reports whether the scenario must run with nothing beside it.
+// Sentinel's failure detection and election run on timers of their own
+// (down-after, failover timeouts) that a loaded machine stretches, so a
+// Sentinel scenario gets the machine to itself; every other scenario's
+// schedule is the harness's own and keeps its margins beside another.
+func (s Scenario) Exclusive() bool { return s.Sentinel() }
+
+// DefaultParallel is how many scenarios RunAll runs side by side at most
+// by default: one per CPU. A scenario spends most of its time in scripted
+// waits, so this fills the cores without starving any schedule, as long
+// as the machine has room (see RunAll).
+func DefaultParallel() int { return max(1, runtime.NumCPU()) }
+
+// Result is one scenario's run in RunAll.
+type Result struct {
+	Outcome Outcome
+	Err     error
+}
+
+// RunAll runs the scenarios of list, up to parallel at a time and the
+// exclusive ones alone, and calls done for each in the order of list, as
+// soon as it and every one before it have finished: the output reads as
+// if they ran one after another. Scenarios are independent (each has its
+// own topology on its own ports, and its own run directory). Once ctx is
+// done no scenario starts; those that never started are not reported.
+//
+// A scenario starts beside others only when the machine has room: a CPU's
+// worth of idle time (see idleCPUs). On a machine loaded by something
+// else (CI neighbours, a CPU-load soak) the scenarios run one after
+// another, as they always have, rather than starve each other's
+// schedules.
+func RunAll(ctx context.Context, list []Scenario, opts Options, parallel int, done func(i int, r Result)) {
+	room := func() bool { return idleCPUs(200*time.Millisecond) >= 1 }
+	runAll(ctx, list, parallel, room, func(s Scenario) (Outcome, error) { return Run(ctx, s, opts) }, done)
+}
+
+// runAll is RunAll with the machine's room and the run of one scenario
+// passed in.
+func runAll(ctx context.Context, list []Scenario, parallel int, room func() bool, run func(Scenario) (Outcome, error), done func(i int, r Result)) {
+	parallel = max(1, parallel)
+	results := make([]chan Result, len(list))
+	for i := range results {
+		results[i] = make(chan Result, 1)
+	}
+	slots := &slots{free: parallel, total: parallel}
+	slots.cond = sync.NewCond(&slots.mu)
+
+	// Side-by-side scenarios first, so that they start at once; the
+	// exclusive ones then run alone.
+	var order []int
+	for pass := 0; pass < 2; pass++ {
+		for i, s := range list {
+			if s.Exclusive() == (pass == 1) {
+				order = append(order, i)
+			}
+		}
+	}
+	go func() {
+		for k, i := range order {
+			s := list[i]
+			need := 1
+			if s.Exclusive() || (slots.busy() && !room()) {
+				need = parallel // alone
+			}
+			if ctx.Err() != nil || !slots.take(ctx, need) {
+				for _, j := range order[k:] {
+					close(results[j])
+				}
+				return
+			}
+			go func() {
+				defer slots.give(need)
+				o, err := run(s)
+				results[i] <- Result{Outcome: o, Err: err}
+			}()
+		}
+	}()
+	for i := range list {
+		if r, ok := <-results[i]; ok {
+			done(i, r)
+		}
+	}
+}
+
+// slots is a counting semaphore whose waiters give up when ctx is done.
+type slots struct {
+	mu          sync.Mutex
+	cond        *sync.Cond
+	free, total int
+}
+
+func (s *slots) take(ctx context.Context, n int) bool {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.cond.Broadcast()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.free < n && ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	s.free -= n
+	return true
+}
+
+// busy reports whether any slot is taken.
+func (s *slots) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.free < s.total
+}
+
+func (s *slots) give(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.free += n
+	s.cond.Broadcast()
+}
+
+// idleCPUs is how many CPUs' worth of time went idle over window, from
+// Linux's /proc/stat; where that cannot be read, every CPU counts as idle
+// (the machine's room is unknown, and the caller's limit still holds).
+func idleCPUs(window time.Duration) float64 {
+	idle0, total0, ok := cpuTimes()
+	if !ok {
+		return float64(runtime.NumCPU())
+	}
+	time.Sleep(window)
+	idle1, total1, ok := cpuTimes()
+	if !ok || total1 <= total0 {
+		return float64(runtime.NumCPU())
+	}
+	return float64(idle1-idle0) / float64(total1-total0) * float64(runtime.NumCPU())
+}
+
+// cpuTimes reads the idle (idle + iowait) and total jiffies of all CPUs.
+func cpuTimes() (idle, total uint64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, f := range fields[1:] {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		if i >= 7 { // guest times are already counted in user and nice
+			break
+		}
+		total += n
+		if i == 3 || i == 4 {
+			idle += n
+		}
+	}
+	return idle, total, true
+}

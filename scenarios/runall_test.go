@@ -1,0 +1,131 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/cluster"
+)
+
+// RunAll runs at most parallel scenarios at once, an exclusive one alone,
+// every scenario once, and reports them in the order of the list.
+func TestRunAllSchedulesSideBySideAndExclusiveAlone(t *testing.T) {
+	var list []Scenario
+	for i := 0; i < 9; i++ {
+		s := Scenario{Name: fmt.Sprintf("s%d", i)}
+		if i == 1 || i == 6 {
+			s.Run.Cluster = cluster.Config{Topology: "replicated", Failover: "sentinel"}
+		}
+		list = append(list, s)
+	}
+	var mu sync.Mutex
+	running, most := map[string]bool{}, 0
+	var violations []string
+	run := func(s Scenario) (Outcome, error) {
+		mu.Lock()
+		for other := range running {
+			if s.Exclusive() || isExclusive(list, other) {
+				violations = append(violations, s.Name+" beside "+other)
+			}
+		}
+		running[s.Name] = true
+		most = max(most, len(running))
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		delete(running, s.Name)
+		mu.Unlock()
+		return Outcome{Scenario: s}, nil
+	}
+	var got []int
+	runAll(context.Background(), list, 3, func() bool { return true }, run, func(i int, r Result) {
+		if r.Outcome.Scenario.Name != list[i].Name {
+			t.Errorf("result %d is %s's", i, r.Outcome.Scenario.Name)
+		}
+		got = append(got, i)
+	})
+	if len(got) != len(list) {
+		t.Fatalf("reported %v", got)
+	}
+	for i, g := range got {
+		if g != i {
+			t.Fatalf("reported out of order: %v", got)
+		}
+	}
+	if len(violations) > 0 {
+		t.Errorf("exclusive scenarios ran beside others: %v", violations)
+	}
+	if most != 3 {
+		t.Errorf("at most %d ran at once, want 3", most)
+	}
+}
+
+func isExclusive(list []Scenario, name string) bool {
+	for _, s := range list {
+		if s.Name == name {
+			return s.Exclusive()
+		}
+	}
+	return false
+}
+
+// A cancelled context starts nothing more and reports only what ran.
+func TestRunAllStopsStartingWhenCancelled(t *testing.T) {
+	list := make([]Scenario, 6)
+	for i := range list {
+		list[i].Name = fmt.Sprintf("s%d", i)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	ran := 0
+	run := func(s Scenario) (Outcome, error) {
+		mu.Lock()
+		ran++
+		if ran == 2 {
+			cancel()
+		}
+		mu.Unlock()
+		return Outcome{Scenario: s}, ctx.Err()
+	}
+	reported := 0
+	runAll(ctx, list, 1, func() bool { return true }, run, func(int, Result) { reported++ })
+	if ran != 2 || reported != 2 {
+		t.Fatalf("ran %d, reported %d; want 2 and 2", ran, reported)
+	}
+}
+
+// Without room on the machine, scenarios run one after another.
+func TestRunAllRunsAloneWithoutRoom(t *testing.T) {
+	list := make([]Scenario, 5)
+	for i := range list {
+		list[i].Name = fmt.Sprintf("s%d", i)
+	}
+	var mu sync.Mutex
+	running, most := 0, 0
+	run := func(s Scenario) (Outcome, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return Outcome{Scenario: s}, nil
+	}
+	n := 0
+	runAll(context.Background(), list, 4, func() bool { return false }, run, func(int, Result) { n++ })
+	if most != 1 || n != 5 {
+		t.Fatalf("%d ran at once, %d reported; want 1 and 5", most, n)
+	}
+}
+
+func TestIdleCPUsIsWithinTheMachine(t *testing.T) {
+	if n := idleCPUs(50 * time.Millisecond); n < 0 || n > float64(runtime.NumCPU())+0.01 {
+		t.Fatalf("idle CPUs %v on a machine of %d", n, runtime.NumCPU())
+	}
+}

@@ -1,0 +1,170 @@
+package workloads_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/clustertest"
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+// benchWindow is how long each side of BenchmarkTokenCycles runs per
+// iteration: long enough for a steady rate, short enough for CI.
+const benchWindow = 3 * time.Second
+
+// BenchmarkTokenCycles measures the mutex workload against a raw go-redis
+// loop on the same node, through the same toxiproxy proxies, in the same
+// benchmark run: 10 clients, 1 key, the token lock. A cycle is acquire,
+// read, write, release; both sides make the same round trips (SET NX PX,
+// GET and the storage's write, the compare-and-delete script) and back
+// off the same up to 5 ms after a refused acquire. The workload also
+// records every operation to a history file. Each iteration runs a window
+// of benchWindow of each, alternating which goes first, so that a machine
+// whose load changes treats both alike; the metrics are the two rates and
+// their ratio (what the harness costs a lock), and the raw loop's rate
+// straight to the node, without the proxies (what the proxies, which
+// every link has so that any link can be faulted, cost). Run with
+// -benchtime 6x.
+func BenchmarkTokenCycles(b *testing.B) {
+	clustertest.Require(b, "redis-server")
+	const clients = 10
+	c := clustertest.Up(b, cluster.Config{Nodes: 1, Clients: clients})
+	storage := cluster.NewRedisClient(c.StorageAddr(), cluster.ClientOptions{PoolSize: clients + 2})
+	b.Cleanup(func() { _ = storage.Close() })
+	nodes := make([][]locks.Node, clients)
+	for i := range nodes {
+		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
+		b.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
+	}
+	n1, err := c.Server("n1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	direct := make([][]locks.Node, clients)
+	for i := range direct {
+		cl := cluster.NewRedisClient(n1.Addr(), cluster.ClientOptions{})
+		b.Cleanup(func() { _ = cl.Close() })
+		direct[i] = []locks.Node{{Name: "n1", Client: cl}}
+	}
+	var wl, raw, dir int64
+	for i := range b.N {
+		if i%2 == 0 {
+			wl += workloadWindow(b, nodes, storage)
+			raw += rawWindow(b, nodes, storage)
+		} else {
+			raw += rawWindow(b, nodes, storage)
+			wl += workloadWindow(b, nodes, storage)
+		}
+		dir += rawWindow(b, direct, storage)
+	}
+	secs := float64(b.N) * benchWindow.Seconds()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(wl)/secs, "workload-cycles/s")
+	b.ReportMetric(float64(raw)/secs, "raw-cycles/s")
+	b.ReportMetric(float64(dir)/secs, "raw-direct-cycles/s")
+	if raw > 0 {
+		b.ReportMetric(float64(wl)/float64(raw), "workload/raw")
+	}
+}
+
+// workloadWindow runs the mutex workload for benchWindow and returns the
+// cycles it completed (granted acquires).
+func workloadWindow(b *testing.B, nodes [][]locks.Node, storage redis.Cmdable) int64 {
+	f, err := os.Create(filepath.Join(b.TempDir(), "history.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	rec := history.NewRecorder(history.NewClock(), f)
+	info, err := locks.Builtin().Lookup("token")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := workloads.NewMutex(workloads.Config{Clients: len(nodes), Keys: 1, TTL: time.Second, Seed: 1},
+		workloads.Env{Recorder: rec, Lock: info, Storage: storage, Nodes: func(slot int) []locks.Node { return nodes[slot] }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop, cancel := context.WithTimeout(context.Background(), benchWindow)
+	defer cancel()
+	if err := m.Run(context.Background(), stop); err != nil {
+		b.Fatal(err)
+	}
+	if err := rec.Close(); err != nil {
+		b.Fatal(err)
+	}
+	var grants int64
+	for _, op := range rec.Ops() {
+		if op.F == history.FAcquire && op.Type == history.OK {
+			grants++
+		}
+	}
+	return grants
+}
+
+var rawCompareAndDelete = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("del", KEYS[1])
+else
+  return 0
+end`)
+
+// rawWindow is the same cycle as bare go-redis calls for benchWindow.
+func rawWindow(b *testing.B, nodes [][]locks.Node, storage redis.Cmdable) int64 {
+	ctx := context.Background()
+	deadline := time.Now().Add(benchWindow)
+	var cycles atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, len(nodes))
+	for i, ns := range nodes {
+		wg.Add(1)
+		go func(i int, node redis.UniversalClient) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(1, uint64(i)))
+			for time.Now().Before(deadline) {
+				token := fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
+				err := node.Do(ctx, "set", "lock-0", token, "px", 1000, "nx").Err()
+				if errors.Is(err, redis.Nil) {
+					time.Sleep(time.Duration(rng.Int64N(int64(5 * time.Millisecond))))
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				v, err := resource.Read(ctx, storage, "lock-0")
+				if err == nil {
+					_, err = resource.Write(ctx, storage, "lock-0", v+1, 0)
+				}
+				if err == nil {
+					err = rawCompareAndDelete.Run(ctx, node, []string{"lock-0"}, token).Err()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				cycles.Add(1)
+			}
+		}(i, ns[0].Client)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return cycles.Load()
+}
