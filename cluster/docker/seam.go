@@ -59,11 +59,11 @@ func (d *Deployment) Layout() deploy.Layout {
 	return l
 }
 
-// Capabilities of the deployment: every link can be cut and slowed (the
+// Capabilities of the deployment: every link can be cut, slowed and made to drop its replies (the
 // host's toxiproxy), persistence changes with CONFIG SET; a replicated topology can be failed over by hand, or
 // by its sentinels.
 func (d *Deployment) Capabilities() deploy.Capabilities {
-	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanSetPersistence}
+	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanDropReplies, deploy.CanSetPersistence}
 	if d.cfg.Topology == cluster.Replicated {
 		cs = append(cs, deploy.CanPromote)
 		if len(d.Sentinels) > 0 {

@@ -447,11 +447,11 @@ func (d *Deployment) Layout() deploy.Layout {
 	return l
 }
 
-// Capabilities: the client links can be cut and slowed; a replicated
+// Capabilities: the client links can be cut, slowed and made to drop their replies; a replicated
 // target with sentinels elects its master. The harness does not own the
 // replication links, so it cannot fail the master over by hand.
 func (d *Deployment) Capabilities() deploy.Capabilities {
-	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks}
+	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanDropReplies}
 	if d.file.Topology == cluster.Replicated && len(d.sents) > 0 {
 		cs = append(cs, deploy.CanElect)
 	}
