@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -112,6 +113,14 @@ func TestBackendsAreValidated(t *testing.T) {
 	}
 	if b, err := (Options{}).backend(Cell{Backend: DefaultBackend}); b != nil || err != nil {
 		t.Errorf("local cell: %v, %v", b, err)
+	}
+	// Run refuses it before the first cell, local ones included.
+	store := t.TempDir()
+	if _, err := Run(context.Background(), twoBackends(), Shard{}, Options{Store: store}); !errors.As(err, &ue) || !strings.Contains(err.Error(), `backend "docker"`) {
+		t.Errorf("Run without a docker backend: %v", err)
+	}
+	if entries, _ := os.ReadDir(store); len(entries) != 0 {
+		t.Errorf("Run without a docker backend left %d entries in the store", len(entries))
 	}
 }
 

@@ -27,8 +27,8 @@ type Options struct {
 	// Backends starts the deployment of each backend the spec names but
 	// local (whose deployment is local redis-server processes): the
 	// caller resolves them (the command line's --backends, --image), so
-	// that this package knows no backend. A cell whose backend is missing
-	// here stops the matrix as a configuration error.
+	// that this package knows no backend. A backend of the spec missing
+	// here stops the matrix before it runs a cell: a configuration error.
 	Backends map[string]cluster.Backend
 }
 
@@ -57,6 +57,12 @@ func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, err
 	if opts.Store == "" {
 		opts.Store = "store"
 	}
+	// Every backend can be started, or nothing runs.
+	for _, b := range spec.BackendList() {
+		if _, err := opts.backend(Cell{Backend: b}); err != nil {
+			return Matrix{}, err
+		}
+	}
 	start := time.Now()
 	cells := shard.Select(spec.Cells())
 	p := progress{w: opts.Progress, tty: opts.ProgressTTY, total: len(cells), start: start}
@@ -82,17 +88,17 @@ func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, err
 				continue
 			case err != nil:
 				var ue *lockharness.UsageError
-				if errors.Is(err, deploy.ErrUnsupported) && c.Backend != "" && c.Backend != DefaultBackend {
+				why := err.Error()
+				switch {
+				case errors.Is(err, deploy.ErrUnsupported) && c.Backend != "" && c.Backend != DefaultBackend:
 					// The backend cannot cause this cell's faults (as
 					// `scenario run` skips such a scenario): the cell
 					// could not be run, the others can.
-					r = CellResult{Cell: c, Test: c.TestName(), Command: spec.Reproduce(c),
-						Error: fmt.Sprintf("cannot run on backend %s: %v", c.Backend, err)}
-				} else if errors.As(err, &ue) {
+					why = fmt.Sprintf("cannot run on backend %s: %v", c.Backend, err)
+				case errors.As(err, &ue):
 					return Matrix{}, fmt.Errorf("cell %s: %w", c.ID(), err)
-				} else {
-					r = CellResult{Cell: c, Test: c.TestName(), Command: spec.Reproduce(c), Error: err.Error()}
 				}
+				r = CellResult{Cell: c, Test: c.TestName(), Command: spec.Reproduce(c), Error: why}
 			}
 		}
 		r.Expectation = spec.Expect.For(c)
