@@ -17,8 +17,14 @@ import (
 	"strings"
 )
 
-// DefaultBackend is where cells run today: local redis-server processes.
-const DefaultBackend = "local"
+// Backends a cell can run on (the names of `harness run --backend`).
+const (
+	// DefaultBackend is local redis-server processes; its cells' IDs and
+	// store names carry no backend, as they did before there were others.
+	DefaultBackend = "local"
+	// DockerBackend is containers of one Redis image.
+	DockerBackend = "docker"
+)
 
 // Cell is one run of the matrix: a lock under a set of nemeses with a
 // seed, or one repetition of a catalogued scenario.

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"os"
@@ -51,28 +52,48 @@ func (g GridCell) Label(markdown bool) string {
 	return s
 }
 
-// Grid is the matrix folded into rows (locks, or scenarios) × columns
-// (nemesis sets), in the matrix's order.
+// Grid is the matrix folded into rows (locks, or scenarios, per backend
+// when there are several) × columns (nemesis sets), in the matrix's order.
 type Grid struct {
 	Rows, Cols []string
 	Cells      [][]GridCell
 }
 
-// rowOf is a cell's row: its lock, or its scenario.
-func rowOf(c Cell) string {
+// rowOf is a cell's row: its lock, or its scenario, and in a matrix of
+// several backends the backend ("token (docker)"), so that one lock's
+// rows side by side compare the backends.
+func rowOf(c Cell, backends bool) string {
+	row := c.Lock
 	if c.Scenario != "" {
-		return "scenario " + c.Scenario
+		row = "scenario " + c.Scenario
 	}
-	return c.Lock
+	if backends {
+		b := c.Backend
+		if b == "" {
+			b = DefaultBackend
+		}
+		row += " (" + b + ")"
+	}
+	return row
 }
 
 // NewGrid folds a matrix into its grid.
 func NewGrid(m Matrix) Grid {
 	var g Grid
-	for _, c := range m.Cells {
-		if r := rowOf(c.Cell); !slices.Contains(g.Rows, r) {
+	backends := len(m.Spec.BackendList()) > 1
+	// Rows in the matrix's order but for the backend, which comes last:
+	// a lock's backends are neighbours.
+	byRow := slices.Clone(m.Cells)
+	slices.SortStableFunc(byRow, func(a, b CellResult) int {
+		return cmp.Or(cmp.Compare(b2i(a.Scenario != ""), b2i(b.Scenario != "")),
+			cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Lock, b.Lock), cmp.Compare(a.Backend, b.Backend))
+	})
+	for _, c := range byRow {
+		if r := rowOf(c.Cell, backends); !slices.Contains(g.Rows, r) {
 			g.Rows = append(g.Rows, r)
 		}
+	}
+	for _, c := range m.Cells {
 		if col := c.NemesisSet(); !slices.Contains(g.Cols, col) {
 			g.Cols = append(g.Cols, col)
 		}
@@ -83,7 +104,7 @@ func NewGrid(m Matrix) Grid {
 		g.Cells[i] = make([]GridCell, len(g.Cols))
 	}
 	for _, c := range m.Cells {
-		gc := &g.Cells[slices.Index(g.Rows, rowOf(c.Cell))][slices.Index(g.Cols, c.NemesisSet())]
+		gc := &g.Cells[slices.Index(g.Rows, rowOf(c.Cell, backends))][slices.Index(g.Cols, c.NemesisSet())]
 		gc.Cells++
 		if c.Verdict != "" {
 			gc.Judged++

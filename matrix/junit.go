@@ -70,6 +70,7 @@ func WriteJUnit(w io.Writer, m Matrix) error {
 	suite := junitSuite{Name: "lockharness matrix " + m.Spec.Name}
 	suite.Properties = &junitPropList{Props: []junitProp{
 		{"shard", m.Shard}, {"expectations", m.Spec.Expect.File},
+		{"backends", strings.Join(m.Spec.BackendList(), ",")}, {"image", m.Spec.Image},
 		{"time-limit", m.Spec.Run.TimeLimit.String()}, {"recovery", m.Spec.Run.Recovery.String()},
 		{"nemesis-interval", m.Spec.Run.NemesisInterval.String()}, {"hold", m.Spec.Run.Hold.String()}, {"nemesis-client-pause", m.Spec.Run.ClientPause.String()},
 	}}

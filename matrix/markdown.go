@@ -15,6 +15,9 @@ func WriteMarkdown(w io.Writer, m Matrix) error {
 	if m.Shard != "" {
 		title += " (shard " + m.Shard + ")"
 	}
+	if bs := m.Spec.BackendList(); len(bs) > 1 {
+		title += " on " + strings.Join(bs, " and ")
+	}
 	status := "✅ every cell met its expectation"
 	switch m.ExitCode() {
 	case 1:

@@ -230,6 +230,7 @@ type Matrix struct {
 
 // Build judges the results and tallies them, in the matrix's order.
 func Build(spec Spec, shard Shard, results []CellResult) Matrix {
+	spec.upgrade()
 	m := Matrix{Spec: spec, Shard: shard.String(), Cells: slices.Clone(results)}
 	slices.SortStableFunc(m.Cells, func(a, b CellResult) int { return compareCells(a.Cell, b.Cell) })
 	for i := range m.Cells {
@@ -293,6 +294,7 @@ func ReadJSON(file string) (Matrix, error) {
 	if err := dec.Decode(&m); err != nil {
 		return Matrix{}, fmt.Errorf("read matrix %s: %w", file, err)
 	}
+	m.Spec.upgrade()
 	return m, nil
 }
 

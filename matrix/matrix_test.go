@@ -17,7 +17,7 @@ import (
 )
 
 func testSpec() Spec {
-	return Spec{Name: "matrix", Backend: DefaultBackend, Locks: []string{"token", "redlock", "set-nx-ex"},
+	return Spec{Name: "matrix", Backends: []string{DefaultBackend}, Locks: []string{"token", "redlock", "set-nx-ex"},
 		Nemeses: ParseNemesisSets([]string{"partition", "clock+kill"}), Seeds: SeedRange(3), Run: DefaultRunParams()}
 }
 
@@ -171,7 +171,7 @@ func TestShippedExpectationsParse(t *testing.T) {
 	}
 	// Every cell of the nightly matrix has a rule: nothing is left to a
 	// default.
-	s := Spec{Name: "matrix", Backend: DefaultBackend, Locks: []string{"token", "fenced", "redlock", "redsync", "set-nx-ex", "setnx-expire"},
+	s := Spec{Name: "matrix", Backends: []string{DefaultBackend}, Locks: []string{"token", "fenced", "redlock", "redsync", "set-nx-ex", "setnx-expire"},
 		Nemeses: ParseNemesisSets([]string{"partition", "clock", "kill", "client-pause"}), Seeds: SeedRange(3), Expect: e}
 	for _, c := range s.Cells() {
 		if e.For(c).Expect == "" {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/scenarios"
 )
 
@@ -22,6 +24,24 @@ type Options struct {
 	// redrawn in place; nil discards it.
 	Progress    io.Writer
 	ProgressTTY bool
+	// Backends starts the deployment of each backend the spec names but
+	// local (whose deployment is local redis-server processes): the
+	// caller resolves them (the command line's --backends, --image), so
+	// that this package knows no backend. A backend of the spec missing
+	// here stops the matrix before it runs a cell: a configuration error.
+	Backends map[string]cluster.Backend
+}
+
+// backend is the deployment cell c runs on: nil for local processes.
+func (o Options) backend(c Cell) (cluster.Backend, error) {
+	if c.Backend == "" || c.Backend == DefaultBackend {
+		return o.Backends[DefaultBackend], nil // normally nil: local processes
+	}
+	b, ok := o.Backends[c.Backend]
+	if !ok || b == nil {
+		return nil, &lockharness.UsageError{Err: fmt.Errorf("backend %q: the matrix was given no way to start it (known: local, docker)", c.Backend)}
+	}
+	return b, nil
 }
 
 // ErrInterrupted is returned, with the matrix of the cells that finished,
@@ -36,6 +56,12 @@ var ErrInterrupted = errors.New("matrix interrupted")
 func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, error) {
 	if opts.Store == "" {
 		opts.Store = "store"
+	}
+	// Every backend can be started, or nothing runs.
+	for _, b := range spec.BackendList() {
+		if _, err := opts.backend(Cell{Backend: b}); err != nil {
+			return Matrix{}, err
+		}
 	}
 	start := time.Now()
 	cells := shard.Select(spec.Cells())
@@ -62,10 +88,17 @@ func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, err
 				continue
 			case err != nil:
 				var ue *lockharness.UsageError
-				if errors.As(err, &ue) {
+				why := err.Error()
+				switch {
+				case errors.Is(err, deploy.ErrUnsupported) && c.Backend != "" && c.Backend != DefaultBackend:
+					// The backend cannot cause this cell's faults (as
+					// `scenario run` skips such a scenario): the cell
+					// could not be run, the others can.
+					why = fmt.Sprintf("cannot run on backend %s: %v", c.Backend, err)
+				case errors.As(err, &ue):
 					return Matrix{}, fmt.Errorf("cell %s: %w", c.ID(), err)
 				}
-				r = CellResult{Cell: c, Test: c.TestName(), Command: spec.Reproduce(c), Error: err.Error()}
+				r = CellResult{Cell: c, Test: c.TestName(), Command: spec.Reproduce(c), Error: why}
 			}
 		}
 		r.Expectation = spec.Expect.For(c)
@@ -81,6 +114,10 @@ func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, err
 
 // runCell runs one cell to its end and marks it done.
 func runCell(ctx context.Context, spec Spec, c Cell, opts Options) (CellResult, error) {
+	backend, err := opts.backend(c)
+	if err != nil {
+		return CellResult{}, err
+	}
 	var cfg lockharness.Config
 	if c.Scenario != "" {
 		s, err := scenarios.Lookup(c.Scenario)
@@ -93,6 +130,10 @@ func runCell(ctx context.Context, spec Spec, c Cell, opts Options) (CellResult, 
 	} else {
 		cfg = spec.RunConfig(c, opts.Store)
 	}
+	cfg.Backend = backend
+	// The record's command reproduces the cell on its backend (a
+	// scenario's own command line does not name one).
+	cfg.Command = spec.Reproduce(c)
 	out, err := lockharness.Run(ctx, cfg)
 	if err != nil {
 		return CellResult{}, err

@@ -16,8 +16,18 @@ import (
 type Spec struct {
 	// Name is the matrix's directory in the store (default "matrix"): its
 	// outputs go to store/<name>/.
-	Name    string   `json:"name"`
-	Backend string   `json:"backend"`
+	Name string `json:"name"`
+	// Backends are where the cells run, each cell on each: "local"
+	// (redis-server processes) and "docker" (containers of Image). Empty
+	// means local alone.
+	Backends []string `json:"backends,omitempty"`
+	// Image is the Redis image of the docker cells ("" the backend's
+	// default); it is part of the matrix, as a cell's seed is.
+	Image string `json:"image,omitempty"`
+	// Backend is the single backend of a matrix.json written before
+	// Backends existed; ReadJSON moves it into Backends, and it is never
+	// written.
+	Backend string   `json:"backend,omitempty"`
 	Locks   []string `json:"locks,omitempty"`
 	// Nemeses are the nemesis sets, each one column of the heat map; a
 	// set of several nemeses composes them in one run.
@@ -109,8 +119,18 @@ func (s Spec) Validate() error {
 	if len(s.Scenarios) > 0 && s.Repeat < 1 {
 		return fmt.Errorf("--repeat must be at least 1, got %d", s.Repeat)
 	}
-	if s.Backend != DefaultBackend {
-		return fmt.Errorf("backend %q: only %q runs matrix cells today", s.Backend, DefaultBackend)
+	seen := map[string]bool{}
+	for _, b := range s.BackendList() {
+		if !safeBackend(b) {
+			return fmt.Errorf("backend %q: not a backend name (--backends takes local, docker)", b)
+		}
+		if seen[b] {
+			return fmt.Errorf("backend %q is named twice in --backends", b)
+		}
+		seen[b] = true
+	}
+	if s.Image != "" && !seen[DockerBackend] {
+		return fmt.Errorf("--image %s is the image of docker cells: add docker to --backends, or leave out --image", s.Image)
 	}
 	if !safeName(s.Name) {
 		return fmt.Errorf("matrix name %q: use letters, digits, '.', '_' and '-'", s.Name)
@@ -130,6 +150,40 @@ func (s Spec) Validate() error {
 	return nil
 }
 
+// BackendList is the backends the cells run on: Backends, or local alone.
+func (s Spec) BackendList() []string {
+	switch {
+	case len(s.Backends) > 0:
+		return s.Backends
+	case s.Backend != "":
+		return []string{s.Backend}
+	}
+	return []string{DefaultBackend}
+}
+
+// upgrade reads a spec of an older matrix.json (one Backend) as one of
+// today's (Backends), so that its shards merge with today's.
+func (s *Spec) upgrade() {
+	if len(s.Backends) == 0 && s.Backend != "" {
+		s.Backends = []string{s.Backend}
+	}
+	s.Backend = ""
+}
+
+// safeBackend: a backend's name is a word of a cell's ID and of its store
+// name, so it has no separator of either.
+func safeBackend(b string) bool {
+	if b == "" {
+		return false
+	}
+	for _, r := range b {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func safeName(s string) bool {
 	if s == "" || s == "." || s == ".." {
 		return false
@@ -145,16 +199,18 @@ func safeName(s string) bool {
 // Cells enumerates the spec's cells in the matrix's order.
 func (s Spec) Cells() []Cell {
 	var out []Cell
-	for _, l := range s.Locks {
-		for _, set := range s.Nemeses {
-			for _, seed := range s.Seeds {
-				out = append(out, Cell{Backend: s.Backend, Lock: l, Nemeses: slices.Clone(set), Seed: seed})
+	for _, b := range s.BackendList() {
+		for _, l := range s.Locks {
+			for _, set := range s.Nemeses {
+				for _, seed := range s.Seeds {
+					out = append(out, Cell{Backend: b, Lock: l, Nemeses: slices.Clone(set), Seed: seed})
+				}
 			}
 		}
-	}
-	for _, sc := range s.Scenarios {
-		for i := 1; i <= s.Repeat; i++ {
-			out = append(out, Cell{Backend: s.Backend, Lock: sc.Lock, Nemeses: slices.Clone(sc.Nemeses), Scenario: sc.Name, Repeat: i})
+		for _, sc := range s.Scenarios {
+			for i := 1; i <= s.Repeat; i++ {
+				out = append(out, Cell{Backend: b, Lock: sc.Lock, Nemeses: slices.Clone(sc.Nemeses), Scenario: sc.Name, Repeat: i})
+			}
 		}
 	}
 	SortCells(out)
@@ -175,10 +231,10 @@ func (s Spec) RunConfig(c Cell, store string) lockharness.Config {
 	return cfg
 }
 
-// Reproduce is the command that runs cell c by itself.
+// Reproduce is the command that runs cell c by itself, on its backend.
 func (s Spec) Reproduce(c Cell) string {
 	if c.Scenario != "" {
-		return "harness scenario run " + c.Scenario
+		return strings.Join(append([]string{"harness", "scenario", "run", c.Scenario}, s.backendArgs(c)...), " ")
 	}
 	p := s.Run
 	args := []string{"harness", "run", "--lock", c.Lock}
@@ -192,7 +248,21 @@ func (s Spec) Reproduce(c Cell) string {
 	if slices.Contains(c.Nemeses, "client-pause") {
 		args = append(args, "--nemesis-client-pause", p.ClientPause.String())
 	}
+	args = append(args, s.backendArgs(c)...)
 	return strings.Join(args, " ")
+}
+
+// backendArgs are the flags that put a command on cell c's backend: none
+// for local processes.
+func (s Spec) backendArgs(c Cell) []string {
+	if c.Backend == "" || c.Backend == DefaultBackend {
+		return nil
+	}
+	args := []string{"--backend", c.Backend}
+	if c.Backend == DockerBackend && s.Image != "" {
+		args = append(args, "--image", s.Image)
+	}
+	return args
 }
 
 // sameMatrix reports whether two specs describe the same matrix (shards of
@@ -201,10 +271,20 @@ func sameMatrix(a, b Spec) error {
 	switch {
 	case a.Name != b.Name:
 		return fmt.Errorf("matrix name %q ≠ %q", a.Name, b.Name)
+	case !slices.Equal(sorted(a.BackendList()), sorted(b.BackendList())):
+		return fmt.Errorf("backends %s ≠ %s", strings.Join(a.BackendList(), ","), strings.Join(b.BackendList(), ","))
+	case a.Image != b.Image:
+		return fmt.Errorf("docker image %q ≠ %q", a.Image, b.Image)
 	case !slices.EqualFunc(a.Cells(), b.Cells(), func(x, y Cell) bool { return x.ID() == y.ID() && x.Backend == y.Backend }):
 		return fmt.Errorf("the cells differ (locks, nemeses, seeds or scenarios)")
 	case a.Run != b.Run:
 		return fmt.Errorf("run settings differ: %+v ≠ %+v", a.Run, b.Run)
 	}
 	return nil
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/docker"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/matrix"
 	"github.com/lockharness/lockharness/nemesis"
@@ -38,6 +42,7 @@ func newMatrixCmd() *cobra.Command {
 	var nemeses, scenarioNames []string
 	var seeds int
 	var shard, store string
+	var backends []string
 	var outs matrixOutputs
 	spec.Run = matrix.DefaultRunParams()
 	cmd := &cobra.Command{
@@ -49,6 +54,11 @@ judged against the expectations file. Re-running the same command resumes: cells
 in the store are not run again. --shard i/n runs the cells whose index in the sorted list is
 i-1 mod n; "harness matrix merge" joins the shards' stores.
 
+--backends local,docker runs every cell on both backends: local redis-server processes and
+Docker containers of --image. A docker cell's ID starts with docker/ (docker/token/kill/seed-1),
+its runs go under store/matrix.docker.<lock>…, its reproduce command carries --backend docker,
+and the heat map has a row per lock and backend. An expectation rule may name a backend.
+
 Outputs in STORE/NAME/: matrix.json, junit.xml, summary.md, heatmap.png, heatmap.svg.
 Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed it,
 2 a cell could not be run or bad input, 130 interrupted.`,
@@ -56,6 +66,7 @@ Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed
       --seeds 3 --expect matrix/expectations.yaml --junit junit.xml
   harness matrix --shard 2/8 …
   harness matrix --nemeses partition+clock …   # one set of two composed nemeses
+  harness matrix --backends local,docker …     # every cell on local processes and in containers
   harness matrix --scenarios all --repeat 20`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,7 +74,7 @@ Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed
 			if err != nil {
 				return &codeError{exitError, err}
 			}
-			spec.Backend = matrix.DefaultBackend
+			spec.Backends = backends
 			spec.Nemeses = matrix.ParseNemesisSets(nemeses)
 			if len(spec.Locks) > 0 {
 				if seeds < 1 {
@@ -87,11 +98,18 @@ Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed
 					return &codeError{exitError, err}
 				}
 			}
+			if err := checkBackends(spec); err != nil {
+				return &codeError{exitError, err}
+			}
 			if err := spec.Validate(); err != nil {
 				return &codeError{exitError, err}
 			}
+			up, err := matrixBackends(cmd.Context(), spec)
+			if err != nil {
+				return &codeError{exitError, err}
+			}
 			errw := cmd.ErrOrStderr()
-			m, err := matrix.Run(cmd.Context(), spec, sh, matrix.Options{Store: store, Progress: errw, ProgressTTY: isTerminal(errw)})
+			m, err := matrix.Run(cmd.Context(), spec, sh, matrix.Options{Store: store, Progress: errw, ProgressTTY: isTerminal(errw), Backends: up})
 			interrupted := errors.Is(err, matrix.ErrInterrupted)
 			if err != nil && !interrupted {
 				return &codeError{exitError, err}
@@ -118,6 +136,8 @@ Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed
 	f.IntVar(&spec.Repeat, "repeat", 1, "runs of each scenario")
 	f.StringVar(&shard, "shard", "", "run only shard i of n (i/n): the cells whose index in the sorted list is i-1 mod n")
 	f.StringVar(&store, "store", "store", "directory runs are written to (and resumed from)")
+	f.StringSliceVar(&backends, "backends", []string{backendLocal}, "where the cells run, each cell on each: local (redis-server processes), docker (containers, see --image), or local,docker")
+	f.StringVar(&spec.Image, "image", "", "with docker in --backends: the Redis image of the docker cells (default "+docker.DefaultImage+", built by `make image`)")
 	f.IntVar(&spec.Run.Clients, "clients", spec.Run.Clients, "concurrent clients per cell")
 	f.IntVar(&spec.Run.Keys, "keys", spec.Run.Keys, "lock keys per cell")
 	f.DurationVar(&spec.Run.TTL, "ttl", spec.Run.TTL, "lease length")
@@ -258,6 +278,53 @@ func checkNames(spec matrix.Spec) error {
 		}
 	}
 	return nil
+}
+
+// checkBackends rejects a backend the harness does not know and an image
+// no cell would use, before the engine is asked anything.
+func checkBackends(spec matrix.Spec) error {
+	if len(spec.Backends) == 0 {
+		return fmt.Errorf("--backends is empty: name local, docker or both (--backends local,docker)")
+	}
+	for _, b := range spec.Backends {
+		if b != backendLocal && b != backendDocker {
+			return fmt.Errorf("unknown backend %q in --backends: use local, docker or both (--backends local,docker)", b)
+		}
+	}
+	if spec.Image != "" && !slices.Contains(spec.Backends, backendDocker) {
+		return fmt.Errorf("--image %s is the image of docker cells: add docker to --backends (--backends local,docker), or leave out --image", spec.Image)
+	}
+	return nil
+}
+
+// matrixBackends resolves the spec's backends as `harness run --backend`
+// does, and for docker asks the engine now, with its image, so that a
+// matrix that cannot run its docker cells says so before any cell runs,
+// not after the local ones.
+func matrixBackends(ctx context.Context, spec matrix.Spec) (map[string]cluster.Backend, error) {
+	out := map[string]cluster.Backend{}
+	for _, name := range spec.BackendList() {
+		bf := backendFlags{backend: name}
+		if name == backendDocker {
+			bf.image = spec.Image
+			if err := docker.Available(ctx); err != nil {
+				return nil, fmt.Errorf("--backends docker: %w (or leave docker out of --backends)", err)
+			}
+			image := spec.Image
+			if image == "" {
+				image = docker.DefaultImage
+			}
+			if _, err := docker.InspectImage(ctx, image); err != nil {
+				return nil, fmt.Errorf("--backends docker: %w", err)
+			}
+		}
+		b, err := bf.resolve()
+		if err != nil {
+			return nil, err
+		}
+		out[name] = b
+	}
+	return out, nil
 }
 
 func checkRunParams(p matrix.RunParams) error {

@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	cdocker "github.com/lockharness/lockharness/cluster/docker"
+	"github.com/lockharness/lockharness/cluster/docker/dockertest"
 	"github.com/lockharness/lockharness/matrix"
 )
 
@@ -169,6 +175,9 @@ func TestMatrixBadInput(t *testing.T) {
 		{"bad expectations", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--expect", badExpect, "--store", store}, `expect "safe"`},
 		{"missing expectations", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--expect", badExpect + ".none", "--store", store}, "no such file"},
 		{"unknown scenario", []string{"matrix", "--scenarios", "nope", "--store", store}, "unknown scenario"},
+		{"unknown backend", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--backends", "local,podman", "--store", store}, `unknown backend "podman" in --backends`},
+		{"image without docker", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--image", "redis:7", "--store", store}, "add docker to --backends"},
+		{"backend twice", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--backends", "docker,docker", "--store", store}, `"docker" is named twice`},
 		{"merge nothing", []string{"matrix", "merge", "--store", store, t.TempDir()}, "is it the store of a `harness matrix` run"},
 	} {
 		code, _, stderr := runCLI(t, c.args...)
@@ -179,4 +188,69 @@ func TestMatrixBadInput(t *testing.T) {
 	if entries, _ := os.ReadDir(store); len(entries) != 0 {
 		t.Errorf("bad input left %d entries in the store", len(entries))
 	}
+}
+
+// A tiny matrix on both backends: every cell runs on local processes and
+// in containers, the docker cell named, stored and reproduced as such, and
+// no container is left behind.
+func TestMatrixOnTwoBackends(t *testing.T) {
+	requireRedis(t)
+	dockertest.Require(t)
+	store := t.TempDir()
+	code, stdout, stderr := runCLI(t, "matrix", "--locks", "token", "--nemeses", "kill", "--seeds", "1",
+		"--time-limit", "3s", "--recovery", "1s", "--nemesis-interval", "1s", "--backends", "local,docker", "--store", store)
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	m, err := matrix.ReadJSON(filepath.Join(store, "matrix", matrix.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Spec.Backends, []string{"local", "docker"}) || m.Tally.Cells != 2 || m.Tally.Errors != 0 || m.Tally.NotRun != 0 {
+		t.Fatalf("spec backends %q, tally %+v", m.Spec.Backends, m.Tally)
+	}
+	byID := map[string]matrix.CellResult{}
+	for _, c := range m.Cells {
+		byID[c.ID()] = c
+		if c.Verdict == "" || c.Dir == "" {
+			t.Errorf("%s has no verdict or run: %+v", c.ID(), c)
+		}
+	}
+	d, ok := byID["docker/token/kill/seed-1"]
+	if !ok || !strings.HasPrefix(d.Dir, "matrix.docker.token.kill.seed-1/") || !strings.HasSuffix(d.Command, "--backend docker") {
+		t.Fatalf("docker cell %+v (cells %v)", d, slices.Collect(maps.Keys(byID)))
+	}
+	if l, ok := byID["token/kill/seed-1"]; !ok || strings.Contains(l.Command, "--backend") {
+		t.Fatalf("local cell %+v", l)
+	}
+	for _, want := range []string{"token (docker)", "token (local)"} {
+		if !strings.Contains(readFile(t, filepath.Join(store, "matrix", matrix.HeatmapSVG)), want) {
+			t.Errorf("heat map lacks the row %q", want)
+		}
+	}
+	t.Logf("local %s, docker %s; wall %.0fs\n%s", byID["token/kill/seed-1"].Verdict, d.Verdict, m.WallSeconds, stderr)
+	// Resume: the same command runs nothing again.
+	code, _, stderr = runCLI(t, "matrix", "--locks", "token", "--nemeses", "kill", "--seeds", "1",
+		"--time-limit", "3s", "--recovery", "1s", "--nemesis-interval", "1s", "--backends", "local,docker", "--store", store)
+	if code != m.ExitCode() || strings.Count(stderr, "already in the store") != 2 {
+		t.Errorf("resume: exit %d, want %d\n%s", code, m.ExitCode(), stderr)
+	}
+	if docker, err := exec.LookPath("docker"); err == nil {
+		out, err := exec.Command(docker, "ps", "-aq", "--filter", "label="+cdocker.LabelPID+"="+strconv.Itoa(os.Getpid())).Output()
+		if err != nil {
+			t.Fatalf("docker ps: %v", err)
+		}
+		if left := strings.TrimSpace(string(out)); left != "" {
+			t.Errorf("containers left running: %s", left)
+		}
+	}
+}
+
+func readFile(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
