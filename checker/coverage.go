@@ -87,12 +87,13 @@ var heals = map[string]string{
 
 	"start-memory-pressure": "stop-memory-pressure",
 	"start-lose-replies":    "stop-lose-replies",
+	"start-stale-replica":   "stop-stale-replica",
 }
 
 // isHeal reports whether f undoes a fault rather than injecting one.
 func isHeal(f string) bool {
 	switch f {
-	case history.FFinalHeal, "stop-partition", "stop-latency", "resume-node", "restart", "reset-clock", "heal-master", "demote", "stop-memory-pressure", "stop-lose-replies":
+	case history.FFinalHeal, "stop-partition", "stop-latency", "resume-node", "restart", "reset-clock", "heal-master", "demote", "stop-memory-pressure", "stop-lose-replies", "stop-stale-replica":
 		return true
 	}
 	return false

@@ -40,6 +40,11 @@ const FlushInterval = 100 * time.Millisecond
 // stalls for seconds); otherwise recording an event never waits on disk.
 const MaxPending = 1 << 16
 
+// wakeBatch is how many queued events wake the writer before its next
+// FlushInterval tick: events are encoded in batches, and a quiet run
+// wakes the writer only on its ticks.
+const wakeBatch = 4096
+
 // Recorder appends events to a history: it numbers them, stamps them with the
 // run clock and streams them as JSON lines to w. It is safe for concurrent
 // use.
@@ -73,7 +78,7 @@ type Recorder struct {
 	file  *os.File // nil unless w is a file
 	spare []Op
 
-	wake chan struct{} // the queue is no longer empty
+	wake chan struct{} // the queue holds wakeBatch events
 	stop chan struct{}
 	done chan struct{}
 }
@@ -196,9 +201,9 @@ func (r *Recorder) Record(op Op) Op {
 		return op
 	}
 	r.pending = append(r.pending, op)
-	first := len(r.pending) == 1
+	batch := len(r.pending) == wakeBatch
 	r.mu.Unlock()
-	if first {
+	if batch {
 		select {
 		case r.wake <- struct{}{}:
 		default:

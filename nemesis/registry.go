@@ -40,6 +40,7 @@ func builtins() []func() fault {
 		func() fault { return &renewerStall{} },
 		func() fault { return &memoryPressure{} },
 		func() fault { return &loseReplies{} },
+		func() fault { return &staleReplica{} },
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/workloads"
@@ -123,6 +124,41 @@ func catalogueTwo() []Scenario {
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the promotion", "promote")},
 			Run:      manualFailoverRun(1, 2*time.Second, 1400*ms, 1700*ms, 1200*ms),
+		},
+		{
+			Name: "sentinel-wait-stale-replica-promoted", Lock: "token-wait",
+			Summary: "WAIT 1 under Sentinel: n3 acknowledges X's grant, n2 (stale, and preferred for failover) is promoted without it; B acquires while X holds",
+			Source:  redissonIssue + `2669 (why RedissonRedLock was deprecated); redis-doc#1864 (WAIT does not make failover safe)`,
+			Explanation: `Master n1, replicas n2 and n3, three sentinels; the lock grants only when WAIT 1 says a replica ` +
+				`has the SET. While A holds, n2 stops receiving n1's writes (its replication credentials are ` +
+				`refused) but still reports itself a healthy replica, and an operator prefers it for failover ` +
+				`(replica-priority 10 against 100). X's grant at 1s is acknowledged by n3: WAIT 1 returns 1. Then n1 ` +
+				`is cut off from the sentinels and its replicas (clients still reach it) and X is paused in its ` +
+				`critical section. Sentinel promotes the preferred replica, n2, which never saw X's grant or A's ` +
+				`release; n3 resynchronises from it and loses the grant too. When A's old grant expires on n2, B ` +
+				`acquires, and n3 acknowledges, while X's lease still runs: two holders. WAIT counts ` +
+				`acknowledgements; it does not decide which replica Sentinel promotes (priority first, then the ` +
+				`replication offset). Fix: a consensus system, or fencing tokens checked by the storage.`,
+			Expect: Expect{invalid, invalid, valid},
+			Exposure: []checker.Requirement{struck("the stale replica", "start-stale-replica"),
+				struck("the isolation of the master", "start-partition"), pauseStruckHolder("the holder's pause")},
+			Run: func() lockharness.Config {
+				c := sentinelRun("")
+				sentinels := []string{cluster.LinkName(cluster.SentinelsFrom, "n1")}
+				c.Script = []nemesis.Step{
+					awaiting(at(300*ms, "stale-replica", "start", []string{"n2"}, map[string]string{"priority": "10"}), nemesis.Await{}),
+					// X's grant, not A's: A's lease has at most 5.4s left after
+					// its release at 1s.
+					awaiting(at(1300*ms, "partition", "start", sentinels,
+						map[string]string{"pattern": nemesis.PatternIsolate, "groups": "n1 cut off from its replicas and the sentinels; clients reach every node"}),
+						nemesis.Await{LeaseLeft: 5500 * ms}),
+					holderPause(1500*ms, 5700*ms),
+					at(6800*ms, "partition", "stop", sentinels, nil),
+					at(6800*ms, "kill", "kill", []string{"n1"}, nil),
+					at(6800*ms, "kill", "restart", []string{"n1"}, nil),
+				}
+				return c
+			}(),
 		},
 		{
 			Name: "script-flush-evalsha-falls-back", Lock: "reentrant",

@@ -41,21 +41,22 @@ func TestCatalogueIsComplete(t *testing.T) {
 		"redsync-clock-jump":               "lock-promise invalid",
 		"redlock-bare-majority-clock-jump": "lock-promise invalid",
 		// Part two, issue 14: the failures lock users report.
-		"flushall-lock-vanishes":              "lock-promise invalid",
-		"fence-counter-deleted":               "resource invalid",
-		"failover-fence-repeats":              "resource invalid",
-		"script-flush-evalsha-falls-back":     "valid",
-		"watchdog-stall-stale-write":          "resource invalid",
-		"unlock-races-watchdog-renewal":       "valid",
-		"eviction-lock-vanishes":              "lock-promise invalid",
-		"eviction-refused-noeviction":         "valid",
-		"retried-release-deletes-next-holder": "lock-promise invalid",
-		"retried-release-says-not-held":       "lock-promise invalid",
-		"release-reply-lost-retries-off":      "valid",
-		"extend-after-expiry-token":           "valid",
-		"extend-after-expiry-redislock":       "valid",
-		"extend-after-expiry-redlock":         "valid",
-		"extend-after-expiry-redsync":         "valid",
+		"flushall-lock-vanishes":               "lock-promise invalid",
+		"fence-counter-deleted":                "resource invalid",
+		"failover-fence-repeats":               "resource invalid",
+		"sentinel-wait-stale-replica-promoted": "lock-promise invalid",
+		"script-flush-evalsha-falls-back":      "valid",
+		"watchdog-stall-stale-write":           "resource invalid",
+		"unlock-races-watchdog-renewal":        "valid",
+		"eviction-lock-vanishes":               "lock-promise invalid",
+		"eviction-refused-noeviction":          "valid",
+		"retried-release-deletes-next-holder":  "lock-promise invalid",
+		"retried-release-says-not-held":        "lock-promise invalid",
+		"release-reply-lost-retries-off":       "valid",
+		"extend-after-expiry-token":            "valid",
+		"extend-after-expiry-redislock":        "valid",
+		"extend-after-expiry-redlock":          "valid",
+		"extend-after-expiry-redsync":          "valid",
 	}
 	got := map[string]Scenario{}
 	for _, s := range Catalogue() {
@@ -160,11 +161,11 @@ func TestScenariosAreWellFormed(t *testing.T) {
 				t.Errorf("workload has %d clients and %d keys; scenarios use 2–3 clients on one key", w.Clients, w.Keys)
 			}
 			// The run and recovery phases must leave room for setup, heal and
-			// check within the budget: 10s, 20s with Sentinel.
-			budget := 7 * time.Second
-			if s.Sentinel() {
-				budget = 9 * time.Second
-			}
+			// check: 9s scripted. (It was 7s without Sentinel, until the
+			// soak under stress-ng showed that Redlock and failover faults
+			// must wait for a holder with enough lease left, and the runs
+			// got the room to wait in.)
+			budget := 9 * time.Second
 			if s.Duration() > budget {
 				t.Errorf("scripted length %v exceeds %v", s.Duration(), budget)
 			}
