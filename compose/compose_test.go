@@ -6,6 +6,7 @@ package compose
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,8 +66,12 @@ func TestComposeFilesValidate(t *testing.T) {
 func TestComposeSentinelUp(t *testing.T) {
 	composeCmd(t)
 	dockertest.Require(t)
-	env := []string{"PREFIX=lh-composetest", "NET=10.214.250"}
-	args := []string{"-f", "sentinel.yml", "-p", "lh-composetest"}
+	// Names and subnet of this test process's own: another test run on
+	// the same engine (a second checkout) must not take them down.
+	project := fmt.Sprintf("lh-composetest-%d", os.Getpid())
+	net := fmt.Sprintf("10.215.%d", os.Getpid()%250+1)
+	env := []string{"PREFIX=" + project, "NET=" + net}
+	args := []string{"-f", "sentinel.yml", "-p", project}
 	t0 := time.Now()
 	t.Cleanup(func() { run(t, env, append(args, "down", "--timeout", "1")...) })
 	run(t, env, append(args, "up", "-d")...)
@@ -74,7 +79,7 @@ func TestComposeSentinelUp(t *testing.T) {
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := sentinelSetReady(ctx, "10.214.250")
+		err := sentinelSetReady(ctx, net)
 		if err == nil {
 			break
 		}

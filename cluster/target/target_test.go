@@ -59,9 +59,13 @@ func TestTargetComposeSentinel(t *testing.T) {
 	if err != nil {
 		t.Skip("skipping: docker-compose is not installed")
 	}
-	env := append(os.Environ(), "PREFIX=lh-targettest", "NET=10.214.251", "DOWN_AFTER=1000")
+	// Names and subnet of this test process's own: another test run on
+	// the same engine (a second checkout) must not take them down.
+	project := fmt.Sprintf("lh-targettest-%d", os.Getpid())
+	net := fmt.Sprintf("10.216.%d", os.Getpid()%250+1)
+	env := append(os.Environ(), "PREFIX="+project, "NET="+net, "DOWN_AFTER=1000")
 	compose := func(args ...string) {
-		cmd := exec.Command(dc, append([]string{"-f", "../../compose/sentinel.yml", "-p", "lh-targettest"}, args...)...)
+		cmd := exec.Command(dc, append([]string{"-f", "../../compose/sentinel.yml", "-p", project}, args...)...)
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("docker-compose %v: %v\n%s", args, err, out)
@@ -74,7 +78,7 @@ func TestTargetComposeSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.NewReplacer("10.214.2.", "10.214.251.", "lh-sentinel-", "lh-targettest-").Replace(string(b))
+	text := strings.NewReplacer("10.214.2.", net+".", "lh-sentinel-", project+"-").Replace(string(b))
 	p := filepath.Join(t.TempDir(), "target.yml")
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -159,7 +163,7 @@ func TestTargetComposeSentinel(t *testing.T) {
 	// each other from hello messages: fail over only once they know all.
 	if err := eventually(30*time.Second, func() error {
 		for _, s := range []string{".21", ".22", ".23"} {
-			sc := redis.NewSentinelClient(&redis.Options{Addr: "10.214.251" + s + ":26379", MaxRetries: -1})
+			sc := redis.NewSentinelClient(&redis.Options{Addr: net + s + ":26379", MaxRetries: -1})
 			m, err := sc.Master(ctx, "mymaster").Result()
 			_ = sc.Close()
 			if err != nil {
@@ -217,7 +221,7 @@ func TestTargetComposeSentinel(t *testing.T) {
 	if err := d.Down(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.Ping(ctx, "10.214.251.11:6379", time.Second); err != nil {
+	if err := cluster.Ping(ctx, net+".11:6379", time.Second); err != nil {
 		t.Fatalf("Down left n1 paused: %v", err)
 	}
 }
