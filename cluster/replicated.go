@@ -128,13 +128,20 @@ type ReplicationInfo = deploy.RoleInfo
 
 // Replication reads INFO replication over a direct connection.
 func (s *Server) Replication(ctx context.Context) (ReplicationInfo, error) {
-	cl := NewRedisClient(s.Addr(), ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
+	return RoleAt(ctx, s.Name, s.Addr())
+}
+
+// RoleAt reads node's replication role from INFO replication at addr,
+// over a connection of its own: every backend's Role, whatever runs the
+// node.
+func RoleAt(ctx context.Context, node, addr string) (deploy.RoleInfo, error) {
+	cl := NewRedisClient(addr, ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
 	defer cl.Close()
 	txt, err := cl.Info(ctx, "replication").Result()
 	if err != nil {
-		return ReplicationInfo{}, fmt.Errorf("INFO replication on %s: %w", s.Name, err)
+		return deploy.RoleInfo{}, fmt.Errorf("INFO replication on %s: %w", node, err)
 	}
-	var ri ReplicationInfo
+	var ri deploy.RoleInfo
 	var host, port string
 	for _, line := range strings.Split(txt, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -218,42 +217,7 @@ func (d *Deployment) Role(ctx context.Context, node string) (deploy.RoleInfo, er
 	if err != nil {
 		return deploy.RoleInfo{}, err
 	}
-	return RoleAt(ctx, node, n.Addr())
-}
-
-// RoleAt reads INFO replication from the Redis at addr over a direct
-// connection.
-func RoleAt(ctx context.Context, node, addr string) (deploy.RoleInfo, error) {
-	cl := cluster.NewRedisClient(addr, cluster.ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
-	defer cl.Close()
-	txt, err := cl.Info(ctx, "replication").Result()
-	if err != nil {
-		return deploy.RoleInfo{}, fmt.Errorf("INFO replication on %s: %w", node, err)
-	}
-	var ri deploy.RoleInfo
-	var host, port string
-	for _, line := range strings.Split(txt, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "role":
-			ri.Role = v
-		case "master_host":
-			host = v
-		case "master_port":
-			port = v
-		case "master_link_status":
-			ri.LinkUp = v == "up"
-		case "connected_slaves":
-			ri.Replicas, _ = strconv.Atoi(v)
-		}
-	}
-	if host != "" {
-		ri.MasterAddr = net.JoinHostPort(host, port)
-	}
-	return ri, nil
+	return cluster.RoleAt(ctx, node, n.Addr())
 }
 
 // Elected is the master the majority of the sentinels that answered name.

@@ -405,7 +405,7 @@ func Backend(f File) cluster.Backend {
 func (d *Deployment) empty(ctx context.Context) error {
 	addrs := []string{d.file.Storage}
 	for _, n := range d.nodes {
-		ri, err := docker.RoleAt(ctx, n.Name(), n.Addr())
+		ri, err := cluster.RoleAt(ctx, n.Name(), n.Addr())
 		if err != nil {
 			return err
 		}
@@ -719,7 +719,7 @@ func (d *Deployment) Role(ctx context.Context, node string) (deploy.RoleInfo, er
 	if err != nil {
 		return deploy.RoleInfo{}, err
 	}
-	return docker.RoleAt(ctx, node, n.Addr())
+	return cluster.RoleAt(ctx, node, n.Addr())
 }
 
 func (d *Deployment) lockNode(name string) (*Node, error) {
