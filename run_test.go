@@ -203,6 +203,16 @@ func TestEveryNemesisRuns(t *testing.T) {
 				cfg.Cluster.Failover = cluster.FailoverManual
 			}
 			out, err := lockharness.Run(context.Background(), cfg)
+			if n.Needs.Has(deploy.CanPartitionNodes) {
+				// Local processes share the host's network: refused
+				// before the run, saying where it runs (the Docker
+				// backend's tests run it).
+				var ue *deploy.UnsupportedError
+				if !errors.As(err, &ue) || ue.Capability != deploy.CanPartitionNodes || !strings.Contains(err.Error(), "--backend docker") {
+					t.Fatalf("native partition on local processes: %v, want an UnsupportedError naming --backend docker", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}

@@ -243,6 +243,28 @@ type ReplyDropper interface {
 	DropReplies() error
 }
 
+// NodePartitioner is a deployment that cuts its members (lock nodes and
+// sentinels) off from each other in its own network (CanPartitionNodes),
+// the way Jepsen partitions nodes: packets between two cut members are
+// dropped by the members' own kernels (iptables in a container's network
+// namespace), whichever way they travel, directly or through the harness's
+// proxies. It is a different fault from cutting a Link: a proxy holds the
+// bytes of a connection it accepted, a dropped packet is never answered,
+// not even a new connection's SYN; and it reaches paths no proxy fronts
+// (a compose deployment's replicas dial their master directly). Clients on
+// the harness's host, and the harness's own operator connections, are not
+// cut: a client's path is its Link.
+type NodePartitioner interface {
+	// PartitionNodes cuts each pair of members off from each other, in
+	// both directions, on top of what is cut already.
+	PartitionNodes(ctx context.Context, pairs [][2]string) error
+	// HealNodes removes every cut PartitionNodes made.
+	HealNodes(ctx context.Context) error
+	// PartitionedNodes are the members cut off from some other member now,
+	// in name order; none when the network is whole.
+	PartitionedNodes() []string
+}
+
 // Endpoint is one lock node as one client reaches it.
 type Endpoint struct {
 	Node string // node name, "n1"…
@@ -282,6 +304,10 @@ const (
 	CanPromote Capability = "promote"
 	// CanElect: a failure detector elects a master (Replication.Elected).
 	CanElect Capability = "elect"
+	// CanPartitionNodes: nodes can be cut off from each other inside the
+	// deployment's own network, beneath the harness's proxies
+	// (NodePartitioner).
+	CanPartitionNodes Capability = "native-partition"
 )
 
 var capabilityWords = map[Capability]string{
@@ -295,6 +321,7 @@ var capabilityWords = map[Capability]string{
 	CanSetPersistence: "changing the nodes' persistence",
 	CanPromote:        "promoting a replica",
 	CanElect:          "electing a master with a failure detector",
+	CanPartitionNodes: "cutting nodes off from each other in the deployment's own network",
 }
 
 // String says what the capability lets a fault do ("pausing nodes").

@@ -33,6 +33,15 @@ func HealAll(ctx context.Context, d Deployment) (string, error) {
 	if healed > 0 {
 		did = append(did, fmt.Sprintf("healed %d links", healed))
 	}
+	if p, ok := nodePartitioner(d); ok {
+		if cut := p.PartitionedNodes(); len(cut) > 0 {
+			if err := p.HealNodes(ctx); err != nil {
+				errs = append(errs, err)
+			} else {
+				did = append(did, "rejoined "+strings.Join(cut, ", "))
+			}
+		}
+	}
 	members := d.Members()
 	for _, n := range members {
 		if p, err := As[Pauser](n, CanPause); err == nil && p.Paused() {
@@ -102,6 +111,11 @@ func CheckHealthy(ctx context.Context, d Deployment) error {
 			errs = append(errs, fmt.Errorf("link %s still has toxics %v", l.Name(), l.Faults()))
 		}
 	}
+	if p, ok := nodePartitioner(d); ok {
+		if cut := p.PartitionedNodes(); len(cut) > 0 {
+			errs = append(errs, fmt.Errorf("%s still cut off from other nodes", strings.Join(cut, ", ")))
+		}
+	}
 	for _, n := range d.Members() {
 		if k, err := As[Killer](n, CanKill); err == nil && !k.Running() {
 			errs = append(errs, fmt.Errorf("%s is not running", n.Name()))
@@ -140,6 +154,12 @@ func CheckHealthy(ctx context.Context, d Deployment) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// nodePartitioner is d's NodePartitioner when d can partition its nodes.
+func nodePartitioner(d Deployment) (NodePartitioner, bool) {
+	p, ok := d.(NodePartitioner)
+	return p, ok && d.Capabilities().Has(CanPartitionNodes)
 }
 
 // replication is d's Replication when d is replicated.

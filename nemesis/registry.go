@@ -28,6 +28,7 @@ type fault interface {
 func builtins() []func() fault {
 	return []func() fault{
 		func() fault { return &partition{} },
+		func() fault { return &nativePartition{} },
 		func() fault { return &latency{} },
 		func() fault { return &clock{} },
 		func() fault { return &pause{} },

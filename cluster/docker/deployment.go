@@ -54,8 +54,9 @@ type Config struct {
 	// Faketime runs every lock node under libfaketime (the image must have
 	// it and the malloc shim).
 	Faketime bool
-	// NetAdmin requires the iptables partition: the image must have
-	// iptables. The lock nodes get CAP_NET_ADMIN whenever it has.
+	// NetAdmin requires the iptables partitions (Isolate, the native
+	// partition): the image must have iptables. The lock nodes and the
+	// sentinels get CAP_NET_ADMIN whenever it has.
 	NetAdmin bool
 	// Dir is the parent of the per-node directories bind-mounted into the
 	// containers; empty: a new temporary directory, removed by Down.
@@ -193,6 +194,7 @@ type Deployment struct {
 	mu      sync.Mutex
 	primary string          // replicated: the node the harness takes as master
 	dialers []*masterDialer // manual failover: clients following primary
+	cuts    Cuts            // the native partition in force
 
 	downOnce sync.Once
 	downErr  error
@@ -670,7 +672,7 @@ func (n *Node) create(ctx context.Context) error {
 		Networks: []string{nwName},
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: n.Dir, Target: mountPoint})
-			if d.cfg.NetAdmin && n.role == RoleNode {
+			if d.cfg.NetAdmin && n.role != RoleStorage {
 				hc.CapAdd = append(hc.CapAdd, "NET_ADMIN")
 			}
 		},

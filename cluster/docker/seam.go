@@ -59,10 +59,15 @@ func (d *Deployment) Layout() deploy.Layout {
 }
 
 // Capabilities of the deployment: every link can be cut, slowed and made
-// to drop replies (the host's toxiproxy), persistence changes with CONFIG SET; a replicated topology can be failed over by hand, or
-// by its sentinels.
+// to drop replies (the host's toxiproxy), persistence changes with CONFIG
+// SET; with an image that has iptables, members can be cut off from each
+// other inside the network (the native partition); a replicated topology
+// can be failed over by hand, or by its sentinels.
 func (d *Deployment) Capabilities() deploy.Capabilities {
 	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanDropReplies, deploy.CanSetPersistence}
+	if d.cfg.NetAdmin {
+		cs = append(cs, deploy.CanPartitionNodes)
+	}
 	if d.cfg.Topology == cluster.Replicated {
 		cs = append(cs, deploy.CanPromote)
 		if len(d.Sentinels) > 0 {
@@ -82,6 +87,10 @@ func (d *Deployment) Hint(c deploy.Capability) string {
 		return "start the containers under libfaketime (docker.Config.Faketime)"
 	case deploy.CanPromote, deploy.CanElect:
 		return "use a replicated topology"
+	case deploy.CanPartitionNodes:
+		if err := d.image.Require(NeedIptables); err != nil {
+			return err.Error()
+		}
 	}
 	return ""
 }

@@ -470,6 +470,8 @@ func (d *Deployment) Hint(c deploy.Capability) string {
 		return "the harness does not own a target's replication links: use --backend docker or local for manual failover"
 	case deploy.CanSetPersistence:
 		return "a target's persistence is its own configuration"
+	case deploy.CanPartitionNodes:
+		return "a target's nodes reach each other over its own network, which the harness does not own: use --backend docker for the native partition (nemesis partition cuts the client links here)"
 	}
 	return ""
 }

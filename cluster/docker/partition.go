@@ -1,0 +1,250 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lockharness/lockharness/deploy"
+)
+
+// The native partition (deploy.NodePartitioner): members cut off from each
+// other by iptables in their containers' network namespaces, beneath the
+// harness's proxies. It keeps every container on the network at its
+// address (docker network disconnect would also cut the clients and the
+// harness, and take the published ports away), and the clients on the host
+// still reach every node: it is the partition between the nodes that a
+// client-side proxy cannot express.
+var _ deploy.NodePartitioner = (*Deployment)(nil)
+
+// cutChain is the chain of the native partition in a container, apart from
+// Isolate's, so that each removes exactly what it added.
+const cutChain = "LOCKHARNESS-CUT"
+
+// Peer is a member as the native partition sees it: its name and its
+// address on the network.
+type Peer struct {
+	Name string
+	IP   netip.Addr
+}
+
+// Proxied is a path between members that goes through one of the
+// harness's proxies listening on the network's gateway (the replicas' and
+// sentinels' links to a node): From are the members that dial it, To the
+// member it leads to, Port the proxy's port on the gateway.
+type Proxied struct {
+	From []string
+	To   string
+	Port int
+}
+
+// CutRules are the iptables rules (what follows `iptables -A CHAIN`) that
+// member self needs so that it exchanges no packet with the members in
+// cut: packets to and from their addresses, and its packets to, and the
+// replies from, the proxies on gateway that lead to them. The other end of
+// a proxied path is cut in the dialing member, where the path can be told
+// apart from a client's (at the node it leads to, both come from the
+// gateway). Pure, so the rules can be checked without containers.
+func CutRules(self string, cut []string, peers []Peer, gateway netip.Addr, proxied []Proxied) []string {
+	var rules []string
+	cutSet := map[string]bool{}
+	for _, c := range cut {
+		cutSet[c] = true
+	}
+	for _, p := range peers {
+		if cutSet[p.Name] && p.Name != self {
+			rules = append(rules, "-s "+p.IP.String()+" -j DROP", "-d "+p.IP.String()+" -j DROP")
+		}
+	}
+	for _, x := range proxied {
+		if cutSet[x.To] && slices.Contains(x.From, self) {
+			port := strconv.Itoa(x.Port)
+			rules = append(rules,
+				"-d "+gateway.String()+" -p tcp --dport "+port+" -j DROP",
+				"-s "+gateway.String()+" -p tcp --sport "+port+" -j DROP")
+		}
+	}
+	return rules
+}
+
+// cutScript replaces the native partition's chain in a container by rules
+// and hooks it into INPUT and OUTPUT (once).
+func cutScript(rules []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "iptables -N %[1]s 2>/dev/null; iptables -F %[1]s", cutChain)
+	for _, r := range rules {
+		fmt.Fprintf(&b, " && iptables -A %s %s", cutChain, r)
+	}
+	fmt.Fprintf(&b, " && (iptables -C INPUT -j %[1]s 2>/dev/null || iptables -I INPUT -j %[1]s)"+
+		" && (iptables -C OUTPUT -j %[1]s 2>/dev/null || iptables -I OUTPUT -j %[1]s)", cutChain)
+	return b.String()
+}
+
+// uncutScript removes the chain and its hooks.
+var uncutScript = fmt.Sprintf("iptables -D INPUT -j %[1]s 2>/dev/null; iptables -D OUTPUT -j %[1]s 2>/dev/null; "+
+	"iptables -F %[1]s 2>/dev/null; iptables -X %[1]s 2>/dev/null; true", cutChain)
+
+// Cuts is which members are cut off from which, symmetric, and the pure
+// bookkeeping of a native partition: a backend keeps one, adds pairs and
+// applies the rules of the members whose cut changed.
+type Cuts map[string]map[string]bool
+
+// Add cuts a and b off from each other and reports whether that changed
+// anything.
+func (c Cuts) Add(a, b string) bool {
+	if a == b || c[a][b] {
+		return false
+	}
+	for _, x := range [][2]string{{a, b}, {b, a}} {
+		if c[x[0]] == nil {
+			c[x[0]] = map[string]bool{}
+		}
+		c[x[0]][x[1]] = true
+	}
+	return true
+}
+
+// Of lists the members cut off from m, in name order.
+func (c Cuts) Of(m string) []string {
+	var out []string
+	for o := range c[m] {
+		out = append(out, o)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Members lists the members cut off from anyone, in name order.
+func (c Cuts) Members() []string {
+	var out []string
+	for m, o := range c {
+		if len(o) > 0 {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PartitionNodes cuts each pair of members (lock nodes, sentinels) off
+// from each other with iptables in their containers, on top of what is cut
+// already. It needs an image with iptables (the containers get
+// CAP_NET_ADMIN then). A member that is paused cannot take the rules; a
+// container that is docker-killed and started again loses them (the
+// supervised lock nodes are never: their container stays).
+func (d *Deployment) PartitionNodes(ctx context.Context, pairs [][2]string) error {
+	if !d.cfg.NetAdmin {
+		return &deploy.UnsupportedError{Capability: deploy.CanPartitionNodes, Hint: d.Hint(deploy.CanPartitionNodes)}
+	}
+	for _, p := range pairs {
+		for _, m := range p {
+			if n, err := d.Container(m); err != nil || n.role == RoleStorage {
+				return fmt.Errorf("native partition: no member %q (lock nodes and sentinels)", m)
+			}
+		}
+	}
+	d.mu.Lock()
+	if d.cuts == nil {
+		d.cuts = Cuts{}
+	}
+	changed := map[string]bool{}
+	for _, p := range pairs {
+		if d.cuts.Add(p[0], p[1]) {
+			changed[p[0]], changed[p[1]] = true, true
+		}
+	}
+	scripts := map[*Node]string{}
+	peers, proxied := d.peers(), d.proxied()
+	for m := range changed {
+		n, _ := d.Container(m)
+		scripts[n] = cutScript(CutRules(m, d.cuts.Of(m), peers, d.gateway, proxied))
+	}
+	d.mu.Unlock()
+	return execAll(ctx, scripts, "native partition")
+}
+
+// HealNodes removes every cut of the native partition.
+func (d *Deployment) HealNodes(ctx context.Context) error {
+	d.mu.Lock()
+	scripts := map[*Node]string{}
+	for _, m := range d.cuts.Members() {
+		n, _ := d.Container(m)
+		scripts[n] = uncutScript
+	}
+	d.cuts = nil
+	d.mu.Unlock()
+	return execAll(ctx, scripts, "heal native partition")
+}
+
+// PartitionedNodes are the members cut off from some other member now.
+func (d *Deployment) PartitionedNodes() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cuts.Members()
+}
+
+// peers are the members' addresses.
+func (d *Deployment) peers() []Peer {
+	var out []Peer
+	for _, n := range append(append([]*Node(nil), d.Nodes...), d.Sentinels...) {
+		out = append(out, Peer{Name: n.name, IP: n.IP})
+	}
+	return out
+}
+
+// proxied are the links members dial through the gateway: "sentinels->nI"
+// (every member but nI dials it: the replicas and the sentinels) and, with
+// manual failover, "nJ->nI".
+func (d *Deployment) proxied() []Proxied {
+	var out []Proxied
+	for _, l := range d.links {
+		from, to := l.From(), l.To()
+		var dialers []string
+		switch {
+		case from == SentinelsFrom:
+			for _, n := range append(append([]*Node(nil), d.Nodes...), d.Sentinels...) {
+				if n.name != to {
+					dialers = append(dialers, n.name)
+				}
+			}
+		case strings.HasPrefix(from, "n"):
+			dialers = []string{from}
+		default:
+			continue // a client's link, on the host
+		}
+		_, port, _ := strings.Cut(l.Addr(), ":")
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			continue
+		}
+		out = append(out, Proxied{From: dialers, To: to, Port: p})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
+	return out
+}
+
+// execAll runs each node's script in its container, in parallel.
+func execAll(ctx context.Context, scripts map[*Node]string, what string) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for n, s := range scripts {
+		wg.Add(1)
+		go func(n *Node, s string) {
+			defer wg.Done()
+			if err := n.exec(ctx, s); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", what, err))
+				mu.Unlock()
+			}
+		}(n, s)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
