@@ -195,6 +195,9 @@ type Deployment struct {
 	primary string          // replicated: the node the harness takes as master
 	dialers []*masterDialer // manual failover: clients following primary
 	cuts    Cuts            // the native partition in force
+	// hostNetns: iptables runs in the containers' namespaces from the
+	// host (nsenter), not by docker exec.
+	hostNetns bool
 
 	downOnce sync.Once
 	downErr  error
@@ -245,7 +248,7 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 			return nil, err
 		}
 	}
-	d := &Deployment{cfg: cfg, image: im, runID: newRunID(), links: map[string]*cluster.Link{}}
+	d := &Deployment{cfg: cfg, image: im, runID: newRunID(), links: map[string]*cluster.Link{}, hostNetns: hostNetns()}
 	d.cfg.NetAdmin = im.Iptables
 	defer func() {
 		if err != nil {

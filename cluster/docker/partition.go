@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockharness/lockharness/deploy"
 )
@@ -133,13 +134,16 @@ func (c Cuts) Members() []string {
 }
 
 // PartitionNodes cuts each pair of members (lock nodes, sentinels) off
-// from each other with iptables in their containers, on top of what is cut
-// already. It needs an image with iptables (the containers get
+// from each other with iptables in their containers' network namespaces,
+// on top of what is cut already. It needs a harness running as root with
+// nsenter and iptables, or an image with iptables (the containers get
 // CAP_NET_ADMIN then). A member that is paused cannot take the rules; a
 // container that is docker-killed and started again loses them (the
-// supervised lock nodes are never: their container stays).
+// supervised lock nodes never are: their container stays). The rules go
+// in once begun even when ctx ends (changing the network halfway would
+// leave a partition nobody asked for), within execTimeout.
 func (d *Deployment) PartitionNodes(ctx context.Context, pairs [][2]string) error {
-	if !d.cfg.NetAdmin {
+	if !d.canCut() {
 		return &deploy.UnsupportedError{Capability: deploy.CanPartitionNodes, Hint: d.Hint(deploy.CanPartitionNodes)}
 	}
 	for _, p := range pairs {
@@ -166,10 +170,13 @@ func (d *Deployment) PartitionNodes(ctx context.Context, pairs [][2]string) erro
 		scripts[n] = cutScript(CutRules(m, d.cuts.Of(m), peers, d.gateway, proxied))
 	}
 	d.mu.Unlock()
-	return execAll(ctx, scripts, "native partition")
+	_, err := execAll(ctx, scripts, "native partition")
+	return err
 }
 
-// HealNodes removes every cut of the native partition.
+// HealNodes removes every cut of the native partition. Like
+// PartitionNodes it finishes what it began when ctx ends; a member whose
+// rules could not be removed stays cut, for the next heal.
 func (d *Deployment) HealNodes(ctx context.Context) error {
 	d.mu.Lock()
 	scripts := map[*Node]string{}
@@ -177,9 +184,19 @@ func (d *Deployment) HealNodes(ctx context.Context) error {
 		n, _ := d.Container(m)
 		scripts[n] = uncutScript
 	}
-	d.cuts = nil
 	d.mu.Unlock()
-	return execAll(ctx, scripts, "heal native partition")
+	failed, err := execAll(ctx, scripts, "heal native partition")
+	d.mu.Lock()
+	for m, peers := range d.cuts {
+		if !failed[m] {
+			for o := range peers {
+				delete(d.cuts[o], m)
+			}
+			delete(d.cuts, m)
+		}
+	}
+	d.mu.Unlock()
+	return err
 }
 
 // PartitionedNodes are the members cut off from some other member now.
@@ -188,6 +205,10 @@ func (d *Deployment) PartitionedNodes() []string {
 	defer d.mu.Unlock()
 	return d.cuts.Members()
 }
+
+// canCut reports whether iptables can run in the containers' network
+// namespaces: from the host (nsenter), or inside an image that has it.
+func (d *Deployment) canCut() bool { return d.hostNetns || d.cfg.NetAdmin }
 
 // peers are the members' addresses.
 func (d *Deployment) peers() []Peer {
@@ -229,22 +250,31 @@ func (d *Deployment) proxied() []Proxied {
 	return out
 }
 
-// execAll runs each node's script in its container, in parallel.
-func execAll(ctx context.Context, scripts map[*Node]string, what string) error {
+// execTimeout bounds the iptables changes of one partition or heal
+// (each a docker exec: 0.1–0.4 s on a loaded machine).
+const execTimeout = 20 * time.Second
+
+// execAll runs each node's script in its container, in parallel, and
+// returns the nodes where it failed.
+func execAll(ctx context.Context, scripts map[*Node]string, what string) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execTimeout)
+	defer cancel()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
+	failed := map[string]bool{}
 	for n, s := range scripts {
 		wg.Add(1)
 		go func(n *Node, s string) {
 			defer wg.Done()
-			if err := n.exec(ctx, s); err != nil {
+			if err := n.netExec(ctx, s); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("%s: %w", what, err))
+				failed[n.name] = true
 				mu.Unlock()
 			}
 		}(n, s)
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return failed, errors.Join(errs...)
 }

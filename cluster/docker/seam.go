@@ -65,7 +65,7 @@ func (d *Deployment) Layout() deploy.Layout {
 // can be failed over by hand, or by its sentinels.
 func (d *Deployment) Capabilities() deploy.Capabilities {
 	cs := deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanDropReplies, deploy.CanSetPersistence}
-	if d.cfg.NetAdmin {
+	if d.canCut() {
 		cs = append(cs, deploy.CanPartitionNodes)
 	}
 	if d.cfg.Topology == cluster.Replicated {
@@ -89,7 +89,7 @@ func (d *Deployment) Hint(c deploy.Capability) string {
 		return "use a replicated topology"
 	case deploy.CanPartitionNodes:
 		if err := d.image.Require(NeedIptables); err != nil {
-			return err.Error()
+			return err.Error() + "; or run the harness as root with nsenter and iptables on the host"
 		}
 	}
 	return ""
