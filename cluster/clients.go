@@ -100,29 +100,27 @@ func (c *Cluster) masterClient(cl int, o ClientOptions) *redis.Client {
 				addrs = append(addrs, l.Addr())
 			}
 		}
-		ro := o.options("")
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:      MasterName,
-			SentinelAddrs:   addrs,
-			Dialer:          c.announceDialer(from, o.Timeout),
-			DialTimeout:     ro.DialTimeout,
-			ReadTimeout:     ro.ReadTimeout,
-			WriteTimeout:    ro.WriteTimeout,
-			MaxRetries:      ro.MaxRetries,
-			DialerRetries:   ro.DialerRetries,
-			PoolSize:        ro.PoolSize,
-			PoolTimeout:     ro.PoolTimeout,
-			MinRetryBackoff: ro.MinRetryBackoff,
-			MaxRetryBackoff: ro.MaxRetryBackoff,
-		})
+		return NewFailoverClient(MasterName, addrs, AnnounceDialer(func(addr string) (string, bool) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if l := c.links[LinkName(from, c.announce[addr])]; l != nil {
+				return l.Addr(), true
+			}
+			return "", false
+		}, o.Timeout), o)
 	}
-	d := &masterDialer{c: c, from: from, timeout: o.Timeout, conns: map[*trackedConn]struct{}{}}
+	d := NewMasterDialer(func() (string, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if l := c.links[LinkName(from, c.master)]; l != nil {
+			return l.Addr(), nil
+		}
+		return "", fmt.Errorf("no link from %s to %s", from, c.master)
+	}, o.Timeout)
 	c.mu.Lock()
 	c.dialers = append(c.dialers, d)
 	c.mu.Unlock()
-	ro := o.options(MasterNodeName + ":0")
-	ro.Dialer = d.dial
-	return redis.NewClient(ro)
+	return NewMasterClient(d, o)
 }
 
 // CloseNodes closes the clients of nodes.

@@ -213,7 +213,7 @@ type Cluster struct {
 	mu       sync.Mutex
 	master   string            // replicated: the node the harness takes as master
 	announce map[string]string // announced address -> node name (sentinel mode)
-	dialers  []*masterDialer   // manual mode: clients following the master
+	dialers  []*MasterDialer   // manual mode: clients following the master
 
 	downOnce sync.Once
 	downErr  error

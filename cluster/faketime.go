@@ -20,6 +20,10 @@ import (
 //go:embed shim/glibcmalloc.c
 var glibcMallocSource []byte
 
+// ShimSource is the malloc shim's C source, for an image build that runs
+// outside a checkout (`harness image build`).
+func ShimSource() []byte { return append([]byte(nil), glibcMallocSource...) }
+
 // FaketimeHint says how to get what clock faults need.
 const FaketimeHint = "install them with `apt-get install -y libfaketime gcc`"
 

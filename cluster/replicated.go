@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,14 +65,14 @@ func (c *Cluster) SetPrimary(name string) error {
 	c.mu.Lock()
 	changed := c.master != name
 	c.master = name
-	dialers := append([]*masterDialer(nil), c.dialers...)
+	dialers := append([]*MasterDialer(nil), c.dialers...)
 	for _, s := range c.Nodes {
 		s.Config = c.renderConfig(s)
 	}
 	c.mu.Unlock()
 	if changed {
 		for _, d := range dialers {
-			d.closeAll()
+			d.CloseAll()
 		}
 	}
 	return nil
@@ -179,37 +178,19 @@ func (c *Cluster) Elected(ctx context.Context) (string, error) {
 	if len(c.Sentinels) == 0 {
 		return "", fmt.Errorf("sentinel master: topology has no sentinels")
 	}
-	votes := map[string]int{}
-	var errs []string
+	var ss []SentinelAddr
 	for _, s := range c.Sentinels {
-		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 300 * time.Millisecond,
-			ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, PoolSize: 1})
-		addr, err := sc.GetMasterAddrByName(ctx, MasterName).Result()
-		_ = sc.Close()
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", s.Name, err))
-			continue
-		}
-		a := net.JoinHostPort(addr[0], addr[1])
+		ss = append(ss, SentinelAddr{Name: s.Name, Addr: s.Addr()})
+	}
+	return ElectedBy(ctx, ss, MasterName, func(a string) (string, bool) {
 		c.mu.Lock()
 		name, ok := c.announce[a]
 		c.mu.Unlock()
 		if _, err := c.Server(name); !ok || err != nil {
-			errs = append(errs, fmt.Sprintf("%s: unknown master address %s", s.Name, a))
-			continue
+			return "", false
 		}
-		votes[name]++
-	}
-	best, n := "", 0
-	for name, v := range votes {
-		if v > n || (v == n && name < best) {
-			best, n = name, v
-		}
-	}
-	if best == "" {
-		return "", fmt.Errorf("sentinel master: no answer: %s", strings.Join(errs, "; "))
-	}
-	return best, nil
+		return name, true
+	})
 }
 
 // RefreshMaster sets Master to what the sentinels say it is.
@@ -265,82 +246,6 @@ func (c *Cluster) replicatedReady(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// masterDialer dials, for one client slot, the current master through that
-// client's own link to it, and remembers its connections so SetPrimary can
-// close them: the client's pool then redials the new master.
-type masterDialer struct {
-	c       *Cluster
-	from    string
-	timeout time.Duration
-
-	mu    sync.Mutex
-	conns map[*trackedConn]struct{}
-}
-
-func (d *masterDialer) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	d.c.mu.Lock()
-	l := d.c.links[LinkName(d.from, d.c.master)]
-	d.c.mu.Unlock()
-	if l == nil {
-		return nil, fmt.Errorf("dial master: no link from %s", d.from)
-	}
-	nd := net.Dialer{Timeout: d.timeout}
-	conn, err := nd.DialContext(ctx, "tcp", l.Addr())
-	if err != nil {
-		return nil, err
-	}
-	tc := &trackedConn{Conn: conn, d: d}
-	d.mu.Lock()
-	d.conns[tc] = struct{}{}
-	d.mu.Unlock()
-	return tc, nil
-}
-
-func (d *masterDialer) closeAll() {
-	d.mu.Lock()
-	conns := make([]*trackedConn, 0, len(d.conns))
-	for tc := range d.conns {
-		conns = append(conns, tc)
-	}
-	d.mu.Unlock()
-	for _, tc := range conns {
-		_ = tc.Close()
-	}
-}
-
-type trackedConn struct {
-	net.Conn
-	d    *masterDialer
-	once sync.Once
-}
-
-func (t *trackedConn) Close() error {
-	t.once.Do(func() {
-		t.d.mu.Lock()
-		delete(t.d.conns, t)
-		t.d.mu.Unlock()
-	})
-	return t.Conn.Close()
-}
-
-// announceDialer maps an address a node announces (what Sentinel hands out)
-// to the client's own link to that node, so a client that found the master
-// through Sentinel still reaches it through its own proxy. Other addresses
-// (the client's links to the sentinels) are dialed as they are.
-func (c *Cluster) announceDialer(from string, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c.mu.Lock()
-		if name, ok := c.announce[addr]; ok {
-			if l := c.links[LinkName(from, name)]; l != nil {
-				addr = l.Addr()
-			}
-		}
-		c.mu.Unlock()
-		nd := net.Dialer{Timeout: timeout}
-		return nd.DialContext(ctx, network, addr)
-	}
 }
 
 // ReplicationLink is the link replica follows master through (see Follow).

@@ -40,16 +40,7 @@ func TestCatalogueOnDocker(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
-			t.Logf("%.1fs, observed %s", o.Elapsed.Seconds(), o.ObservedString())
-			if !o.Pass() {
-				for _, u := range o.Result.Vacuous {
-					t.Logf("  exposure not reached: %s", u)
-				}
-				for _, v := range o.Result.Violations {
-					t.Logf("  %s: %s", v.Checker, v.Description)
-				}
-				t.Errorf("observed %s, expected %s (history in %s)", o.ObservedString(), s.Expect, o.Dir)
-			}
+			checkOutcome(t, s, o)
 		})
 	}
 }
@@ -95,11 +86,5 @@ func TestSentinelSplitBrainNativePartition(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	t.Logf("%.1fs, observed %s", o.Elapsed.Seconds(), o.ObservedString())
-	if !o.Pass() {
-		for _, u := range o.Result.Vacuous {
-			t.Logf("  exposure not reached: %s", u)
-		}
-		t.Errorf("observed %s, expected %s (history in %s)", o.ObservedString(), s.Expect, o.Dir)
-	}
+	checkOutcome(t, s, o)
 }

@@ -27,16 +27,23 @@ func TestCatalogue(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
-			t.Logf("%.1fs, observed %s", o.Elapsed.Seconds(), o.ObservedString())
-			if !o.Pass() {
-				for _, u := range o.Result.Vacuous {
-					t.Logf("  exposure not reached: %s", u)
-				}
-				for _, v := range o.Result.Violations {
-					t.Logf("  %s: %s", v.Checker, v.Description)
-				}
-				t.Errorf("observed %s, expected %s (history in %s)", o.ObservedString(), s.Expect, o.Dir)
-			}
+			checkOutcome(t, s, o)
 		})
+	}
+}
+
+// checkOutcome logs what a scenario's run observed and fails t when it is
+// not what the scenario expects, with why.
+func checkOutcome(t *testing.T, s Scenario, o Outcome) {
+	t.Helper()
+	t.Logf("%.1fs, observed %s", o.Elapsed.Seconds(), o.ObservedString())
+	if !o.Pass() {
+		for _, u := range o.Result.Vacuous {
+			t.Logf("  exposure not reached: %s", u)
+		}
+		for _, v := range o.Result.Violations {
+			t.Logf("  %s: %s", v.Checker, v.Description)
+		}
+		t.Errorf("observed %s, expected %s (history in %s)", o.ObservedString(), s.Expect, o.Dir)
 	}
 }

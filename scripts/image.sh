@@ -9,9 +9,12 @@
 #   scripts/image.sh [NAME]        default NAME: lockharness/redis:bookworm
 #
 # Environment: SUITE (bookworm), MIRROR (http://deb.debian.org/debian),
-# FORCE=1 rebuilds an image that exists. Needs root, debootstrap and gcc.
+# FORCE=1 rebuilds an image that exists, SHIM_SRC is the malloc shim's
+# source (cluster/shim/glibcmalloc.c of the checkout). Needs root,
+# debootstrap and gcc. `harness image build` runs this same script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SHIM_SRC=${SHIM_SRC:-$PWD/cluster/shim/glibcmalloc.c}
 
 NAME=${1:-lockharness/redis:bookworm}
 SUITE=${SUITE:-bookworm}
@@ -70,7 +73,7 @@ rm -rf "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* "$root"/usr/share/man
 # The malloc shim, built on this host (same Debian release as the image by
 # default) from the source the local backend embeds.
 mkdir -p "$root$SHIM_DIR"
-gcc -shared -fPIC -O2 -o "$root$SHIM_DIR/glibcmalloc.so" cluster/shim/glibcmalloc.c -ldl
+gcc -shared -fPIC -O2 -o "$root$SHIM_DIR/glibcmalloc.so" "$SHIM_SRC" -ldl
 
 tar -C "$root" -c . | docker import \
   -c 'CMD ["redis-server", "--protected-mode", "no"]' \

@@ -3,21 +3,32 @@ package docker
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 )
 
 // Container is a handle on one container for the faults Docker itself
-// causes: pause, kill, start. The Docker backend's nodes use it, and so do
-// the nodes of a deployment the harness did not start, where the user
-// names the container.
+// causes: pause, kill, start. It remembers what it did (Paused, Killed),
+// which is what a deploy.Pauser and a deploy.Killer report: the Docker
+// backend's nodes use it, and so do the nodes of a deployment the harness
+// did not start, where the user names the container.
 type Container struct {
 	// Name is how the container was named (or its id).
 	Name string
 	// ID is the container's id.
 	ID string
 	dc *testcontainers.DockerClient
+
+	mu     sync.Mutex
+	paused bool // paused by Pause, not yet resumed
+	killed bool // killed by Kill, not yet started
+}
+
+// newContainer is a handle on the container id, through dc.
+func newContainer(name, id string, dc *testcontainers.DockerClient) *Container {
+	return &Container{Name: name, ID: id, dc: dc}
 }
 
 // AttachContainer finds the container named name (or with that id) in the
@@ -35,7 +46,7 @@ func AttachContainer(ctx context.Context, name string) (*Container, error) {
 		}
 		return nil, fmt.Errorf("inspect container %s: %w", name, err)
 	}
-	return &Container{Name: name, ID: r.Container.ID, dc: dc}, nil
+	return newContainer(name, r.Container.ID, dc), nil
 }
 
 // Close releases the Docker client.
@@ -46,29 +57,69 @@ func (c *Container) Pause(ctx context.Context) error {
 	if _, err := c.dc.ContainerPause(ctx, c.ID, client.ContainerPauseOptions{}); err != nil {
 		return fmt.Errorf("pause container %s: %w", c.Name, err)
 	}
+	c.set(func() { c.paused = true })
 	return nil
 }
 
-// Resume thaws it (docker unpause).
+// Resume thaws it (docker unpause); a container Pause did not pause is
+// left alone.
 func (c *Container) Resume(ctx context.Context) error {
+	if !c.Paused() {
+		return nil
+	}
 	if _, err := c.dc.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{}); err != nil {
 		return fmt.Errorf("resume container %s: %w", c.Name, err)
 	}
+	c.set(func() { c.paused = false })
 	return nil
 }
 
-// Kill sends SIGKILL to its main process (docker kill).
+// Paused reports whether Pause is in effect (false on a nil handle: no
+// container, nothing paused).
+func (c *Container) Paused() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused
+}
+
+// Kill sends SIGKILL to its main process (docker kill); a paused
+// container is killed too, and is no longer paused.
 func (c *Container) Kill(ctx context.Context) error {
 	if _, err := c.dc.ContainerKill(ctx, c.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		return fmt.Errorf("kill container %s: %w", c.Name, err)
 	}
+	c.set(func() { c.killed, c.paused = true, false })
 	return nil
 }
 
-// Start starts it again (docker start) with the file system it had.
+// Start starts it again (docker start) with the file system it had; a
+// container Kill did not kill is left alone.
 func (c *Container) Start(ctx context.Context) error {
+	if !c.Killed() {
+		return nil
+	}
 	if _, err := c.dc.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
 		return fmt.Errorf("start container %s: %w", c.Name, err)
 	}
+	c.set(func() { c.killed = false })
 	return nil
+}
+
+// Killed reports whether Kill is in effect (false on a nil handle).
+func (c *Container) Killed() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.killed
+}
+
+func (c *Container) set(f func()) {
+	c.mu.Lock()
+	f()
+	c.mu.Unlock()
 }

@@ -143,7 +143,8 @@ type Node struct {
 
 	d      *Deployment
 	ctr    testcontainers.Container
-	config string // written to Dir before every start
+	ct     *Container // Docker's own faults on it: pause, kill, start
+	config string     // written to Dir before every start
 	env    map[string]string
 
 	// supervised: the container's first process is a shell loop that
@@ -152,8 +153,7 @@ type Node struct {
 	supervised bool
 
 	mu           sync.Mutex
-	dead         bool // killed and not started again
-	paused       bool
+	serverDead   bool // supervised: its server killed and not started again
 	disconnected bool
 	isolated     bool
 	clock        cluster.Clock
@@ -192,9 +192,9 @@ type Deployment struct {
 	links   map[string]*cluster.Link
 
 	mu      sync.Mutex
-	primary string          // replicated: the node the harness takes as master
-	dialers []*masterDialer // manual failover: clients following primary
-	cuts    Cuts            // the native partition in force
+	primary string                  // replicated: the node the harness takes as master
+	dialers []*cluster.MasterDialer // manual failover: clients following primary
+	cuts    Cuts                    // the native partition in force
 	// hostNetns: iptables runs in the containers' namespaces from the
 	// host (nsenter), not by docker exec.
 	hostNetns bool
@@ -692,6 +692,7 @@ func (n *Node) create(ctx context.Context) error {
 	if c != nil {
 		// Run may return a container together with an error: Down removes it.
 		n.ctr, n.ID = c, c.GetContainerID()
+		n.ct = newContainer(n.name, n.ID, d.dc)
 	}
 	if err != nil {
 		return fmt.Errorf("start container %s (%s): %w", n.name, d.cfg.Image, err)

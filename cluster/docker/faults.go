@@ -23,38 +23,15 @@ import (
 	"github.com/lockharness/lockharness/deploy"
 )
 
-// ctl is the node's container as Docker's own faults act on it.
-func (n *Node) ctl() *Container { return &Container{Name: n.name, ID: n.ID, dc: n.d.dc} }
-
 // Pause freezes every process of the node's container (docker pause, the
 // cgroup freezer): connections are accepted by the kernel, commands hang.
-func (n *Node) Pause(ctx context.Context) error {
-	if err := n.ctl().Pause(ctx); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.paused = true
-	n.mu.Unlock()
-	return nil
-}
+func (n *Node) Pause(ctx context.Context) error { return n.ct.Pause(ctx) }
 
-// Resume thaws a paused container.
-func (n *Node) Resume(ctx context.Context) error {
-	if err := n.ctl().Resume(ctx); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.paused = false
-	n.mu.Unlock()
-	return nil
-}
+// Resume thaws a paused container; one not paused is left alone.
+func (n *Node) Resume(ctx context.Context) error { return n.ct.Resume(ctx) }
 
 // Paused reports whether Pause is in effect.
-func (n *Node) Paused() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.paused
-}
+func (n *Node) Paused() bool { return n.ct.Paused() }
 
 // Kill crashes the node's server with SIGKILL: what it had not persisted
 // is lost. A supervised node's server process is killed inside its
@@ -62,20 +39,17 @@ func (n *Node) Paused() bool {
 // docker exec) and stays down until Start; otherwise the container is
 // (docker kill). A paused node is thawed so the signal lands.
 func (n *Node) Kill(ctx context.Context) error {
-	if n.supervised {
-		if err := n.killServer(ctx); err != nil {
-			return err
-		}
-		if n.Paused() {
-			if err := n.Resume(ctx); err != nil {
-				return err
-			}
-		}
-	} else if err := n.ctl().Kill(ctx); err != nil {
+	if !n.supervised {
+		return n.ct.Kill(ctx)
+	}
+	if err := n.killServer(ctx); err != nil {
+		return err
+	}
+	if err := n.ct.Resume(ctx); err != nil {
 		return err
 	}
 	n.mu.Lock()
-	n.paused, n.dead = false, true
+	n.serverDead = true
 	n.mu.Unlock()
 	return nil
 }
@@ -135,9 +109,12 @@ func (n *Node) waitGone(ctx context.Context, pid int) error {
 // Running reports whether the node was not killed (or was started again
 // since); a paused node runs.
 func (n *Node) Running() bool {
+	if !n.supervised {
+		return !n.ct.Killed()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return !n.dead
+	return !n.serverDead
 }
 
 // ContainerRunning asks the engine whether the container runs.
@@ -164,12 +141,12 @@ func (n *Node) Start(ctx context.Context) error {
 		if err := os.Remove(filepath.Join(n.Dir, "down")); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("start %s: %w", n.name, err)
 		}
-	} else if err := n.ctl().Start(ctx); err != nil {
+		n.mu.Lock()
+		n.serverDead = false
+		n.mu.Unlock()
+	} else if err := n.ct.Start(ctx); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	n.dead = false
-	n.mu.Unlock()
 	return n.waitReady(ctx, 30*time.Second)
 }
 

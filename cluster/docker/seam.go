@@ -3,11 +3,8 @@ package docker
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/deploy"
@@ -172,11 +169,11 @@ func (d *Deployment) SetPrimary(node string) error {
 	for _, n := range d.Nodes {
 		n.setConfig(d.nodeConfig(n, node))
 	}
-	dialers := append([]*masterDialer(nil), d.dialers...)
+	dialers := append([]*cluster.MasterDialer(nil), d.dialers...)
 	d.mu.Unlock()
 	if changed {
 		for _, md := range dialers {
-			md.closeAll()
+			md.CloseAll()
 		}
 	}
 	return nil
@@ -234,36 +231,15 @@ func (d *Deployment) Elected(ctx context.Context) (string, error) {
 	if len(d.Sentinels) == 0 {
 		return "", fmt.Errorf("elected master: topology has no sentinels")
 	}
-	announced := d.Announced()
-	votes := map[string]int{}
-	var errs []string
+	var ss []cluster.SentinelAddr
 	for _, s := range d.Sentinels {
-		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 300 * time.Millisecond,
-			ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, PoolSize: 1})
-		addr, err := sc.GetMasterAddrByName(ctx, cluster.MasterName).Result()
-		_ = sc.Close()
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", s.name, err))
-			continue
-		}
-		a := net.JoinHostPort(addr[0], addr[1])
+		ss = append(ss, cluster.SentinelAddr{Name: s.name, Addr: s.Addr()})
+	}
+	announced := d.Announced()
+	return cluster.ElectedBy(ctx, ss, cluster.MasterName, func(a string) (string, bool) {
 		name, ok := announced[a]
-		if !ok {
-			errs = append(errs, fmt.Sprintf("%s: unknown master address %s", s.name, a))
-			continue
-		}
-		votes[name]++
-	}
-	best, most := "", 0
-	for name, v := range votes {
-		if v > most || (v == most && name < best) {
-			best, most = name, v
-		}
-	}
-	if best == "" {
-		return "", fmt.Errorf("elected master: no answer: %s", strings.Join(errs, "; "))
-	}
-	return best, nil
+		return name, ok
+	})
 }
 
 // do runs one command on the node over a direct connection: the harness

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
@@ -185,11 +184,7 @@ func checkAddr(a string) error {
 type Node struct {
 	spec NodeSpec
 	kind deploy.Kind
-	ctr  *docker.Container // nil: no container named
-
-	mu     sync.Mutex
-	paused bool
-	dead   bool
+	ctr  *docker.Container // nil: no container named; it remembers what the harness did to it
 }
 
 // Name is the node's name in the file.
@@ -214,48 +209,26 @@ func (n *Node) Pause(ctx context.Context) error {
 	if err := n.needContainer(deploy.CanPause); err != nil {
 		return err
 	}
-	if err := n.ctr.Pause(ctx); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.paused = true
-	n.mu.Unlock()
-	return nil
+	return n.ctr.Pause(ctx)
 }
 
-// Resume thaws it; a node not paused is left alone.
+// Resume thaws it; a node the harness did not pause is left alone.
 func (n *Node) Resume(ctx context.Context) error {
 	if !n.Paused() {
 		return nil
 	}
-	if err := n.ctr.Resume(ctx); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.paused = false
-	n.mu.Unlock()
-	return nil
+	return n.ctr.Resume(ctx)
 }
 
 // Paused reports whether the harness paused it.
-func (n *Node) Paused() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.paused
-}
+func (n *Node) Paused() bool { return n.ctr.Paused() }
 
 // Kill kills the node's container.
 func (n *Node) Kill(ctx context.Context) error {
 	if err := n.needContainer(deploy.CanKill); err != nil {
 		return err
 	}
-	if err := n.ctr.Kill(ctx); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.dead, n.paused = true, false
-	n.mu.Unlock()
-	return nil
+	return n.ctr.Kill(ctx)
 }
 
 // Start starts a killed container and waits until it answers; a node the
@@ -267,18 +240,11 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.ctr.Start(ctx); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	n.dead = false
-	n.mu.Unlock()
 	return waitPing(ctx, n.Addr(), 30*time.Second)
 }
 
 // Running reports whether the harness has not killed it.
-func (n *Node) Running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return !n.dead
-}
+func (n *Node) Running() bool { return !n.ctr.Killed() }
 
 func (n *Node) needContainer(c deploy.Capability) error {
 	if n.ctr == nil {
@@ -562,8 +528,8 @@ func (d *Deployment) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
 			addrs = append(addrs, a)
 		}
 	}
-	dial := docker.AnnounceDialer(d.Announced(), linkAddr, o.WithDefaults().Timeout)
-	return []locks.Node{{Name: cluster.MasterNodeName, Client: docker.FailoverClient(d.file.MasterName, addrs, dial, o)}}
+	dial := cluster.AnnounceDialer(cluster.AnnouncedLinks(d.Announced(), linkAddr), o.WithDefaults().Timeout)
+	return []locks.Node{{Name: cluster.MasterNodeName, Client: cluster.NewFailoverClient(d.file.MasterName, addrs, dial, o)}}
 }
 
 // StorageAddr is the file's storage address.
@@ -738,36 +704,15 @@ func (d *Deployment) Elected(ctx context.Context) (string, error) {
 	if len(d.sents) == 0 {
 		return "", errors.New("elected master: the target has no sentinels")
 	}
-	announced := d.Announced()
-	votes := map[string]int{}
-	var errs []string
+	var ss []cluster.SentinelAddr
 	for _, s := range d.sents {
-		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: 300 * time.Millisecond,
-			ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, PoolSize: 1})
-		addr, err := sc.GetMasterAddrByName(ctx, d.file.MasterName).Result()
-		_ = sc.Close()
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", s.Name(), err))
-			continue
-		}
-		a := net.JoinHostPort(addr[0], addr[1])
+		ss = append(ss, cluster.SentinelAddr{Name: s.Name(), Addr: s.Addr()})
+	}
+	announced := d.Announced()
+	return cluster.ElectedBy(ctx, ss, d.file.MasterName, func(a string) (string, bool) {
 		name, ok := announced[a]
-		if !ok {
-			errs = append(errs, fmt.Sprintf("%s: master address %s is not in the target file", s.Name(), a))
-			continue
-		}
-		votes[name]++
-	}
-	best, most := "", 0
-	for name, v := range votes {
-		if v > most || (v == most && name < best) {
-			best, most = name, v
-		}
-	}
-	if best == "" {
-		return "", fmt.Errorf("elected master: no answer: %s", strings.Join(errs, "; "))
-	}
-	return best, nil
+		return name, ok
+	})
 }
 
 func waitPing(ctx context.Context, addr string, timeout time.Duration) error {

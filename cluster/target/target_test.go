@@ -124,6 +124,13 @@ func TestTargetComposeSentinel(t *testing.T) {
 	if err := deploy.Check(d, "the clock nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSetClock}}); !errors.Is(err, deploy.ErrUnsupported) {
 		t.Errorf("clock faults on a target: %v, want refused", err)
 	}
+	// The nodes' own network is the target's: no native partition, and
+	// the refusal says where to find one.
+	err = deploy.Check(d, "the native-partition nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPartitionNodes}})
+	var ue *deploy.UnsupportedError
+	if !errors.As(err, &ue) || ue.Capability != deploy.CanPartitionNodes || !strings.Contains(err.Error(), "--backend docker") {
+		t.Errorf("native partition on a target: %v, want an UnsupportedError naming --backend docker", err)
+	}
 	if err := deploy.Check(d, "the pause nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPause, deploy.CanKill, deploy.CanCutLinks}}); err != nil {
 		t.Errorf("pause, kill and partition on a target with containers: %v", err)
 	}
