@@ -20,8 +20,9 @@
 // Writing a backend: implement Deployment; its nodes implement Node and,
 // for each capability they claim, the interface behind it (Killer, Pauser,
 // Clocked, Commander); a replicated deployment implements Replication, one
-// whose persistence can change Persister, and Hinter says how to get what
-// it lacks. HealAll and CheckHealthy heal and check any deployment through
+// whose persistence can change Persister, one that can cut its nodes off
+// from each other in its own network NodePartitioner, and Hinter says how
+// to get what it lacks. HealAll and CheckHealthy heal and check any deployment through
 // these interfaces alone, so a backend's Heal and Healthy may be just
 // them. Start from the local backend, package cluster (deployment.go).
 //

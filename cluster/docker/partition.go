@@ -206,6 +206,20 @@ func (d *Deployment) PartitionedNodes() []string {
 	return d.cuts.Members()
 }
 
+// CanPartitionNodes says whether a deployment of image im, started by this
+// process, has the native partition (nil), or why not: iptables runs in
+// the containers' namespaces from the host (nsenter, as root), or inside
+// an image that has it.
+func CanPartitionNodes(im Image) error {
+	if hostNetns() {
+		return nil
+	}
+	if err := im.Require(NeedIptables); err != nil {
+		return fmt.Errorf("%w; or run the harness as root with nsenter and iptables on the host", err)
+	}
+	return nil
+}
+
 // canCut reports whether iptables can run in the containers' network
 // namespaces: from the host (nsenter), or inside an image that has it.
 func (d *Deployment) canCut() bool { return d.hostNetns || d.cfg.NetAdmin }

@@ -85,8 +85,8 @@ func (d *Deployment) Hint(c deploy.Capability) string {
 	case deploy.CanPromote, deploy.CanElect:
 		return "use a replicated topology"
 	case deploy.CanPartitionNodes:
-		if err := d.image.Require(NeedIptables); err != nil {
-			return err.Error() + "; or run the harness as root with nsenter and iptables on the host"
+		if err := CanPartitionNodes(d.image); err != nil {
+			return err.Error()
 		}
 	}
 	return ""

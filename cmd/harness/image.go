@@ -17,8 +17,9 @@ func newImageCmd() *cobra.Command {
 ` + docker.DefaultImage + `, is built offline from Debian's packages by
 ` + "`make image`" + ` or ` + "`harness image build`" + ` (scripts/image.sh, about 40 s). Any Redis image works for
 pause, kill, network disconnect and the proxy faults; clock faults need
-libfaketime and the malloc shim in it, the iptables partition needs iptables,
-the replicated topology redis-sentinel.`,
+libfaketime and the malloc shim in it, the native partition (nemesis
+native-partition) iptables in it unless the harness runs as root with nsenter
+and iptables on the host, the replicated topology redis-sentinel.`,
 	}
 	inspect := &cobra.Command{
 		Use:     "inspect [NAME]",
@@ -45,13 +46,16 @@ the replicated topology redis-sentinel.`,
 			fmt.Fprintf(w, "%s\n", im.Name)
 			fmt.Fprintf(w, "  %-28s %s\n", "pause, kill, disconnect", "yes (Docker itself)")
 			fmt.Fprintf(w, "  %-28s %s\n", "partition, latency (proxy)", "yes (the harness's proxies)")
-			for _, c := range []struct{ what, need string }{
-				{"clock faults", docker.NeedFaketime},
-				{"iptables partition", docker.NeedIptables},
-				{"replicated (Sentinel)", docker.NeedSentinel},
+			for _, c := range []struct {
+				what string
+				err  error
+			}{
+				{"clock faults", im.Require(docker.NeedFaketime)},
+				{"native partition (iptables)", docker.CanPartitionNodes(im)},
+				{"replicated (Sentinel)", im.Require(docker.NeedSentinel)},
 			} {
-				if err := im.Require(c.need); err != nil {
-					fmt.Fprintf(w, "  %-28s no: %v\n", c.what, err)
+				if c.err != nil {
+					fmt.Fprintf(w, "  %-28s no: %v\n", c.what, c.err)
 				} else {
 					fmt.Fprintf(w, "  %-28s yes\n", c.what)
 				}
