@@ -1,8 +1,12 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
+	"os/exec"
+	"strconv"
 	"sync"
 
 	"github.com/moby/moby/client"
@@ -116,6 +120,42 @@ func (c *Container) Killed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.killed
+}
+
+// NetExec runs a shell script in the container's network namespace from
+// the host (nsenter, as root, with the host's commands): what iptables
+// does there applies to the container, whatever its image holds.
+func (c *Container) NetExec(ctx context.Context, script string) error {
+	r, err := c.dc.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("inspect container %s: %w", c.Name, err)
+	}
+	st := r.Container.State
+	if st == nil || !st.Running || st.Paused || st.Pid == 0 {
+		return fmt.Errorf("container %s is not running (paused or stopped): its network cannot be changed", c.Name)
+	}
+	out, err := exec.CommandContext(ctx, "nsenter", "-t", strconv.Itoa(st.Pid), "-n", "--", "/bin/sh", "-c", script).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("nsenter container %s: %w: %s", c.Name, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// IPs are the container's addresses on its networks.
+func (c *Container) IPs(ctx context.Context) ([]netip.Addr, error) {
+	r, err := c.dc.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("inspect container %s: %w", c.Name, err)
+	}
+	var out []netip.Addr
+	if ns := r.Container.NetworkSettings; ns != nil {
+		for _, ep := range ns.Networks {
+			if ep != nil && ep.IPAddress.IsValid() {
+				out = append(out, ep.IPAddress)
+			}
+		}
+	}
+	return out, nil
 }
 
 func (c *Container) set(f func()) {

@@ -194,7 +194,7 @@ type Deployment struct {
 	mu      sync.Mutex
 	primary string                  // replicated: the node the harness takes as master
 	dialers []*cluster.MasterDialer // manual failover: clients following primary
-	cuts    Cuts                    // the native partition in force
+	native  *NativePartition        // members cut off from each other
 	// hostNetns: iptables runs in the containers' namespaces from the
 	// host (nsenter), not by docker exec.
 	hostNetns bool
@@ -248,7 +248,7 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 			return nil, err
 		}
 	}
-	d := &Deployment{cfg: cfg, image: im, runID: newRunID(), links: map[string]*cluster.Link{}, hostNetns: hostNetns()}
+	d := &Deployment{cfg: cfg, image: im, runID: newRunID(), links: map[string]*cluster.Link{}, hostNetns: HostNetns()}
 	d.cfg.NetAdmin = im.Iptables
 	defer func() {
 		if err != nil {
@@ -270,6 +270,7 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 		return nil, err
 	}
 	d.plan()
+	d.native = d.newNativePartition()
 	zerolog.SetGlobalLevel(zerolog.Disabled) // the bandwidth toxic logs through the global logger
 	d.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	if err := d.addLinks(); err != nil {

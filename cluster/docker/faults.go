@@ -251,23 +251,12 @@ func (n *Node) netExec(ctx context.Context, script string) error {
 	if !n.d.hostNetns {
 		return n.exec(ctx, script)
 	}
-	r, err := n.d.dc.ContainerInspect(ctx, n.ID, client.ContainerInspectOptions{})
-	if err != nil {
-		return fmt.Errorf("inspect %s: %w", n.name, err)
-	}
-	if r.Container.State == nil || !r.Container.State.Running || r.Container.State.Paused || r.Container.State.Pid == 0 {
-		return fmt.Errorf("%s: container not running (paused or stopped): its network cannot be changed", n.name)
-	}
-	out, err := osexec.CommandContext(ctx, "nsenter", "-t", strconv.Itoa(r.Container.State.Pid), "-n", "--", "/bin/sh", "-c", script).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("nsenter %s: %w: %s", n.name, err, bytes.TrimSpace(out))
-	}
-	return nil
+	return n.ct.NetExec(ctx, script)
 }
 
-// hostNetns reports whether this process can change a container's network
+// HostNetns reports whether this process can change a container's network
 // from the host: root, with nsenter and iptables on PATH.
-func hostNetns() bool {
+func HostNetns() bool {
 	if os.Geteuid() != 0 {
 		return false
 	}

@@ -133,15 +133,109 @@ func (c Cuts) Members() []string {
 	return out
 }
 
+// NativePartition is the native partition of one deployment: which of its
+// members are cut off from which, and how a member's rules change. The
+// Docker backend and a target whose containers are named each keep one.
+// Its changes go in once begun even when ctx ends (changing the network
+// halfway would leave a partition nobody asked for), within execTimeout.
+type NativePartition struct {
+	// Rules are the iptables rules member needs to be cut off from the
+	// members in cut (CutRules, with the deployment's addresses).
+	Rules func(member string, cut []string) []string
+	// Exec runs a shell script in member's network namespace.
+	Exec func(ctx context.Context, member, script string) error
+
+	mu   sync.Mutex
+	cuts Cuts
+}
+
+// Partition cuts each pair off from each other, on top of what is cut
+// already, and rewrites the rules of the members whose cut changed.
+func (p *NativePartition) Partition(ctx context.Context, pairs [][2]string) error {
+	p.mu.Lock()
+	if p.cuts == nil {
+		p.cuts = Cuts{}
+	}
+	scripts := map[string]string{}
+	for _, pr := range pairs {
+		if p.cuts.Add(pr[0], pr[1]) {
+			scripts[pr[0]], scripts[pr[1]] = "", ""
+		}
+	}
+	for m := range scripts {
+		scripts[m] = cutScript(p.Rules(m, p.cuts.Of(m)))
+	}
+	p.mu.Unlock()
+	_, err := p.execAll(ctx, scripts, "native partition")
+	return err
+}
+
+// Heal removes every cut; a member whose rules could not be removed stays
+// cut, for the next heal.
+func (p *NativePartition) Heal(ctx context.Context) error {
+	p.mu.Lock()
+	scripts := map[string]string{}
+	for _, m := range p.cuts.Members() {
+		scripts[m] = uncutScript
+	}
+	p.mu.Unlock()
+	failed, err := p.execAll(ctx, scripts, "heal native partition")
+	p.mu.Lock()
+	for m, peers := range p.cuts {
+		if !failed[m] {
+			for o := range peers {
+				delete(p.cuts[o], m)
+			}
+			delete(p.cuts, m)
+		}
+	}
+	p.mu.Unlock()
+	return err
+}
+
+// Members are the members cut off from some other member now.
+func (p *NativePartition) Members() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cuts.Members()
+}
+
+// execTimeout bounds the iptables changes of one partition or heal (from
+// the host: 15 ms a member; by docker exec 0.1–1 s on a loaded machine).
+const execTimeout = 20 * time.Second
+
+// execAll runs each member's script, in parallel, and returns the members
+// where it failed.
+func (p *NativePartition) execAll(ctx context.Context, scripts map[string]string, what string) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	failed := map[string]bool{}
+	for m, s := range scripts {
+		wg.Add(1)
+		go func(m, s string) {
+			defer wg.Done()
+			if err := p.Exec(ctx, m, s); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", what, err))
+				failed[m] = true
+				mu.Unlock()
+			}
+		}(m, s)
+	}
+	wg.Wait()
+	return failed, errors.Join(errs...)
+}
+
 // PartitionNodes cuts each pair of members (lock nodes, sentinels) off
 // from each other with iptables in their containers' network namespaces,
 // on top of what is cut already. It needs a harness running as root with
 // nsenter and iptables, or an image with iptables (the containers get
 // CAP_NET_ADMIN then). A member that is paused cannot take the rules; a
 // container that is docker-killed and started again loses them (the
-// supervised lock nodes never are: their container stays). The rules go
-// in once begun even when ctx ends (changing the network halfway would
-// leave a partition nobody asked for), within execTimeout.
+// supervised lock nodes never are: their container stays).
 func (d *Deployment) PartitionNodes(ctx context.Context, pairs [][2]string) error {
 	if !d.canCut() {
 		return &deploy.UnsupportedError{Capability: deploy.CanPartitionNodes, Hint: d.Hint(deploy.CanPartitionNodes)}
@@ -153,57 +247,31 @@ func (d *Deployment) PartitionNodes(ctx context.Context, pairs [][2]string) erro
 			}
 		}
 	}
-	d.mu.Lock()
-	if d.cuts == nil {
-		d.cuts = Cuts{}
-	}
-	changed := map[string]bool{}
-	for _, p := range pairs {
-		if d.cuts.Add(p[0], p[1]) {
-			changed[p[0]], changed[p[1]] = true, true
-		}
-	}
-	scripts := map[*Node]string{}
-	peers, proxied := d.peers(), d.proxied()
-	for m := range changed {
-		n, _ := d.Container(m)
-		scripts[n] = cutScript(CutRules(m, d.cuts.Of(m), peers, d.gateway, proxied))
-	}
-	d.mu.Unlock()
-	_, err := execAll(ctx, scripts, "native partition")
-	return err
+	return d.native.Partition(ctx, pairs)
 }
 
-// HealNodes removes every cut of the native partition. Like
-// PartitionNodes it finishes what it began when ctx ends; a member whose
-// rules could not be removed stays cut, for the next heal.
-func (d *Deployment) HealNodes(ctx context.Context) error {
-	d.mu.Lock()
-	scripts := map[*Node]string{}
-	for _, m := range d.cuts.Members() {
-		n, _ := d.Container(m)
-		scripts[n] = uncutScript
-	}
-	d.mu.Unlock()
-	failed, err := execAll(ctx, scripts, "heal native partition")
-	d.mu.Lock()
-	for m, peers := range d.cuts {
-		if !failed[m] {
-			for o := range peers {
-				delete(d.cuts[o], m)
-			}
-			delete(d.cuts, m)
-		}
-	}
-	d.mu.Unlock()
-	return err
-}
+// HealNodes removes every cut of the native partition.
+func (d *Deployment) HealNodes(ctx context.Context) error { return d.native.Heal(ctx) }
 
 // PartitionedNodes are the members cut off from some other member now.
-func (d *Deployment) PartitionedNodes() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.cuts.Members()
+func (d *Deployment) PartitionedNodes() []string { return d.native.Members() }
+
+// newNativePartition is the deployment's native partition: rules with its
+// members' addresses and the proxies they dial on the gateway, run in
+// their namespaces.
+func (d *Deployment) newNativePartition() *NativePartition {
+	return &NativePartition{
+		Rules: func(m string, cut []string) []string {
+			return CutRules(m, cut, d.peers(), d.gateway, d.proxied())
+		},
+		Exec: func(ctx context.Context, m, script string) error {
+			n, err := d.Container(m)
+			if err != nil {
+				return err
+			}
+			return n.netExec(ctx, script)
+		},
+	}
 }
 
 // CanPartitionNodes says whether a deployment of image im, started by this
@@ -211,7 +279,7 @@ func (d *Deployment) PartitionedNodes() []string {
 // the containers' namespaces from the host (nsenter, as root), or inside
 // an image that has it.
 func CanPartitionNodes(im Image) error {
-	if hostNetns() {
+	if HostNetns() {
 		return nil
 	}
 	if err := im.Require(NeedIptables); err != nil {
@@ -262,33 +330,4 @@ func (d *Deployment) proxied() []Proxied {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
 	return out
-}
-
-// execTimeout bounds the iptables changes of one partition or heal
-// (each a docker exec: 0.1–0.4 s on a loaded machine).
-const execTimeout = 20 * time.Second
-
-// execAll runs each node's script in its container, in parallel, and
-// returns the nodes where it failed.
-func execAll(ctx context.Context, scripts map[*Node]string, what string) (map[string]bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execTimeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	failed := map[string]bool{}
-	for n, s := range scripts {
-		wg.Add(1)
-		go func(n *Node, s string) {
-			defer wg.Done()
-			if err := n.netExec(ctx, s); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", what, err))
-				failed[n.name] = true
-				mu.Unlock()
-			}
-		}(n, s)
-	}
-	wg.Wait()
-	return failed, errors.Join(errs...)
 }

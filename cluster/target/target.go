@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -269,6 +270,10 @@ type Deployment struct {
 	sents   []*Node
 	proxies *toxiproxy.ApiServer
 	links   map[string]*cluster.Link
+	// native cuts the members off from each other inside the target's own
+	// network; nil unless every member's container is named and the
+	// harness can reach their network namespaces (docker.HostNetns).
+	native *docker.NativePartition
 
 	mu      sync.Mutex
 	primary string
@@ -319,6 +324,9 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	}
 	if err := cluster.Ping(ctx, f.Storage, 2*time.Second); err != nil {
 		return nil, fmt.Errorf("storage at %s does not answer PING: %w", f.Storage, err)
+	}
+	if d.native, err = d.nativePartition(ctx); err != nil {
+		return nil, err
 	}
 	if err := d.empty(ctx); err != nil {
 		return nil, err
@@ -422,6 +430,9 @@ func (d *Deployment) Capabilities() deploy.Capabilities {
 	if d.file.Topology == cluster.Replicated && len(d.sents) > 0 {
 		cs = append(cs, deploy.CanElect)
 	}
+	if d.native != nil {
+		cs = append(cs, deploy.CanPartitionNodes)
+	}
 	return cs
 }
 
@@ -437,7 +448,10 @@ func (d *Deployment) Hint(c deploy.Capability) string {
 	case deploy.CanSetPersistence:
 		return "a target's persistence is its own configuration"
 	case deploy.CanPartitionNodes:
-		return "a target's nodes reach each other over its own network, which the harness does not own: use --backend docker for the native partition (nemesis partition cuts the client links here)"
+		if !docker.HostNetns() {
+			return "the harness changes a target's network from the host: run it as root with nsenter and iptables (or use --backend docker)"
+		}
+		return "name every node's and sentinel's container in the target file (container: NAME), or use --backend docker"
 	}
 	return ""
 }
@@ -573,6 +587,14 @@ func (d *Deployment) Heal(ctx context.Context) (string, error) {
 			}
 		}
 	}
+	// After the resumes: a paused container's network cannot be changed.
+	if cut := d.PartitionedNodes(); len(cut) > 0 {
+		if err := d.HealNodes(ctx); err != nil {
+			errs = append(errs, err)
+		} else {
+			did = append(did, "rejoined "+strings.Join(cut, ", "))
+		}
+	}
 	if len(did) == 0 {
 		return "nothing to heal", errors.Join(errs...)
 	}
@@ -586,6 +608,9 @@ func (d *Deployment) Healthy(ctx context.Context) error {
 		if l.Faulted() {
 			errs = append(errs, fmt.Errorf("link %s has faults %v", l.Name(), l.Faults()))
 		}
+	}
+	if cut := d.PartitionedNodes(); len(cut) > 0 {
+		errs = append(errs, fmt.Errorf("%s still cut off from other nodes", strings.Join(cut, ", ")))
 	}
 	for _, n := range d.all() {
 		if err := cluster.Ping(ctx, n.Addr(), time.Second); err != nil {
@@ -615,11 +640,88 @@ func (d *Deployment) Down() error {
 			if !n.Running() {
 				errs = append(errs, n.Start(ctx))
 			}
-			errs = append(errs, n.ctr.Close())
+		}
+		// After the resumes: a paused container's network cannot be changed.
+		if len(d.PartitionedNodes()) > 0 {
+			errs = append(errs, d.HealNodes(ctx))
+		}
+		for _, n := range d.all() {
+			if n.ctr != nil {
+				errs = append(errs, n.ctr.Close())
+			}
 		}
 		d.downErr = errors.Join(errs...)
 	})
 	return d.downErr
+}
+
+var _ deploy.NodePartitioner = (*Deployment)(nil)
+
+// nativePartition is the target's native partition when every member's
+// container is named and the harness may enter their network namespaces
+// from the host (the containers need neither iptables nor NET_ADMIN then);
+// nil otherwise. A target's members reach each other directly, at their
+// containers' addresses: the rules drop those.
+func (d *Deployment) nativePartition(ctx context.Context) (*docker.NativePartition, error) {
+	if !docker.HostNetns() {
+		return nil, nil
+	}
+	var peers []docker.Peer
+	for _, n := range d.all() {
+		if n.ctr == nil {
+			return nil, nil
+		}
+		ips, err := n.ctr.IPs(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.Name(), err)
+		}
+		for _, ip := range ips {
+			peers = append(peers, docker.Peer{Name: n.Name(), IP: ip})
+		}
+	}
+	return &docker.NativePartition{
+		Rules: func(m string, cut []string) []string { return docker.CutRules(m, cut, peers, netip.Addr{}, nil) },
+		Exec: func(ctx context.Context, m, script string) error {
+			for _, n := range d.all() {
+				if n.Name() == m {
+					return n.ctr.NetExec(ctx, script)
+				}
+			}
+			return fmt.Errorf("no member %q in the target", m)
+		},
+	}, nil
+}
+
+// PartitionNodes cuts each pair of members off from each other with
+// iptables in their containers' network namespaces (CanPartitionNodes).
+func (d *Deployment) PartitionNodes(ctx context.Context, pairs [][2]string) error {
+	if d.native == nil {
+		return &deploy.UnsupportedError{Capability: deploy.CanPartitionNodes, Hint: d.Hint(deploy.CanPartitionNodes)}
+	}
+	for _, p := range pairs {
+		for _, m := range p {
+			if _, err := d.Node(m); err != nil {
+				return fmt.Errorf("native partition: %w", err)
+			}
+		}
+	}
+	return d.native.Partition(ctx, pairs)
+}
+
+// HealNodes removes every cut PartitionNodes made.
+func (d *Deployment) HealNodes(ctx context.Context) error {
+	if d.native == nil {
+		return nil
+	}
+	return d.native.Heal(ctx)
+}
+
+// PartitionedNodes are the members cut off from some other member now.
+func (d *Deployment) PartitionedNodes() []string {
+	if d.native == nil {
+		return nil
+	}
+	return d.native.Members()
 }
 
 // Primary is the node the harness takes as master: the file's, until a

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/docker"
 	"github.com/lockharness/lockharness/cluster/docker/dockertest"
 	"github.com/lockharness/lockharness/cluster/target"
 	"github.com/lockharness/lockharness/deploy"
@@ -124,12 +125,25 @@ func TestTargetComposeSentinel(t *testing.T) {
 	if err := deploy.Check(d, "the clock nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSetClock}}); !errors.Is(err, deploy.ErrUnsupported) {
 		t.Errorf("clock faults on a target: %v, want refused", err)
 	}
-	// The nodes' own network is the target's: no native partition, and
-	// the refusal says where to find one.
-	err = deploy.Check(d, "the native-partition nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPartitionNodes}})
-	var ue *deploy.UnsupportedError
-	if !errors.As(err, &ue) || ue.Capability != deploy.CanPartitionNodes || !strings.Contains(err.Error(), "--backend docker") {
-		t.Errorf("native partition on a target: %v, want an UnsupportedError naming --backend docker", err)
+	// The native partition needs every member's container (and a harness
+	// that may enter their network namespaces): without them it is
+	// refused, saying so.
+	native := deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPartitionNodes}}
+	if err := deploy.Check(d, "the native-partition nemesis", native); docker.HostNetns() && err != nil {
+		t.Errorf("native partition on a target with every container named: %v", err)
+	}
+	bare := f
+	bare.Nodes = append([]target.NodeSpec(nil), f.Nodes...)
+	bare.Nodes[1].Container = ""
+	if db, err := target.Open(ctx, bare, 1); err != nil {
+		t.Fatalf("open without n2's container: %v", err)
+	} else {
+		err := deploy.Check(db, "the native-partition nemesis", native)
+		_ = db.Down()
+		var ue *deploy.UnsupportedError
+		if !errors.As(err, &ue) || ue.Capability != deploy.CanPartitionNodes || !strings.Contains(err.Error(), "container: NAME") && !strings.Contains(err.Error(), "root") {
+			t.Errorf("native partition on a target without n2's container: %v, want an UnsupportedError that says how", err)
+		}
 	}
 	if err := deploy.Check(d, "the pause nemesis", deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPause, deploy.CanKill, deploy.CanCutLinks}}); err != nil {
 		t.Errorf("pause, kill and partition on a target with containers: %v", err)
@@ -183,6 +197,48 @@ func TestTargetComposeSentinel(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if docker.HostNetns() {
+		// s1 cut off from n1 inside the compose network, where the
+		// harness has no proxy: s1 alone sees n1 down (subjectively; the
+		// quorum of 2 is not reached, no failover), s2 still sees it up,
+		// and the heal gives it back.
+		flags := func(s string) string {
+			sc := redis.NewSentinelClient(&redis.Options{Addr: net + s + ":26379", MaxRetries: -1})
+			defer sc.Close()
+			m, err := sc.Master(ctx, "mymaster").Result()
+			if err != nil {
+				return err.Error()
+			}
+			return m["flags"]
+		}
+		t0 := time.Now()
+		if err := d.PartitionNodes(ctx, [][2]string{{"s1", "n1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := eventually(10*time.Second, func() error {
+			if f := flags(".21"); !strings.Contains(f, "s_down") {
+				return fmt.Errorf("s1 flags n1 %q", f)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("s1 cut off from n1 natively: %v", err)
+		}
+		t.Logf("s1 cut off from n1: n1 subjectively down for s1 %v after the cut; s2 flags %q", time.Since(t0).Round(time.Millisecond), flags(".22"))
+		if f := flags(".22"); strings.Contains(f, "s_down") {
+			t.Fatalf("s2, not cut, flags n1 %q", f)
+		}
+		if did, err := d.Heal(ctx); err != nil || !strings.Contains(did, "rejoined n1, s1") {
+			t.Fatalf("heal: %q, %v", did, err)
+		}
+		if err := eventually(10*time.Second, func() error {
+			if f := flags(".21"); strings.Contains(f, "s_down") {
+				return fmt.Errorf("s1 flags n1 %q", f)
+			}
+			return d.Healthy(ctx)
+		}); err != nil {
+			t.Fatalf("after heal: %v", err)
+		}
 	}
 	nodes := d.ClientNodes(0, cluster.ClientOptions{Timeout: 300 * time.Millisecond})
 	defer cluster.CloseNodes(nodes)
