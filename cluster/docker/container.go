@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -25,9 +26,10 @@ type Container struct {
 	ID string
 	dc *testcontainers.DockerClient
 
-	mu     sync.Mutex
-	paused bool // paused by Pause, not yet resumed
-	killed bool // killed by Kill, not yet started
+	mu        sync.Mutex
+	paused    bool // paused by Pause, not yet resumed
+	killed    bool // killed by Kill, not yet started
+	cachedPID int  // see pid
 }
 
 // newContainer is a handle on the container id, through dc.
@@ -124,21 +126,46 @@ func (c *Container) Killed() bool {
 
 // NetExec runs a shell script in the container's network namespace from
 // the host (nsenter, as root, with the host's commands): what iptables
-// does there applies to the container, whatever its image holds.
+// does there applies to the container, whatever its image holds. A
+// container this handle paused is refused, as docker exec refuses it.
 func (c *Container) NetExec(ctx context.Context, script string) error {
-	r, err := c.dc.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+	if c.Paused() {
+		return fmt.Errorf("container %s is paused: its network is not changed", c.Name)
+	}
+	pid, err := c.pid(ctx)
 	if err != nil {
-		return fmt.Errorf("inspect container %s: %w", c.Name, err)
+		return err
 	}
-	st := r.Container.State
-	if st == nil || !st.Running || st.Paused || st.Pid == 0 {
-		return fmt.Errorf("container %s is not running (paused or stopped): its network cannot be changed", c.Name)
-	}
-	out, err := exec.CommandContext(ctx, "nsenter", "-t", strconv.Itoa(st.Pid), "-n", "--", "/bin/sh", "-c", script).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "nsenter", "-t", strconv.Itoa(pid), "-n", "--", "/bin/sh", "-c", script).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("nsenter container %s: %w: %s", c.Name, err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// pid is the host's process id of the container's first process. It is
+// kept while /proc says that process is still in the container's cgroup
+// (asking the engine takes up to half a second on a loaded machine, and a
+// partition must land on time), and asked again after a restart.
+func (c *Container) pid(ctx context.Context) (int, error) {
+	c.mu.Lock()
+	pid := c.cachedPID
+	c.mu.Unlock()
+	if pid > 0 {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil && bytes.Contains(b, []byte(c.ID)) {
+			return pid, nil
+		}
+	}
+	r, err := c.dc.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("inspect container %s: %w", c.Name, err)
+	}
+	st := r.Container.State
+	if st == nil || !st.Running || st.Pid == 0 {
+		return 0, fmt.Errorf("container %s is not running: its network cannot be changed", c.Name)
+	}
+	c.set(func() { c.cachedPID = st.Pid })
+	return st.Pid, nil
 }
 
 // IPs are the container's addresses on its networks.

@@ -75,21 +75,26 @@ func CutRules(self string, cut []string, peers []Peer, gateway netip.Addr, proxi
 }
 
 // cutScript replaces the native partition's chain in a container by rules
-// and hooks it into INPUT and OUTPUT (once).
+// and hooks it into INPUT and OUTPUT (once). The chain is written by one
+// iptables-restore (declaring it there flushes it): each iptables process
+// reads the whole ruleset, and on a loaded machine a dozen of them put the
+// cut a second late.
 func cutScript(rules []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "iptables -N %[1]s 2>/dev/null; iptables -F %[1]s", cutChain)
+	fmt.Fprintf(&b, "iptables-restore --noflush <<'EOF'\n*filter\n:%s - [0:0]\n", cutChain)
 	for _, r := range rules {
-		fmt.Fprintf(&b, " && iptables -A %s %s", cutChain, r)
+		fmt.Fprintf(&b, "-A %s %s\n", cutChain, r)
 	}
-	fmt.Fprintf(&b, " && (iptables -C INPUT -j %[1]s 2>/dev/null || iptables -I INPUT -j %[1]s)"+
+	fmt.Fprintf(&b, "COMMIT\nEOF\n[ $? = 0 ] && (iptables -C INPUT -j %[1]s 2>/dev/null || iptables -I INPUT -j %[1]s)"+
 		" && (iptables -C OUTPUT -j %[1]s 2>/dev/null || iptables -I OUTPUT -j %[1]s)", cutChain)
 	return b.String()
 }
 
-// uncutScript removes the chain and its hooks.
-var uncutScript = fmt.Sprintf("iptables -D INPUT -j %[1]s 2>/dev/null; iptables -D OUTPUT -j %[1]s 2>/dev/null; "+
-	"iptables -F %[1]s 2>/dev/null; iptables -X %[1]s 2>/dev/null; true", cutChain)
+// uncutScript removes the chain and its hooks: in one iptables-restore,
+// or, when that fails (a hook already gone), one piece at a time.
+var uncutScript = fmt.Sprintf("iptables-restore --noflush 2>/dev/null <<'EOF' ||\n*filter\n-D INPUT -j %[1]s\n-D OUTPUT -j %[1]s\n-F %[1]s\n-X %[1]s\nCOMMIT\nEOF\n"+
+	"{ iptables -D INPUT -j %[1]s 2>/dev/null; iptables -D OUTPUT -j %[1]s 2>/dev/null; "+
+	"iptables -F %[1]s 2>/dev/null; iptables -X %[1]s 2>/dev/null; true; }", cutChain)
 
 // Cuts is which members are cut off from which, symmetric, and the pure
 // bookkeeping of a native partition: a backend keeps one, adds pairs and
