@@ -3,7 +3,9 @@
 // and role, and optionally its container. The harness puts its own proxies
 // in front of every address, so client-side faults (partition, latency)
 // work everywhere; server faults (pause, kill) only on nodes whose
-// container is named, through the Docker engine. Nothing else of the
+// container is named, through the Docker engine, and the native partition
+// (members cut off from each other in the target's own network) when every
+// member's container is named and the harness runs as root. Nothing else of the
 // deployment is touched, and Down leaves it as it was found: what the
 // harness paused is resumed, what it killed is started again.
 package target
