@@ -295,6 +295,8 @@ var capabilityWords = map[Capability]string{
 	CanSetPersistence: "changing the nodes' persistence",
 	CanPromote:        "promoting a replica",
 	CanElect:          "electing a master with a failure detector",
+	CanFailoverShard:  "failing over a Redis Cluster master to its replica",
+	CanMoveSlots:      "moving hash slots between Redis Cluster masters",
 }
 
 // String says what the capability lets a fault do ("pausing nodes").
