@@ -162,6 +162,9 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("unknown topology %q (want %s, %s or %s)", c.Topology, Independent, Replicated, RedisCluster)
 	}
+	if c.Topology != RedisCluster && (c.Masters != 0 || c.ClusterNodeTimeout != 0) {
+		return fmt.Errorf("masters and the cluster node timeout shape a Redis Cluster, and the topology is %s: add --topology %s or drop --masters", c.Topology, RedisCluster)
+	}
 	if c.Nodes < 1 {
 		return fmt.Errorf("nodes must be at least 1, got %d", c.Nodes)
 	}

@@ -12,10 +12,11 @@ import (
 )
 
 // Catalogue returns every scenario: the literature's (catalogueOne), then
-// the failures lock users report in issue trackers (catalogueTwo). It
+// the failures lock users report in issue trackers (catalogueTwo), then
+// those of a Redis Cluster (catalogueCluster). It
 // returns new values each time: callers may change them.
 func Catalogue() []Scenario {
-	return append(catalogueOne(), catalogueTwo()...)
+	return append(append(catalogueOne(), catalogueTwo()...), catalogueCluster()...)
 }
 
 // Sources of part two: public issue threads.
