@@ -242,6 +242,9 @@ func (c Config) resolve() (locks.Info, int, error) {
 	case c.ClientRetries < 0:
 		return info, 0, usage("--client-retries must not be negative, got %d: use 0 to keep go-redis's retries off, or e.g. --client-retries 3", c.ClientRetries)
 	}
+	if n := c.needs(); (n.Has(deploy.CanFailoverShard) || n.Has(deploy.CanMoveSlots)) && c.Cluster.Topology != cluster.RedisCluster {
+		return info, 0, usage("the cluster-failover nemesis strikes a Redis Cluster, and the topology is %s: use --topology cluster (or leave --topology out)", c.Cluster.Topology)
+	}
 	if c.Cluster.Topology == cluster.RedisCluster {
 		return c.resolveRedisCluster(info)
 	}
@@ -277,7 +280,7 @@ func (c Config) resolve() (locks.Info, int, error) {
 // nemesis that fails over a single master.
 func (c Config) resolveRedisCluster(info locks.Info) (locks.Info, int, error) {
 	if !locks.RunsOnCluster(info.Name) {
-		return info, 0, usage("lock %s does not run on a Redis Cluster (--topology cluster): its keys or commands span hash slots; use one of %s, or another topology",
+		return info, 0, usage("lock %s does not run on a Redis Cluster (--topology cluster): a lock there must keep all it writes under its one key, reached through one ClusterClient; use one of %s, or another topology",
 			info.Name, strings.Join(locks.ClusterLocks(), ", "))
 	}
 	if c.Nodes > 1 {
