@@ -609,15 +609,29 @@ func (c *RCluster) consistent(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	epochs := map[string][]string{}
 	for _, s := range c.Nodes {
 		v, err := adminResult(ctx, s, "cluster", "info")
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster info on %s: %w", s.Name, err))
 			continue
 		}
-		if !strings.Contains(fmt.Sprint(v), "cluster_state:ok") {
+		info := fmt.Sprint(v)
+		if !strings.Contains(info, "cluster_state:ok") {
 			errs = append(errs, fmt.Errorf("%s: cluster_state is not ok", s.Name))
 		}
+		// A master refuses its vote to a replica whose current epoch is
+		// behind its own, and the replica tries again only after twice
+		// the node timeout: a failover right after the cluster formed
+		// would hang. Every node must know the same current epoch.
+		for _, line := range strings.Split(info, "\n") {
+			if e, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_current_epoch:"); ok {
+				epochs[e] = append(epochs[e], s.Name)
+			}
+		}
+	}
+	if len(epochs) > 1 {
+		errs = append(errs, fmt.Errorf("nodes disagree on the current epoch: %v", epochs))
 	}
 	owner := make([]string, clusterSlots)
 	masters := map[string]int{}

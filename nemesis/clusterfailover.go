@@ -23,6 +23,11 @@ import (
 //     to; default the next master after the owner), as resharding does:
 //     clients get ASK while it moves and MOVED after.
 //
+// A master votes about the same master's slots at most once in twice the
+// cluster's node timeout: a graceful or FORCE failover of a pair that
+// failed over just before gets no votes and is recorded as info when the
+// replica is still not master after 8s (TAKEOVER needs no vote).
+//
 // The key is param key, or, when none is given, the key of a client
 // holding a lock now. Each action is recorded with the slot, its master
 // before and after, and how long it took (history.ShardChange).
