@@ -42,12 +42,12 @@ var errStoppedWaiting = errors.New("stopped waiting for the lock; the wait goes 
 // owner→count hash, the hexists-guarded renewal, the unlock that deletes
 // and publishes) driven the way Redisson's asynchronous API drives them:
 //
-//   - The wait for a held key runs in the background on the client's own
+//   - An acquire that may wait runs in the background on the client's own
 //     life, not the caller's (RedissonLock.lockAsync and tryLockAsync: a
-//     subscription and a retry on every release message or when the
-//     holder's PTTL runs out). A caller that stops waiting (its wait is
-//     over, lockInterruptibly is interrupted) gets an unknown outcome, but
-//     nothing cancels the wait: it may still be granted.
+//     try, then a subscription and a try on every release message or when
+//     the holder's PTTL runs out). A caller that stops waiting (its wait
+//     is over, lockInterruptibly is interrupted) gets an unknown outcome,
+//     but nothing cancels the wait: it may still be granted.
 //   - The watchdog is armed by the grant's completion callback
 //     (tryAcquireAsync's thenApply → scheduleExpirationRenewal), whoever
 //     still waits for it; unlock cancels only a watchdog already armed
@@ -131,33 +131,37 @@ func (l *orphanWatchdog) try(ctx context.Context, key, owner string) (Lease, tim
 	return lease, time.Duration(pttl) * time.Millisecond, ErrNotAcquired
 }
 
-// Acquire tries once in the caller; when the key is held and the caller
-// may wait, the wait goes on in the background and the caller waits for
-// it at most o.Wait.
+// Acquire with a wait runs the whole acquisition in the background, as
+// lockAsync does (the first try included), and waits for it at most o.Wait;
+// without a wait it tries once, in the caller.
 func (l *orphanWatchdog) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
 	l.mu.Lock()
 	l.calls++
 	owner := fmt.Sprintf("%s:%d", l.base, l.calls)
 	l.mu.Unlock()
-	lease, pttl, err := l.try(ctx, key, owner)
-	if err == nil || o.Wait <= 0 || !errors.Is(err, ErrNotAcquired) {
+	if o.Wait <= 0 {
+		lease, _, err := l.try(ctx, key, owner)
 		return lease, err
 	}
+	lease := Lease{Key: key, Token: owner}
 	w, err := l.waker(key)
 	if err != nil {
-		return lease, fmt.Errorf("%w (cannot wait: %v)", ErrNotAcquired, err)
+		return lease, err
 	}
 	granted := make(chan Lease, 1)
+	failed := make(chan error, 1)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		l.wait(key, owner, pttl, w, granted)
+		l.wait(key, owner, w, granted, failed)
 	}()
 	t := time.NewTimer(o.Wait)
 	defer t.Stop()
 	select {
 	case g := <-granted:
 		return g, nil
+	case err := <-failed:
+		return lease, err
 	case <-t.C:
 	case <-o.Stop:
 	case <-ctx.Done():
@@ -172,17 +176,27 @@ func (l *orphanWatchdog) Acquire(ctx context.Context, key string, o AcquireOptio
 	return lease, &NodeError{Node: l.node.Name, Op: "lock wait", Err: errStoppedWaiting}
 }
 
-// wait retries the lock script for owner on every release message of key
-// and whenever the holder's PTTL has run out, until it is granted or the
-// client dies. The grant goes to granted if its caller still listens.
-func (l *orphanWatchdog) wait(key, owner string, pttl time.Duration, w *waker, granted chan<- Lease) {
+// wait tries the lock script for owner, then again on every release
+// message of key and whenever the holder's PTTL has run out, until it is
+// granted or the client dies. The grant goes to granted, where its caller
+// may no longer listen; a try that fails with a node error ends the wait
+// (failed), as Redisson's future completes exceptionally.
+func (l *orphanWatchdog) wait(key, owner string, w *waker, granted chan<- Lease, failed chan<- error) {
 	for {
 		wake := w.next()
-		d := pttl
-		if d <= 0 {
-			d = l.opts.TTL
+		lease, pttl, err := l.try(l.ctx, key, owner)
+		if err == nil {
+			granted <- lease // buffered: never blocks
+			return
 		}
-		t := time.NewTimer(d)
+		if !errors.Is(err, ErrNotAcquired) {
+			failed <- err // buffered
+			return
+		}
+		if pttl <= 0 {
+			pttl = l.opts.TTL
+		}
+		t := time.NewTimer(pttl)
 		select {
 		case <-l.ctx.Done():
 			t.Stop()
@@ -191,16 +205,6 @@ func (l *orphanWatchdog) wait(key, owner string, pttl time.Duration, w *waker, g
 		case <-t.C:
 		}
 		t.Stop()
-		lease, next, err := l.try(l.ctx, key, owner)
-		if err == nil {
-			granted <- lease // buffered: never blocks
-			return
-		}
-		if !errors.Is(err, ErrNotAcquired) {
-			// A failed try (a node error): wait a little and try again.
-			next = l.opts.RetryDelay
-		}
-		pttl = next
 	}
 }
 
