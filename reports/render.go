@@ -414,12 +414,12 @@ type indexData struct {
 	// TTL and Drift are the scale fault sizes are given in (empty when the
 	// run recorded no configuration); ClientPauses the client pauses
 	// against it.
-	TTL, Drift   string
-	ClientPauses []string
-	Counts                []countRow
-	Start, Duration       string
-	Config                string
-	Files                 []string
+	TTL, Drift      string
+	ClientPauses    []string
+	Counts          []countRow
+	Start, Duration string
+	Config          string
+	Files           []string
 }
 
 func verdictClass(v checker.Verdict) string {
