@@ -348,7 +348,7 @@ func catalogueTwo() []Scenario {
 			Source:  `etcd-io/etcd#22082 (a retried request runs twice); go-redis, Options.MaxRetries (3 by default)`,
 			Explanation: `The lock clients' go-redis retries a command up to 3 times (its default; the harness turns retries ` +
 				`off everywhere else). A holds the lock (B is kept off the node meanwhile) and, after a pause of 500ms past its ` +
-				`write, releases it with DEL while the replies on A's link are being lost (for 900ms from the start ` +
+				`write, releases it with DEL while the replies on A's link are being lost (for 1.2s from the start ` +
 				`of that pause): the DEL runs, A's key is gone, and B acquires at once. When the window closes A's ` +
 				`stalled connection is closed and go-redis, seeing a network error, sends the DEL again: it deletes ` +
 				`B's key. A's release reports success, A's next acquire succeeds while B still works, and both write ` +
@@ -444,35 +444,45 @@ func ghostRun(retries int) lockharness.Config {
 	}
 }
 
-// retryRun: two clients, TTL 3s, sections of 300ms, go-redis's MaxRetries
-// for the lock clients set to retries (0: off). The schedule follows the
-// holder rather than the clock, so that it holds on a loaded machine. c1
-// (B) is kept off the node, so c0 (A) holds, section after section. A is
-// paused 500ms after its first write (its release then puts the release
-// script in the node's cache: the release that matters must be an EVALSHA
-// that runs, not one that gets NOSCRIPT), and again after its second
-// write; as that second pause begins, the replies on A's link start to be
-// lost, for 900ms, and B is let back. A releases 500ms later: the release
-// runs, its reply is lost, B takes the lock; when the window closes A's
-// stalled connection is closed and a client with retries sends its
-// release again.
+// retryRun: two clients, TTL 3s, sections of 1.2s, acquires that wait
+// 3s, go-redis's MaxRetries for the lock clients set to retries (0: off).
+// The schedule follows the holder rather than the clock, so that it holds
+// on a loaded machine. c1 (B) is kept off the node, so c0 (A) holds,
+// section after section. A is paused 50ms after its first write (its
+// release then puts the release script in the node's cache: the release
+// that matters must be an EVALSHA that runs, not one that gets NOSCRIPT),
+// and 500ms after its second; as that second pause begins, the replies on
+// A's link start to be lost, for 1.2s, and B is let back. A releases 500ms
+// later: the release runs, its reply is lost, B takes the lock; when the
+// window closes A's stalled connection is closed and a client with
+// retries sends its release again, 700ms into B's 1.2s section. The
+// margins are for a loaded machine: A's release may reach the node up to
+// 700ms late and still run inside the window, and the window may close up
+// to 500ms late and still find B holding (with sections of 300ms, B had
+// let go by then in 2 of 20 soak runs under stress-ng, and A's next grant
+// no longer overlapped B's); B's acquire outwaits both. The lock clients'
+// read timeout (3s) outlasts the cut: B's first acquire stays stalled
+// until B is let back, and is then sent again (a network error), instead
+// of timing out into an unknown outcome whose give-back a naive lock's DEL
+// would send, deleting A's key, when the cut ends.
 func retryRun(retries int) lockharness.Config {
 	c1 := []string{"c1->n1"}
 	c0 := []string{"c0->n1"}
-	afterWrite := func() nemesis.Step {
+	afterWrite := func(d time.Duration) nemesis.Step {
 		return at(100*ms, "client-pause", "holder", nil,
-			map[string]string{"duration": (500 * ms).String(), "at": string(nemesis.PauseAfterWrite)})
+			map[string]string{"duration": d.String(), "at": string(nemesis.PauseAfterWrite)})
 	}
 	return lockharness.Config{
-		Workload:      workload(2, 3*time.Second, 300*ms, time.Second),
+		Workload:      workload(2, 3*time.Second, 1200*ms, 3*time.Second),
 		ClientRetries: retries,
+		ClientTimeout: 3 * time.Second,
 		Script: []nemesis.Step{
 			at(0, "partition", "start", c1, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "c1 cut off from n1, so that c0 holds"}),
-			afterWrite(),
-			afterWrite(),
-			at(100*ms, "lose-replies", "start", c0, map[string]string{"duration": (900 * ms).String()}),
+			afterWrite(50 * ms),
+			afterWrite(500 * ms),
+			at(100*ms, "lose-replies", "start", c0, map[string]string{"duration": (1200 * ms).String()}),
 			at(100*ms, "partition", "stop", c1, nil),
 		},
-		TimeLimit: 3 * time.Second, Recovery: 1500 * ms, Seed: 1,
+		TimeLimit: 4 * time.Second, Recovery: 1500 * ms, Seed: 1,
 	}
 }
