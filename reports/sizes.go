@@ -97,6 +97,10 @@ var sizeWords = map[string]string{
 	"renewer stall": "renewer stall",
 }
 
+// instantFaults happen at an instant: the window the history gives them
+// (until the final heal) is no length of theirs.
+var instantFaults = map[string]bool{"crash-client": true}
+
 // Size says how large the fault was against the scale, or "" when it has
 // no size that matters (an instant: a flush, a promotion): a clock jump as
 // a multiple of the TTL, "clock jump +60 s on n3 = 60 × TTL (1 s)"; a
@@ -139,6 +143,9 @@ func (f Fault) Size(s Scale) string {
 		swing := (f.Strobe[0] - f.Strobe[1]).Abs()
 		return fmt.Sprintf("clock strobe%s swinging %s = %s", on, fmtLength(swing), s.Times(swing))
 	case f.Family == "clock":
+		return ""
+	}
+	if instantFaults[f.Family] {
 		return ""
 	}
 	name := cmpOr(sizeWords[f.Family], f.Family)

@@ -51,6 +51,7 @@ func TestFaultSize(t *testing.T) {
 		{"clock strobe", Fault{Family: "clock", Strobe: []time.Duration{-time.Second, time.Second}}, s,
 			"clock strobe swinging 2 s = 2 × TTL (1 s)"},
 		{"an instant", Fault{Family: "promote", Start: sec, End: sec}, s, ""},
+		{"a crash, whose window lasts to the heal", Fault{Family: "crash-client", Start: sec, End: 5 * sec, Healed: true}, s, ""},
 		{"no scale", Fault{Family: "partition", Start: sec, End: 2 * sec, Stopped: true}, Scale{}, ""},
 	} {
 		if got := c.f.Size(c.s); got != c.want {
