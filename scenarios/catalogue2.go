@@ -444,7 +444,7 @@ func ghostRun(retries int) lockharness.Config {
 	}
 }
 
-// retryRun: two clients, TTL 3s, sections of 1.2s, acquires that wait
+// retryRun: two clients, TTL 5s, sections of 1.2s, acquires that wait
 // 3s, go-redis's MaxRetries for the lock clients set to retries (0: off).
 // The schedule follows the holder rather than the clock, so that it holds
 // on a loaded machine. c1 (B) is kept off the node, so c0 (A) holds,
@@ -460,7 +460,10 @@ func ghostRun(retries int) lockharness.Config {
 // 700ms late and still run inside the window, and the window may close up
 // to 500ms late and still find B holding (with sections of 300ms, B had
 // let go by then in 2 of 20 soak runs under stress-ng, and A's next grant
-// no longer overlapped B's); B's acquire outwaits both. The lock clients'
+// no longer overlapped B's); B's acquire outwaits both. The TTL is long so
+// that A's lease certainly outlasts the retried release's answer (a
+// "not held" after the deadline is no evidence): with 3s a section
+// stretched by load left it 60ms short in 1 of 20. The lock clients'
 // read timeout (3s) outlasts the cut: B's first acquire stays stalled
 // until B is let back, and is then sent again (a network error), instead
 // of timing out into an unknown outcome whose give-back a naive lock's DEL
@@ -473,7 +476,7 @@ func retryRun(retries int) lockharness.Config {
 			map[string]string{"duration": d.String(), "at": string(nemesis.PauseAfterWrite)})
 	}
 	return lockharness.Config{
-		Workload:      workload(2, 3*time.Second, 1200*ms, 3*time.Second),
+		Workload:      workload(2, 5*time.Second, 1200*ms, 3*time.Second),
 		ClientRetries: retries,
 		ClientTimeout: 3 * time.Second,
 		Script: []nemesis.Step{
