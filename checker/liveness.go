@@ -73,7 +73,11 @@ func covered(cover []span, t int64) bool {
 // until its deadline (the lease is the designed way out of a crash). A
 // crashed holder's claim without a deadline does not: that is naive
 // SETNX's deadlock, and the time it blocks others counts as unavailable.
-func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violation) {
+//
+// In a window of a longer history (see CheckFile) only the last is
+// judged: the recovery period lies in it; the windows before add their
+// unavailability and their longest lease to w's carry.
+func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult, []Violation) {
 	stats := map[string]float64{}
 	var vs []Violation
 	window := p.first
@@ -81,7 +85,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 		window = p.heal
 	}
 	stats["recovery-ms"] = float64(p.last-window) / 1e6
-	complete, incomplete := recoveryComplete(p)
+	complete, incomplete := recoveryComplete(p, w.c)
 	var undecided []string // keys that look unavailable in a window too short to say
 
 	type keyCalls struct{ acquires []*call }
@@ -145,8 +149,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			}
 		}
 		un := uncovered(union(failing), busy)
-		totalUnavail += un
-		stats["unavailable-ms/"+key] = float64(un) / 1e6
+		w.c.unavail[key] += un
 		recAttempts += attempts
 		recOK += oks
 		if attempts > 0 {
@@ -178,6 +181,10 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			}
 			vs = append(vs, v)
 		}
+	}
+	for key, un := range w.c.unavail {
+		totalUnavail += un
+		stats["unavailable-ms/"+key] = float64(un) / 1e6
 	}
 	stats["unavailable-ms"] = float64(totalUnavail) / 1e6
 	stats["recovery-acquire-attempts"] = float64(recAttempts)
@@ -215,8 +222,10 @@ const minRecovery = int64(1e9)
 // could undo (a crashed holder of a lease that never expires, decided by
 // the caller). A success, on the other hand, shows liveness however short
 // the window: valid stands.
-func recoveryComplete(p *prepared) (bool, string) {
-	longest := int64(0)
+//
+// cr carries the longest lease of the windows before p's.
+func recoveryComplete(p *prepared, cr *carry) (bool, string) {
+	longest := cr.longest
 	for i := range p.calls {
 		c := &p.calls[i]
 		if c.typ != history.OK || c.out == nil || c.out.Deadline <= 0 || c.out.Deadline == never {
@@ -224,6 +233,7 @@ func recoveryComplete(p *prepared) (bool, string) {
 		}
 		longest = max(longest, c.out.Deadline-c.start)
 	}
+	cr.longest = longest
 	need := max(longest, minRecovery)
 	if p.heal < 0 {
 		return false, "the history has no final heal (a run cut short, or a prefix of one): its recovery period, where liveness is judged, is missing; re-check a complete run's history"
