@@ -73,7 +73,9 @@ const windowTarget = 1 << 16
 // CheckFile judges the history at path as Check does, reading it in
 // windows so that its memory does not grow with the length of the history
 // (see above). truncated reports a last line cut off by a killed run (and
-// dropped, as history.ReadFile does). A history the windows cannot judge
+// dropped, as history.ReadFile does). When ctx is done the reading stops
+// and the checkers that had not finished are unknown, as with Check; err
+// is for a history that cannot be read. A history the windows cannot judge
 // exactly (its events out of index order after a cut, or no final heal in
 // its last window after a cut) is read again and checked whole.
 func CheckFile(ctx context.Context, path string, cfg Config) (res Result, truncated bool, err error) {
@@ -97,6 +99,14 @@ func checkFile(ctx context.Context, path string, cfg Config, target int) (Result
 		return sc.Op(), true
 	}
 	res, exact := checkWindows(ctx, next, cfg, target)
+	if ctx.Err() != nil {
+		// Stopped: the checkers that had not finished are unknown, as
+		// Check's are when ctx is done.
+		if res.Checkers == nil {
+			res = Check(ctx, nil, cfg)
+		}
+		return res, sc.Truncated(), nil
+	}
 	if err := sc.Err(); err != nil {
 		return res, sc.Truncated(), fmt.Errorf("%s: %w", path, err)
 	}
@@ -137,10 +147,10 @@ func checkWindows(ctx context.Context, next func() (history.Op, bool), cfg Confi
 		win = append(win, op)
 	}
 	a.window(win, true)
-	if cuts > 0 && !a.healed {
-		return Result{}, false
-	}
-	return a.result(), true
+	// Liveness is judged over the recovery after the final heal, which
+	// the cuts keep in the last window; without one the whole history is
+	// the window, which the cuts did not keep.
+	return a.result(), cuts == 0 || a.healed
 }
 
 // carry is what the checkers keep of the windows before the current one.

@@ -197,4 +197,3 @@ func TestCheckFileReadsInWindows(t *testing.T) {
 		t.Fatal("no window was cut")
 	}
 }
-
