@@ -33,11 +33,16 @@ import (
 //     followed by its write (or the same client's next read), so no
 //     section spans the cut;
 //  4. the counter's value at the cut is the same in every linearization
-//     of the history before it: there has been no write of unknown
-//     outcome (it may land at any later time), and every accepted write
-//     read the counter first and wrote a larger value. Then a legal
-//     linearization moves the counter only upwards, so it ends at the
-//     largest value read or written, which is carried as the next
+//     of the history before it: every write that was accepted, or whose
+//     outcome is unknown, read the counter first and wrote a larger
+//     value, so a legal linearization moves the counter only upwards; and
+//     every write of unknown outcome (which may take effect at any later
+//     time, and leaves the counter at either value) is followed, before
+//     the cut, by a read of a larger value than it read, which every
+//     legal linearization places after it (the counter never comes back
+//     down to the value it needs). Then every legal linearization of the
+//     part before the cut holds every one of its writes and ends at the
+//     largest value read or accepted, which is carried as the next
 //     window's initial state;
 //  5. no client has crashed, no client ran two operations at once, the
 //     final heal has not begun (the recovery period and the final reads
@@ -63,8 +68,9 @@ import (
 // so a window check can decide where the whole check ran out and said
 // unknown; and violations with the same start may be listed in another
 // order. Where a cut is never allowed (a crash early in a run, a write of
-// unknown outcome), the window grows to the end: memory is then what the
-// whole check costs.
+// unknown outcome that no later read settles, a write that read
+// nothing), the window grows to the end: memory is then what the whole
+// check costs.
 
 // windowTarget is how many events a window of CheckFile holds at least
 // before it is cut at the next point allowed.
@@ -379,15 +385,16 @@ func (a *accumulator) result() Result {
 // (see the conditions above). It keeps what is pending or open, never what
 // is done.
 type cutter struct {
-	pending  map[pendKey]*history.Value // invocations not yet completed
-	busy     map[history.Process]bool   // client processes with an operation outstanding
-	leases   map[procKey]int64          // grants not yet released: the latest deadline
-	open     map[procKey]int64          // reads not yet followed by their write
-	top      map[string]int64           // each key's largest counter value in the window
-	never    bool                       // no cut for the rest of the history
-	disorder bool
-	n        int
-	last     history.Op
+	pending   map[pendKey]*history.Value // invocations not yet completed
+	busy      map[history.Process]bool   // client processes with an operation outstanding
+	leases    map[procKey]int64          // grants not yet released: the latest deadline
+	open      map[procKey]int64          // reads not yet followed by their write
+	top       map[string]int64           // each key's largest counter value in the window
+	unsettled map[string]int64           // per key, the largest value read by a write of unknown outcome no read has settled
+	never     bool                       // no cut for the rest of the history
+	disorder  bool
+	n         int
+	last      history.Op
 }
 
 type pendKey struct {
@@ -397,12 +404,12 @@ type pendKey struct {
 
 func newCutter() *cutter {
 	return &cutter{pending: map[pendKey]*history.Value{}, busy: map[history.Process]bool{},
-		leases: map[procKey]int64{}, open: map[procKey]int64{}, top: map[string]int64{}}
+		leases: map[procKey]int64{}, open: map[procKey]int64{}, top: map[string]int64{}, unsettled: map[string]int64{}}
 }
 
 // ok reports whether the window may end before next.
 func (c *cutter) ok(next history.Op) bool {
-	if c.never || c.n == 0 || len(c.pending) > 0 || len(c.open) > 0 ||
+	if c.never || c.n == 0 || len(c.pending) > 0 || len(c.open) > 0 || len(c.unsettled) > 0 ||
 		next.Time <= c.last.Time || next.Index <= c.last.Index {
 		return false
 	}
@@ -483,25 +490,34 @@ func (c *cutter) observe(op history.Op) {
 			v := *op.Value.Counter
 			c.open[k] = v
 			c.top[op.Key] = max(c.top[op.Key], v)
+			if u, ok := c.unsettled[op.Key]; ok && v > u {
+				delete(c.unsettled, op.Key) // every unknown write on the key took effect or never will
+			}
 		}
 	case history.FWrite:
 		read, hasRead := c.open[k]
 		delete(c.open, k)
-		switch {
-		case op.Type == history.OK && op.Value != nil && op.Value.Rejected, op.Type == history.Fail:
-		case op.Type == history.OK:
-			wrote := read + 1
-			if in != nil && in.Counter != nil {
-				wrote = *in.Counter
-			} else if op.Value != nil && op.Value.Counter != nil {
-				wrote = *op.Value.Counter
-			}
-			if !hasRead || wrote <= read {
-				c.never = true // the counter's value at a cut could be ambiguous
-			}
+		if op.Type == history.Fail || op.Type == history.OK && op.Value != nil && op.Value.Rejected {
+			return // the counter is as the read left it
+		}
+		wrote := read + 1
+		if in != nil && in.Counter != nil {
+			wrote = *in.Counter
+		} else if op.Value != nil && op.Value.Counter != nil {
+			wrote = *op.Value.Counter
+		}
+		if !hasRead || wrote <= read {
+			c.never = true // the counter's value at a cut could be ambiguous
+			return
+		}
+		if op.Type == history.OK {
 			c.top[op.Key] = max(c.top[op.Key], wrote)
-		default:
-			c.never = true // a write of unknown outcome may land at any later time
+			return
+		}
+		// Unknown: it may take effect later, until a read shows the
+		// counter past the value it needs.
+		if u, ok := c.unsettled[op.Key]; !ok || read > u {
+			c.unsettled[op.Key] = read
 		}
 	}
 }

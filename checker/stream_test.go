@@ -119,6 +119,22 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 			b[i].Value = &v
 			cases = append(cases, tc{"sim lost update", b})
 		}
+		// Writes whose outcome is unknown (a timeout): some landed (the
+		// next read shows it), some did not (the next read says so).
+		var writes []int
+		for i, op := range ops {
+			if op.Type == history.OK && op.F == history.FWrite && op.Value != nil && !op.Value.Rejected {
+				writes = append(writes, i)
+			}
+		}
+		if len(writes) > 0 {
+			b := slices.Clone(ops)
+			for range 1 + len(writes)/40 {
+				i := writes[rng.IntN(len(writes))]
+				b[i].Type, b[i].Value, b[i].Error = history.Info, nil, "i/o timeout"
+			}
+			cases = append(cases, tc{"sim unknown writes", b})
+		}
 		if len(grants) > 1 {
 			b := slices.Clone(ops)
 			i := grants[rng.IntN(len(grants))]
