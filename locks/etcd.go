@@ -68,7 +68,7 @@ type etcdLock struct {
 	cancel context.CancelFunc
 
 	mu    sync.Mutex
-	holds map[string]*etcdHold      // by lease token
+	holds map[string]*etcdHold // by lease token
 	byID  map[clientv3.LeaseID]*etcdHold
 }
 
@@ -77,7 +77,7 @@ type etcdHold struct {
 	id    clientv3.LeaseID
 	sess  *concurrency.Session
 	mutex *concurrency.Mutex
-	lease Lease // key and token; fence once held
+	lease Lease         // key and token; fence once held
 	done  chan struct{} // closed when the keep-alive loop has stopped
 
 	// guarded by etcdLock.mu
