@@ -175,6 +175,9 @@ func (l *etcdLock) Acquire(ctx context.Context, key string, o AcquireOptions) (L
 	if err != nil {
 		return lease, l.nodeErr("lock", err) // unknown: Release revokes
 	}
+	if err := l.confirm(ctx, h); err != nil {
+		return lease, err
+	}
 	l.mu.Lock()
 	h.held = true
 	if l.fenced {
@@ -184,6 +187,29 @@ func (l *etcdLock) Acquire(ctx context.Context, key string, o AcquireOptions) (L
 	lease = h.lease
 	l.mu.Unlock()
 	return lease, nil
+}
+
+// confirm renews the lease once more when the last confirmation is older
+// than a renewal period, as after a long wait for the mutex or keep-alives
+// that went unanswered while the leader changed: the deadline the holder
+// is given is then the instant before this renewal plus the TTL, not one
+// that may have passed already. etcd answering that the lease is gone
+// means the key went with it: not acquired. A renewal that gets no answer
+// leaves the older deadline, which is still a true lower bound.
+func (l *etcdLock) confirm(ctx context.Context, h *etcdHold) error {
+	l.mu.Lock()
+	stale := time.Since(h.confirmed) > time.Duration(h.granted)*time.Second/3
+	l.mu.Unlock()
+	if !stale {
+		return nil
+	}
+	if _, err := l.keepAliveOnce(ctx, h, h.lease); errors.Is(err, ErrNotHeld) {
+		if rerr := l.revoke(ctx, h); rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
+			return l.nodeErr("revoke after losing the lease", rerr)
+		}
+		return l.nodeErr("lock", fmt.Errorf("the lease ran out while waiting for the lock: %w", ErrNotAcquired))
+	}
+	return nil
 }
 
 // errWaitEnded: a waiting Lock ran out of o.Wait or was stopped.
