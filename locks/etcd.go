@@ -17,7 +17,7 @@ import (
 var etcdInfo = Info{
 	Name:        "etcd",
 	System:      SystemEtcd,
-	Description: "etcd's concurrency.Mutex over a session lease with a TTL (a lease per hold, kept alive every TTL/3); release deletes the key if it is still ours, then revokes the lease",
+	Description: "etcd's concurrency.Mutex (TryLock) over a session lease with a TTL (a lease per hold, kept alive every TTL/3); release deletes the key if it is still ours, then revokes the lease",
 	MinNodes:    3,
 	MaxNodes:    5,
 	New:         func(nodes []Node, opts Options) (Lock, error) { return newEtcdLock(nodes, opts, false) },
@@ -105,9 +105,12 @@ func newEtcdLock(nodes []Node, opts Options, fenced bool) (Lock, error) {
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: eps,
-		// A stalled connection (a cut link) is given up after two
-		// unanswered keep-alive pings, and the balancer moves on.
-		DialKeepAliveTime:    time.Second,
+		// A stalled connection (a cut link) is given up once a keep-alive
+		// ping goes unanswered for a second, and the balancer moves on;
+		// gRPC sends them 10s apart at the least (it raises any shorter
+		// time), so until then every third request goes to the cut-off
+		// member and times out.
+		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: time.Second,
 		Logger:               zap.NewNop(),
 	})
@@ -131,9 +134,9 @@ func (l *etcdLock) nodeErr(op string, err error) error {
 	return &NodeError{Node: l.nodes, Op: op, Err: err}
 }
 
-// Acquire grants a lease, opens a session on it and takes the mutex: at
-// once (TryLock) or waiting up to o.Wait (Lock, which watches its
-// predecessor). A refusal revokes the lease, leaving nothing behind.
+// Acquire grants a lease, opens a session on it and takes the mutex
+// (TryLock, again and again for up to o.Wait). A refusal revokes the
+// lease, leaving nothing behind.
 func (l *etcdLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
 	lease := Lease{Key: key, Token: newToken(l.opts.Rand)}
 	start := time.Now()
@@ -157,19 +160,28 @@ func (l *etcdLock) Acquire(ctx context.Context, key string, o AcquireOptions) (L
 		return lease, l.nodeErr("session", err)
 	}
 	h.mutex = concurrency.NewMutex(h.sess, EtcdPrefix(key))
-	if o.Wait <= 0 {
+	// Waiting is trying again: TryLock until it succeeds, fails with
+	// something other than "locked", or o.Wait runs out. Mutex.Lock would
+	// watch the predecessor instead, but when its wait is cancelled it
+	// deletes its key under the client's own context, which has no
+	// deadline: on a connection to a member that is cut off it was seen
+	// to hang until the partition healed, long past the caller's deadline.
+	_, err = retry(ctx, o, max(l.opts.RetryDelay, 25*time.Millisecond), l.opts.Rand, func() (Lease, error) {
 		lctx, cancel := l.rpc(ctx)
-		err = h.mutex.TryLock(lctx)
-		cancel()
-	} else {
-		err = l.lockWaiting(ctx, h, o)
-	}
-	if errors.Is(err, concurrency.ErrLocked) || errors.Is(err, errWaitEnded) {
-		// Our key is deleted (TryLock) or being given up (Lock); revoking
-		// the lease makes sure of it.
-		if rerr := l.revoke(ctx, h); rerr != nil {
-			return lease, l.nodeErr("revoke after refusal", rerr)
+		defer cancel()
+		if err := h.mutex.TryLock(lctx); errors.Is(err, concurrency.ErrLocked) {
+			return lease, ErrNotAcquired
+		} else if err != nil {
+			return lease, err
 		}
+		return lease, nil
+	})
+	if errors.Is(err, ErrNotAcquired) {
+		// TryLock says "locked" only once it has deleted our key: the
+		// refusal is definite. The lease holds nothing; revoke it, or let
+		// it run out with its keep-alives stopped.
+		_ = l.revoke(ctx, h)
+		l.forget(h)
 		return lease, l.nodeErr("lock", ErrNotAcquired)
 	}
 	if err != nil {
@@ -210,31 +222,6 @@ func (l *etcdLock) confirm(ctx context.Context, h *etcdHold) error {
 		return l.nodeErr("lock", fmt.Errorf("the lease ran out while waiting for the lock: %w", ErrNotAcquired))
 	}
 	return nil
-}
-
-// errWaitEnded: a waiting Lock ran out of o.Wait or was stopped.
-var errWaitEnded = errors.New("wait for the lock ended")
-
-// lockWaiting runs Mutex.Lock for up to o.Wait, or until o.Stop.
-func (l *etcdLock) lockWaiting(ctx context.Context, h *etcdHold, o AcquireOptions) error {
-	wctx, cancel := context.WithTimeout(ctx, o.Wait+l.timeout)
-	defer cancel()
-	stopped := make(chan struct{})
-	go func() {
-		select {
-		case <-o.Stop:
-			cancel()
-		case <-wctx.Done():
-		}
-		close(stopped)
-	}()
-	err := h.mutex.Lock(wctx)
-	cancel()
-	<-stopped
-	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
-		return fmt.Errorf("%w: %v", errWaitEnded, err)
-	}
-	return err
 }
 
 // createRevision is the revision that created the mutex's key: the

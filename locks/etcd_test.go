@@ -71,7 +71,7 @@ func TestEtcdLocksExclude(t *testing.T) {
 	}
 }
 
-// A blocking acquire waits for the holder (Mutex.Lock watches it) and
+// A blocking acquire waits for the holder (trying again) and
 // gets the lock when it is released.
 func TestEtcdLockWaitsForTheHolder(t *testing.T) {
 	t.Parallel()

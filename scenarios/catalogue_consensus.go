@@ -61,11 +61,12 @@ func catalogueConsensus() []Scenario {
 			Source:  jepsenEtcd + `; ` + etcdDocs,
 			Explanation: `n1 leads the three-member group when the run starts. At 500ms, while A holds the lock (TTL ` +
 				`2s, sections of 1.5s), every link to and from n1 is cut: the clients' and the other members'. ` +
-				`Requests that went to n1, or through a follower to it, time out (info): A's keep-alives, then ` +
-				`its release, so A's key stays. n2 and n3 elect a leader after an election timeout, and the new ` +
+				`Requests that go to n1 time out (gRPC gives the connection up only after its keep-alive pings, ` +
+				`10s apart at the least, go unanswered), and so do those a follower forwards to n1 before the new ` +
+				`election: A's keep-alives, perhaps its release, and then A's key stays. n2 and n3 elect a leader after an election timeout, and the new ` +
 				`leader extends every lease by one, so A's key outlives the deadline A was given and goes only when ` +
 				`its lease runs out. Then a client acquires through n2 and n3 while n1 is still cut off, and works ` +
-				`under a lease the checkers hold it to. At 7s n1 is back and rejoins as a follower. Cutting off the ` +
+				`under a lease the checkers hold it to. At 9.5s n1 is back and rejoins as a follower (pre-vote keeps it from deposing the new leader). Cutting off the ` +
 				`leader, a minority, costs etcd seconds of availability, never safety: one holder at a time, no ` +
 				`update lost.`,
 			Expect: Expect{valid, valid, valid},
@@ -76,9 +77,13 @@ func catalogueConsensus() []Scenario {
 				Script: []nemesis.Step{
 					at(500*ms, "partition", "start", isolate("n1", 2, 3),
 						map[string]string{"pattern": nemesis.PatternIsolate, "groups": "n1 (the leader) alone"}),
-					at(7*time.Second, "partition", "stop", isolate("n1", 2, 3), nil),
+					at(9500*ms, "partition", "stop", isolate("n1", 2, 3), nil),
 				},
-				TimeLimit: 8 * time.Second, Recovery: 3 * time.Second, Seed: 1,
+				// Room for a loaded machine: a client's requests still go to
+				// n1 until gRPC gives its connection up (its keep-alive pings
+				// are 10s apart at the least), each timing out after 1s.
+				ClientTimeout: time.Second,
+				TimeLimit:     10500 * ms, Recovery: 5 * time.Second, Seed: 1,
 			},
 		},
 	}

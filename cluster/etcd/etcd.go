@@ -216,6 +216,9 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 				"--initial-cluster-token", token,
 				"--heartbeat-interval", fmt.Sprint(HeartbeatInterval.Milliseconds()),
 				"--election-timeout", fmt.Sprint(ElectionTimeout.Milliseconds()),
+				// A member back from a partition does not depose a working
+				// leader with the terms it ran up alone (etcd 3.5's default).
+				"--pre-vote",
 				"--logger", "zap", "--log-outputs", "stderr",
 			},
 			// Peer traffic through this member's own SOCKS proxy; nothing
