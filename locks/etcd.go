@@ -247,29 +247,68 @@ func (l *etcdLock) Release(ctx context.Context, lease Lease) error {
 	l.mu.Lock()
 	held := h.held
 	l.mu.Unlock()
-	var err error
-	if held {
-		tctx, cancel := l.rpc(ctx)
-		var resp *clientv3.TxnResponse
-		resp, err = l.cli.Txn(tctx).If(h.mutex.IsOwner()).Then(clientv3.OpDelete(h.mutex.Key())).Commit()
-		cancel()
-		if err == nil && !resp.Succeeded {
-			_ = l.revoke(ctx, h)
-			return l.nodeErr("release", ErrNotHeld)
-		}
+	if !held {
+		return l.releaseUnknown(ctx, h)
+	}
+	tctx, cancel := l.rpc(ctx)
+	resp, err := l.cli.Txn(tctx).If(h.mutex.IsOwner()).Then(clientv3.OpDelete(h.mutex.Key())).Commit()
+	cancel()
+	if err == nil && !resp.Succeeded {
+		_ = l.revoke(ctx, h)
+		return l.nodeErr("release", ErrNotHeld)
 	}
 	rerr := l.revoke(ctx, h)
 	switch {
-	case err == nil && held:
+	case err == nil:
 		return nil // deleted; a failed revoke leaves a lease that holds nothing
-	case errors.Is(rerr, rpctypes.ErrLeaseNotFound) && held:
+	case errors.Is(rerr, rpctypes.ErrLeaseNotFound):
 		return l.nodeErr("release", ErrNotHeld) // the lease, and with it the key, was gone
-	case rerr == nil || errors.Is(rerr, rpctypes.ErrLeaseNotFound):
-		return nil // whatever an unknown acquire left is gone
-	case err != nil:
+	case rerr == nil:
+		// The lease lived until the revoke, and with it our key, which
+		// owned the lock since the grant: the revoke released it.
+		return nil
+	}
+	return l.nodeErr("release", err)
+}
+
+// releaseUnknown gives back whatever an acquire whose outcome is unknown
+// left: nothing, a waiter's key, or the lock itself. It asks who owns the
+// lock (the lowest create revision under the prefix): if our key does,
+// the acquire took effect and the release deletes it (ok); if not, it
+// revokes the lease, taking any waiter's key with it, and answers "not
+// held", which is what it was when asked. A release must never answer ok
+// for a lock it did not hold: the checker reads that as removing the
+// holder's lock.
+func (l *etcdLock) releaseUnknown(ctx context.Context, h *etcdHold) error {
+	pfx := EtcdPrefix(h.lease.Key) + "/"
+	mine := fmt.Sprintf("%s%x", pfx, h.id)
+	gctx, cancel := l.rpc(ctx)
+	resp, err := l.cli.Get(gctx, pfx, clientv3.WithFirstCreate()...)
+	cancel()
+	if err != nil {
+		_ = l.revoke(ctx, h)
 		return l.nodeErr("release", err)
 	}
-	return l.nodeErr("revoke", rerr)
+	if len(resp.Kvs) > 0 && string(resp.Kvs[0].Key) == mine {
+		tctx, cancel := l.rpc(ctx)
+		tr, err := l.cli.Txn(tctx).If(clientv3.Compare(clientv3.CreateRevision(mine), "=", resp.Kvs[0].CreateRevision)).
+			Then(clientv3.OpDelete(mine)).Commit()
+		cancel()
+		_ = l.revoke(ctx, h)
+		switch {
+		case err != nil:
+			return l.nodeErr("release", err)
+		case !tr.Succeeded:
+			return l.nodeErr("release", ErrNotHeld)
+		}
+		return nil
+	}
+	if rerr := l.revoke(ctx, h); rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
+		// A waiter's key may live on, and own the lock for nobody until
+		// the lease runs out: the release's effect is unknown.
+		return l.nodeErr("release", rerr)
+	}
+	return l.nodeErr("release", fmt.Errorf("the acquire had not taken the lock: %w", ErrNotHeld))
 }
 
 // revoke ends the hold's lease (and every key on it) and forgets the hold.

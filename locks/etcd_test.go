@@ -182,3 +182,49 @@ func TestEtcdLockLearnsItLostTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The release after an acquire whose outcome was unknown finds out what
+// it left: the lock itself (released, ok), or a waiter's key behind
+// another holder (removed, "not held"; the holder keeps its lock). It
+// never answers ok for a lock it did not hold: the checker would read
+// that as removing the holder's lock.
+func TestEtcdReleaseAfterAnUnknownAcquire(t *testing.T) {
+	t.Parallel()
+	c := etcdGroup(t, 2)
+	ctx := context.Background()
+	a := newLock(t, "etcd", etcdNodes(c, 0), 1, locks.Options{TTL: 2 * time.Second})
+	b := newLock(t, "etcd", etcdNodes(c, 1), 2, locks.Options{TTL: 2 * time.Second})
+
+	lb, err := b.Acquire(ctx, "took", locks.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks.EtcdForgetGrant(b, lb.Token)
+	if err := b.Release(ctx, lb); err != nil {
+		t.Fatalf("release of a lock the unknown acquire took: %v, want ok", err)
+	}
+	if keys, err := locks.EtcdKeys(ctx, b, "took"); err != nil || len(keys) != 0 {
+		t.Fatalf("keys left %v (%v)", keys, err)
+	}
+
+	la, err := a.Acquire(ctx, "waiting", locks.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := locks.EtcdWaitOnly(ctx, b, "waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := locks.EtcdKeys(ctx, b, "waiting"); len(keys) != 2 {
+		t.Fatalf("keys %v, want the holder's and the waiter's", keys)
+	}
+	if err := b.Release(ctx, lw); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("release of a waiter's key: %v, want not held", err)
+	}
+	if keys, _ := locks.EtcdKeys(ctx, b, "waiting"); len(keys) != 1 {
+		t.Fatalf("keys %v, want the holder's alone", keys)
+	}
+	if err := a.Release(ctx, la); err != nil {
+		t.Fatalf("the holder's release after the waiter's: %v", err)
+	}
+}
