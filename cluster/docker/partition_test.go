@@ -83,6 +83,11 @@ func TestNativePartition(t *testing.T) {
 	if err := c.Set(ctx, "k", "before", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// The write before the cut must be on both replicas before the cut, or
+	// a loaded machine cuts the stream ahead of it (CI: n3 held nothing).
+	if n, err := c.Wait(ctx, 2, 10*time.Second).Result(); err != nil || n < 2 {
+		t.Fatalf("WAIT 2 for the write before the cut: %d replicas, %v", n, err)
+	}
 	t0 := time.Now()
 	if err := d.PartitionNodes(ctx, [][2]string{{"n1", "n2"}, {"n1", "n3"}}); err != nil {
 		t.Fatal(err)
