@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/cluster/etcd"
 	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
@@ -40,8 +41,10 @@ type Config struct {
 
 	Workload workloads.Config `json:"workload"`
 	Cluster  cluster.Config   `json:"cluster"`
-	// Backend starts the deployment the run tests; nil means local
-	// redis-server processes (cluster.Local).
+	// Backend starts the Redis deployment the run tests; nil means local
+	// redis-server processes (cluster.Local). A lock for another system
+	// (locks.Info.System) runs on that system's local backend (systems),
+	// and refuses a Backend.
 	Backend cluster.Backend `json:"-"`
 	// Nemesis chooses and tunes the faults; no names, no faults. Its seed
 	// is the run's.
@@ -242,6 +245,17 @@ func (c Config) resolve() (locks.Info, int, error) {
 	case c.ClientRetries < 0:
 		return info, 0, usage("--client-retries must not be negative, got %d: use 0 to keep go-redis's retries off, or e.g. --client-retries 3", c.ClientRetries)
 	}
+	if sys := info.SystemName(); sys != locks.SystemRedis {
+		if _, ok := systems()[sys]; !ok {
+			return info, 0, usage("lock %s runs on %s, which this harness cannot start (it starts: redis, %s)", info.Name, sys, strings.Join(systemNames(), ", "))
+		}
+		if c.Backend != nil {
+			return info, 0, usage("lock %s runs on %s, started as local processes; the backend chosen (--backend, --target) starts Redis: leave it out", info.Name, sys)
+		}
+		if c.Cluster.Topology == cluster.Replicated {
+			return info, 0, usage("lock %s runs on %s, a group of peers, not a Redis master with replicas: leave out --topology replicated and the failover nemesis", info.Name, sys)
+		}
+	}
 	if c.Cluster.Topology == cluster.Replicated {
 		// One master with replicas: a lock over independent nodes has no
 		// place here.
@@ -278,7 +292,7 @@ func (c Config) checkRenews(info locks.Info) error {
 	}
 	nodes := make([]locks.Node, max(info.MinNodes, 1))
 	for i := range nodes {
-		nodes[i] = locks.Node{Name: fmt.Sprintf("n%d", i+1), Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
+		nodes[i] = locks.Node{Name: fmt.Sprintf("n%d", i+1), Addr: "127.0.0.1:0", Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
 	}
 	defer cluster.CloseNodes(nodes)
 	l, err := info.New(nodes, locks.Options{})
@@ -319,6 +333,36 @@ func (c Config) checkFailpoints(info locks.Info) error {
 		}
 	}
 	return nil
+}
+
+// systems are the local backends of the systems under test other than
+// Redis, by locks.Info.System. Each starts its servers as local processes
+// with every link a proxy, and a Redis storage node for the protected
+// resource (cluster.Deployment.StorageAddr).
+func systems() map[string]cluster.Backend {
+	return map[string]cluster.Backend{locks.SystemEtcd: etcd.Local}
+}
+
+func systemNames() []string {
+	var out []string
+	for s := range systems() {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// backend is what starts the run's deployment: the lock's system's local
+// backend (systems), or for a Redis lock Backend, by default local
+// redis-server processes. resolve has checked that it exists.
+func (c Config) backend(info locks.Info) cluster.Backend {
+	if sys := info.SystemName(); sys != locks.SystemRedis {
+		return systems()[sys]
+	}
+	if c.Backend != nil {
+		return c.Backend
+	}
+	return cluster.Local
 }
 
 // Outcome is what a run produced.
@@ -407,11 +451,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		}
 		defer os.RemoveAll(ccfg.Dir) // after the cluster's Down below
 	}
-	up := r.cfg.Backend
-	if up == nil {
-		up = cluster.Local
-	}
-	cl, err := up(ctx, ccfg)
+	cl, err := r.cfg.backend(r.lock)(ctx, ccfg)
 	if err != nil {
 		return out, fmt.Errorf("setup: %w", err)
 	}

@@ -85,7 +85,7 @@ func (c *Cluster) ClientNodes(cl int, o ClientOptions) []locks.Node {
 	eps := c.Endpoints(cl)
 	nodes := make([]locks.Node, 0, len(eps))
 	for _, ep := range eps {
-		nodes = append(nodes, locks.Node{Name: ep.Node, Client: NewRedisClient(ep.Addr, o)})
+		nodes = append(nodes, locks.Node{Name: ep.Node, Addr: ep.Addr, Client: NewRedisClient(ep.Addr, o)})
 	}
 	return nodes
 }
@@ -123,27 +123,34 @@ func (c *Cluster) masterClient(cl int, o ClientOptions) *redis.Client {
 	return NewMasterClient(d, o)
 }
 
-// CloseNodes closes the clients of nodes.
+// CloseNodes closes the go-redis clients of nodes (the nodes of another
+// system have none: their lock closes its own client).
 func CloseNodes(nodes []locks.Node) {
 	for _, n := range nodes {
-		_ = n.Client.Close()
+		if n.Client != nil {
+			_ = n.Client.Close()
+		}
 	}
 }
 
-// Deployment is a Redis deployment behind the seam: what the nemeses see
-// (deploy.Deployment) and the go-redis clients the locks and the workload
-// use. *Cluster, the local-process backend, is one; another backend (Docker
-// containers, a deployment the user runs) is another.
+// Deployment is a deployment behind the seam: what the nemeses see
+// (deploy.Deployment) and the lock nodes the locks use. *Cluster, the
+// local-process Redis backend, is one; another backend (Docker containers,
+// a deployment the user runs, another system such as etcd) is another.
+// Whatever the system, StorageAddr is a Redis server: the protected
+// resource lives there.
 type Deployment interface {
 	deploy.Deployment
 	// ClientNodes returns the lock nodes as client slot cl reaches them,
-	// each with its own go-redis client through that client's links; the
-	// caller closes them (CloseNodes).
+	// through that client's links (Addr); for Redis each with its own
+	// go-redis client, which the caller closes (CloseNodes). A system
+	// other than Redis gives addresses only (and o.Timeout as Timeout).
 	ClientNodes(cl int, o ClientOptions) []locks.Node
 }
 
-// Backend starts a Redis deployment from a topology config. Up is the
-// local-process one.
+// Backend starts a deployment from a topology config (for a system other
+// than Redis, the fields that apply: Nodes, Clients, Dir, Faketime). Up is
+// the local-process Redis one.
 type Backend func(ctx context.Context, cfg Config) (Deployment, error)
 
 // Local is the local-process Backend: Up.

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 
 	"github.com/lockharness/lockharness/deploy"
 )
@@ -316,8 +315,7 @@ func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 	// Every proxy exists before any server starts: a replica whose first
 	// connection to its master is refused retries only after ≈1 s.
-	zerolog.SetGlobalLevel(zerolog.Disabled) // the bandwidth toxic logs through the global logger
-	c.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	c.proxies = NewProxyServer()
 	if err := c.addLinks(); err != nil {
 		return nil, err
 	}

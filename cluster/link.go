@@ -9,6 +9,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/rs/zerolog"
 
 	"github.com/lockharness/lockharness/deploy"
 )
@@ -58,6 +59,13 @@ func (c *Cluster) AddLink(from string, s *Server) (*Link, error) {
 	}
 	c.links[name] = l
 	return l, nil
+}
+
+// NewProxyServer is an embedded toxiproxy server, logging nothing, for a
+// deployment's links (NewLink). Its Collection.Clear stops every proxy.
+func NewProxyServer() *toxiproxy.ApiServer {
+	zerolog.SetGlobalLevel(zerolog.Disabled) // the bandwidth toxic logs through the global logger
+	return toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 }
 
 // NewLink starts a proxy on srv for the link from → to, listening on listen

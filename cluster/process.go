@@ -39,7 +39,9 @@ func LookBinary(name string) (string, error) {
 
 // Server is one redis-server (or redis-sentinel) process: its port, its own
 // directory and config, and its process, which can be stopped, paused,
-// killed and restarted on the same port.
+// killed and restarted on the same port. Another system's server (etcd,
+// ZooKeeper, MariaDB) is one too, with its own Args, Ready probe and
+// captured Output.
 type Server struct {
 	Name string
 	Port int
@@ -55,6 +57,15 @@ type Server struct {
 	// ClockFile, when set, is the libfaketime control file the server reads
 	// its clock offset and rate from (Env must preload libfaketime).
 	ClockFile string
+	// Args, when set, are the program's arguments instead of the config
+	// file's path (a server configured by flags).
+	Args []string
+	// Ready, when set, says whether the server answers, instead of Redis's
+	// PING and process id check; WaitReady polls it.
+	Ready func(ctx context.Context) error
+	// Output, when set, sends the process's stdout and stderr to LogPath
+	// (appended), for a server that logs there instead of to its own file.
+	Output bool
 
 	mu        sync.Mutex
 	cmd       *exec.Cmd
@@ -118,9 +129,21 @@ func (s *Server) Start(ctx context.Context, wait bool) error {
 			return fmt.Errorf("start %s: %w", s.Name, err)
 		}
 	}
-	cmd := exec.Command(s.Binary, s.ConfigPath())
+	args := s.Args
+	if args == nil {
+		args = []string{s.ConfigPath()}
+	}
+	cmd := exec.Command(s.Binary, args...)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
+	if s.Output {
+		f, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", s.Name, err)
+		}
+		defer f.Close() // the child has its own descriptor
+		cmd.Stdout, cmd.Stderr = f, f
+	}
 	// The child dies with the harness even when the harness is SIGKILLed,
 	// and gets its own process group so a Ctrl-C at the terminal reaches
 	// only the harness, which then tears down in order.
@@ -142,15 +165,19 @@ func (s *Server) Start(ctx context.Context, wait bool) error {
 	return s.WaitReady(ctx, 10*time.Second)
 }
 
-// WaitReady polls PING until the server answers +PONG, the process exits,
-// or timeout passes.
+// WaitReady polls PING until the server answers +PONG (or Ready until it
+// succeeds), the process exits, or timeout passes.
 func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	s.mu.Lock()
 	exit := s.exit
 	s.mu.Unlock()
 	for {
-		if err := Ping(ctx, s.Addr(), 200*time.Millisecond); err == nil {
+		if s.Ready != nil {
+			if err := s.Ready(ctx); err == nil {
+				return nil
+			}
+		} else if err := Ping(ctx, s.Addr(), 200*time.Millisecond); err == nil {
 			// Someone answers: make sure it is our process. Between choosing
 			// a free port and binding it, another cluster's server may have
 			// taken it; then ours exits, and the PONG was the other's.
@@ -171,12 +198,21 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("start %s on port %d: process exited: %s", s.Name, s.Port, tail)
 		case <-ctx.Done():
 			return fmt.Errorf("start %s: %w", s.Name, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(s.pollEvery()):
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("start %s on port %d: no PONG after %v: %s", s.Name, s.Port, timeout, s.logTail())
 		}
 	}
+}
+
+// pollEvery is how often WaitReady asks: often for Redis's cheap PING, less
+// for another system's probe (a client connection, a query).
+func (s *Server) pollEvery() time.Duration {
+	if s.Ready != nil {
+		return 50 * time.Millisecond
+	}
+	return 5 * time.Millisecond
 }
 
 // logTail returns the last lines of the server's log, for error messages.

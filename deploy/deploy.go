@@ -28,7 +28,8 @@
 //
 // Names. Lock nodes are "n1"…"nN", sentinels "s1"…, client slots "c0"….
 // A link is named "from->to" (LinkName): "c0->n1" is client 0's path to
-// node 1, "n2->n1" replica n2's replication link to n1, "sentinels->n1" the
+// node 1, "n2->n1" replica n2's replication link to n1 (or, in a group of
+// Peers, member n2's link to member n1), "sentinels->n1" the
 // one path the sentinels and the replicas share to n1 when Sentinel runs.
 package deploy
 
@@ -99,6 +100,11 @@ type Layout struct {
 	// the harness moves the master and each node has its own link to each
 	// other node, "nJ->nI".
 	Elected bool
+	// Peers: the nodes are the members of one group that talk among
+	// themselves (a consensus group: etcd, ZooKeeper) and each node has
+	// its own link to each other node, "nJ->nI", so one member can be cut
+	// off from the others. Not Replicated: no master the harness moves.
+	Peers bool
 }
 
 // Kind is what a node is for.

@@ -2,7 +2,8 @@ package locks
 
 // builtins lists every lock of this package, in the order of the catalogue:
 // from the naive recipes to the ones with a checked owner, then several
-// nodes, then fencing and replication, then the real libraries.
+// nodes, then fencing and replication, then the real libraries, then the
+// locks of the other systems (etcd).
 func builtins() []Info {
 	return []Info{
 		setNXInfo,
@@ -15,5 +16,7 @@ func builtins() []Info {
 		tokenWaitInfo,
 		redsyncInfo,
 		redislockInfo,
+		etcdInfo,
+		etcdFencedInfo,
 	}
 }

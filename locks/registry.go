@@ -64,10 +64,25 @@ func (o Options) failpoint(ctx context.Context, name string) error {
 // the nodes.
 type Factory func(nodes []Node, opts Options) (Lock, error)
 
+// Systems a lock can be for (Info.System). The run starts a deployment of
+// the lock's system; the protected resource stays on a Redis storage node
+// whatever the system, so the resource and fencing checks are the same.
+const (
+	SystemRedis     = "redis"
+	SystemEtcd      = "etcd"
+	SystemZooKeeper = "zookeeper"
+	SystemMariaDB   = "mariadb"
+)
+
 // Info describes a registered lock.
 type Info struct {
 	Name        string
 	Description string
+	// System is the system under test the lock runs on: "" or SystemRedis
+	// for Redis (the nodes then carry go-redis clients), or another one
+	// (SystemEtcd, …), whose lock dials its own client at the nodes'
+	// addresses. See SystemName.
+	System string
 	// MinNodes and MaxNodes bound how many independent nodes the lock uses
 	// (MaxNodes 0 = no upper bound).
 	MinNodes, MaxNodes int
@@ -79,6 +94,14 @@ type Info struct {
 	// Failpoints lists the failpoint names the lock honours.
 	Failpoints []string
 	New        Factory
+}
+
+// SystemName is the lock's system, SystemRedis when none is named.
+func (i Info) SystemName() string {
+	if i.System == "" {
+		return SystemRedis
+	}
+	return i.System
 }
 
 // Registry maps lock names to factories. Builtin returns one with every lock

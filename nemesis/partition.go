@@ -138,7 +138,7 @@ func partitionLinks(rng *rand.Rand, t Topology, pat string) ([]link, string) {
 				}
 			}
 		}
-		if t.Replicated && !t.Sentinel {
+		if t.nodeToNode() {
 			for _, a := range t.Nodes {
 				for _, b := range t.Nodes {
 					if a != b && !view[a][b] {

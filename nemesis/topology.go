@@ -14,15 +14,23 @@ type Topology struct {
 	// "sentinels->nI"; without it (manual failover) each replica has its own
 	// link to each node, "nJ->nI".
 	Sentinel bool
+	// Peers: the nodes are a group whose members talk among themselves,
+	// each through its own link "nJ->nI" (deploy.Layout.Peers).
+	Peers bool
 }
 
 // TopologyOf is the topology of a deployment's layout (for a local
 // cluster not yet started: cluster.Config.Layout).
 func TopologyOf(l deploy.Layout) Topology {
-	return Topology{Nodes: append([]string(nil), l.Nodes...), Clients: l.Clients, Replicated: l.Replicated, Sentinel: l.Elected}
+	return Topology{Nodes: append([]string(nil), l.Nodes...), Clients: l.Clients, Replicated: l.Replicated, Sentinel: l.Elected, Peers: l.Peers}
 }
 
 func (t Topology) empty() bool { return len(t.Nodes) == 0 }
+
+// nodeToNode reports whether each node has its own link to each other
+// node: replicas that the harness moves (manual failover), or the members
+// of a group of peers.
+func (t Topology) nodeToNode() bool { return (t.Replicated && !t.Sentinel) || t.Peers }
 
 // randomNode picks one node of the topology.
 func (t Topology) randomNode(intN func(int) int) string { return t.Nodes[intN(len(t.Nodes))] }
@@ -50,7 +58,7 @@ func (t Topology) nodeLinks(node string) []link {
 	for c := 0; c < t.Clients; c++ {
 		out = append(out, link{clientName(c), node})
 	}
-	if t.Replicated && !t.Sentinel {
+	if t.nodeToNode() {
 		for _, o := range t.Nodes {
 			if o != node {
 				out = append(out, link{node, o}, link{o, node})
@@ -80,7 +88,7 @@ func (t Topology) cutBetween(side map[string]int) []link {
 			}
 		}
 	}
-	if t.Replicated && !t.Sentinel {
+	if t.nodeToNode() {
 		for _, a := range t.Nodes {
 			for _, b := range t.Nodes {
 				if a != b && apart(a, b) {

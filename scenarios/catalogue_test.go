@@ -57,6 +57,10 @@ func TestCatalogueIsComplete(t *testing.T) {
 		"extend-after-expiry-redislock":        "valid",
 		"extend-after-expiry-redlock":          "valid",
 		"extend-after-expiry-redsync":          "valid",
+		// The alternatives, issue 12.
+		"etcd-lease-expiry-gc-pause": "resource invalid",
+		"etcd-fenced-lease-expiry":   "valid",
+		"etcd-leader-partitioned":    "valid",
 	}
 	got := map[string]Scenario{}
 	for _, s := range Catalogue() {
@@ -165,7 +169,14 @@ func TestScenariosAreWellFormed(t *testing.T) {
 			// soak under stress-ng showed that Redlock and failover faults
 			// must wait for a holder with enough lease left, and the runs
 			// got the room to wait in.)
+			// A consensus system's faults are slower by design: its leader's
+			// partition ends only after an election and gRPC's keep-alive
+			// timeouts (etcd-leader-partitioned scripts 15.5s), so that part
+			// of the catalogue gets 16s per scenario.
 			budget := 9 * time.Second
+			if info, err := locks.Builtin().Lookup(s.Lock); err == nil && info.SystemName() != locks.SystemRedis {
+				budget = 16 * time.Second
+			}
 			if s.Duration() > budget {
 				t.Errorf("scripted length %v exceeds %v", s.Duration(), budget)
 			}
@@ -187,7 +198,7 @@ func TestScenariosAreWellFormed(t *testing.T) {
 		name   string
 		all    []Scenario
 		budget time.Duration
-	}{{"one", catalogueOne(), 3 * time.Minute}, {"two", catalogueTwo(), 90 * time.Second}} {
+	}{{"one", catalogueOne(), 3 * time.Minute}, {"two", catalogueTwo(), 90 * time.Second}, {"consensus", catalogueConsensus(), 60 * time.Second}} {
 		var length time.Duration
 		for _, s := range part.all {
 			length += s.Duration()

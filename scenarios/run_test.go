@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockharness/lockharness/cluster/clustertest"
+	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
 )
 
 // TestCatalogue is the acceptance suite: it runs every scenario against real
@@ -17,6 +18,7 @@ func TestCatalogue(t *testing.T) {
 		t.Skip("the scenario catalogue runs real Redis topologies (minutes)")
 	}
 	clustertest.Require(t, "redis-server", "redis-sentinel")
+	etcdtest.Require(t)
 	store := t.TempDir()
 	list := Catalogue()
 	results := make([]Result, len(list))

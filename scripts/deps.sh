@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system programs lockharness needs, from Debian's packages:
-# redis-server and redis-sentinel (the systems under test), libfaketime and
+# redis-server and redis-sentinel (the systems under test), etcd-server (the
+# etcd locks' members), libfaketime and
 # gcc (clock faults: libfaketime plus a small malloc shim built with gcc),
 # chromium (the report's real-browser test) and xmllint (libxml2-utils: the
 # matrix's JUnit schema test). Installs only what is
@@ -11,6 +12,7 @@ set -euo pipefail
 need=()
 command -v redis-server   >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
+command -v etcd           >/dev/null 2>&1 || need+=(etcd-server)
 command -v gcc            >/dev/null 2>&1 || need+=(gcc)
 [ -f /usr/include/dlfcn.h ]               || need+=(libc6-dev) # headers for the malloc shim
 command -v chromium       >/dev/null 2>&1 || need+=(chromium)
@@ -26,7 +28,7 @@ explain() {
   echo "lockharness needs: ${need[*]}" >&2
   echo "$1" >&2
   echo "On Debian/Ubuntu, as root: apt-get update && apt-get install -y ${need[*]}" >&2
-  echo "On macOS: brew install redis libfaketime chromium (clock faults and the Linux-only process controls may not work)." >&2
+  echo "On macOS: brew install redis etcd libfaketime chromium (clock faults and the Linux-only process controls may not work)." >&2
   exit 1
 }
 
@@ -48,6 +50,6 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # Debian's redis packages may start system services; the harness starts its
 # own servers on free ports and needs none of them.
-for svc in redis-server redis-sentinel; do
+for svc in redis-server redis-sentinel etcd; do
   if command -v service >/dev/null 2>&1; then $SUDO service "$svc" stop >/dev/null 2>&1 || true; fi
 done

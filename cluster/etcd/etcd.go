@@ -1,0 +1,523 @@
+// Package etcd is the local-process etcd backend behind the seam: a group
+// of etcd members (etcd-server's etcd binary) on loopback, every client's
+// link to every member and every member's link to every other member a
+// toxiproxy proxy of its own, plus a Redis storage node for the protected
+// resource. Its *Cluster is a cluster.Deployment whose nodes carry
+// addresses only: the etcd locks (package locks) dial their own etcd
+// client through them.
+//
+// Member to member links: a member reaches another at the peer URL that
+// one advertises, the same for all; each member's peer traffic goes out
+// through its own SOCKS proxy (HTTP_PROXY, see peerDialer), which sends it
+// through that member's own link, so "n1->n2" is n1's path to n2 alone and
+// cutting a member's links partitions it away both ways.
+//
+// What it cannot do: set a member's clock. etcd is a Go program and reads
+// the time through the vDSO, never through libc, so libfaketime does not
+// reach it; a clock fault is refused with that reason (and etcd's leases
+// run on the monotonic clock anyway).
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/locks"
+)
+
+// InstallHint says how to get etcd.
+const InstallHint = "install it with `apt-get install -y etcd-server` (Debian/Ubuntu), or put etcd on PATH"
+
+// Timing of the members. Heartbeat and election timeout are etcd's
+// defaults: shorter ones elect spuriously on a loaded two-core machine.
+// They also set the shortest lease etcd grants: 1.5 election timeouts,
+// rounded up to whole seconds, 2s.
+const (
+	HeartbeatInterval = 100 * time.Millisecond
+	ElectionTimeout   = time.Second
+)
+
+// readyTimeout bounds a start: a cluster needs a quorum and an election.
+const readyTimeout = 30 * time.Second
+
+// Cluster is a running etcd group.
+type Cluster struct {
+	cfg     cluster.Config
+	tempDir bool
+
+	// Servers are the etcd members n1…nN.
+	Servers []*cluster.Server
+	// Storage is the Redis server holding the protected resource; no
+	// fault reaches it.
+	Storage *cluster.Server
+
+	clientPort map[string]int // member -> client port
+	peerPort   map[string]int // member -> peer port
+	proxies    *toxiproxy.ApiServer
+	links      map[string]*cluster.Link
+	dialers    []*peerDialer
+
+	downOnce sync.Once
+	downErr  error
+}
+
+var (
+	_ cluster.Deployment = (*Cluster)(nil)
+	_ deploy.Hinter      = (*Cluster)(nil)
+	_ deploy.Killer      = member{}
+	_ deploy.Pauser      = member{}
+)
+
+// Local is the etcd Backend: Up.
+func Local(ctx context.Context, cfg cluster.Config) (cluster.Deployment, error) {
+	c, err := Up(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Up starts cfg.Nodes members (3 when unset) with their links and the
+// storage node, waits until every member is healthy (a leader is elected)
+// and makes n1 the leader, so that a schedule can name it. On error,
+// whatever was started is stopped. cfg.Faketime is not honoured (see the
+// package doc): the members lack CanSetClock, and a clock fault is refused
+// by deploy.Check with the reason. A port taken between choosing it and
+// binding it makes Up start over, up to three times.
+func Up(ctx context.Context, cfg cluster.Config) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := up(ctx, cfg)
+		if err == nil || attempt == 3 || !errors.Is(err, cluster.ErrPortBusy) || ctx.Err() != nil {
+			return c, err
+		}
+	}
+}
+
+func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Clients == 0 {
+		cfg.Clients = 1
+	}
+	switch {
+	case cfg.Nodes < 1:
+		return nil, fmt.Errorf("etcd needs at least 1 member, got %d", cfg.Nodes)
+	case cfg.Topology == cluster.Replicated:
+		return nil, fmt.Errorf("etcd is a group of peers, not a master with replicas: leave out the replicated topology")
+	case cfg.BasePort != 0:
+		return nil, fmt.Errorf("etcd members take free ports: leave out the base port")
+	}
+	bin, err := exec("etcd")
+	if err != nil {
+		return nil, err
+	}
+	redis, err := cluster.LookBinary("redis-server")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, links: map[string]*cluster.Link{}, clientPort: map[string]int{}, peerPort: map[string]int{}}
+	defer func() {
+		if err != nil {
+			_ = c.Down()
+		}
+	}()
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "lockharness-etcd-")
+		if err != nil {
+			return nil, fmt.Errorf("make etcd dir: %w", err)
+		}
+		c.cfg.Dir, c.tempDir = d, true
+	} else if c.cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("etcd dir %s: %w", cfg.Dir, err)
+	}
+
+	// Ports stay bound until the proxies have theirs, so no proxy takes a
+	// member's port.
+	ports, held, err := freePorts(2*cfg.Nodes + 1)
+	if err != nil {
+		return nil, err
+	}
+	release := func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+		held = nil
+	}
+	defer release()
+	names := make([]string, cfg.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i+1)
+		c.clientPort[names[i]] = ports[2*i]
+		c.peerPort[names[i]] = ports[2*i+1]
+	}
+	sp := ports[2*cfg.Nodes]
+	sdir := filepath.Join(c.cfg.Dir, "storage")
+	c.Storage = &cluster.Server{Name: "storage", Port: sp, Binary: redis, Dir: sdir, Config: cluster.RedisConfig(sp, sdir, "storage")}
+
+	c.proxies = cluster.NewProxyServer()
+	for cl := 0; cl < cfg.Clients; cl++ {
+		for _, n := range names {
+			if err := c.addLink(deploy.ClientName(cl), n, c.clientPort[n]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, a := range names {
+		route := map[int]string{}
+		for _, b := range names {
+			if a == b {
+				continue
+			}
+			if err := c.addLink(a, b, c.peerPort[b]); err != nil {
+				return nil, err
+			}
+			route[c.peerPort[b]] = c.links[deploy.LinkName(a, b)].Addr()
+		}
+		d, err := newPeerDialer(a, route)
+		if err != nil {
+			return nil, err
+		}
+		c.dialers = append(c.dialers, d)
+	}
+	release()
+
+	token := fmt.Sprintf("lockharness-%d-%d", os.Getpid(), time.Now().UnixNano())
+	var initial []string
+	for _, n := range names {
+		initial = append(initial, fmt.Sprintf("%s=%s", n, c.peerURL(n)))
+	}
+	for i, n := range names {
+		dir := filepath.Join(c.cfg.Dir, n)
+		s := &cluster.Server{Name: n, Port: c.clientPort[n], Binary: bin, Dir: dir, Output: true,
+			Args: []string{
+				"--name", n,
+				"--data-dir", filepath.Join(dir, "data"),
+				"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", c.clientPort[n]),
+				"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", c.clientPort[n]),
+				"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", c.peerPort[n]),
+				"--initial-advertise-peer-urls", c.peerURL(n),
+				"--initial-cluster", strings.Join(initial, ","),
+				"--initial-cluster-state", "new",
+				"--initial-cluster-token", token,
+				"--heartbeat-interval", fmt.Sprint(HeartbeatInterval.Milliseconds()),
+				"--election-timeout", fmt.Sprint(ElectionTimeout.Milliseconds()),
+				// A member back from a partition does not depose a working
+				// leader with the terms it ran up alone (etcd 3.5's default).
+				"--pre-vote",
+				"--logger", "zap", "--log-outputs", "stderr",
+			},
+			// Peer traffic through this member's own SOCKS proxy; nothing
+			// inherited may exempt an address from it.
+			Env: []string{"HTTP_PROXY=" + c.dialers[i].URL(), "http_proxy=" + c.dialers[i].URL(), "NO_PROXY=", "no_proxy="},
+		}
+		s.Ready = func(ctx context.Context) error { return Health(ctx, s.Addr()) }
+		c.Servers = append(c.Servers, s)
+	}
+
+	if err := c.Storage.Start(ctx, false); err != nil {
+		return nil, err
+	}
+	for _, s := range c.Servers {
+		if err := s.Start(ctx, false); err != nil {
+			return nil, err
+		}
+	}
+	all := append([]*cluster.Server{c.Storage}, c.Servers...)
+	errs := make(chan error, len(all))
+	for _, s := range all {
+		go func(s *cluster.Server) { errs <- s.WaitReady(ctx, readyTimeout) }(s)
+	}
+	var werr error
+	for range all {
+		werr = errors.Join(werr, <-errs)
+	}
+	if werr != nil {
+		if strings.Contains(werr.Error(), "address already in use") {
+			return nil, fmt.Errorf("%w: %v", cluster.ErrPortBusy, werr)
+		}
+		return nil, werr
+	}
+	if err := c.lead(ctx, names[0]); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+const clockHint = "etcd is a Go program and reads the clock through the vDSO, not libc, so libfaketime cannot set it (its leases run on the monotonic clock)"
+
+// exec finds a program on PATH, saying how to install etcd when it is not.
+func exec(name string) (string, error) {
+	p, err := cluster.LookBinary(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s not found on PATH; %s", cluster.ErrMissingBinary, name, InstallHint)
+	}
+	return p, nil
+}
+
+// peerURL is the peer URL member n advertises: its real port at 0.0.0.0,
+// an address Go's proxy rules do not exempt, so every member reaches it
+// through its own SOCKS proxy (see peerDialer), which maps the port.
+func (c *Cluster) peerURL(n string) string { return fmt.Sprintf("http://0.0.0.0:%d", c.peerPort[n]) }
+
+func (c *Cluster) addLink(from, to string, port int) error {
+	l, err := cluster.NewLink(c.proxies, from, to, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return err
+	}
+	c.links[l.Name()] = l
+	return nil
+}
+
+// freePorts picks n free loopback ports, their listeners still open.
+func freePorts(n int) ([]int, []net.Listener, error) {
+	var ports []int
+	var held []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, h := range held {
+				_ = h.Close()
+			}
+			return nil, nil, fmt.Errorf("find a free port: %w", err)
+		}
+		held = append(held, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, held, nil
+}
+
+// Health asks the member at addr (its client address) whether it is
+// healthy: it answers and knows a leader (etcd's /health).
+func Health(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := directHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	var h struct {
+		Health string `json:"health"`
+	}
+	if err := json.Unmarshal(b, &h); err != nil || h.Health != "true" {
+		return fmt.Errorf("etcd at %s not healthy: %s", addr, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+// directHTTP reaches the members directly, never through a proxy from the
+// harness's environment.
+var directHTTP = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+
+// Layout is the group's shape: members that talk among themselves.
+func (c *Cluster) Layout() deploy.Layout {
+	l := deploy.Layout{Clients: c.cfg.Clients, Peers: true}
+	for _, s := range c.Servers {
+		l.Nodes = append(l.Nodes, s.Name)
+	}
+	return l
+}
+
+// Capabilities: every link is a proxy.
+func (c *Cluster) Capabilities() deploy.Capabilities {
+	return deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanDropReplies}
+}
+
+// Hint says why a capability is missing.
+func (c *Cluster) Hint(cp deploy.Capability) string {
+	switch cp {
+	case deploy.CanSetClock:
+		return clockHint
+	case deploy.CanCommand:
+		return "the operator commands the nemeses send are Redis's; etcd takes none"
+	case deploy.CanSetPersistence:
+		return "etcd always persists through its write-ahead log; there is nothing to switch"
+	case deploy.CanPromote, deploy.CanElect:
+		return "etcd elects its own leader; partition, pause or kill the leader (n1 at the start) instead"
+	}
+	return ""
+}
+
+// Node returns a member by name.
+func (c *Cluster) Node(name string) (deploy.Node, error) {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			return member{s}, nil
+		}
+	}
+	return nil, fmt.Errorf("no member %q in this etcd cluster", name)
+}
+
+// Members are the members in name order.
+func (c *Cluster) Members() []deploy.Node {
+	out := make([]deploy.Node, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = member{s}
+	}
+	return out
+}
+
+// Network is the group's links.
+func (c *Cluster) Network() deploy.Network { return network{c} }
+
+// Endpoints are the members as client slot cl reaches them.
+func (c *Cluster) Endpoints(cl int) []deploy.Endpoint {
+	var out []deploy.Endpoint
+	for _, s := range c.Servers {
+		if l := c.links[deploy.LinkName(deploy.ClientName(cl), s.Name)]; l != nil {
+			out = append(out, deploy.Endpoint{Node: s.Name, Addr: l.Addr()})
+		}
+	}
+	return out
+}
+
+// ClientNodes are the members as client slot cl reaches them: addresses
+// for the etcd client the lock builds, and the per-request timeout.
+func (c *Cluster) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
+	o = o.WithDefaults()
+	var out []locks.Node
+	for _, ep := range c.Endpoints(cl) {
+		out = append(out, locks.Node{Name: ep.Node, Addr: ep.Addr, Timeout: o.Timeout})
+	}
+	return out
+}
+
+// StorageAddr is the Redis storage node's address (direct, never faulted).
+func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
+
+// Heal undoes every fault (deploy.HealAll), then waits until every member
+// is healthy again: a restarted or reconnected member has caught up with
+// a leader.
+func (c *Cluster) Heal(ctx context.Context) (string, error) {
+	did, err := deploy.HealAll(ctx, c)
+	if err != nil {
+		return did, err
+	}
+	return did, c.waitHealthy(ctx, readyTimeout)
+}
+
+// Healthy reports what is still broken: a faulted link, a member down or
+// paused (deploy.CheckHealthy), or a member without a leader.
+func (c *Cluster) Healthy(ctx context.Context) error {
+	errs := []error{deploy.CheckHealthy(ctx, c)}
+	for _, s := range c.Servers {
+		errs = append(errs, Health(ctx, s.Addr()))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) waitHealthy(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, s := range c.Servers {
+		for {
+			err := Health(ctx, s.Addr())
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("after heal: %w", err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// Down stops every proxy and kills every server, then removes the
+// temporary directory. It is safe to call more than once.
+func (c *Cluster) Down() error {
+	c.downOnce.Do(func() {
+		var errs []error
+		if c.proxies != nil {
+			c.proxies.Collection.Clear()
+		}
+		for _, d := range c.dialers {
+			d.Close()
+		}
+		servers := append([]*cluster.Server(nil), c.Servers...)
+		if c.Storage != nil {
+			servers = append(servers, c.Storage)
+		}
+		for _, s := range servers {
+			if err := s.Kill(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if c.tempDir {
+			if err := os.RemoveAll(c.cfg.Dir); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", c.cfg.Dir, err))
+			}
+		}
+		c.downErr = errors.Join(errs...)
+	})
+	return c.downErr
+}
+
+type network struct{ c *Cluster }
+
+func (n network) Links() []deploy.Link {
+	out := make([]deploy.Link, 0, len(n.c.links))
+	for _, l := range n.c.links {
+		out = append(out, l)
+	}
+	return out
+}
+
+func (n network) Link(from, to string) (deploy.Link, error) {
+	l := n.c.links[deploy.LinkName(from, to)]
+	if l == nil {
+		return nil, fmt.Errorf("no link %s in this etcd cluster", deploy.LinkName(from, to))
+	}
+	return l, nil
+}
+
+// member is an etcd server behind the seam: a process that can be killed,
+// restarted (on its data directory: it rejoins with what it wrote) and
+// paused. Its clock cannot be set (see the package doc).
+type member struct{ *cluster.Server }
+
+func (m member) Name() string      { return m.Server.Name }
+func (m member) Kind() deploy.Kind { return deploy.KindLock }
+func (m member) Capabilities() deploy.Capabilities {
+	return deploy.Capabilities{deploy.CanKill, deploy.CanPause}
+}
+func (m member) Kill(context.Context) error { return m.Server.Kill() }
+
+// Start restarts a killed member and waits until it is healthy, which
+// needs a quorum: a member restarted while most others are down waits
+// until they return (and its start times out).
+func (m member) Start(ctx context.Context) error {
+	if m.Running() {
+		return nil
+	}
+	if err := m.Server.Start(ctx, false); err != nil {
+		return err
+	}
+	return m.WaitReady(ctx, readyTimeout)
+}
+func (m member) Pause(context.Context) error  { return m.Server.Pause() }
+func (m member) Resume(context.Context) error { return m.Server.Resume() }

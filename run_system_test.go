@@ -1,0 +1,76 @@
+package lockharness_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+// A lock names the system it runs on; the run refuses, before starting
+// anything, a system it cannot start and a Redis backend for another
+// system's lock.
+func TestRunRefusesASystemItCannotStart(t *testing.T) {
+	reg := locks.NewRegistry()
+	never := func([]locks.Node, locks.Options) (locks.Lock, error) {
+		return nil, errors.New("never built")
+	}
+	if err := reg.Register(locks.Info{Name: "elsewhere", System: "nosuch", New: never}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lockharness.Run(context.Background(), lockharness.Config{
+		Lock: "elsewhere", Registry: reg, Seed: 1, TimeLimit: time.Second, Store: t.TempDir(),
+	})
+	var ue *lockharness.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "runs on nosuch, which this harness cannot start") {
+		t.Fatalf("run: %v, want a usage error naming the system", err)
+	}
+	if info, _ := reg.Lookup("elsewhere"); info.SystemName() != "nosuch" {
+		t.Errorf("SystemName %q", info.SystemName())
+	}
+	if info := (locks.Info{}); info.SystemName() != locks.SystemRedis {
+		t.Errorf("a lock naming no system runs on %q, want redis", info.SystemName())
+	}
+}
+
+// The etcd locks run on a real three-member etcd group, each client
+// through its own links: valid with no faults, and valid while a random
+// minority member (the leader n1 among them) is partitioned away from
+// everyone, clients and peers.
+func TestEtcdLocksValid(t *testing.T) {
+	etcdtest.Require(t)
+	t.Parallel()
+	for _, name := range []string{"etcd", "etcd-fenced"} {
+		for _, nem := range []string{"", "partition"} {
+			t.Run(name+"/"+nem, func(t *testing.T) {
+				t.Parallel()
+				cfg := lockharness.Config{
+					Lock: name, Seed: 3, TimeLimit: 4 * time.Second, Recovery: time.Second,
+					Workload: workloads.Config{Clients: 4, Keys: 2, TTL: 2 * time.Second},
+				}
+				if nem != "" {
+					cfg.Nemesis = nemesis.Config{Names: []string{nem}, Interval: time.Second, PartitionPatterns: []string{nemesis.PatternIsolate}}
+				}
+				res := run(t, cfg)
+				if res.Verdict != checker.Valid {
+					t.Fatalf("verdict %s, want valid: %+v; %+v", res.Verdict, res.Checkers, res.Violations)
+				}
+				t.Logf("counts %v", res.Counts)
+				if n := res.Counts["acquire"]["ok"]; n < 20 {
+					t.Errorf("only %d successful acquires", n)
+				}
+				if nem != "" && res.Counts["start-partition"]["ok"] == 0 {
+					t.Errorf("no partition struck: %+v", res.Counts)
+				}
+			})
+		}
+	}
+}
