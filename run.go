@@ -255,6 +255,15 @@ func (c Config) resolve() (locks.Info, int, error) {
 		if c.Cluster.Topology == cluster.Replicated {
 			return info, 0, usage("lock %s runs on %s, a group of peers, not a Redis master with replicas: leave out --topology replicated and the failover nemesis", info.Name, sys)
 		}
+		if n := c.needs(); c.Cluster.Topology == cluster.RedisCluster || n.Has(deploy.CanFailoverShard) || n.Has(deploy.CanMoveSlots) {
+			return info, 0, usage("lock %s runs on %s, not on a Redis Cluster: leave out --topology cluster and the cluster-failover nemesis", info.Name, sys)
+		}
+	}
+	if n := c.needs(); (n.Has(deploy.CanFailoverShard) || n.Has(deploy.CanMoveSlots)) && c.Cluster.Topology != cluster.RedisCluster {
+		return info, 0, usage("the cluster-failover nemesis strikes a Redis Cluster, and the topology is %s: use --topology cluster (or leave --topology out)", c.Cluster.Topology)
+	}
+	if c.Cluster.Topology == cluster.RedisCluster {
+		return c.resolveRedisCluster(info)
 	}
 	if c.Cluster.Topology == cluster.Replicated {
 		// One master with replicas: a lock over independent nodes has no
@@ -281,6 +290,23 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d: use --nodes %d to %d", info.Name, info.MinNodes, info.MaxNodes, nodes, info.MinNodes, info.MaxNodes)
 	}
 	return info, nodes, nil
+}
+
+// resolveRedisCluster checks a run on a Redis Cluster: a lock that keeps
+// everything under its one key, reached through one ClusterClient, and no
+// nemesis that fails over a single master.
+func (c Config) resolveRedisCluster(info locks.Info) (locks.Info, int, error) {
+	if !locks.RunsOnCluster(info.Name) {
+		return info, 0, usage("lock %s does not run on a Redis Cluster (--topology cluster): a lock there must keep all it writes under its one key, reached through one ClusterClient; use one of %s, or another topology",
+			info.Name, strings.Join(locks.ClusterLocks(), ", "))
+	}
+	if c.Nodes > 1 {
+		return info, 0, usage("a Redis Cluster is one lock node (a ClusterClient over its masters), got --nodes %d: leave --nodes out (--masters and --replicas shape the cluster)", c.Nodes)
+	}
+	if c.needs().Replicated {
+		return info, 0, usage("the failover nemesis fails over a single master with replicas, and a Redis Cluster elects its own: use --nemesis cluster-failover, or --topology replicated")
+	}
+	return info, 1, nil
 }
 
 // checkRenews checks that a workload that renews before it writes has a

@@ -33,6 +33,9 @@ func (c Config) Provide(needs deploy.Needs) Config {
 	if needs.Replicated && c.Topology == "" {
 		c.Topology = Replicated
 	}
+	if (needs.Has(deploy.CanFailoverShard) || needs.Has(deploy.CanMoveSlots)) && c.Topology == "" {
+		c.Topology = RedisCluster
+	}
 	if needs.Has(deploy.CanSetClock) {
 		c.Faketime = true
 	}
@@ -82,6 +85,8 @@ func (c *Cluster) Hint(cp deploy.Capability) string {
 		return "use a replicated topology with Sentinel (--topology replicated --failover sentinel)"
 	case deploy.CanPartitionNodes:
 		return "local processes share the host's network, where only the harness's proxies cut links: use --backend docker (nemesis partition cuts the proxies here)"
+	case deploy.CanFailoverShard, deploy.CanMoveSlots:
+		return "use a Redis Cluster (--topology cluster)"
 	}
 	return ""
 }

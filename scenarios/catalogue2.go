@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"time"
 
 	"github.com/lockharness/lockharness"
@@ -12,10 +13,11 @@ import (
 )
 
 // Catalogue returns every scenario: the literature's (catalogueOne), then
-// the failures lock users report in issue trackers (catalogueTwo). It
+// the failures lock users report in issue trackers (catalogueTwo), then
+// those of a Redis Cluster (catalogueCluster). It
 // returns new values each time: callers may change them.
 func Catalogue() []Scenario {
-	return append(append(catalogueOne(), catalogueTwo()...), catalogueConsensus()...)
+	return slices.Concat(catalogueOne(), catalogueTwo(), catalogueCluster(), catalogueConsensus())
 }
 
 // Sources of part two: public issue threads.
