@@ -630,6 +630,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, fmt.Errorf("report: %w", err)
 	}
 	out.Results.Why = reports.Explain(ops, out.Results.Result) // as Render wrote it
+	out.Results.Sizes = reports.FaultSizes(ops, meta)
 
 	if err := reports.PointLatest(r.cfg.Store, dir); err != nil {
 		return out, err

@@ -51,6 +51,28 @@ func uncovered(us, cover []span) int64 {
 	return total
 }
 
+// subtract returns us (disjoint, sorted) without cut (disjoint, sorted).
+func subtract(us, cut []span) []span {
+	var out []span
+	j := 0
+	for _, u := range us {
+		a := u.a
+		for j < len(cut) && cut[j].b <= a {
+			j++
+		}
+		for k := j; k < len(cut) && cut[k].a < u.b; k++ {
+			if cut[k].a > a {
+				out = append(out, span{a, cut[k].a})
+			}
+			a = max(a, cut[k].b)
+		}
+		if a < u.b {
+			out = append(out, span{a, u.b})
+		}
+	}
+	return out
+}
+
 // covered reports whether t lies inside cover (disjoint, sorted).
 func covered(cover []span, t int64) bool {
 	i, _ := slices.BinarySearchFunc(cover, t, func(s span, t int64) int {
@@ -99,6 +121,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 		kc.acquires = append(kc.acquires, c)
 	}
 
+	orphans := findOrphans(p, byKey)
 	var totalUnavail int64
 	var recAttempts, recOK int
 	for _, key := range sortedKeys(perKey) {
@@ -112,6 +135,13 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			busy = append(busy, span{c.start.t, min(end, p.last)})
 		}
 		busy = union(busy)
+		// An orphan lock keeps the key busy for nobody: refusals then are
+		// unavailability, not a holder's right.
+		var orphaned []span
+		for _, o := range orphans[key] {
+			orphaned = append(orphaned, span{o.start.t, min(o.end.t, p.last)})
+		}
+		busy = subtract(busy, union(orphaned))
 		// A crashed holder of a lease that never expires blocks the key
 		// for good: no longer history would show it free again.
 		permanent := false
@@ -179,6 +209,17 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			vs = append(vs, v)
 		}
 	}
+	orphanFatal := 0
+	for _, key := range sortedKeys(orphans) {
+		for _, o := range orphans[key] {
+			v := orphanViolation(p, o)
+			if v.Fatal {
+				orphanFatal++
+			}
+			vs = append(vs, v)
+		}
+	}
+	stats["orphan-locks"] = float64(orphanFatal)
 	stats["unavailable-ms"] = float64(totalUnavail) / 1e6
 	stats["recovery-acquire-attempts"] = float64(recAttempts)
 	stats["recovery-acquire-ok"] = float64(recOK)
@@ -186,13 +227,25 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 		stats["recovery-success-rate"] = float64(recOK) / float64(recAttempts)
 	}
 	res := CheckResult{Verdict: Valid, Stats: stats}
-	if len(vs) > 0 {
-		res.Verdict = Invalid
-		var ks []string
-		for _, v := range vs {
-			ks = append(ks, v.Key)
+	var unavailable, orphaned []string
+	for _, v := range vs {
+		switch {
+		case v.Kind == KindUnavailable:
+			unavailable = append(unavailable, v.Key)
+		case v.Kind == KindOrphan && v.Fatal && !slices.Contains(orphaned, v.Key):
+			orphaned = append(orphaned, v.Key)
 		}
-		res.Reason = "unavailable through the whole recovery period: " + strings.Join(ks, ", ")
+	}
+	if len(unavailable) > 0 || len(orphaned) > 0 {
+		res.Verdict = Invalid
+		var why []string
+		if len(unavailable) > 0 {
+			why = append(why, "unavailable through the whole recovery period: "+strings.Join(unavailable, ", "))
+		}
+		if len(orphaned) > 0 {
+			why = append(why, "an orphan lock (renewed after its holder let go) refused acquires: "+strings.Join(orphaned, ", "))
+		}
+		res.Reason = strings.Join(why, "; ")
 	} else if len(undecided) > 0 {
 		res.Verdict = Unknown
 		res.Reason = fmt.Sprintf("no acquire of %s succeeded, but %s", strings.Join(undecided, ", "), incomplete)

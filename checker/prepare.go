@@ -228,7 +228,11 @@ func indexKeys(p *prepared) {
 //   - a release or renew by p on k is lost-lease evidence when it failed
 //     with a definite "not held" (Value.NotHeld), is not absorbed, and
 //     names the lease in force: its token, if the history records one, is
-//     that of p's latest acquire of k completed before its invocation.
+//     that of p's latest grant of k (an acquire ok, or a renew ok that was
+//     not absorbed) completed before its invocation. A renew's grant
+//     counts because a watchdog may renew a lease its client no longer
+//     knows of (an orphan, redisson#7272): the client's "not held" about
+//     its own, other lease then says nothing about the orphan's.
 //
 // p's releases and acquires are its client's, one at a time, so each
 // lookup is a binary search: O(n log n) in all.
@@ -248,6 +252,10 @@ func markRenewals(p *prepared) {
 			acquires[k] = append(acquires[k], c)
 		}
 	}
+	// Renew grants join the acquires once they are known not to be
+	// absorbed (below, in invocation order: a renew's absorption depends
+	// on releases only, so it is decided before any later call needs it).
+	renews := map[pk][]*call{}
 	// p.calls is in invocation order; acquires by completion order, which
 	// is the same for one client's calls, but say so.
 	for _, as := range acquires {
@@ -264,19 +272,34 @@ func markRenewals(p *prepared) {
 				c.absorbed = true
 				continue
 			}
+			if c.typ == history.OK && c.token() != "" {
+				rs := renews[k] // kept sorted by completion
+				j, _ := slices.BinarySearchFunc(rs, c.done, func(r *call, d int64) int { return cmp.Compare(r.done, d) })
+				renews[k] = slices.Insert(rs, j, c)
+			}
 		}
 		if c.typ != history.Fail || c.out == nil || !c.out.NotHeld || (c.f != history.FRelease && c.f != history.FRenew) {
 			continue
 		}
 		if tok := c.token(); tok != "" {
-			as := acquires[k]
-			j := sort.Search(len(as), func(j int) bool { return as[j].done >= c.inv }) - 1
-			if j >= 0 && as[j].token() != "" && as[j].token() != tok {
-				continue // about an older lease of p's
+			if g := latestGrant(acquires[k], renews[k], c.inv); g != nil && g.token() != "" && g.token() != tok {
+				continue // about another lease of p's
 			}
 		}
 		c.lost = true
 	}
+}
+
+// latestGrant returns the grant among acquires and renews (each sorted by
+// completion) that completed last before history index inv, or nil.
+func latestGrant(acquires, renews []*call, inv int64) *call {
+	var g *call
+	for _, gs := range [][]*call{acquires, renews} {
+		if j := sort.Search(len(gs), func(j int) bool { return gs[j].done >= inv }) - 1; j >= 0 && (g == nil || gs[j].done > g.done) {
+			g = gs[j]
+		}
+	}
+	return g
 }
 
 // invoked and completion are the call's instants (completion is forever

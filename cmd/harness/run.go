@@ -209,6 +209,18 @@ func printEvidence(w io.Writer, res checker.Result) {
 	}
 }
 
+// printSizes says how large each fault and client pause was against the
+// lock's TTL (reports.FaultSizes).
+func printSizes(w io.Writer, sizes []string) {
+	for i, s := range sizes {
+		label := ""
+		if i == 0 {
+			label = "fault sizes"
+		}
+		fmt.Fprintf(w, "  %-13s %s\n", label, s)
+	}
+}
+
 // printSummary is the one-screen account of a run.
 func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(res.Verdict)), res.Meta.Test)
@@ -230,6 +242,7 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 		fmt.Fprintf(w, "  reason        %s\n", res.Reason)
 	}
 	printEvidence(w, res.Result)
+	printSizes(w, res.Sizes)
 	fmt.Fprint(w, "  operations   ")
 	for _, f := range []string{"acquire", "release", "read", "write"} {
 		c := res.Counts[f]
