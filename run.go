@@ -589,7 +589,6 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	}
 
 	r.phase("check")
-	ops := r.rec.Ops()
 	// Ctrl-C during the check or the report stops them; a run already
 	// interrupted checks and reports its prefix regardless (a second
 	// Ctrl-C ends the process).
@@ -598,15 +597,19 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		finish = context.WithoutCancel(outer)
 	}
 	checkCtx, cancel := context.WithTimeout(finish, 4*r.cfg.CheckTimeout)
-	res := checker.Check(checkCtx, ops, checker.Config{Timeout: r.cfg.CheckTimeout,
+	res, err := r.check(checkCtx, checker.Config{Timeout: r.cfg.CheckTimeout,
 		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous})
 	cancel()
+	if err != nil {
+		return out, fmt.Errorf("check: %w", err)
+	}
 	partial := ""
 	if finish.Err() != nil {
 		partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(finish))
 	}
 
 	r.phase("report")
+	ops := r.rec.Ops()
 	meta, err := r.meta(start)
 	if err != nil {
 		return out, err
@@ -639,6 +642,18 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(outer))
 	}
 	return out, nil
+}
+
+// check judges the run's history. The history file holds every event, so
+// the checker reads it in windows (checker.CheckFile): the check of a run
+// of any length costs what a window of it does, not the whole history.
+// A recorder that kept its events in memory is checked from them.
+func (r *runner) check(ctx context.Context, cfg checker.Config) (checker.Result, error) {
+	if path, ok := r.rec.File(); ok {
+		res, _, err := checker.CheckFile(ctx, path, cfg)
+		return res, err
+	}
+	return checker.Check(ctx, r.rec.Ops(), cfg), nil
 }
 
 // Requirements is the exposure the run must reach: Require when given,

@@ -38,12 +38,26 @@ type orphan struct {
 // key is its own again. Consecutive orphan claims of one process (its
 // client's unrelated releases chop the claim, and the next renewal starts
 // it again) are one episode.
-func findOrphans(p *prepared, byKey map[string][]claim) map[string][]orphan {
-	type pk struct {
-		proc int
-		key  string
-	}
+//
+// In a window of a longer history (see CheckFile), the process's acquires
+// and release of the windows before stand in front of its own (prior):
+// a cut may fall between a release and the renewal that orphans it.
+func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[string][]orphan {
+	type pk = procKey
 	acquires, releases := map[pk][]*call{}, map[pk][]*call{}
+	if prior != nil {
+		for k, c := range prior.acquire {
+			acquires[k] = append(acquires[k], c)
+		}
+		for k, c := range prior.granted {
+			if a := acquires[k]; len(a) == 0 || a[0] != c {
+				acquires[k] = append([]*call{c}, a...)
+			}
+		}
+		for k, cs := range prior.releases {
+			releases[k] = append(releases[k], cs...)
+		}
+	}
 	grants := map[int64]*call{} // by completion index
 	for i := range p.calls {
 		c := &p.calls[i]
@@ -57,6 +71,9 @@ func findOrphans(p *prepared, byKey map[string][]claim) map[string][]orphan {
 		case c.f == history.FRelease:
 			releases[k] = append(releases[k], c)
 		}
+	}
+	if prior != nil {
+		prior.remember(p)
 	}
 	// before returns the last of cs (in invocation order) invoked before at.
 	before := func(cs []*call, at instant) *call {
@@ -144,9 +161,101 @@ func findOrphans(p *prepared, byKey map[string][]claim) map[string][]orphan {
 	return out
 }
 
+// orphanCarry is what findOrphans keeps of the windows before the current
+// one: each process's latest acquire, latest granted acquire and latest
+// releases of each key (copies: the window's calls are dropped; the
+// releases of its last priorReleases tokens, in invocation order, since an
+// orphan names the release of the lease its watchdog renewed), and the
+// orphan findings so far, which the liveness verdict counts whichever
+// window they were found in.
+type orphanCarry struct {
+	acquire, granted map[procKey]*call
+	releases         map[procKey][]*call
+	found            []orphanFinding
+}
+
+// priorReleases bounds the releases carried per process and key: a
+// watchdog renews the lease its client released last, or one of the few
+// before (a stale renewal), never one from long ago.
+const priorReleases = 8
+
+func newOrphanCarry() *orphanCarry {
+	return &orphanCarry{acquire: map[procKey]*call{}, granted: map[procKey]*call{}, releases: map[procKey][]*call{}}
+}
+
+// remember keeps p's latest acquire, granted acquire and release of each
+// process and key for the next window (p.calls is in invocation order).
+func (o *orphanCarry) remember(p *prepared) {
+	for i := range p.calls {
+		c := p.calls[i] // a copy
+		k := procKey{c.proc, c.key}
+		switch c.f {
+		case history.FAcquire:
+			o.acquire[k] = &c
+			if c.typ == history.OK && (o.granted[k] == nil || o.granted[k].done < c.done) {
+				o.granted[k] = &c
+			}
+		case history.FRelease:
+			rs := slices.DeleteFunc(o.releases[k], func(r *call) bool { return r.token() != "" && r.token() == c.token() })
+			rs = append(rs, &c)
+			if len(rs) > priorReleases {
+				rs = slices.Delete(rs, 0, len(rs)-priorReleases)
+			}
+			o.releases[k] = rs
+		}
+	}
+}
+
+// orphanFinding is an orphan episode's violation, and what its description
+// still needs when the grant that followed the episode lies beyond the
+// window it was found in (see orphanCarry).
+type orphanFinding struct {
+	v                    Violation
+	key                  string
+	end                  instant
+	open                 bool // the next grant after the episode is not known yet
+	why, who, rest, cost string
+}
+
+// describe writes f's description: the episode ended past the end of the
+// history, or at f.end, followed by next, the first grant of the key after
+// it, if known. f stays open while it ended but no grant is known.
+func (f *orphanFinding) describe(next *call, pastEnd bool) {
+	until := "past the end of the history"
+	if !pastEnd {
+		until = fmt.Sprintf("until %s", secs(f.end.t))
+		if next != nil {
+			until += fmt.Sprintf(", and the next grant was process %d's at %s", next.proc, secs(next.end))
+		}
+	}
+	f.open = !pastEnd && next == nil
+	f.v.Description = fmt.Sprintf("orphan lock: %s and %s %s; the lock held %s for nobody %s; %s", f.why, f.who, f.rest, f.key, until, f.cost)
+}
+
+// nextGrant returns the first acquire ok of key in p completed at or after
+// end, or nil.
+func nextGrant(p *prepared, key string, end instant) *call {
+	var next *call
+	for i := range p.calls {
+		c := &p.calls[i]
+		if c.f == history.FAcquire && c.key == key && c.typ == history.OK && !c.completion().less(end) &&
+			(next == nil || c.completion().less(next.completion())) {
+			next = c
+		}
+	}
+	return next
+}
+
 // orphanViolation describes episode o: who let go and when, which renewal
 // kept the key, and what it cost the others.
 func orphanViolation(p *prepared, o orphan) Violation {
+	f := newOrphanFinding(p, o)
+	return f.v
+}
+
+// newOrphanFinding is orphanViolation's finding; open when the episode
+// ended inside p but no grant of the key followed it in p.
+func newOrphanFinding(p *prepared, o orphan) orphanFinding {
 	v := Violation{Checker: Liveness, Kind: KindOrphan, Key: o.key, Processes: []int{o.proc},
 		Start: o.start.t, End: min(o.end.t, max(p.last, o.start.t))}
 	var why string
@@ -211,13 +320,6 @@ func orphanViolation(p *prepared, o orphan) Violation {
 			v.Processes = append(v.Processes, q)
 		}
 	}
-	until := "past the end of the history"
-	switch {
-	case o.end.t <= p.last && next != nil:
-		until = fmt.Sprintf("until %s, and the next grant was process %d's at %s", secs(o.end.t), next.proc, secs(next.end))
-	case o.end.t <= p.last:
-		until = fmt.Sprintf("until %s", secs(o.end.t))
-	}
 	who := fmt.Sprintf("its watchdog (thread %d)", o.thread)
 	renewed := fmt.Sprintf("renewed it at %s", secs(o.start.t))
 	if o.renewals > 1 {
@@ -235,9 +337,11 @@ func orphanViolation(p *prepared, o orphan) Violation {
 		}
 		cost = fmt.Sprintf("nobody could acquire it: %d acquires by %s were not granted (%s)", n, procText(ps), strings.Join(parts, ", "))
 	}
-	v.Description = fmt.Sprintf("orphan lock: %s and %s %s; the lock held %s for nobody %s; %s",
-		why, who, renewed, o.key, until, cost)
-	return v
+	f := orphanFinding{v: v, key: o.key, end: o.end, why: why, who: who, rest: renewed, cost: cost}
+	// An episode ends past the end of the history only in the last
+	// window: no cut falls while a lease is live.
+	f.describe(next, o.end.t > p.last)
+	return f
 }
 
 // procText names processes: "process 1" or "processes 0, 1".

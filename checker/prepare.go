@@ -71,6 +71,11 @@ type prepared struct {
 	crashedAt map[int]int64
 	keys      []string         // every key a client operation named, sorted
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order
+
+	// priorToken, when set, is the token of (proc, key)'s latest acquire
+	// ok in the windows of the history before this one (see CheckFile):
+	// markRenewals consults it when this window has none.
+	priorToken func(proc int, key string) (string, bool)
 }
 
 // unusableError says why a history cannot be judged.
@@ -88,6 +93,13 @@ func unusable(format string, args ...any) error {
 // process does nothing afterwards. An invocation without completion (a
 // killed run) is an unknown outcome.
 func prepare(ops []history.Op) (*prepared, error) {
+	return prepareWith(ops, nil)
+}
+
+// prepareWith is prepare for one window of a longer history: priorToken
+// (may be nil) says what the windows before it granted (see
+// prepared.priorToken).
+func prepareWith(ops []history.Op, priorToken func(proc int, key string) (string, bool)) (*prepared, error) {
 	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
@@ -100,7 +112,7 @@ func prepare(ops []history.Op) (*prepared, error) {
 			ncalls++
 		}
 	}
-	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, ncalls)}
+	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, ncalls), priorToken: priorToken}
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
@@ -284,6 +296,11 @@ func markRenewals(p *prepared) {
 		if tok := c.token(); tok != "" {
 			if g := latestGrant(acquires[k], renews[k], c.inv); g != nil && g.token() != "" && g.token() != tok {
 				continue // about another lease of p's
+			}
+			if g := latestGrant(acquires[k], renews[k], c.inv); g == nil && p.priorToken != nil {
+				if t, ok := p.priorToken(c.proc, c.key); ok && t != "" && t != tok {
+					continue // about an older lease, granted in an earlier window
+				}
 			}
 		}
 		c.lost = true
