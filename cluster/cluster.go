@@ -619,25 +619,33 @@ func (c *Cluster) Server(name string) (*Server, error) {
 // path.
 func (c *Cluster) Down() error {
 	c.downOnce.Do(func() {
-		var errs []error
-		if c.proxies != nil {
-			c.proxies.Collection.Clear()
-		}
 		servers := append(append([]*Server(nil), c.Sentinels...), c.Nodes...)
-		if c.Storage != nil {
-			servers = append(servers, c.Storage)
-		}
-		for _, s := range servers {
-			if err := s.Kill(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if c.tempDir {
-			if err := os.RemoveAll(c.cfg.Dir); err != nil {
-				errs = append(errs, fmt.Errorf("remove %s: %w", c.cfg.Dir, err))
-			}
-		}
-		c.downErr = errors.Join(errs...)
+		c.downErr = StopAll(c.proxies, append(servers, c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
+}
+
+// StopAll ends a local deployment: it removes every proxy of proxies (nil:
+// none) first, so that nothing reaches a server being stopped, kills each
+// server (nil ones are skipped), and removes dir when removeDir (the
+// deployment made it). Every error is returned, joined.
+func StopAll(proxies *toxiproxy.ApiServer, servers []*Server, dir string, removeDir bool) error {
+	var errs []error
+	if proxies != nil {
+		proxies.Collection.Clear()
+	}
+	for _, s := range servers {
+		if s == nil {
+			continue
+		}
+		if err := s.Kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if removeDir {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -853,25 +853,7 @@ func (c *RCluster) Healthy(ctx context.Context) error {
 // safe to call more than once.
 func (c *RCluster) Down() error {
 	c.downOnce.Do(func() {
-		var errs []error
-		if c.proxies != nil {
-			c.proxies.Collection.Clear()
-		}
-		servers := append([]*Server(nil), c.Nodes...)
-		if c.Storage != nil {
-			servers = append(servers, c.Storage)
-		}
-		for _, s := range servers {
-			if err := s.Kill(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if c.tempDir {
-			if err := os.RemoveAll(c.cfg.Dir); err != nil {
-				errs = append(errs, fmt.Errorf("remove %s: %w", c.cfg.Dir, err))
-			}
-		}
-		c.downErr = errors.Join(errs...)
+		c.downErr = StopAll(c.proxies, append(append([]*Server(nil), c.Nodes...), c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
 }
