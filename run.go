@@ -250,7 +250,9 @@ func (c Config) resolve() (locks.Info, int, error) {
 			return info, 0, usage("lock %s runs on %s, which this harness cannot start (it starts: redis, %s)", info.Name, sys, strings.Join(systemNames(), ", "))
 		}
 		if c.Backend != nil {
-			return info, 0, usage("lock %s runs on %s, started as local processes; the backend chosen (--backend, --target) starts Redis: leave it out", info.Name, sys)
+			// Unsupported as well as a usage error: a catalogue run on
+			// another backend skips the scenario instead of failing it.
+			return info, 0, &UsageError{Err: fmt.Errorf("lock %s runs on %s, started as local processes; the backend chosen (--backend, --target) starts Redis: leave it out (%w)", info.Name, sys, deploy.ErrUnsupported)}
 		}
 		if c.Cluster.Topology == cluster.Replicated {
 			return info, 0, usage("lock %s runs on %s, a group of peers, not a Redis master with replicas: leave out --topology replicated and the failover nemesis", info.Name, sys)
