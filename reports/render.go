@@ -473,12 +473,15 @@ type indexData struct {
 	// TTL and Drift are the scale fault sizes are given in (empty when the
 	// run recorded no configuration); ClientPauses the client pauses
 	// against it.
-	TTL, Drift      string
-	ClientPauses    []string
-	Counts          []countRow
-	Start, Duration string
-	Config          string
-	Files           []string
+	TTL, Drift   string
+	ClientPauses []string
+	// MoreFaults and MorePauses are how many faults and client pauses
+	// a long run had beyond the maxListed the page lists.
+	MoreFaults, MorePauses int
+	Counts                 []countRow
+	Start, Duration        string
+	Config                 string
+	Files                  []string
 }
 
 func verdictClass(v checker.Verdict) string {
@@ -589,8 +592,15 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 			d.Drift = fmtLength(scale.Drift)
 		}
 		d.ClientPauses = ClientPauseSizes(v.dig.rareInvokes(), scale)
+		if n := len(d.ClientPauses); n > maxListed {
+			d.ClientPauses, d.MorePauses = d.ClientPauses[:maxListed], n-maxListed
+		}
 	}
-	for _, f := range v.faults {
+	for i, f := range v.faults {
+		if i == maxListed {
+			d.MoreFaults = len(v.faults) - maxListed
+			break
+		}
 		r := faultRow{Label: f.Label, From: fmtTime(f.Start), To: fmtTime(f.End), EndedBy: "end of history"}
 		if scaled {
 			r.Size = f.Size(scale)
