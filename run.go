@@ -619,7 +619,6 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	}
 
 	r.phase("report")
-	ops := r.rec.Ops()
 	meta, err := r.meta(start)
 	if err != nil {
 		return out, err
@@ -634,7 +633,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if partial != "" {
 		return out, fmt.Errorf("%w: %s; results.json holds them, `harness report %s` checks again and draws the report", ErrInterrupted, partial, dir)
 	}
-	if err := reports.Render(finish, dir, meta, ops, res); err != nil {
+	if out.Results, err = r.render(finish, dir, meta, res); err != nil {
 		if finish.Err() != nil {
 			// A page next to figures it does not match is worse than none.
 			_ = os.Remove(filepath.Join(dir, reports.IndexFile))
@@ -642,8 +641,6 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		}
 		return out, fmt.Errorf("report: %w", err)
 	}
-	out.Results.Why = reports.Explain(ops, out.Results.Result) // as Render wrote it
-	out.Results.Sizes = reports.FaultSizes(ops, meta)
 
 	if err := reports.PointLatest(r.cfg.Store, dir); err != nil {
 		return out, err
@@ -664,6 +661,24 @@ func (r *runner) check(ctx context.Context, cfg checker.Config) (checker.Result,
 		return res, err
 	}
 	return checker.Check(ctx, r.rec.Ops(), cfg), nil
+}
+
+// render draws the run's report from its history file, read event by
+// event (reports.RenderFile), so that it too costs what its figures do,
+// not the length of the run; from the recorder's events when it kept them
+// in memory.
+func (r *runner) render(ctx context.Context, dir string, meta reports.RunMeta, res checker.Result) (reports.Results, error) {
+	if path, ok := r.rec.File(); ok {
+		return reports.RenderFile(ctx, dir, meta, path, res)
+	}
+	ops := r.rec.Ops()
+	if err := reports.Render(ctx, dir, meta, ops, res); err != nil {
+		return reports.Results{}, err
+	}
+	out := reports.Results{Meta: meta, Result: reports.Normalize(res)}
+	out.Why = reports.Explain(ops, out.Result)
+	out.Sizes = reports.FaultSizes(ops, meta)
+	return out, nil
 }
 
 // Requirements is the exposure the run must reach: Require when given,

@@ -1,10 +1,15 @@
 package reports
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"testing"
+	"time"
 
 	"github.com/lockharness/lockharness/checker"
 )
@@ -79,4 +84,62 @@ func benchRender(b *testing.B, events int) {
 		b.ReportMetric(float64(info.Size())/1024, e.Name()+"-KiB")
 	}
 	b.ReportMetric(float64(total)/1024, "total-KiB")
+}
+
+// BenchmarkRenderFile1M renders the report of BenchmarkRender1M's run from
+// its history file, event by event, as `harness report` and a run do
+// (RenderFile): peak-heap-MB is what the report holds, the digest and the
+// figures, not the history.
+func BenchmarkRenderFile1M(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	meta, ops, res := bigRun(1_000_000, 1)
+	dir := outDir(b, "bench-file")
+	path := filepath.Join(dir, HistoryFile)
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for i := range ops {
+		if err := enc.Encode(&ops[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	ops = nil
+	runtime.GC()
+	b.ReportAllocs()
+	stop := make(chan struct{})
+	top := make(chan uint64)
+	go func() {
+		var peak uint64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(s)
+			peak = max(peak, s[0].Value.Uint64())
+			select {
+			case <-stop:
+				top <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := RenderFile(context.Background(), dir, meta, path, res); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	b.ReportMetric(float64(<-top>>20), "peak-heap-MB")
 }

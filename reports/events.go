@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/lockharness/lockharness/history"
@@ -29,60 +30,18 @@ func (c call) Latency() int64 {
 	return c.Complete.Time - c.Invoke.Time
 }
 
-// clientCalls pairs every client invocation with the completion that follows
-// it from the same process (a client has at most one operation in flight).
-// The result is ordered by invocation.
-func clientCalls(ops []history.Op) []call {
-	n := 0
-	for i := range ops {
-		if ops[i].Type == history.Invoke && !ops[i].Process.IsNemesis() {
-			n++
-		}
-	}
-	calls := make([]call, 0, n)
-	open := map[history.Process]int{} // process → index in calls
-	for j := range ops {
-		op := &ops[j]
-		if op.Process.IsNemesis() {
-			continue
-		}
-		if op.Type == history.Invoke {
-			open[op.Process] = len(calls)
-			calls = append(calls, call{Invoke: op, Complete: noCompletion})
-			continue
-		}
-		i, ok := open[op.Process]
-		if !ok {
-			continue // a completion without invocation: nothing to draw
-		}
-		delete(open, op.Process)
-		calls[i].Complete = op
-		calls[i].Done = true
-	}
-	return calls
-}
-
 // clientProcesses lists every client process that appears in the history
-// or in the holds, in numeric order. A lock's renewer threads (events with
-// an Owner) are not clients: their renewals count for their owner's holds.
-func clientProcesses(ops []history.Op, extra ...int) []int {
-	seen := map[int]bool{}
-	for _, op := range ops {
-		if !op.Process.IsNemesis() && op.Owner == nil {
-			seen[int(op.Process)] = true
-		}
-	}
+// (seen) or in the holds (extra), in numeric order. A lock's renewer
+// threads (events with an Owner) are not clients: their renewals count for
+// their owner's holds.
+func clientProcesses(seen map[int]bool, extra ...int) []int {
+	all := maps.Clone(seen)
 	for _, p := range extra {
 		if p >= 0 {
-			seen[p] = true
+			all[p] = true
 		}
 	}
-	ps := make([]int, 0, len(seen))
-	for p := range seen {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	return ps
+	return slices.Sorted(maps.Keys(all))
 }
 
 // runEnd is the time of the last event, the right edge of every plot.

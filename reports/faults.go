@@ -210,7 +210,15 @@ func family(f string) (start string, stops []string) {
 // history when there is none. A clock fault on several nodes becomes one
 // fault per node, each with its own offset.
 func Faults(ops []history.Op) []Fault {
-	end := runEnd(ops)
+	return faultsUntil(ops, runEnd(ops))
+}
+
+// faults are the fault windows of the digested history.
+func (d *digest) faults() []Fault { return faultsUntil(d.nemesis, d.end) }
+
+// faultsUntil is Faults of a history that ends at end (ops may hold only
+// its nemesis events).
+func faultsUntil(ops []history.Op, end int64) []Fault {
 	var out []Fault
 	var open []int // indexes into out
 	for _, a := range nemesisActions(ops) {

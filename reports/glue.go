@@ -2,6 +2,7 @@ package reports
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
@@ -24,6 +25,36 @@ func Render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res
 // the result is normalized, so rebuilding a run reproduces its
 // results.json byte for byte.
 func Rebuild(ctx context.Context, dir string, cfg checker.Config) (Results, error) {
-	check := func(ctx context.Context, ops []history.Op) checker.Result { return checker.Check(ctx, ops, cfg) }
+	check := func(ctx context.Context, path string) (checker.Result, error) {
+		res, _, err := checker.CheckFile(ctx, path, cfg)
+		return res, err
+	}
 	return rebuild(ctx, dir, check, checker.VisualizeKey)
+}
+
+// RenderFile is Render of the history file at path, read event by event:
+// the report of a run of any length costs what its figures do, not what
+// its history does (see digest). It returns what it wrote to
+// results.json, explanations and fault sizes included.
+func RenderFile(ctx context.Context, dir string, meta RunMeta, path string, res checker.Result) (Results, error) {
+	return renderFrom(ctx, dir, meta, false, fileSource(path), loadFile(path), res, checker.VisualizeKey)
+}
+
+// RenderStored re-renders the stored run in dir from the result res of
+// checking its history again: from ops when the history was read whole
+// (one that is not a regular file), else from dir's history.jsonl, read
+// event by event. It uses dir/run.json when there is one and derives the
+// metadata from the history otherwise (see Rebuild), and returns what it
+// wrote to results.json.
+func RenderStored(ctx context.Context, dir string, ops []history.Op, res checker.Result) (Results, error) {
+	meta, ok, err := ReadMeta(dir)
+	if err != nil {
+		return Results{}, err
+	}
+	if ops != nil {
+		load := func(context.Context) ([]history.Op, error) { return ops, nil }
+		return renderFrom(ctx, dir, meta, !ok, sliceSource(ops), load, res, checker.VisualizeKey)
+	}
+	path := filepath.Join(dir, HistoryFile)
+	return renderFrom(ctx, dir, meta, !ok, fileSource(path), loadFile(path), res, checker.VisualizeKey)
 }

@@ -27,6 +27,9 @@ var outcomes = []struct {
 // latencyGlyph is the radius of a point of the latency plot.
 const latencyGlyph = 1.3
 
+// maxDrawn is how many points the latency plot draws at most.
+const maxDrawn = 5000
+
 // bucketWidth is the width of a rate or quantile bucket: one second, or
 // wider on long runs so that a plot has at most about 600 of them.
 func bucketWidth(end int64) int64 {
@@ -79,17 +82,9 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 	}
 	seen := map[cell]bool{}
 	pts := map[history.Type]plotter.XYs{}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	var lats []float64
-	for _, c := range v.calls {
-		if c.Invoke.F != history.FAcquire || !c.Done {
-			continue
-		}
-		ms := math.Max(float64(c.Latency())/1e6, 1e-3) // log scale: never ≤ 0
-		lo, hi = math.Min(lo, ms), math.Max(hi, ms)
-		lats = append(lats, ms)
-	}
-	if len(lats) == 0 {
+	ld := v.dig.lat
+	lo, hi := ld.lo, ld.hi
+	if ld.n == 0 {
 		lo, hi = 0.1, 1000
 	}
 	ymin := math.Pow(10, math.Floor(math.Log10(lo)))
@@ -97,18 +92,27 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 	if ymax <= ymin {
 		ymax = ymin * 10
 	}
-	for _, c := range v.calls {
-		if c.Invoke.F != history.FAcquire || !c.Done {
-			continue
+	// A crowded plot (a long run's) merges cells two by two until at most
+	// maxDrawn points are left: it shows where the latencies lie, and its
+	// SVG stays small.
+	for f := 1.0; ; f *= 2 {
+		clear(seen)
+		clear(pts)
+		n := 0
+		for o, out := range outcomes {
+			for _, p := range ld.sortedPoints(o) {
+				k := cell{out.T, int(p.X / xmax * cols / f), int(math.Log(p.Y/ymin) / math.Log(ymax/ymin) * rowsPx / f)}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				pts[out.T] = append(pts[out.T], plotter.XY{X: p.X, Y: p.Y})
+				n++
+			}
 		}
-		x := seconds(c.Invoke.Time)
-		ms := math.Max(float64(c.Latency())/1e6, 1e-3)
-		k := cell{c.Complete.Type, int(x / xmax * cols), int(math.Log(ms/ymin) / math.Log(ymax/ymin) * rowsPx)}
-		if seen[k] {
-			continue
+		if n <= maxDrawn || f >= 8 {
+			break
 		}
-		seen[k] = true
-		pts[c.Complete.Type] = append(pts[c.Complete.Type], plotter.XY{X: x, Y: ms})
 	}
 
 	top := basePlot(v.title("acquire latency"))
@@ -147,15 +151,9 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 		top.Add(sc)
 	}
 
-	// Quantiles of ok acquires per bucket.
-	bw := bucketWidth(v.end)
-	buckets := map[int64][]float64{}
-	for _, c := range v.calls {
-		if c.Invoke.F == history.FAcquire && c.Done && c.Complete.Type == history.OK {
-			b := c.Invoke.Time / bw
-			buckets[b] = append(buckets[b], math.Max(float64(c.Latency())/1e6, 1e-3))
-		}
-	}
+	// Quantiles of ok acquires per bucket, from the buckets' histograms.
+	bw := ld.plotWidth(v.end)
+	buckets := ld.plotBuckets(bw)
 	qs := []struct {
 		q    float64
 		name string
@@ -180,13 +178,11 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 	v.shadeFaults(s2)
 	timeGrid(s2, bot)
 	bot.Add(s2)
-	keys := make([]int64, 0, len(buckets))
-	for k := range buckets {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		slices.Sort(buckets[k])
+	var keys []int64
+	for k, b := range buckets {
+		if b != nil && b.acqOKInvoked() > 0 {
+			keys = append(keys, int64(k))
+		}
 	}
 	for _, q := range qs {
 		// One line per run of consecutive buckets: no line is drawn
@@ -206,7 +202,8 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 			if i > 0 && k != keys[i-1]+1 {
 				flush()
 			}
-			line = append(line, plotter.XY{X: seconds(k*bw + bw/2), Y: quantile(buckets[k], q.q)})
+			b := buckets[k]
+			line = append(line, plotter.XY{X: seconds(k*bw + bw/2), Y: histQuantile(&b.hist[0], b.max[0], q.q)})
 		}
 		flush()
 		if len(keys) > 0 {
@@ -225,19 +222,11 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 	return w, h, fig
 }
 
-// quantile of sorted values, nearest rank.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
 // rate draws completed operations per second over time, by outcome.
 func (v *runView) rate() (vg.Length, vg.Length, func(draw.Canvas)) {
 	const w, h = figWidth, 300
-	bw := bucketWidth(v.end)
+	ld := v.dig.lat
+	bw := ld.plotWidth(v.end)
 	n := int(v.end/bw) + 1
 	perSec := float64(1e9) / float64(bw)
 	counts := map[history.Type][]float64{}
@@ -245,17 +234,14 @@ func (v *runView) rate() (vg.Length, vg.Length, func(draw.Canvas)) {
 	for _, o := range outcomes {
 		counts[o.T] = make([]float64, n)
 	}
-	for _, c := range v.calls {
-		if !c.Done {
+	for b, lb := range ld.plotBuckets(bw) {
+		if lb == nil || b >= n {
 			continue
 		}
-		b := int(c.Complete.Time / bw)
-		if cs, ok := counts[c.Complete.Type]; ok && b < n {
-			cs[b] += perSec
-			if c.Invoke.F == history.FAcquire && c.Complete.Type == history.OK {
-				acqOK[b] += perSec
-			}
+		for o, out := range outcomes {
+			counts[out.T][b] = lb.done[o] * perSec
 		}
+		acqOK[b] = lb.acqOK * perSec
 	}
 	p := basePlot(v.title("operations per second"))
 	p.X.Min, p.X.Max = 0, math.Max(seconds(v.end), 1e-3)

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,14 +17,31 @@ import (
 // rested on and the faults that struck them. Violations it cannot explain
 // have no entry.
 func Explain(ops []history.Op, res checker.Result) map[int]string {
-	return explain(ops, res, Faults(ops))
+	d, err := digestOf(context.Background(), sliceSource(ops), wanted(res))
+	if err != nil { // a slice cannot fail
+		panic(err)
+	}
+	return explain(d, res, d.faults())
 }
 
-// explain is Explain with the history's faults already derived.
-func explain(ops []history.Op, res checker.Result, faults []Fault) map[int]string {
+// ExplainFile is Explain of the history file at path, read event by event
+// (only when some violation could be explained: an overlap).
+func ExplainFile(ctx context.Context, path string, res checker.Result) (map[int]string, error) {
+	if !slices.ContainsFunc(res.Violations, func(v checker.Violation) bool { return v.Kind == checker.KindOverlap && len(v.Events) >= 2 }) {
+		return nil, nil
+	}
+	d, err := digestOf(ctx, fileSource(path), wanted(res))
+	if err != nil {
+		return nil, fmt.Errorf("explain: %w", err)
+	}
+	return explain(d, res, d.faults()), nil
+}
+
+// explain is Explain of a digest, with its faults already derived.
+func explain(d *digest, res checker.Result, faults []Fault) map[int]string {
 	out := map[int]string{}
 	for i, v := range res.Violations {
-		if s := quorumMechanism(v, ops, faults); s != "" {
+		if s := quorumMechanism(v, d, faults); s != "" {
 			out[i] = s
 		}
 	}
@@ -43,12 +61,12 @@ func explain(ops []history.Op, res checker.Result, faults []Fault) map[int]strin
 // running fast; a kill), and whether the first claim stood on a bare
 // majority, where one such node is enough. It is empty when the grants do
 // not record their nodes.
-func quorumMechanism(v checker.Violation, ops []history.Op, faults []Fault) string {
+func quorumMechanism(v checker.Violation, d *digest, faults []Fault) string {
 	if v.Kind != checker.KindOverlap || len(v.Events) < 2 || len(v.Processes) < 2 {
 		return ""
 	}
-	ga, okA := opByIndex(ops, v.Events[0])
-	gc, okC := opByIndex(ops, v.Events[1])
+	ga, okA := d.opAt(v.Events[0])
+	gc, okC := d.opAt(v.Events[1])
 	if !okA || !okC || ga.Value == nil || gc.Value == nil || len(ga.Value.Nodes) == 0 || len(gc.Value.Nodes) == 0 {
 		return ""
 	}
@@ -67,7 +85,7 @@ func quorumMechanism(v checker.Violation, ops []history.Op, faults []Fault) stri
 	}
 	// The first key was set between the first grant's invocation and its
 	// completion; the second grant completed at gc.Time.
-	from := invokeOf(ops, ga)
+	from := d.invokedAt[ga.Index]
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s's %s rested on %s", capitalise(a), grantWord(ga), nodeList(na))
@@ -180,32 +198,6 @@ func strobeJump(f Fault) (time.Duration, bool) {
 		return 0, false
 	}
 	return (f.Strobe[0] - f.Strobe[1]).Abs(), true
-}
-
-// opByIndex finds the event with history index i (ops are in index order,
-// and usually ops[i].Index == i).
-func opByIndex(ops []history.Op, i int64) (history.Op, bool) {
-	if i >= 0 && i < int64(len(ops)) && ops[i].Index == i {
-		return ops[i], true
-	}
-	j, ok := slices.BinarySearchFunc(ops, i, func(o history.Op, i int64) int { return int(o.Index - i) })
-	if !ok {
-		return history.Op{}, false
-	}
-	return ops[j], true
-}
-
-// invokeOf is when the operation that completed with done was invoked: the
-// last invocation of the same function by the same process before it.
-func invokeOf(ops []history.Op, done history.Op) int64 {
-	j, _ := slices.BinarySearchFunc(ops, done.Index, func(o history.Op, i int64) int { return int(o.Index - i) })
-	for k := min(j, len(ops)) - 1; k >= 0; k-- {
-		o := ops[k]
-		if o.Process == done.Process && o.Type == history.Invoke && o.F == done.F {
-			return o.Time
-		}
-	}
-	return done.Time
 }
 
 func grantWord(op history.Op) string {

@@ -59,16 +59,41 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 type visualizer func(ops []history.Op, key string, w io.Writer) error
 
 func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res checker.Result, vis visualizer) error {
+	load := func(context.Context) ([]history.Op, error) { return ops, nil }
+	_, err := renderFrom(ctx, dir, meta, false, sliceSource(ops), load, res, vis)
+	return err
+}
+
+// maxPorcupineEvents bounds the history the porcupine views are drawn
+// from: they need the whole history in memory, and a longer one has its
+// violations on the timeline and in words instead.
+const maxPorcupineEvents = 400_000
+
+// renderFrom renders the report of the history src replays (load reads it
+// whole, for the porcupine views only), and returns what it wrote to
+// results.json. With derive, the metadata is derived from the history
+// (DeriveMeta) instead of meta. The history is read twice, event by
+// event: once for the digest every figure is drawn from, once for the
+// timelines' write marks.
+func renderFrom(ctx context.Context, dir string, meta RunMeta, derive bool, src source, load func(context.Context) ([]history.Op, error), res checker.Result, vis visualizer) (Results, error) {
 	// results.json is part of the report: write it in its canonical form,
 	// so that the run's file and a rebuilt one are the same.
-	out, err := writeResults(dir, meta, ops, res)
+	res = Normalize(res)
+	d, err := digestOf(ctx, src, wanted(res))
 	if err != nil {
-		return fmt.Errorf("render: %w", err)
+		return Results{}, fmt.Errorf("render: %w", err)
 	}
-	res = out.Result
-	v := newRunView(meta, ops, res)
+	if derive {
+		meta = deriveMeta(dir, d)
+	}
+	faults := d.faults()
+	out := Results{Meta: meta, Result: res, Why: explain(d, res, faults), Sizes: faultSizes(faults, d.rareInvokes(), meta)}
+	if err := WriteJSON(dir, ResultsFile, out); err != nil {
+		return out, fmt.Errorf("render: %w", err)
+	}
+	v := newView(meta, d, src, res)
 	if err := removeOld(dir); err != nil {
-		return err
+		return out, err
 	}
 	step := func(base string, w, h vg.Length, fig func(draw.Canvas)) error {
 		if err := ctx.Err(); err != nil {
@@ -79,40 +104,63 @@ func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res
 		}
 		return nil
 	}
-	w, h, fig, _ := v.timeline(window{From: 0, To: v.end, Title: v.title("timeline")})
-	if err := step(TimelineFile, w, h, fig); err != nil {
-		return err
-	}
+	wins := []window{{From: 0, To: v.end, Title: v.title("timeline")}}
 	for _, i := range v.zoomed() {
-		vi := res.Violations[i]
-		w, h, fig, _ := v.timeline(zoomWindow(v, i, vi))
+		wins = append(wins, zoomWindow(v, i, res.Violations[i]))
+	}
+	if err := v.gatherAll(ctx, wins); err != nil {
+		return out, fmt.Errorf("render timeline: %w", err)
+	}
+	w, h, fig, _ := v.timeline(wins[0])
+	if err := step(TimelineFile, w, h, fig); err != nil {
+		return out, err
+	}
+	for k, i := range v.zoomed() {
+		w, h, fig, _ := v.timeline(wins[k+1])
 		if err := step(ZoomFile(i+1), w, h, fig); err != nil {
-			return err
+			return out, err
 		}
 	}
 	w, h, fig = v.latency()
 	if err := step(LatencyFile, w, h, fig); err != nil {
-		return err
+		return out, err
 	}
 	w, h, fig = v.rate()
 	if err := step(RateFile, w, h, fig); err != nil {
-		return err
+		return out, err
 	}
 	porc := make([]porcupineLink, 0, len(res.NonLinearizableKeys))
-	for _, key := range res.NonLinearizableKeys {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("render porcupine view of %s: %w", key, err)
+	if len(res.NonLinearizableKeys) > 0 {
+		var ops []history.Op
+		var lerr error
+		if d.events > maxPorcupineEvents {
+			lerr = fmt.Errorf("the history has %d events, more than the %d porcupine's view is drawn from; the timeline and the list above show the violations", d.events, maxPorcupineEvents)
+		} else {
+			ops, lerr = load(ctx)
 		}
-		porc = append(porc, writePorcupine(dir, ops, key, vis))
+		for _, key := range res.NonLinearizableKeys {
+			if err := ctx.Err(); err != nil {
+				return out, fmt.Errorf("render porcupine view of %s: %w", key, err)
+			}
+			if lerr != nil {
+				l := porcupineLink{Key: key, Label: key, Err: "not drawn: " + lerr.Error()}
+				if key == "" {
+					l.Label = "the protected counter"
+				}
+				porc = append(porc, l)
+				continue
+			}
+			porc = append(porc, writePorcupine(dir, ops, key, vis))
+		}
 	}
 	page, err := v.indexPage(dir, porc)
 	if err != nil {
-		return err
+		return out, err
 	}
 	if err := writeAtomic(filepath.Join(dir, IndexFile), bytes.NewReader(page)); err != nil {
-		return fmt.Errorf("render index: %w", err)
+		return out, fmt.Errorf("render index: %w", err)
 	}
-	return nil
+	return out, nil
 }
 
 // zoomed lists the violations (indexes) that get a close-up, MaxZooms at
@@ -173,10 +221,11 @@ func zoomWindow(v *runView, i int, vi checker.Violation) window {
 	lo, hi := vi.Start, max(vi.End, vi.Start)
 	const near = 30 * int64(time.Second)
 	for _, ix := range vi.Events {
-		if ix < 0 || ix >= int64(len(v.ops)) {
+		op, ok := v.dig.opAt(ix)
+		if !ok {
 			continue
 		}
-		if t := v.ops[ix].Time; t >= vi.Start-near && t <= hi+near {
+		if t := op.Time; t >= vi.Start-near && t <= hi+near {
 			lo, hi = min(lo, t), max(hi, t)
 		}
 	}
@@ -312,45 +361,55 @@ func ReadMeta(dir string) (meta RunMeta, ok bool, err error) {
 }
 
 // rebuild is Rebuild with the checker passed in.
-func rebuild(ctx context.Context, dir string, check func(context.Context, []history.Op) checker.Result, vis visualizer) (Results, error) {
-	rr, err := history.ReadFile(filepath.Join(dir, HistoryFile))
-	if err != nil {
-		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
-	}
+func rebuild(ctx context.Context, dir string, check func(ctx context.Context, path string) (checker.Result, error), vis visualizer) (Results, error) {
+	path := filepath.Join(dir, HistoryFile)
 	meta, ok, err := ReadMeta(dir)
 	if err != nil {
 		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
 	}
-	if !ok {
-		meta = DeriveMeta(dir, rr.Ops)
+	res, err := check(ctx, path)
+	if err != nil {
+		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
 	}
-	res := check(ctx, rr.Ops)
 	if err := ctx.Err(); err != nil {
 		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
 	}
-	if err := render(ctx, dir, meta, rr.Ops, res, vis); err != nil {
+	out, err := renderFrom(ctx, dir, meta, !ok, fileSource(path), loadFile(path), res, vis)
+	if err != nil {
 		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
 	}
-	out := Results{Meta: meta, Result: Normalize(res)}
-	out.Why = Explain(rr.Ops, out.Result)
 	return out, nil
+}
+
+// loadFile reads the history at path whole.
+func loadFile(path string) func(context.Context) ([]history.Op, error) {
+	return func(ctx context.Context) ([]history.Op, error) {
+		rr, err := history.ReadFileContext(ctx, path)
+		return rr.Ops, err
+	}
 }
 
 // DeriveMeta guesses a run's metadata from its directory and history, for a
 // run without run.json: the test is the parent directory's name, the start
 // the directory's timestamp, the nemeses the fault families seen.
 func DeriveMeta(dir string, ops []history.Op) RunMeta {
+	return deriveMetaOf(dir, runEnd(ops), Faults(ops))
+}
+
+func deriveMeta(dir string, d *digest) RunMeta { return deriveMetaOf(dir, d.end, d.faults()) }
+
+func deriveMetaOf(dir string, end int64, faults []Fault) RunMeta {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = dir
 	}
-	meta := RunMeta{Test: filepath.Base(filepath.Dir(abs)), Duration: time.Duration(runEnd(ops))}
+	meta := RunMeta{Test: filepath.Base(filepath.Dir(abs)), Duration: time.Duration(end)}
 	stamp, _, _ := strings.Cut(filepath.Base(abs), "-")
 	if t, err := time.Parse("20060102T150405.000Z", stamp); err == nil {
 		meta.Start = t
 	}
 	seen := map[string]bool{}
-	for _, f := range Faults(ops) {
+	for _, f := range faults {
 		if !seen[f.Family] {
 			seen[f.Family] = true
 			meta.Nemeses = append(meta.Nemeses, f.Family)
@@ -414,12 +473,15 @@ type indexData struct {
 	// TTL and Drift are the scale fault sizes are given in (empty when the
 	// run recorded no configuration); ClientPauses the client pauses
 	// against it.
-	TTL, Drift      string
-	ClientPauses    []string
-	Counts          []countRow
-	Start, Duration string
-	Config          string
-	Files           []string
+	TTL, Drift   string
+	ClientPauses []string
+	// MoreFaults and MorePauses are how many faults and client pauses
+	// a long run had beyond the maxListed the page lists.
+	MoreFaults, MorePauses int
+	Counts                 []countRow
+	Start, Duration        string
+	Config                 string
+	Files                  []string
 }
 
 func verdictClass(v checker.Verdict) string {
@@ -529,9 +591,16 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 		if scale.Drift > 0 {
 			d.Drift = fmtLength(scale.Drift)
 		}
-		d.ClientPauses = ClientPauseSizes(v.ops, scale)
+		d.ClientPauses = ClientPauseSizes(v.dig.rareInvokes(), scale)
+		if n := len(d.ClientPauses); n > maxListed {
+			d.ClientPauses, d.MorePauses = d.ClientPauses[:maxListed], n-maxListed
+		}
 	}
-	for _, f := range v.faults {
+	for i, f := range v.faults {
+		if i == maxListed {
+			d.MoreFaults = len(v.faults) - maxListed
+			break
+		}
 		r := faultRow{Label: f.Label, From: fmtTime(f.Start), To: fmtTime(f.End), EndedBy: "end of history"}
 		if scaled {
 			r.Size = f.Size(scale)

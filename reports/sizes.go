@@ -186,12 +186,18 @@ func ClientPauseSizes(ops []history.Op, s Scale) []string {
 // client pause, against the run's scale, in the order they began; nil
 // when the metadata does not say the TTL.
 func FaultSizes(ops []history.Op, meta RunMeta) []string {
+	return faultSizes(Faults(ops), ops, meta)
+}
+
+// faultSizes is FaultSizes of the faults of a history and its client
+// pauses (ops: the history, or only its client pause invocations).
+func faultSizes(faults []Fault, ops []history.Op, meta RunMeta) []string {
 	s, ok := ScaleOf(meta)
 	if !ok {
 		return nil
 	}
 	var out []string
-	for _, f := range Faults(ops) {
+	for _, f := range faults {
 		if f.Family == "pause-client" {
 			continue // the client's own pause, below, says where it struck
 		}

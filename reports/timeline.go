@@ -83,6 +83,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	dataW := float64(plotW - 70) // roughly: the y tick labels take the rest
 	res := (xmax - xmin) / (dataW * DPI / 72)
 	in := func(a, b int64) bool { return b >= from && a <= to }
+	mk := v.marksOf(win)
 
 	// Which processes get a row.
 	procs := v.procs
@@ -93,10 +94,8 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 				seen[h.Process] = true
 			}
 		}
-		for _, c := range v.calls {
-			if c.Invoke.F == history.FWrite && c.Done && in(c.Complete.Time, c.Complete.Time) {
-				seen[int(c.Invoke.Process)] = true
-			}
+		for p := range mk.procs {
+			seen[p] = true
 		}
 		if win.Highlight != nil {
 			for _, p := range win.Highlight.Processes {
@@ -327,19 +326,8 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	// Accepted writes are the normal case: when there are more of them
 	// than a few per pixel column and row, they would only paint the rows
 	// black, so the overview leaves them out and says so.
-	accepted := 0
-	for _, c := range v.calls {
-		if c.Invoke.F == history.FWrite && c.Done && c.Complete.Type == history.OK && in(c.Complete.Time, c.Complete.Time) {
-			accepted++
-		}
-	}
+	accepted := mk.accepted
 	dense := float64(accepted) > dataW*DPI/72/6*float64(max(len(procs), 1))
-	const (
-		tkAccepted = iota
-		tkRejected
-		tkUnknown
-		tkExpired
-	)
 	addTick := func(x, y float64, kind int) {
 		k := tk{y, kind, int64(math.Floor((x - xmin) / res))}
 		if ticks[k] {
@@ -359,7 +347,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		area.Ticks++
 	}
 	var paused, crashed, wroteOK, wroteRej, wroteUnk bool
-	for _, c := range v.calls {
+	for _, c := range v.dig.rare {
 		y, ok := clientY[int(c.Invoke.Process)]
 		if !ok {
 			continue
@@ -379,27 +367,29 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 				s.glyph(seconds(c.Invoke.Time), y, draw.CrossGlyph{}, 3, colInk)
 				crashed = true
 			}
-		case history.FWrite:
-			if !c.Done || !in(c.Complete.Time, c.Complete.Time) {
-				continue
-			}
-			area.Write++
-			x := seconds(c.Complete.Time)
-			switch {
-			case c.Complete.Type == history.OK && c.Complete.Value != nil && c.Complete.Value.Rejected:
-				addTick(x, y, tkRejected)
-				wroteRej = true
-			case c.Complete.Type == history.OK:
-				if !dense {
-					addTick(x, y, tkAccepted)
-					wroteOK = true
-				}
-			case c.Complete.Type == history.Info:
-				addTick(x, y, tkUnknown)
-				wroteUnk = true
-			}
 		}
 	}
+	for _, k := range mk.sorted() {
+		y, ok := clientY[k.proc]
+		if !ok {
+			continue
+		}
+		x := mk.ticks[k]
+		switch k.kind {
+		case tkRejected:
+			addTick(x, y, tkRejected)
+			wroteRej = true
+		case tkAccepted:
+			if !dense {
+				addTick(x, y, tkAccepted)
+				wroteOK = true
+			}
+		case tkUnknown:
+			addTick(x, y, tkUnknown)
+			wroteUnk = true
+		}
+	}
+	area.Write = mk.writes
 	for i, x := range expiries {
 		addTick(x, expiryY[i], tkExpired)
 	}

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"context"
 	"image/color"
 	"slices"
 
@@ -13,8 +14,9 @@ import (
 type runView struct {
 	meta   RunMeta
 	res    checker.Result
-	ops    []history.Op
-	calls  []call
+	dig    *digest
+	src    source // the history again, for the timeline's write marks
+	marks  map[spanKey]*marks
 	procs  []int
 	faults []Fault
 	heal   int64
@@ -27,9 +29,20 @@ type runView struct {
 }
 
 func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
-	v := &runView{meta: meta, res: res, ops: ops, calls: clientCalls(ops), faults: Faults(ops), end: runEnd(ops)}
-	v.heal, v.healed = finalHeal(ops)
-	v.why = explain(ops, res, v.faults)
+	src := sliceSource(ops)
+	d, err := digestOf(context.Background(), src, wanted(res))
+	if err != nil { // a slice cannot fail
+		panic(err)
+	}
+	return newView(meta, d, src, res)
+}
+
+// newView is the view of a history from its digest; src replays it.
+func newView(meta RunMeta, d *digest, src source, res checker.Result) *runView {
+	v := &runView{meta: meta, res: res, dig: d, src: src, marks: map[spanKey]*marks{},
+		faults: d.faults(), end: d.end}
+	v.heal, v.healed = finalHeal(d.nemesis)
+	v.why = explain(d, res, v.faults)
 	var extra []int
 	keys := map[string]bool{}
 	for _, h := range res.Holds {
@@ -41,12 +54,10 @@ func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
 		extra = append(extra, vi.Processes...)
 		v.end = max(v.end, vi.End)
 	}
-	for _, c := range v.calls {
-		if c.Invoke.F == history.FAcquire && c.Invoke.Key != "" {
-			keys[c.Invoke.Key] = true
-		}
+	for k := range d.acqKeys {
+		keys[k] = true
 	}
-	v.procs = clientProcesses(ops, extra...)
+	v.procs = clientProcesses(d.procs, extra...)
 	for k := range keys {
 		v.keys = append(v.keys, k)
 	}
@@ -91,4 +102,35 @@ func verdictWord(vd checker.Verdict) string {
 		return "INVALID"
 	}
 	return "UNKNOWN"
+}
+
+// marksOf are the write marks of window w: gathered for every window of
+// a render at once (gatherAll), or here by a pass of their own.
+func (v *runView) marksOf(w window) *marks {
+	k := w.key()
+	if m, ok := v.marks[k]; ok {
+		return m
+	}
+	ms, err := gatherMarks(context.Background(), v.src, []spanKey{k})
+	if err != nil || ms[k] == nil {
+		return newMarks(k)
+	}
+	v.marks[k] = ms[k]
+	return ms[k]
+}
+
+// gatherAll gathers the write marks of wins in one pass.
+func (v *runView) gatherAll(ctx context.Context, wins []window) error {
+	ks := make([]spanKey, len(wins))
+	for i, w := range wins {
+		ks[i] = w.key()
+	}
+	ms, err := gatherMarks(ctx, v.src, ks)
+	if err != nil {
+		return err
+	}
+	for k, m := range ms {
+		v.marks[k] = m
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -37,29 +38,24 @@ exit code is 130.`,
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v: use e.g. --check-timeout 30s", timeout)}
 			}
 			ctx := cmd.Context()
-			var h history.ReadResult
-			var err error
-			if !untilInterrupted(ctx, func() { h, err = history.ReadFileContext(ctx, args[0]) }) || ctx.Err() != nil {
-				return &codeError{interruptCode(ctx), fmt.Errorf("%v: nothing was checked", context.Cause(ctx))}
-			}
-			if errors.Is(err, history.ErrMalformed) {
-				return &codeError{exitError, fmt.Errorf("%w: give a history a run wrote (store/<test>/<run>/history.jsonl); see harness check --help", err)}
-			}
-			if errors.Is(err, fs.ErrNotExist) {
-				return &codeError{exitError, fmt.Errorf("%w: give the path of a history (store/<test>/<run>/history.jsonl)", err)}
-			}
-			if err != nil {
-				return &codeError{exitError, err}
-			}
-			if err := checkable(h.Ops); err != nil {
-				return &codeError{exitError, fmt.Errorf("%s: %w", args[0], err)}
-			}
 			ccfg, meta := storedCheckConfig(filepath.Dir(args[0]))
 			ccfg.Timeout = timeout
 			ccfg.AllowVacuous = ccfg.AllowVacuous || allowVacuous
-			res := checker.Check(ctx, h.Ops, ccfg)
+			var out reports.Results
+			var truncated bool
+			var err error
+			if !untilInterrupted(ctx, func() { out, truncated, err = checkHistory(ctx, args[0], ccfg) }) {
+				return &codeError{interruptCode(ctx), fmt.Errorf("%v: nothing was checked", context.Cause(ctx))}
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return &codeError{interruptCode(ctx), fmt.Errorf("%v: nothing was checked", context.Cause(ctx))}
+				}
+				return err
+			}
 			meta.Test = args[0]
-			out := reports.Results{Meta: meta, Result: res, Why: reports.Explain(h.Ops, res)}
+			out.Meta = meta
+			res := out.Result
 			if ctx.Err() != nil {
 				// Whatever finished is reported; the rest is unknown.
 				out.Meta.Partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(ctx))
@@ -69,7 +65,7 @@ exit code is 130.`,
 					return &codeError{exitError, err}
 				}
 			} else {
-				if h.Truncated {
+				if truncated {
 					fmt.Fprintln(cmd.ErrOrStderr(), "note: the last line was cut off (a killed run); checked the complete prefix")
 				}
 				printSummary(cmd.OutOrStdout(), "", out)
@@ -84,6 +80,80 @@ exit code is 130.`,
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
 	cmd.Flags().BoolVar(&allowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or the run's requested faults never struck a holder")
 	return cmd
+}
+
+// checkHistory judges the history at path. A regular file is read event
+// by event (checker.CheckFile), so that a history of any length is checked
+// in bounded memory; anything else (a pipe) is read whole, once. The error
+// is a *codeError that says what to give instead.
+func checkHistory(ctx context.Context, path string, cfg checker.Config) (reports.Results, bool, error) {
+	var out reports.Results
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		h, err := history.ReadFileContext(ctx, path)
+		if err != nil {
+			return out, false, historyError(err)
+		}
+		if err := checkable(h.Ops); err != nil {
+			return out, false, &codeError{exitError, fmt.Errorf("%s: %w", path, err)}
+		}
+		out.Result = checker.Check(ctx, h.Ops, cfg)
+		out.Why = reports.Explain(h.Ops, out.Result)
+		return out, h.Truncated, nil
+	}
+	if err := checkableFile(ctx, path); err != nil {
+		return out, false, err
+	}
+	res, truncated, err := checker.CheckFile(ctx, path, cfg)
+	if err != nil {
+		return out, truncated, historyError(err)
+	}
+	out.Result = res
+	if ctx.Err() == nil {
+		if out.Why, err = reports.ExplainFile(ctx, path, res); err != nil && ctx.Err() == nil {
+			return out, truncated, historyError(err)
+		}
+	}
+	return out, truncated, nil
+}
+
+// historyError says what to give instead of a history that cannot be read.
+func historyError(err error) error {
+	if errors.Is(err, history.ErrMalformed) {
+		return &codeError{exitError, fmt.Errorf("%w: give a history a run wrote (store/<test>/<run>/history.jsonl); see harness check --help", err)}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return &codeError{exitError, fmt.Errorf("%w: give the path of a history (store/<test>/<run>/history.jsonl)", err)}
+	}
+	return &codeError{exitError, err}
+}
+
+// checkableFile is checkable of the history file at path, read only up to
+// its first client operation (the first lines of any real history).
+func checkableFile(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return historyError(fmt.Errorf("open history: %w", err))
+	}
+	defer f.Close()
+	sc := history.NewScanner(f)
+	var nemesis []history.Op
+	for sc.Scan(ctx) {
+		op := sc.Op()
+		if !op.Process.IsNemesis() {
+			return nil
+		}
+		if len(nemesis) == 0 {
+			nemesis = append(nemesis, op)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return historyError(fmt.Errorf("%s: %w", path, err))
+	}
+	if err := checkable(nemesis); err != nil {
+		return &codeError{exitError, fmt.Errorf("%s: %w", path, err)}
+	}
+	return nil
 }
 
 // storedCheckConfig is how a stored run was judged, from the run.json in

@@ -95,36 +95,46 @@ func rebuild(ctx context.Context, dir string, cfg checker.Config) (reports.Resul
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return reports.Results{}, &codeError{exitError, fmt.Errorf("%s is not a run directory: give store/<test>/<run> (one holding history.jsonl)", dir)}
 	}
-	var rr history.ReadResult
+	path := filepath.Join(dir, reports.HistoryFile)
+	var ops []history.Op // a history that is not a regular file, read whole
+	var res checker.Result
 	var err error
-	read := func() { rr, err = history.ReadFileContext(ctx, filepath.Join(dir, reports.HistoryFile)) }
-	if !untilInterrupted(ctx, read) || ctx.Err() != nil {
-		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while reading the history: %s left as it was", context.Cause(ctx), dir)}
+	check := func() {
+		if st, serr := os.Stat(path); serr == nil && st.Mode().IsRegular() {
+			// Read event by event: a history of any length is checked
+			// and drawn in bounded memory.
+			if err = checkableFile(ctx, path); err == nil {
+				res, _, err = checker.CheckFile(ctx, path, cfg)
+			}
+			return
+		}
+		var rr history.ReadResult
+		if rr, err = history.ReadFileContext(ctx, path); err != nil {
+			return
+		}
+		if err = checkable(rr.Ops); err != nil {
+			err = &codeError{exitError, fmt.Errorf("%s: %w", dir, err)}
+			return
+		}
+		ops = rr.Ops
+		res = checker.Check(ctx, ops, cfg)
+	}
+	if !untilInterrupted(ctx, check) || ctx.Err() != nil {
+		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while reading and checking the history: %s left as it was", context.Cause(ctx), dir)}
+	}
+	if ce := (*codeError)(nil); errors.As(err, &ce) {
+		return reports.Results{}, &codeError{ce.code, fmt.Errorf("%w (a run directory holds the history.jsonl a run wrote)", ce.err)}
 	}
 	if err != nil {
 		return reports.Results{}, &codeError{exitError, fmt.Errorf("%w (a run directory holds the history.jsonl a run wrote)", err)}
 	}
-	if err := checkable(rr.Ops); err != nil {
-		return reports.Results{}, &codeError{exitError, fmt.Errorf("%s: %w", dir, err)}
-	}
-	meta, ok, err := reports.ReadMeta(dir)
+	out, err := reports.RenderStored(ctx, dir, ops, res)
 	if err != nil {
-		return reports.Results{}, &codeError{exitError, err}
-	}
-	if !ok {
-		meta = reports.DeriveMeta(dir, rr.Ops)
-	}
-	res := checker.Check(ctx, rr.Ops, cfg)
-	if ctx.Err() != nil {
-		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v during the check: %s left as it was", context.Cause(ctx), dir)}
-	}
-	if err := reports.Render(ctx, dir, meta, rr.Ops, res); err != nil {
 		if ctx.Err() != nil {
 			_ = os.Remove(filepath.Join(dir, reports.IndexFile))
 			return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while drawing the report: results.json is complete, index.html was removed; run `harness report %s` again to draw it", context.Cause(ctx), dir)}
 		}
 		return reports.Results{}, &codeError{exitError, err}
 	}
-	norm := reports.Normalize(res)
-	return reports.Results{Meta: meta, Result: norm, Why: reports.Explain(rr.Ops, norm)}, nil
+	return out, nil
 }

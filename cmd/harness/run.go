@@ -211,8 +211,15 @@ func printEvidence(w io.Writer, res checker.Result) {
 
 // printSizes says how large each fault and client pause was against the
 // lock's TTL (reports.FaultSizes).
+// A long run has thousands of client pauses: the summary, one screen,
+// gives the first maxSizes and points to the rest.
 func printSizes(w io.Writer, sizes []string) {
+	const maxSizes = 12
 	for i, s := range sizes {
+		if i == maxSizes {
+			fmt.Fprintf(w, "  %-13s … and %d more in results.json and the report\n", "", len(sizes)-maxSizes)
+			break
+		}
 		label := ""
 		if i == 0 {
 			label = "fault sizes"

@@ -1,0 +1,102 @@
+package reports
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// The report drawn from the history file, read event by event, is the
+// report drawn from the history in memory: the same results.json, page and
+// figures, byte for byte.
+func TestRenderFileIsRender(t *testing.T) {
+	for name, fixture := range map[string]func() (RunMeta, []history.Op, checker.Result){
+		"clock-jump": clockFixture, "valid": validFixture,
+	} {
+		t.Run(name, func(t *testing.T) {
+			meta, ops, res := fixture()
+			mem, file := outDir(t, "mem-"+name), outDir(t, "file-"+name)
+			writeHistory(t, mem, ops)
+			writeHistory(t, file, ops)
+			if err := Render(context.Background(), mem, meta, ops, res); err != nil {
+				t.Fatal(err)
+			}
+			out, err := RenderFile(context.Background(), file, meta, filepath.Join(file, HistoryFile), res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Verdict != res.Verdict {
+				t.Errorf("RenderFile returned verdict %s, want %s", out.Verdict, res.Verdict)
+			}
+			entries, err := os.ReadDir(mem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				a, _ := os.ReadFile(filepath.Join(mem, e.Name()))
+				b, err := os.ReadFile(filepath.Join(file, e.Name()))
+				if err != nil {
+					t.Errorf("RenderFile did not write %s: %v", e.Name(), err)
+					continue
+				}
+				if string(a) != string(b) {
+					t.Errorf("%s differs between Render and RenderFile", e.Name())
+				}
+			}
+		})
+	}
+}
+
+// The latency digest is bounded whatever the length of the run: at most
+// maxFine buckets and maxPoints points; its quantiles are within a bin
+// (7.5%) of the exact ones, and its largest is exact.
+func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := newLatencyDigest()
+	const sec = int64(time.Second)
+	type lat struct {
+		t  int64
+		ms float64
+	}
+	var all []lat
+	for t0 := int64(0); t0 < 20_000*sec; t0 += 7 * int64(time.Millisecond) {
+		d := int64(math.Exp(rng.NormFloat64()) * 1e6) // about 1 ms, log-normal
+		typ := history.OK
+		if rng.IntN(3) == 0 {
+			typ = history.Fail
+		}
+		l.add(history.FAcquire, t0, t0+d, typ)
+		if typ == history.OK {
+			all = append(all, lat{t0, math.Max(float64(d)/1e6, 1e-3)})
+		}
+	}
+	if len(l.buckets) > maxFine || len(l.points) > maxPoints {
+		t.Fatalf("digest of 20,000 s holds %d buckets and %d points, want at most %d and %d", len(l.buckets), len(l.points), maxFine, maxPoints)
+	}
+	var lats []float64 // the first bucket's
+	for _, a := range all {
+		if a.t < l.fine {
+			lats = append(lats, a.ms)
+		}
+	}
+	slices.Sort(lats)
+	b := l.buckets[0]
+	for _, q := range []float64{0.5, 0.95, 0.99} {
+		exact := lats[int(math.Ceil(q*float64(len(lats))))-1]
+		got := histQuantile(&b.hist[0], b.max[0], q)
+		if math.Abs(got-exact)/exact > 0.075 {
+			t.Errorf("q%.2f: %.4f ms from the histogram, %.4f ms exact", q, got, exact)
+		}
+	}
+	if got := histQuantile(&b.hist[0], b.max[0], 1); got != lats[len(lats)-1] {
+		t.Errorf("max %.4f, exact %.4f", got, lats[len(lats)-1])
+	}
+}

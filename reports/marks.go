@@ -1,0 +1,135 @@
+package reports
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// Write tick kinds, in the order they are drawn.
+const (
+	tkAccepted = iota
+	tkRejected
+	tkUnknown
+	tkExpired
+)
+
+// span of a window: the key of its marks.
+type spanKey struct{ from, to int64 }
+
+func (w window) key() spanKey { return spanKey{w.From, max(w.To, w.From+1)} }
+
+// colRes is the time one pixel column of a timeline of [from, to] covers,
+// in seconds.
+func colRes(from, to int64) float64 {
+	dataW := float64(figWidth - legendWidth - 70) // roughly: the y tick labels take the rest
+	return (seconds(to) - seconds(from)) / (dataW * DPI / 72)
+}
+
+// marks are a timeline window's client writes that completed in it,
+// merged per pixel column, process and kind: a window of a million writes
+// costs what its pixels do.
+type marks struct {
+	from, to int64
+	res      float64
+	ticks    map[markKey]float64 // the time (s) of the first write of the column
+	procs    map[int]bool        // processes that completed a write in the window
+	accepted int                 // accepted writes in the window
+	writes   int
+}
+
+type markKey struct {
+	proc, kind int
+	col        int64
+}
+
+func newMarks(k spanKey) *marks {
+	return &marks{from: k.from, to: k.to, res: colRes(k.from, k.to), ticks: map[markKey]float64{}, procs: map[int]bool{}}
+}
+
+// add records a write of proc that completed at t with outcome kind.
+func (m *marks) add(proc int, t int64, kind int) {
+	if t < m.from || t > m.to {
+		return
+	}
+	m.writes++
+	m.procs[proc] = true
+	if kind == tkAccepted {
+		m.accepted++
+	}
+	x := seconds(t)
+	k := markKey{proc, kind, int64(math.Floor((x - seconds(m.from)) / m.res))}
+	if _, ok := m.ticks[k]; !ok {
+		m.ticks[k] = x
+	}
+}
+
+// sorted lists the marks in a fixed order (process, kind, column), so
+// that the same history draws the same picture.
+func (m *marks) sorted() []markKey {
+	ks := make([]markKey, 0, len(m.ticks))
+	for k := range m.ticks {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b markKey) int {
+		return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.kind, b.kind), cmp.Compare(a.col, b.col))
+	})
+	return ks
+}
+
+// writeKind classifies a write's completion as a tick; false for one that
+// draws none.
+func writeKind(c *history.Op) (int, bool) {
+	switch {
+	case c.Type == history.OK && c.Value != nil && c.Value.Rejected:
+		return tkRejected, true
+	case c.Type == history.OK:
+		return tkAccepted, true
+	case c.Type == history.Info:
+		return tkUnknown, true
+	}
+	return 0, false
+}
+
+// gatherMarks collects the write marks of every window in one pass over
+// src.
+func gatherMarks(ctx context.Context, src source, wins []spanKey) (map[spanKey]*marks, error) {
+	out := map[spanKey]*marks{}
+	for _, k := range wins {
+		if out[k] == nil {
+			out[k] = newMarks(k)
+		}
+	}
+	all := make([]*marks, 0, len(out))
+	for _, m := range out {
+		all = append(all, m)
+	}
+	writing := map[history.Process]bool{} // a write is in flight
+	err := src(ctx, func(op *history.Op) bool {
+		if op.Process.IsNemesis() {
+			return true
+		}
+		if op.Type == history.Invoke {
+			writing[op.Process] = op.F == history.FWrite
+			return true
+		}
+		if !writing[op.Process] {
+			return true
+		}
+		delete(writing, op.Process)
+		kind, ok := writeKind(op)
+		for _, m := range all {
+			if ok {
+				m.add(int(op.Process), op.Time, kind)
+			} else if op.Time >= m.from && op.Time <= m.to {
+				m.writes++
+				m.procs[int(op.Process)] = true
+			}
+		}
+		return true
+	})
+	return out, err
+}
