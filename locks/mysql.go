@@ -160,7 +160,9 @@ func newMySQLLock(nodes []Node, opts Options, kind mysqlKind) (Lock, error) {
 		rows: map[string]bool{}, holds: map[string]*mysqlHold{}}, nil
 }
 
-func (l *mysqlLock) nodeErr(op string, err error) error { return &NodeError{Node: l.node, Op: op, Err: err} }
+func (l *mysqlLock) nodeErr(op string, err error) error {
+	return &NodeError{Node: l.node, Op: op, Err: err}
+}
 
 func (l *mysqlLock) rpc(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, l.timeout+extra)
