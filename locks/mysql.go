@@ -175,7 +175,7 @@ func (l *mysqlLock) rpc(ctx context.Context, extra time.Duration) (context.Conte
 // (which ends the connection: unknown). GET_LOCK waits server-side for
 // opts.Wait.
 func (l *mysqlLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	lease := Lease{Key: key, Token: newToken(l.opts.Rand)}
+	lease := Lease{Key: key, Token: newToken(l.opts.Rand), Session: true}
 	if l.kind != mysqlGetLock {
 		if err := l.ensureRow(ctx, key); err != nil {
 			return lease, err
