@@ -28,6 +28,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"os"
 	"path/filepath"
@@ -105,7 +107,14 @@ func Up(ctx context.Context, cfg cluster.Config) (*Cluster, error) {
 	}
 }
 
+// quietDriver silences the MySQL driver's own log: a readiness probe of a
+// server that is still starting, or a session the harness kills, makes it
+// print "[mysql] … unexpected EOF" on stderr, and the error is returned
+// anyway. Its logger is process-wide; it is set once.
+var quietDriver sync.Once
+
 func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
+	quietDriver.Do(func() { _ = mysql.SetLogger(log.New(io.Discard, "", 0)) })
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 1
 	}
