@@ -126,6 +126,7 @@ type mysqlHold struct {
 	conn *sql.Conn
 	tx   bool   // FOR UPDATE: a transaction is open
 	name string // GET_LOCK
+	lost bool   // a Renew found the connection ended (guarded by mysqlLock.mu)
 }
 
 // quietDriver silences the driver's own log ("[mysql] … unexpected EOF"
@@ -335,6 +336,13 @@ func (l *mysqlLock) Release(ctx context.Context, lease Lease) error {
 		return l.nodeErr("release", fmt.Errorf("no hold with token %s on this client", lease.Token))
 	}
 	defer h.conn.Close()
+	l.mu.Lock()
+	lost := h.lost
+	l.mu.Unlock()
+	if lost {
+		_ = h.conn.Raw(func(any) error { return driver.ErrBadConn })
+		return l.nodeErr("release", fmt.Errorf("a renew had found the connection ended: %w", ErrNotHeld))
+	}
 	pctx, cancel := l.rpc(ctx, 0)
 	err := h.conn.PingContext(pctx)
 	ended := err != nil && connEnded(err, pctx)
@@ -365,6 +373,35 @@ func (l *mysqlLock) Release(ctx context.Context, lease Lease) error {
 		return l.nodeErr("RELEASE_LOCK", fmt.Errorf("returned %v: %w", got, ErrNotHeld))
 	}
 	return nil
+}
+
+// Renew asks whether the hold's connection still lives (a ping): the
+// careful client's "do I still hold it?" before it writes. A session lock
+// has nothing to extend, so the lease comes back as it was; a connection
+// the server has ended answers ErrNotHeld, and the hold is dropped. It
+// narrows the window, it does not close it: the server may end the
+// session right after the answer.
+func (l *mysqlLock) Renew(ctx context.Context, lease Lease) (Lease, error) {
+	l.mu.Lock()
+	h := l.holds[lease.Token]
+	l.mu.Unlock()
+	if h == nil {
+		return lease, l.nodeErr("renew", fmt.Errorf("no hold with token %s on this client", lease.Token))
+	}
+	pctx, cancel := l.rpc(ctx, 0)
+	err := h.conn.PingContext(pctx)
+	ended := err != nil && connEnded(err, pctx)
+	cancel()
+	if ended {
+		l.mu.Lock()
+		h.lost = true
+		l.mu.Unlock()
+		return lease, l.nodeErr("renew", fmt.Errorf("the server had ended the connection (%v): %w", err, ErrNotHeld))
+	}
+	if err != nil {
+		return lease, l.nodeErr("renew", err)
+	}
+	return lease, nil
 }
 
 // connEnded reports whether err says the connection was closed under us

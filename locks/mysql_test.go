@@ -238,3 +238,27 @@ func TestMySQLForUpdateLockWaitTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Renew is a ping: ok while the connection lives, "not held" once the
+// server has ended it, and the release then says "not held" too.
+func TestMySQLRenewSeesTheKill(t *testing.T) {
+	c := mariadbServer(t, 1, "")
+	ctx := context.Background()
+	l := newLock(t, "mysql-for-update", mysqlNodes(c, 0), 1, locks.Options{}).(locks.Renewer)
+	lease, err := l.Acquire(ctx, "renew", locks.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Renew(ctx, lease); err != nil {
+		t.Fatalf("renew of a live hold: %v", err)
+	}
+	if _, err := c.KillHolder(ctx, "renew"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Renew(ctx, lease); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("renew after the kill: %v, want not held", err)
+	}
+	if err := l.Release(ctx, lease); !errors.Is(err, locks.ErrNotHeld) {
+		t.Fatalf("release after the kill: %v, want not held", err)
+	}
+}
