@@ -251,11 +251,22 @@ func (c Config) resolve() (locks.Info, int, error) {
 			return info, 0, usage("lock %s runs on %s, which this harness cannot start (it starts: redis, %s)", info.Name, sys, strings.Join(systemNames(), ", "))
 		}
 		if c.Backend != nil {
-			return info, 0, usage("lock %s runs on %s, started as local processes; the backend chosen (--backend, --target) starts Redis: leave it out", info.Name, sys)
+			// Unsupported as well as a usage error: a catalogue run on
+			// another backend skips the scenario instead of failing it.
+			return info, 0, &UsageError{Err: fmt.Errorf("lock %s runs on %s, started as local processes; the backend chosen (--backend, --target) starts Redis: leave it out (%w)", info.Name, sys, deploy.ErrUnsupported)}
 		}
 		if c.Cluster.Topology == cluster.Replicated {
 			return info, 0, usage("lock %s runs on %s, a group of peers, not a Redis master with replicas: leave out --topology replicated and the failover nemesis", info.Name, sys)
 		}
+		if n := c.needs(); c.Cluster.Topology == cluster.RedisCluster || n.Has(deploy.CanFailoverShard) || n.Has(deploy.CanMoveSlots) {
+			return info, 0, usage("lock %s runs on %s, not on a Redis Cluster: leave out --topology cluster and the cluster-failover nemesis", info.Name, sys)
+		}
+	}
+	if n := c.needs(); (n.Has(deploy.CanFailoverShard) || n.Has(deploy.CanMoveSlots)) && c.Cluster.Topology != cluster.RedisCluster {
+		return info, 0, usage("the cluster-failover nemesis strikes a Redis Cluster, and the topology is %s: use --topology cluster (or leave --topology out)", c.Cluster.Topology)
+	}
+	if c.Cluster.Topology == cluster.RedisCluster {
+		return c.resolveRedisCluster(info)
 	}
 	if c.Cluster.Topology == cluster.Replicated {
 		// One master with replicas: a lock over independent nodes has no
@@ -282,6 +293,23 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("lock %s needs between %d and %d nodes, got --nodes %d: use --nodes %d to %d", info.Name, info.MinNodes, info.MaxNodes, nodes, info.MinNodes, info.MaxNodes)
 	}
 	return info, nodes, nil
+}
+
+// resolveRedisCluster checks a run on a Redis Cluster: a lock that keeps
+// everything under its one key, reached through one ClusterClient, and no
+// nemesis that fails over a single master.
+func (c Config) resolveRedisCluster(info locks.Info) (locks.Info, int, error) {
+	if !locks.RunsOnCluster(info.Name) {
+		return info, 0, usage("lock %s does not run on a Redis Cluster (--topology cluster): a lock there must keep all it writes under its one key, reached through one ClusterClient; use one of %s, or another topology",
+			info.Name, strings.Join(locks.ClusterLocks(), ", "))
+	}
+	if c.Nodes > 1 {
+		return info, 0, usage("a Redis Cluster is one lock node (a ClusterClient over its masters), got --nodes %d: leave --nodes out (--masters and --replicas shape the cluster)", c.Nodes)
+	}
+	if c.needs().Replicated {
+		return info, 0, usage("the failover nemesis fails over a single master with replicas, and a Redis Cluster elects its own: use --nemesis cluster-failover, or --topology replicated")
+	}
+	return info, 1, nil
 }
 
 // checkRenews checks that a workload that renews before it writes has a
@@ -512,6 +540,14 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		case <-ctx.Done():
 		}
 	}()
+	// A script's steps at 0 are in force before the first operation: a
+	// scenario that cuts a client off at 0 so that the other holds must
+	// not race it for the first grant (it lost 2 of 500 soak runs so).
+	script, err := startScript(ctx, nem, env, r.cfg.Script)
+	if err != nil {
+		_ = nem.Heal(ctx, env) // the deferred Down stops the deployment
+		return out, fmt.Errorf("nemesis: %w", err)
+	}
 	stop, stopWorkload := context.WithCancel(context.Background())
 	defer stopWorkload()
 	wlDone := make(chan error, 1)
@@ -521,7 +557,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	nemDone := make(chan error, 1)
 	go func() {
 		if len(r.cfg.Script) > 0 {
-			nemDone <- runScript(faults, nem, env, r.cfg.Script)
+			nemDone <- runScript(faults, nem, env, script)
 			return
 		}
 		nemDone <- nem.Run(faults, env)
@@ -564,7 +600,6 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	}
 
 	r.phase("check")
-	ops := r.rec.Ops()
 	// Ctrl-C during the check or the report stops them; a run already
 	// interrupted checks and reports its prefix regardless (a second
 	// Ctrl-C ends the process).
@@ -573,15 +608,19 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		finish = context.WithoutCancel(outer)
 	}
 	checkCtx, cancel := context.WithTimeout(finish, 4*r.cfg.CheckTimeout)
-	res := checker.Check(checkCtx, ops, checker.Config{Timeout: r.cfg.CheckTimeout,
+	res, err := r.check(checkCtx, checker.Config{Timeout: r.cfg.CheckTimeout,
 		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous})
 	cancel()
+	if err != nil {
+		return out, fmt.Errorf("check: %w", err)
+	}
 	partial := ""
 	if finish.Err() != nil {
 		partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(finish))
 	}
 
 	r.phase("report")
+	ops := r.rec.Ops()
 	meta, err := r.meta(start)
 	if err != nil {
 		return out, err
@@ -605,6 +644,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, fmt.Errorf("report: %w", err)
 	}
 	out.Results.Why = reports.Explain(ops, out.Results.Result) // as Render wrote it
+	out.Results.Sizes = reports.FaultSizes(ops, meta)
 
 	if err := reports.PointLatest(r.cfg.Store, dir); err != nil {
 		return out, err
@@ -613,6 +653,18 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(outer))
 	}
 	return out, nil
+}
+
+// check judges the run's history. The history file holds every event, so
+// the checker reads it in windows (checker.CheckFile): the check of a run
+// of any length costs what a window of it does, not the whole history.
+// A recorder that kept its events in memory is checked from them.
+func (r *runner) check(ctx context.Context, cfg checker.Config) (checker.Result, error) {
+	if path, ok := r.rec.File(); ok {
+		res, _, err := checker.CheckFile(ctx, path, cfg)
+		return res, err
+	}
+	return checker.Check(ctx, r.rec.Ops(), cfg), nil
 }
 
 // Requirements is the exposure the run must reach: Require when given,
@@ -638,6 +690,22 @@ func NemesisRequirements(names []string) []checker.Requirement {
 			PauseStruck: info.StrikesClient == history.FPause, CrashStruck: info.StrikesClient == history.FCrash})
 	}
 	return out
+}
+
+// startScript performs the leading steps of a script at 0 (those that
+// await no holder) and returns the rest. A step that fails is recorded by
+// the nemesis and the run goes on, as in runScript.
+func startScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step) ([]nemesis.Step, error) {
+	for len(steps) > 0 && steps[0].At == 0 && steps[0].Await == nil {
+		if err := nem.Do(ctx, env, steps[0]); err != nil {
+			var unknown *nemesis.UnknownError
+			if errors.As(err, &unknown) {
+				return nil, err
+			}
+		}
+		steps = steps[1:]
+	}
+	return steps, nil
 }
 
 // runScript performs each step at its time from now, until ctx is done. A

@@ -9,7 +9,9 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/cluster/docker"
 	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
+	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/workloads"
@@ -32,6 +34,14 @@ func TestRunRefusesASystemItCannotStart(t *testing.T) {
 	var ue *lockharness.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "runs on nosuch, which this harness cannot start") {
 		t.Fatalf("run: %v, want a usage error naming the system", err)
+	}
+	// etcd's lock on a Redis backend: a usage error, and unsupported, so
+	// that a catalogue run on that backend skips it.
+	_, err = lockharness.Run(context.Background(), lockharness.Config{
+		Lock: "etcd", Seed: 1, TimeLimit: time.Second, Store: t.TempDir(), Backend: docker.Backend(""),
+	})
+	if !errors.As(err, &ue) || !errors.Is(err, deploy.ErrUnsupported) || !strings.Contains(err.Error(), "runs on etcd, started as local processes") {
+		t.Fatalf("etcd lock on the Docker backend: %v, want a usage error that is also unsupported", err)
 	}
 	if info, _ := reg.Lookup("elsewhere"); info.SystemName() != "nosuch" {
 		t.Errorf("SystemName %q", info.SystemName())

@@ -306,3 +306,47 @@ func TestRunRefusesAFaultTheDeploymentCannotDo(t *testing.T) {
 		t.Errorf("the refused run left %v in the store", runs)
 	}
 }
+
+// A script's steps at 0 are in force before the first client operation:
+// c1 is cut off from the only node at 0, so c0 gets every grant until the
+// cut ends (before, c1 could win the first grant racing the cut).
+func TestScriptStepsAtZeroPrecedeTheWorkload(t *testing.T) {
+	requireRedis(t)
+	t.Parallel()
+	cfg := lockharness.Config{
+		Lock: "token", Seed: 3, TimeLimit: 1500 * time.Millisecond, Recovery: 500 * time.Millisecond,
+		Workload: workloads.Config{Clients: 2, Keys: 1, TTL: time.Second},
+		Script: []nemesis.Step{
+			{At: 0, Nemesis: "partition", Action: "start", Targets: []string{"c1->n1"}},
+			{At: time.Second, Nemesis: "partition", Action: "stop", Targets: []string{"c1->n1"}},
+		},
+		AllowVacuous: true,
+		Store:        t.TempDir(),
+	}
+	out, err := lockharness.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	h, err := history.ReadFile(filepath.Join(out.Dir, reports.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := int64(-1)
+	for _, op := range h.Ops {
+		if op.Process.IsNemesis() {
+			if op.F == "start-partition" && op.Type == history.OK && cut < 0 {
+				cut = op.Index
+			}
+			continue
+		}
+		if cut < 0 {
+			t.Fatalf("client operation %+v before the cut at 0 took effect", op)
+		}
+		if op.F == history.FAcquire && op.Type == history.OK && op.Process == 1 && op.Time < int64(time.Second) {
+			t.Fatalf("c1 was granted the lock at %v while cut off", time.Duration(op.Time))
+		}
+	}
+	if cut < 0 {
+		t.Fatal("no partition recorded")
+	}
+}

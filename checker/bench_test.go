@@ -1,7 +1,13 @@
 package checker
 
 import (
+	"bufio"
+	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -43,6 +49,8 @@ func benchCheck(b *testing.B, cfg simConfig) {
 	ops := simValidRun(rand.New(rand.NewPCG(1, 2)), cfg)
 	b.Logf("%d events", len(ops))
 	b.ReportAllocs()
+	runtime.GC()
+	peak := peakHeap(b)
 	b.ResetTimer()
 	for range b.N {
 		r := Check(ctx, ops, Config{Timeout: time.Minute})
@@ -50,5 +58,75 @@ func benchCheck(b *testing.B, cfg simConfig) {
 			b.Fatalf("verdict %s: %+v", r.Verdict, r.Checkers)
 		}
 	}
+	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(ops)), "ns/event")
+	b.ReportMetric(float64(peak()>>20), "peak-heap-MB")
+}
+
+// BenchmarkCheckFile1MOps is BenchmarkCheck1MOps read from a file in
+// windows (CheckFile, as a run checks its history); peak-heap-MB beside
+// BenchmarkCheck1MOps's shows what the windows save: the whole check holds
+// the history and everything derived from it, the windowed one a window.
+func BenchmarkCheckFile1MOps(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	cfg := simConfig{procs: 10, keys: 4, events: 2_000_000, ttl: 1e9, pInfo: 0.01, heal: true}
+	ops := simValidRun(rand.New(rand.NewPCG(1, 2)), cfg)
+	path := filepath.Join(b.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for i := range ops {
+		if err := enc.Encode(&ops[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	n := len(ops)
+	ops = nil
+	runtime.GC()
+	b.Logf("%d events", n)
+	b.ReportAllocs()
+	peak := peakHeap(b)
+	b.ResetTimer()
+	for range b.N {
+		r, _, err := CheckFile(ctx, path, Config{Timeout: time.Minute})
+		if err != nil || r.Verdict != Valid {
+			b.Fatalf("verdict %s (%v): %+v", r.Verdict, err, r.Checkers)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/event")
+	b.ReportMetric(float64(peak()>>20), "peak-heap-MB")
+}
+
+// peakHeap samples the heap in use until the returned function is called,
+// which returns the largest sample.
+func peakHeap(b *testing.B) func() uint64 {
+	stop := make(chan struct{})
+	done := make(chan uint64)
+	go func() {
+		var top uint64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(s)
+			top = max(top, s[0].Value.Uint64())
+			select {
+			case <-stop:
+				done <- top
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(stop); return <-done }
 }

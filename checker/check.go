@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,72 +47,22 @@ const (
 // or is cancelled is Unknown, and an unusable history makes every checker
 // Unknown with the reason.
 func Check(ctx context.Context, ops []history.Op, cfg Config) Result {
-	cfg = cfg.withDefaults()
-	res := Result{Checkers: map[string]CheckResult{}, Violations: []Violation{}}
-
-	var p *prepared
-	var byKey map[string][]claim
-	shared := guard(func() (CheckResult, error) {
-		var err error
-		p, err = prepare(ops)
-		if err != nil {
-			return CheckResult{}, err
-		}
-		byKey = buildClaims(p)
-		res.Holds = holds(p, byKey)
-		return CheckResult{}, nil
-	})
-	res.Counts = guardCounts(ops, p)
-	if shared.Verdict == Unknown {
-		for _, name := range []string{LockPromise, Resource, Liveness} {
-			res.Checkers[name] = shared
-		}
-		res.Verdict = Unknown
-		return res
-	}
-
-	nonlin := map[string]bool{}
-	run := func(name string, f func() (CheckResult, []Violation, []string)) {
-		var vs []Violation
-		var keys []string
-		cr := guard(func() (CheckResult, error) {
-			if err := ctx.Err(); err != nil {
-				return CheckResult{}, fmt.Errorf("cancelled before it ran: %w", context.Cause(ctx))
-			}
-			var cr CheckResult
-			cr, vs, keys = f()
-			return cr, nil
-		})
-		res.Checkers[name] = cr
-		res.Violations = append(res.Violations, vs...)
-		for _, k := range keys {
-			nonlin[k] = true
-		}
-	}
-	run(LockPromise, func() (CheckResult, []Violation, []string) { return checkPromise(ctx, p, byKey, cfg) })
-	run(Resource, func() (CheckResult, []Violation, []string) { return checkResource(ctx, p, byKey, cfg) })
-	run(Liveness, func() (CheckResult, []Violation, []string) {
-		cr, vs := checkLiveness(p, byKey)
-		return cr, vs, nil
-	})
-
-	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].Start < res.Violations[j].Start })
-	for k := range nonlin {
-		res.NonLinearizableKeys = append(res.NonLinearizableKeys, k)
-	}
-	sort.Strings(res.NonLinearizableKeys)
-	res.Verdict = Combine(res.Checkers[LockPromise].Verdict, res.Checkers[Resource].Verdict, res.Checkers[Liveness].Verdict)
-	judgeExposure(&res, p, byKey, cfg)
-	return res
+	a := newAccumulator(ctx, cfg)
+	a.window(ops, true)
+	return a.result()
 }
 
 // judgeExposure records the coverage and, when a valid verdict rests on
 // none of the required exposure, makes it unknown with the reasons. An
 // invalid verdict stays invalid: a violation is a fact whatever else the
 // run missed.
-func judgeExposure(res *Result, p *prepared, byKey map[string][]claim, cfg Config) {
+func judgeExposure(res *Result, cov Coverage, covErr string, cfg Config) {
+	if covErr != "" {
+		res.Verdict, res.Reason = Unknown, "coverage: "+covErr
+		return
+	}
 	g := guard(func() (CheckResult, error) {
-		res.Coverage = coverage(p, byKey)
+		res.Coverage = cov
 		res.Vacuous = vacuous(res.Coverage, res.Counts, cfg.Require)
 		return CheckResult{}, nil
 	})
@@ -153,8 +103,8 @@ func guardCounts(ops []history.Op, p *prepared) (out map[string]map[string]int) 
 // claims (exact, and it names the processes) and by porcupine on the
 // lease-mutex model. They encode one definition; a disagreement is
 // reported, never hidden.
-func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cfg Config) (CheckResult, []Violation, []string) {
-	f := analyseClaims(p, byKey)
+func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cfg Config, w window) promisePart {
+	f := analyseClaimsCapped(p, byKey, w.c.reported)
 	stats := map[string]float64{
 		"claims":           0,
 		"overlaps":         float64(f.overlapping),
@@ -209,24 +159,83 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 		}
 	}
 
+	return promisePart{stats: stats, vs: vs, nonlin: nonlin, unknown: unknownReasons, disagree: disagree}
+}
+
+// promisePart is what checkPromise found in one window of a history;
+// the windows' parts add up to the history's (see result).
+type promisePart struct {
+	stats                     map[string]float64
+	vs                        []Violation
+	nonlin, unknown, disagree []string
+}
+
+// add joins a later window's part to p.
+func (p *promisePart) add(q promisePart) {
+	if p.stats == nil {
+		p.stats = map[string]float64{}
+	}
+	for k, v := range q.stats {
+		p.stats[k] += v
+	}
+	p.vs = append(p.vs, q.vs...)
+	p.nonlin = sortedUnion(p.nonlin, q.nonlin)
+	p.unknown = keyReasons(p.unknown, q.unknown)
+	p.disagree = sortedUnion(p.disagree, q.disagree)
+}
+
+// result is the lock-promise verdict of the part.
+func (p promisePart) result() CheckResult {
+	stats := p.stats
 	res := CheckResult{Verdict: Valid, Stats: stats}
 	switch {
-	case len(vs) > 0:
+	case len(p.vs) > 0:
 		res.Verdict = Invalid
-		res.Reason = fmt.Sprintf("%d overlapping claims, %d foreign releases, %d lost leases", f.overlapping, f.foreignReleases, f.lostLeases)
-		if len(nonlin) > 0 {
-			res.Reason += "; not linearizable: " + strings.Join(nonlin, ", ")
+		res.Reason = fmt.Sprintf("%d overlapping claims, %d foreign releases, %d lost leases", int(stats["overlaps"]), int(stats["foreign-releases"]), int(stats["lost-leases"]))
+		if len(p.nonlin) > 0 {
+			res.Reason += "; not linearizable: " + strings.Join(p.nonlin, ", ")
 		}
-		if len(disagree) > 0 {
+		if len(p.disagree) > 0 {
 			// The overlap analysis names what it found; porcupine's
 			// disagreement means one definition drifted: say so.
-			res.Reason += "; porcupine found a linearization anyway for " + strings.Join(disagree, ", ") + " (the definitions disagree: a checker bug)"
+			res.Reason += "; porcupine found a linearization anyway for " + strings.Join(p.disagree, ", ") + " (the definitions disagree: a checker bug)"
 		}
-	case len(unknownReasons) > 0:
+	case len(p.unknown) > 0:
 		res.Verdict = Unknown
-		res.Reason = joinReasons(unknownReasons)
+		res.Reason = joinReasons(p.unknown)
 	}
-	return res, vs, nonlin
+	return res
+}
+
+// sortedUnion is the keys of a and b, each once, sorted.
+func sortedUnion(a, b []string) []string {
+	out := appendNew(a, b...)
+	slices.Sort(out)
+	return out
+}
+
+// keyReasons joins two lists of "key: reason", sorted by key, keeping the
+// first reason given for each key.
+func keyReasons(a, b []string) []string {
+	key := func(r string) string { k, _, _ := strings.Cut(r, ": "); return k }
+	out := slices.Clone(a)
+	for _, r := range b {
+		if !slices.ContainsFunc(out, func(o string) bool { return key(o) == key(r) }) {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y string) int { return strings.Compare(key(x), key(y)) })
+	return out
+}
+
+// appendNew appends each of vs not already in out.
+func appendNew(out []string, vs ...string) []string {
+	for _, v := range vs {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func joinReasons(rs []string) string {

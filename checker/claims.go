@@ -219,6 +219,13 @@ type promiseFindings struct {
 // in O(n log n): a sweep over claims by start with a heap of live claims,
 // and a binary search among the claims of the process of each "not held".
 func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
+	return analyseClaimsCapped(p, byKey, caps{})
+}
+
+// analyseClaimsCapped is analyseClaims that spells out no more findings
+// per key and kind than maxReported, counting those spelled out in rep
+// (which carries the counts from one window of a history to the next).
+func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps) promiseFindings {
 	var f promiseFindings
 	releases, lost := map[string][]*call{}, map[string][]*call{}
 	for i := range p.calls {
@@ -234,7 +241,7 @@ func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 		cs := byKey[k]
 		// Overlaps: claims sorted by start; live ones in a min-heap by end.
 		live := &endHeap{}
-		reported := 0
+		reported := rep[capKey{"overlap", k}]
 		for i := range cs {
 			c := &cs[i]
 			for live.Len() > 0 && !c.start.less(live.cs[0].end) {
@@ -252,6 +259,7 @@ func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 			}
 			heap.Push(live, c)
 		}
+		rep.set(capKey{"overlap", k}, reported)
 		// Foreign releases: a release ok whose whole interval lies inside
 		// another process's claim. Releases by invoke time; claims that
 		// began before the invoke in a max-heap by end.
@@ -259,7 +267,7 @@ func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 		sort.SliceStable(rels, func(i, j int) bool { return rels[i].inv < rels[j].inv })
 		open := &endHeap{max: true}
 		next := 0
-		reported = 0
+		reported = rep[capKey{"foreign", k}]
 		for _, r := range rels {
 			ri, rr := instant{r.start, r.inv}, instant{r.end, r.done}
 			for next < len(cs) && cs[next].start.less(ri) {
@@ -300,11 +308,12 @@ func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 		}
 		// Lost leases: each "not held" against its process's claim that
 		// began last before it was invoked.
+		rep.set(capKey{"foreign", k}, reported)
 		byProc := map[int][]*claim{}
 		for i := range cs {
 			byProc[cs[i].proc] = append(byProc[cs[i].proc], &cs[i])
 		}
-		reported = 0
+		reported = rep[capKey{"lost", k}]
 		for _, c := range lost[k] {
 			mine := byProc[c.proc]
 			j := sort.Search(len(mine), func(j int) bool { return !mine[j].start.less(c.invoked()) }) - 1
@@ -327,6 +336,7 @@ func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 				f.violations = append(f.violations, lostLeaseViolation(c, cl))
 			}
 		}
+		rep.set(capKey{"lost", k}, reported)
 	}
 	return f
 }

@@ -146,6 +146,14 @@ func sections(p *prepared) map[string][]Section {
 			acquired[p.calls[i].proc] = true
 		}
 	}
+	return sectionsFinal(p, acquired, true)
+}
+
+// sectionsFinal is sections for one window of a history: acquired holds
+// every process known to have acquired (in this window or before), and
+// final says whether the window is the last, the only one whose latest
+// read may be the final one.
+func sectionsFinal(p *prepared, acquired map[int]bool, final bool) map[string][]Section {
 	type pk struct {
 		proc int
 		key  string
@@ -205,6 +213,9 @@ func sections(p *prepared) map[string][]Section {
 	// The final read: the key's last read, by a process that never
 	// acquired anything (the runner's verification read after teardown).
 	for key, j := range lastRead {
+		if !final {
+			break
+		}
 		s := &out[key][j]
 		if !acquired[s.Process] && s.Write == WriteNone {
 			s.Final = true

@@ -105,8 +105,10 @@ func (c *claim) liveDuring(s span) bool {
 	return c.start.t <= s.b && s.a < c.end.t
 }
 
-// coverage computes Coverage from a prepared history and its claims.
-func coverage(p *prepared, byKey map[string][]claim) Coverage {
+// coverage computes Coverage from a prepared history and its claims, all
+// but the faults, whose exposure it adds to w's carry (see faultCoverage):
+// a fault's window may span windows of a long history.
+func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 	cov := Coverage{}
 	var all []*claim
 	byProc := map[int][]*claim{}
@@ -182,46 +184,87 @@ func coverage(p *prepared, byKey map[string][]claim) Coverage {
 	}
 	attemptsIn := func(s span) int {
 		lo, _ := slices.BinarySearch(acquires, s.a)
-		hi, _ := slices.BinarySearch(acquires, s.b+1)
+		hi := len(acquires)
+		if s.b < never {
+			hi, _ = slices.BinarySearch(acquires, s.b+1)
+		}
 		return hi - lo
 	}
 
+	// The history's nemesis events so far: this window's join the
+	// earlier windows' (without their values, which nothing here reads
+	// and which would keep the window's memory alive).
+	for _, e := range p.nemesis {
+		e.in, e.out = nil, nil
+		w.c.nem = append(w.c.nem, e)
+		w.c.faults = append(w.c.faults, faultExposure{})
+	}
+	nem := w.c.nem
 	end := p.last
 	if p.heal >= 0 {
 		// The final heal's invocation ends every window still open.
-		for _, e := range p.nemesis {
+		for _, e := range nem {
 			if e.f == history.FFinalHeal {
 				end = e.start
 			}
 		}
 	}
-	for i, e := range p.nemesis {
+	for i, e := range nem {
+		if isHeal(e.f) || e.typ != history.OK {
+			continue
+		}
+		win := span{e.end, e.end}
+		if h, ok := heals[e.f]; ok {
+			win.a = e.start
+			// Not healed yet: in a window before the last, the heal
+			// comes later than anything here.
+			win.b = never
+			if w.last {
+				win.b = end
+			}
+			for _, later := range nem[i+1:] {
+				if later.f == h || later.f == history.FFinalHeal {
+					win.b = later.start
+					break
+				}
+			}
+		}
+		win.b = max(win.b, e.end)
+		if win.a < win.b {
+			w.c.faults[i].attempts += attemptsIn(win)
+		}
+		if held(win) {
+			w.c.faults[i].struck = true
+		}
+	}
+	return cov
+}
+
+// faultExposure is what the windows of a history showed about one
+// nemesis event's fault: whether it struck a holder, and how many
+// acquires were asked for while it was in force.
+type faultExposure struct {
+	struck   bool
+	attempts int
+}
+
+// faultCoverage counts the faults of nem (the whole history's nemesis
+// events) with what exp says of each.
+func faultCoverage(nem []nemesisEvent, exp []faultExposure) map[string]FaultCoverage {
+	var out map[string]FaultCoverage
+	for i, e := range nem {
 		if isHeal(e.f) {
 			continue
 		}
-		if cov.Faults == nil {
-			cov.Faults = map[string]FaultCoverage{}
+		if out == nil {
+			out = map[string]FaultCoverage{}
 		}
-		fc := cov.Faults[e.f]
+		fc := out[e.f]
 		switch e.typ {
 		case history.OK:
 			fc.TookEffect++
-			w := span{e.end, e.end}
-			if h, ok := heals[e.f]; ok {
-				w.a = e.start
-				w.b = end
-				for _, later := range p.nemesis[i+1:] {
-					if later.f == h || later.f == history.FFinalHeal {
-						w.b = later.start
-						break
-					}
-				}
-			}
-			w.b = max(w.b, e.end)
-			if w.a < w.b {
-				fc.Attempts += attemptsIn(w)
-			}
-			if held(w) {
+			fc.Attempts += exp[i].attempts
+			if exp[i].struck {
 				fc.StruckHolder++
 			}
 		case history.Fail:
@@ -229,9 +272,9 @@ func coverage(p *prepared, byKey map[string][]claim) Coverage {
 		default:
 			fc.Unknown++
 		}
-		cov.Faults[e.f] = fc
+		out[e.f] = fc
 	}
-	return cov
+	return out
 }
 
 // Requirement is exposure a run must reach for a valid verdict to be

@@ -51,6 +51,28 @@ func uncovered(us, cover []span) int64 {
 	return total
 }
 
+// subtract returns us (disjoint, sorted) without cut (disjoint, sorted).
+func subtract(us, cut []span) []span {
+	var out []span
+	j := 0
+	for _, u := range us {
+		a := u.a
+		for j < len(cut) && cut[j].b <= a {
+			j++
+		}
+		for k := j; k < len(cut) && cut[k].a < u.b; k++ {
+			if cut[k].a > a {
+				out = append(out, span{a, cut[k].a})
+			}
+			a = max(a, cut[k].b)
+		}
+		if a < u.b {
+			out = append(out, span{a, u.b})
+		}
+	}
+	return out
+}
+
 // covered reports whether t lies inside cover (disjoint, sorted).
 func covered(cover []span, t int64) bool {
 	i, _ := slices.BinarySearchFunc(cover, t, func(s span, t int64) int {
@@ -73,7 +95,11 @@ func covered(cover []span, t int64) bool {
 // until its deadline (the lease is the designed way out of a crash). A
 // crashed holder's claim without a deadline does not: that is naive
 // SETNX's deadlock, and the time it blocks others counts as unavailable.
-func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violation) {
+//
+// In a window of a longer history (see CheckFile) only the last is
+// judged: the recovery period lies in it; the windows before add their
+// unavailability and their longest lease to w's carry.
+func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult, []Violation) {
 	stats := map[string]float64{}
 	var vs []Violation
 	window := p.first
@@ -81,7 +107,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 		window = p.heal
 	}
 	stats["recovery-ms"] = float64(p.last-window) / 1e6
-	complete, incomplete := recoveryComplete(p)
+	complete, incomplete := recoveryComplete(p, w.c)
 	var undecided []string // keys that look unavailable in a window too short to say
 
 	type keyCalls struct{ acquires []*call }
@@ -99,6 +125,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 		kc.acquires = append(kc.acquires, c)
 	}
 
+	orphans := findOrphans(p, byKey, w.c.orphans)
 	var totalUnavail int64
 	var recAttempts, recOK int
 	for _, key := range sortedKeys(perKey) {
@@ -112,6 +139,13 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			busy = append(busy, span{c.start.t, min(end, p.last)})
 		}
 		busy = union(busy)
+		// An orphan lock keeps the key busy for nobody: refusals then are
+		// unavailability, not a holder's right.
+		var orphaned []span
+		for _, o := range orphans[key] {
+			orphaned = append(orphaned, span{o.start.t, min(o.end.t, p.last)})
+		}
+		busy = subtract(busy, union(orphaned))
 		// A crashed holder of a lease that never expires blocks the key
 		// for good: no longer history would show it free again.
 		permanent := false
@@ -145,8 +179,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			}
 		}
 		un := uncovered(union(failing), busy)
-		totalUnavail += un
-		stats["unavailable-ms/"+key] = float64(un) / 1e6
+		w.c.unavail[key] += un
 		recAttempts += attempts
 		recOK += oks
 		if attempts > 0 {
@@ -179,6 +212,34 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 			vs = append(vs, v)
 		}
 	}
+	// Orphan episodes are judged in the window they were found in (their
+	// renewals keep a lease live, so no cut falls inside one) and count
+	// whichever window that was.
+	// An episode found in a window before, whose end had no grant after it
+	// there, learns its next grant here.
+	oc := w.c.orphans
+	for i := range oc.found {
+		if f := &oc.found[i]; f.open {
+			f.describe(nextGrant(p, f.key, f.end), false)
+		}
+	}
+	for _, key := range sortedKeys(orphans) {
+		for _, o := range orphans[key] {
+			oc.found = append(oc.found, newOrphanFinding(p, o))
+		}
+	}
+	orphanFatal := 0
+	for _, f := range oc.found {
+		if f.v.Fatal {
+			orphanFatal++
+		}
+		vs = append(vs, f.v)
+	}
+	stats["orphan-locks"] = float64(orphanFatal)
+	for key, un := range w.c.unavail {
+		totalUnavail += un
+		stats["unavailable-ms/"+key] = float64(un) / 1e6
+	}
 	stats["unavailable-ms"] = float64(totalUnavail) / 1e6
 	stats["recovery-acquire-attempts"] = float64(recAttempts)
 	stats["recovery-acquire-ok"] = float64(recOK)
@@ -186,13 +247,25 @@ func checkLiveness(p *prepared, byKey map[string][]claim) (CheckResult, []Violat
 		stats["recovery-success-rate"] = float64(recOK) / float64(recAttempts)
 	}
 	res := CheckResult{Verdict: Valid, Stats: stats}
-	if len(vs) > 0 {
-		res.Verdict = Invalid
-		var ks []string
-		for _, v := range vs {
-			ks = append(ks, v.Key)
+	var unavailable, orphaned []string
+	for _, v := range vs {
+		switch {
+		case v.Kind == KindUnavailable:
+			unavailable = append(unavailable, v.Key)
+		case v.Kind == KindOrphan && v.Fatal && !slices.Contains(orphaned, v.Key):
+			orphaned = append(orphaned, v.Key)
 		}
-		res.Reason = "unavailable through the whole recovery period: " + strings.Join(ks, ", ")
+	}
+	if len(unavailable) > 0 || len(orphaned) > 0 {
+		res.Verdict = Invalid
+		var why []string
+		if len(unavailable) > 0 {
+			why = append(why, "unavailable through the whole recovery period: "+strings.Join(unavailable, ", "))
+		}
+		if len(orphaned) > 0 {
+			why = append(why, "an orphan lock (renewed after its holder let go) refused acquires: "+strings.Join(orphaned, ", "))
+		}
+		res.Reason = strings.Join(why, "; ")
 	} else if len(undecided) > 0 {
 		res.Verdict = Unknown
 		res.Reason = fmt.Sprintf("no acquire of %s succeeded, but %s", strings.Join(undecided, ", "), incomplete)
@@ -215,8 +288,10 @@ const minRecovery = int64(1e9)
 // could undo (a crashed holder of a lease that never expires, decided by
 // the caller). A success, on the other hand, shows liveness however short
 // the window: valid stands.
-func recoveryComplete(p *prepared) (bool, string) {
-	longest := int64(0)
+//
+// cr carries the longest lease of the windows before p's.
+func recoveryComplete(p *prepared, cr *carry) (bool, string) {
+	longest := cr.longest
 	for i := range p.calls {
 		c := &p.calls[i]
 		if c.typ != history.OK || c.out == nil || c.out.Deadline <= 0 || c.out.Deadline == never {
@@ -224,6 +299,7 @@ func recoveryComplete(p *prepared) (bool, string) {
 		}
 		longest = max(longest, c.out.Deadline-c.start)
 	}
+	cr.longest = longest
 	need := max(longest, minRecovery)
 	if p.heal < 0 {
 		return false, "the history has no final heal (a run cut short, or a prefix of one): its recovery period, where liveness is judged, is missing; re-check a complete run's history"

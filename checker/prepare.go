@@ -71,6 +71,11 @@ type prepared struct {
 	crashedAt map[int]int64
 	keys      []string         // every key a client operation named, sorted
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order
+
+	// priorToken, when set, is the token of (proc, key)'s latest acquire
+	// ok in the windows of the history before this one (see CheckFile):
+	// markRenewals consults it when this window has none.
+	priorToken func(proc int, key string) (string, bool)
 }
 
 // unusableError says why a history cannot be judged.
@@ -88,6 +93,13 @@ func unusable(format string, args ...any) error {
 // process does nothing afterwards. An invocation without completion (a
 // killed run) is an unknown outcome.
 func prepare(ops []history.Op) (*prepared, error) {
+	return prepareWith(ops, nil)
+}
+
+// prepareWith is prepare for one window of a longer history: priorToken
+// (may be nil) says what the windows before it granted (see
+// prepared.priorToken).
+func prepareWith(ops []history.Op, priorToken func(proc int, key string) (string, bool)) (*prepared, error) {
 	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
@@ -100,7 +112,7 @@ func prepare(ops []history.Op) (*prepared, error) {
 			ncalls++
 		}
 	}
-	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, ncalls)}
+	p := &prepared{heal: -1, crashedAt: map[int]int64{}, calls: make([]call, 0, ncalls), priorToken: priorToken}
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
@@ -262,7 +274,11 @@ func indexKeys(p *prepared) {
 //   - a release or renew by p on k is lost-lease evidence when it failed
 //     with a definite "not held" (Value.NotHeld), is not absorbed, and
 //     names the lease in force: its token, if the history records one, is
-//     that of p's latest acquire of k completed before its invocation.
+//     that of p's latest grant of k (an acquire ok, or a renew ok that was
+//     not absorbed) completed before its invocation. A renew's grant
+//     counts because a watchdog may renew a lease its client no longer
+//     knows of (an orphan, redisson#7272): the client's "not held" about
+//     its own, other lease then says nothing about the orphan's.
 //
 // p's releases and acquires are its client's, one at a time, so each
 // lookup is a binary search: O(n log n) in all.
@@ -282,6 +298,10 @@ func markRenewals(p *prepared) {
 			acquires[k] = append(acquires[k], c)
 		}
 	}
+	// Renew grants join the acquires once they are known not to be
+	// absorbed (below, in invocation order: a renew's absorption depends
+	// on releases only, so it is decided before any later call needs it).
+	renews := map[pk][]*call{}
 	// p.calls is in invocation order; acquires by completion order, which
 	// is the same for one client's calls, but say so.
 	for _, as := range acquires {
@@ -298,19 +318,39 @@ func markRenewals(p *prepared) {
 				c.absorbed = true
 				continue
 			}
+			if c.typ == history.OK && c.token() != "" {
+				rs := renews[k] // kept sorted by completion
+				j, _ := slices.BinarySearchFunc(rs, c.done, func(r *call, d int64) int { return cmp.Compare(r.done, d) })
+				renews[k] = slices.Insert(rs, j, c)
+			}
 		}
 		if c.typ != history.Fail || c.out == nil || !c.out.NotHeld || (c.f != history.FRelease && c.f != history.FRenew) {
 			continue
 		}
 		if tok := c.token(); tok != "" {
-			as := acquires[k]
-			j := sort.Search(len(as), func(j int) bool { return as[j].done >= c.inv }) - 1
-			if j >= 0 && as[j].token() != "" && as[j].token() != tok {
-				continue // about an older lease of p's
+			if g := latestGrant(acquires[k], renews[k], c.inv); g != nil && g.token() != "" && g.token() != tok {
+				continue // about another lease of p's
+			}
+			if g := latestGrant(acquires[k], renews[k], c.inv); g == nil && p.priorToken != nil {
+				if t, ok := p.priorToken(c.proc, c.key); ok && t != "" && t != tok {
+					continue // about an older lease, granted in an earlier window
+				}
 			}
 		}
 		c.lost = true
 	}
+}
+
+// latestGrant returns the grant among acquires and renews (each sorted by
+// completion) that completed last before history index inv, or nil.
+func latestGrant(acquires, renews []*call, inv int64) *call {
+	var g *call
+	for _, gs := range [][]*call{acquires, renews} {
+		if j := sort.Search(len(gs), func(j int) bool { return gs[j].done >= inv }) - 1; j >= 0 && (g == nil || gs[j].done > g.done) {
+			g = gs[j]
+		}
+	}
+	return g
 }
 
 // invoked and completion are the call's instants (completion is forever

@@ -13,9 +13,24 @@ import (
 // checkResource judges the protected resource: linearizability of the
 // critical sections under the counter model (a lost update is not
 // linearizable), the final count, and stale writes (listed, not fatal).
-func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, cfg Config) (CheckResult, []Violation, []string) {
-	secsByKey := sections(p)
+//
+// w is the window of the history p holds (see CheckFile): the counter's
+// value where it begins, what the windows before it accepted and read,
+// and whether it is the last, where the final count is judged.
+func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, cfg Config, w window) resourcePart {
+	c := w.c
+	for i := range p.calls {
+		if p.calls[i].f == history.FAcquire {
+			c.acquired[p.calls[i].proc] = true
+		}
+	}
+	secsByKey := sectionsFinal(p, c.acquired, w.last)
 	stats := map[string]float64{}
+	// A key porcupine refutes is named once, and only when no lost update
+	// (two sections that read the same value, anywhere in the history)
+	// names it already: see resourcePart.
+	noOrder := map[string]Violation{}
+	lostKeys := map[string]bool{}
 	var vs []Violation
 	var nonlin []string
 	invalid := false
@@ -23,7 +38,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 
 	keys := sortedKeys(secsByKey)
 	lrs := eachKey(keys, func(key string) linResult {
-		return checkLinearizable(ctx, CounterModel(), counterOps(secsByKey[key]), cfg.Timeout)
+		return checkLinearizable(ctx, counterModel(CounterState{A: c.counter[key], N: 1}), counterOps(secsByKey[key]), cfg.Timeout)
 	})
 	for ki, key := range keys {
 		ss := secsByKey[key]
@@ -62,11 +77,12 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 		}
 		sort.Slice(dupReads, func(i, j int) bool { return dupReads[i] < dupReads[j] })
 		lost := 0
+		shown := c.reported[capKey{"lost-update", key}]
 		for _, v := range dupReads {
 			is := byRead[v]
 			for j := 1; j < len(is); j++ {
 				lost++
-				if lost > maxReported {
+				if shown++; shown > maxReported {
 					continue
 				}
 				a, b := ss[is[j-1]], ss[is[j]]
@@ -80,13 +96,17 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 			}
 		}
 		stats["lost-updates"] += float64(lost)
+		if lost > 0 {
+			lostKeys[key] = true
+		}
+		c.reported.set(capKey{"lost-update", key}, min(shown, maxReported+1))
 
 		lr := lrs[ki]
 		switch lr.res {
 		case porcupine.Illegal:
 			invalid = true
 			nonlin = append(nonlin, key)
-			if lost == 0 {
+			if _, named := noOrder[key]; !named {
 				v := Violation{Checker: "resource", Kind: KindLostUpdate, Key: key, Fatal: true,
 					Description: fmt.Sprintf("no order of the critical sections on %s explains the counter values they read", key)}
 				if op, ok := firstUnplaced(lr); ok {
@@ -96,7 +116,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 					v.Events = []int64{s.ReadIndex}
 					v.Description += fmt.Sprintf(": the first section that cannot be placed is process %d's (%s, from %s)", s.Process, describeSection(s), secs(s.Start))
 				}
-				vs = append(vs, v)
+				noOrder[key] = v
 			}
 		case porcupine.Unknown:
 			if lost > 0 {
@@ -112,62 +132,176 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 			}
 		}
 
-		// Final count.
+		c.accepted[key] += accepted
+		c.unknownW[key] += unknownW
+		if j, ok := lastReadOf(ss); ok {
+			c.lastRead[key] = ss[j]
+		}
+		if !w.last {
+			continue
+		}
+		// Final count, over the whole history.
 		for _, s := range ss {
 			if !s.Final {
 				continue
 			}
-			stats["final-count/"+key] = float64(s.Read)
-			lo, hi := int64(accepted), int64(accepted+unknownW)
-			if s.Read < lo || s.Read > hi {
+			v, bad := finalCount(key, s, c.accepted[key], c.unknownW[key], stats)
+			if bad {
 				invalid = true
-				want := fmt.Sprintf("%d writes of counter+1", accepted)
-				if unknownW > 0 {
-					want += fmt.Sprintf(" (and %d more of unknown outcome, so %d to %d)", unknownW, lo, hi)
-				}
-				vs = append(vs, Violation{
-					Checker: "resource", Kind: KindFinalCount, Key: key, Processes: []int{s.Process},
-					Start: s.Start, End: s.End, Events: []int64{s.ReadIndex}, Fatal: true,
-					Description: fmt.Sprintf("the final read of %s's counter found %d, but storage accepted %s: updates were lost", key, s.Read, want),
-				})
+				vs = append(vs, v)
+			}
+		}
+	}
+	if w.last {
+		// Keys whose latest read lies in an earlier window.
+		for _, key := range sortedKeys(c.lastRead) {
+			if _, here := secsByKey[key]; here {
+				continue
+			}
+			s := c.lastRead[key]
+			if c.acquired[s.Process] || s.Write != WriteNone {
+				continue
+			}
+			s.Final = true
+			if v, bad := finalCount(key, s, c.accepted[key], c.unknownW[key], stats); bad {
+				invalid = true
+				vs = append(vs, v)
 			}
 		}
 	}
 
-	backwards := fenceBackwards(p)
+	backwards := fenceBackwards(p, c.fenceTop)
 	stats["fence-backwards"] = float64(len(backwards))
 	if len(backwards) > 0 {
 		invalid = true
-		if len(backwards) > maxReported {
-			backwards = backwards[:maxReported]
+		room := max(0, maxReported-c.backwardsShown)
+		if len(backwards) > room {
+			backwards = backwards[:room]
 		}
+		c.backwardsShown += len(backwards)
 		vs = append(vs, backwards...)
 	}
 
-	stale := staleWrites(p, byKey)
+	stale := staleWrites(p, byKey, c.lastClaim)
 	stats["stale-writes"] = float64(len(stale))
-	if len(stale) > maxReported*4 {
-		stale = stale[:maxReported*4]
+	if room := max(0, maxReported*4-c.staleShown); len(stale) > room {
+		stale = stale[:room]
 	}
+	c.staleShown += len(stale)
 	vs = append(vs, stale...)
 
-	res := CheckResult{Verdict: Valid, Stats: stats}
-	switch {
-	case invalid:
-		res.Verdict = Invalid
-		res.Reason = "critical sections on the protected resource are not linearizable, the final count is wrong, or a fencing token went backwards"
-	case len(unknownReasons) > 0:
-		res.Verdict = Unknown
-		res.Reason = joinReasons(unknownReasons)
-	case stats["sections"] == 0:
-		res.Reason = "no critical sections recorded"
+	return resourcePart{stats: stats, vs: vs, nonlin: nonlin, invalid: invalid, unknown: unknownReasons, noOrder: noOrder, lostKeys: lostKeys}
+}
+
+// resourcePart is what checkResource found in one window of a history;
+// the windows' parts add up to the history's (see result).
+type resourcePart struct {
+	stats           map[string]float64
+	vs              []Violation
+	nonlin, unknown []string
+	invalid         bool
+	// noOrder is, per key porcupine refuted, the first section it could
+	// not place; lostKeys the keys with a lost update. Only keys without
+	// one are named by noOrder (see violations).
+	noOrder  map[string]Violation
+	lostKeys map[string]bool
+}
+
+// violations is every violation of the part.
+func (p resourcePart) violations() []Violation {
+	vs := p.vs
+	for _, key := range sortedKeys(p.noOrder) {
+		if !p.lostKeys[key] {
+			vs = append(vs, p.noOrder[key])
+		}
 	}
-	return res, vs, nonlin
+	return vs
+}
+
+// add joins a later window's part to p.
+func (p *resourcePart) add(q resourcePart) {
+	if p.stats == nil {
+		p.stats = map[string]float64{}
+	}
+	for k, v := range q.stats {
+		p.stats[k] += v
+	}
+	p.vs = append(p.vs, q.vs...)
+	p.nonlin = sortedUnion(p.nonlin, q.nonlin)
+	p.unknown = keyReasons(p.unknown, q.unknown)
+	p.invalid = p.invalid || q.invalid
+	if p.noOrder == nil {
+		p.noOrder, p.lostKeys = map[string]Violation{}, map[string]bool{}
+	}
+	for k, v := range q.noOrder {
+		if _, ok := p.noOrder[k]; !ok {
+			p.noOrder[k] = v
+		}
+	}
+	for k := range q.lostKeys {
+		p.lostKeys[k] = true
+	}
+}
+
+// result is the resource verdict of the part.
+func (p resourcePart) result() CheckResult {
+	res := CheckResult{Verdict: Valid, Stats: p.stats}
+	switch {
+	case p.invalid:
+		res.Verdict = Invalid
+		res.Reason = resourceInvalid
+	case len(p.unknown) > 0:
+		res.Verdict = Unknown
+		res.Reason = joinReasons(p.unknown)
+	case p.stats["sections"] == 0:
+		res.Reason = noSections
+	}
+	return res
+}
+
+// The resource checker's reasons, which the windows of a history compose.
+const (
+	resourceInvalid = "critical sections on the protected resource are not linearizable, the final count is wrong, or a fencing token went backwards"
+	noSections      = "no critical sections recorded"
+)
+
+// lastReadOf is the position of the latest section with a read ok in ss
+// (sections are in invocation order).
+func lastReadOf(ss []Section) (int, bool) {
+	for j := len(ss) - 1; j >= 0; j-- {
+		if ss[j].HasRead {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
+// finalCount judges the final read s of key against the writes storage
+// accepted (and those of unknown outcome) over the whole history.
+func finalCount(key string, s Section, accepted, unknownW int, stats map[string]float64) (Violation, bool) {
+	stats["final-count/"+key] = float64(s.Read)
+	lo, hi := int64(accepted), int64(accepted+unknownW)
+	if s.Read >= lo && s.Read <= hi {
+		return Violation{}, false
+	}
+	want := fmt.Sprintf("%d writes of counter+1", accepted)
+	if unknownW > 0 {
+		want += fmt.Sprintf(" (and %d more of unknown outcome, so %d to %d)", unknownW, lo, hi)
+	}
+	return Violation{
+		Checker: "resource", Kind: KindFinalCount, Key: key, Processes: []int{s.Process},
+		Start: s.Start, End: s.End, Events: []int64{s.ReadIndex}, Fatal: true,
+		Description: fmt.Sprintf("the final read of %s's counter found %d, but storage accepted %s: updates were lost", key, s.Read, want),
+	}, true
 }
 
 // staleWrites lists every write invoked when its process held no claim on
 // the key: after its lease ran out (or without ever holding it).
-func staleWrites(p *prepared, byKey map[string][]claim) []Violation {
+//
+// prior, when not nil, holds each process's latest claim on each key in
+// the windows before this one (all ended before it), which a write
+// without a claim here follows.
+func staleWrites(p *prepared, byKey map[string][]claim, prior map[procKey]claim) []Violation {
 	// Claims by (key, process), sorted by start.
 	type pk struct {
 		proc int
@@ -191,6 +325,11 @@ func staleWrites(p *prepared, byKey map[string][]claim) []Violation {
 		j := sort.Search(len(cs), func(j int) bool { return at.less(cs[j].start) }) - 1
 		if j >= 0 && at.less(cs[j].end) {
 			continue // written under a live claim
+		}
+		if j < 0 {
+			if cl, ok := prior[procKey{c.proc, c.key}]; ok {
+				cs, j = []*claim{&cl}, 0
+			}
 		}
 		what := "wrote"
 		if c.in != nil && c.in.Counter != nil {
@@ -229,12 +368,12 @@ func staleWrites(p *prepared, byKey map[string][]claim) []Violation {
 // does not was drawn from a counter that lost its state, on a flush or a
 // failover, and storage that checks fencing then refuses the new holder,
 // or, on a repeated token, accepts two holders' writes.
-func fenceBackwards(p *prepared) []Violation {
-	type grant struct {
-		proc             int
-		start, end       int64
-		inv, done, fence int64
-	}
+//
+// tops, when not nil, holds each key's highest token among the grants of
+// the windows before this one (all completed before any grant here was
+// asked for) and is advanced to this window's.
+func fenceBackwards(p *prepared, tops map[string]fenceGrant) []Violation {
+	type grant = fenceGrant
 	byKey := map[string][]grant{}
 	for i := range p.calls {
 		c := &p.calls[i]
@@ -251,6 +390,9 @@ func fenceBackwards(p *prepared) []Violation {
 		sort.Slice(byEnd, func(i, j int) bool { return byEnd[i].done < byEnd[j].done })
 		sort.Slice(gs, func(i, j int) bool { return gs[i].inv < gs[j].inv })
 		var top *grant // the highest token among grants completed so far
+		if t, ok := tops[key]; ok {
+			top = &t
+		}
 		j := 0
 		for i := range gs {
 			g := &gs[i]
@@ -273,6 +415,21 @@ func fenceBackwards(p *prepared) []Violation {
 					g.proc, key, g.fence, secs(g.end), top.proc, top.fence, secs(top.end), what),
 			})
 		}
+		for ; j < len(byEnd); j++ {
+			if top == nil || byEnd[j].fence > top.fence {
+				top = &byEnd[j]
+			}
+		}
+		if tops != nil && top != nil {
+			tops[key] = *top
+		}
 	}
 	return out
+}
+
+// fenceGrant is a grant with a fencing token.
+type fenceGrant struct {
+	proc             int
+	start, end       int64
+	inv, done, fence int64
 }

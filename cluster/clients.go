@@ -155,6 +155,13 @@ type Backend func(ctx context.Context, cfg Config) (Deployment, error)
 
 // Local is the local-process Backend: Up.
 func Local(ctx context.Context, cfg Config) (Deployment, error) {
+	if cfg.Topology == RedisCluster {
+		rc, err := UpRedisCluster(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return rc, nil
+	}
 	c, err := Up(ctx, cfg)
 	if err != nil {
 		return nil, err

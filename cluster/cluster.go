@@ -34,6 +34,9 @@ const (
 	// Replicated is one master with replicas, failed over by Sentinel or by
 	// the harness.
 	Replicated = "replicated"
+	// RedisCluster is a Redis Cluster: Masters masters sharing the 16384
+	// hash slots, each with Replicas replicas (rediscluster.go).
+	RedisCluster = "cluster"
 )
 
 // Failover modes of a replicated topology.
@@ -78,10 +81,17 @@ type Config struct {
 	// "appendonly yes").
 	ExtraConfig string
 
-	// Topology is Independent (default) or Replicated.
+	// Topology is Independent (default), Replicated or RedisCluster.
 	Topology string
-	// Replicas is the number of replicas of a replicated topology (default 2).
+	// Replicas is the number of replicas of a replicated topology (default
+	// 2), or of each master of a Redis Cluster (default 1).
 	Replicas int
+	// Masters is the number of masters of a Redis Cluster (default 3).
+	Masters int
+	// ClusterNodeTimeout is a Redis Cluster's cluster-node-timeout: how
+	// long a node may not answer before the others fail it over (default
+	// 5s).
+	ClusterNodeTimeout time.Duration
 	// Sentinels is the number of sentinels with FailoverSentinel (default 3).
 	Sentinels int
 	// Failover is FailoverSentinel (default) or FailoverManual.
@@ -131,6 +141,9 @@ func (c Config) WithDefaults() Config {
 			c.SentinelFailoverTimeout = 3 * time.Second
 		}
 	}
+	if c.Topology == RedisCluster {
+		c = c.clusterDefaults()
+	}
 	if c.Nodes == 0 {
 		c.Nodes = 1
 	}
@@ -141,8 +154,15 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	switch c.Topology {
 	case Independent, Replicated:
+	case RedisCluster:
+		if err := c.validateRedisCluster(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("unknown topology %q (want %s or %s)", c.Topology, Independent, Replicated)
+		return fmt.Errorf("unknown topology %q (want %s, %s or %s)", c.Topology, Independent, Replicated, RedisCluster)
+	}
+	if c.Topology != RedisCluster && (c.Masters != 0 || c.ClusterNodeTimeout != 0) {
+		return fmt.Errorf("masters and the cluster node timeout shape a Redis Cluster, and the topology is %s: add --topology %s or drop --masters", c.Topology, RedisCluster)
 	}
 	if c.Nodes < 1 {
 		return fmt.Errorf("nodes must be at least 1, got %d", c.Nodes)
@@ -238,6 +258,9 @@ func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Topology == RedisCluster {
+		return nil, fmt.Errorf("topology %s is started by UpRedisCluster (or Local), not Up", RedisCluster)
 	}
 	bin := cfg.RedisServer
 	if bin == "" {
@@ -508,12 +531,17 @@ func (c *Cluster) knownPeers(s *Server) string {
 // sentinel. Free ports come with their listeners still open, to be closed
 // just before the servers start.
 func (c *Cluster) ports() ([]int, []net.Listener, error) {
-	n := c.cfg.Nodes + 1 + c.cfg.Sentinels
+	return allocPorts(c.cfg.BasePort, c.cfg.Nodes+1+c.cfg.Sentinels)
+}
+
+// allocPorts allocates n ports: base+1… when base is set (checked free),
+// else free ones, returned with their listeners still open.
+func allocPorts(base, n int) ([]int, []net.Listener, error) {
 	ports := make([]int, 0, n)
 	var held []net.Listener
 	for i := 0; i < n; i++ {
-		if c.cfg.BasePort != 0 {
-			p := c.cfg.BasePort + i + 1
+		if base != 0 {
+			p := base + i + 1
 			if err := CheckPortFree(p); err != nil {
 				return nil, nil, err
 			}
@@ -591,25 +619,33 @@ func (c *Cluster) Server(name string) (*Server, error) {
 // path.
 func (c *Cluster) Down() error {
 	c.downOnce.Do(func() {
-		var errs []error
-		if c.proxies != nil {
-			c.proxies.Collection.Clear()
-		}
 		servers := append(append([]*Server(nil), c.Sentinels...), c.Nodes...)
-		if c.Storage != nil {
-			servers = append(servers, c.Storage)
-		}
-		for _, s := range servers {
-			if err := s.Kill(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if c.tempDir {
-			if err := os.RemoveAll(c.cfg.Dir); err != nil {
-				errs = append(errs, fmt.Errorf("remove %s: %w", c.cfg.Dir, err))
-			}
-		}
-		c.downErr = errors.Join(errs...)
+		c.downErr = StopAll(c.proxies, append(servers, c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
+}
+
+// StopAll ends a local deployment: it removes every proxy of proxies (nil:
+// none) first, so that nothing reaches a server being stopped, kills each
+// server (nil ones are skipped), and removes dir when removeDir (the
+// deployment made it). Every error is returned, joined.
+func StopAll(proxies *toxiproxy.ApiServer, servers []*Server, dir string, removeDir bool) error {
+	var errs []error
+	if proxies != nil {
+		proxies.Collection.Clear()
+	}
+	for _, s := range servers {
+		if s == nil {
+			continue
+		}
+		if err := s.Kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if removeDir {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
 }

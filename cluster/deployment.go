@@ -33,6 +33,9 @@ func (c Config) Provide(needs deploy.Needs) Config {
 	if needs.Replicated && c.Topology == "" {
 		c.Topology = Replicated
 	}
+	if (needs.Has(deploy.CanFailoverShard) || needs.Has(deploy.CanMoveSlots)) && c.Topology == "" {
+		c.Topology = RedisCluster
+	}
 	if needs.Has(deploy.CanSetClock) {
 		c.Faketime = true
 	}
@@ -84,6 +87,8 @@ func (c *Cluster) Hint(cp deploy.Capability) string {
 		return "a Redis lock is a key, not a session: ending a connection frees nothing (use a MySQL lock, e.g. --lock mysql-for-update)"
 	case deploy.CanPartitionNodes:
 		return "local processes share the host's network, where only the harness's proxies cut links: use --backend docker (nemesis partition cuts the proxies here)"
+	case deploy.CanFailoverShard, deploy.CanMoveSlots:
+		return "use a Redis Cluster (--topology cluster)"
 	}
 	return ""
 }

@@ -357,6 +357,8 @@ var capabilityWords = map[Capability]string{
 	CanPromote:         "promoting a replica",
 	CanElect:           "electing a master with a failure detector",
 	CanPartitionNodes:  "cutting nodes off from each other in the deployment's own network",
+	CanFailoverShard:   "failing over a Redis Cluster master to its replica",
+	CanMoveSlots:       "moving hash slots between Redis Cluster masters",
 	CanKillConnections: "ending the session that holds a lock",
 }
 

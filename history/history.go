@@ -146,6 +146,9 @@ type Value struct {
 	Mark  bool     `json:"mark,omitempty"`
 	// Clocks are, on a clock fault, each target node's new clock.
 	Clocks []NodeClock `json:"clocks,omitempty"`
+	// Shard is, on a Redis Cluster fault (a slot's failover, a slot
+	// move), the slot struck and what became of it.
+	Shard *ShardChange `json:"shard,omitempty"`
 
 	// NotHeld is set on the fail of a release or renew when the lock
 	// answered that the lease is no longer the caller's (locks.ErrNotHeld):
@@ -153,6 +156,25 @@ type Value struct {
 	// Redis error reply, also a fail). Only such an answer, given before
 	// the lease's deadline, is evidence that the lock lost the lease early.
 	NotHeld bool `json:"not_held,omitempty"`
+}
+
+// ShardChange is what a Redis Cluster fault did to one hash slot.
+type ShardChange struct {
+	// Key is the lock key that led to the slot.
+	Key  string `json:"key"`
+	Slot int    `json:"slot"`
+	// From is the slot's master before, To the node serving it after
+	// (as that node reports itself).
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Mode is a failover's CLUSTER FAILOVER option ("" graceful, "force",
+	// "takeover"); empty on a slot move.
+	Mode string `json:"mode,omitempty"`
+	// Keys is how many keys a slot move migrated.
+	Keys int `json:"keys,omitempty"`
+	// Took is how long the change took, in nanoseconds: from the command
+	// to the new master confirming its role, or the whole move.
+	Took int64 `json:"took,omitempty"`
 }
 
 // NodeClock is one node's clock as a clock fault left it. Durations are

@@ -57,48 +57,93 @@ func readContext(ctx context.Context, r io.Reader, sizeHint int) (ReadResult, er
 	if sizeHint > 0 {
 		res.Ops = make([]Op, 0, sizeHint)
 	}
-	d := newDecoder()
+	sc := NewScanner(r)
+	for sc.Scan(ctx) {
+		res.Ops = append(res.Ops, sc.Op())
+	}
+	res.Truncated = sc.Truncated()
+	return res, sc.Err()
+}
+
+// Scanner reads a JSONL history one event at a time, with the meaning of
+// Read (a cut-off last line is dropped and reported by Truncated), so that
+// a reader that needs only a window of the history at once (the checker
+// of a long run) never holds the rest.
+type Scanner struct {
+	d         *decoder
+	br        *bufio.Reader
+	line      int
+	op        Op
+	err       error
+	truncated bool
+	done      bool
+}
+
+// NewScanner reads a history from r.
+func NewScanner(r io.Reader) *Scanner {
 	// The buffer is the bound: ReadSlice fails with ErrBufferFull on a
 	// longer line instead of growing.
-	br := bufio.NewReaderSize(r, MaxLine)
-	line := 0
-	for {
-		b, err := br.ReadSlice('\n')
+	return &Scanner{d: newDecoder(), br: bufio.NewReaderSize(r, MaxLine)}
+}
+
+// Scan reads the next event; false at the end of the history, on an
+// error (see Err) or when ctx is done.
+func (s *Scanner) Scan(ctx context.Context) bool {
+	for !s.done {
+		b, err := s.br.ReadSlice('\n')
 		if len(b) == 0 && err == io.EOF {
-			return res, nil
+			s.done = true
+			return false
 		}
-		line++
-		if line%4096 == 0 && ctx.Err() != nil {
-			return res, fmt.Errorf("read history: stopped at line %d: %w", line, context.Cause(ctx))
+		s.line++
+		if s.line%4096 == 0 && ctx.Err() != nil {
+			return s.fail(fmt.Errorf("read history: stopped at line %d: %w", s.line, context.Cause(ctx)))
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			return res, &LineError{Line: line, Err: fmt.Errorf("longer than %d bytes: not a history (an event the harness writes is a few hundred bytes)", MaxLine)}
+			return s.fail(&LineError{Line: s.line, Err: fmt.Errorf("longer than %d bytes: not a history (an event the harness writes is a few hundred bytes)", MaxLine)})
 		}
 		if err != nil && err != io.EOF {
-			return res, fmt.Errorf("read history: %w", err)
+			return s.fail(fmt.Errorf("read history: %w", err))
 		}
 		complete := err == nil
+		if !complete {
+			s.done = true
+		}
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			if !complete {
-				return res, nil
+				return false
 			}
 			continue
 		}
-		op, perr := d.decode(b)
+		op, perr := s.d.decode(b)
 		if perr != nil {
 			if !complete {
-				res.Truncated = true
-				return res, nil
+				s.truncated = true
+				return false
 			}
-			return res, &LineError{Line: line, Err: perr}
+			return s.fail(&LineError{Line: s.line, Err: perr})
 		}
-		res.Ops = append(res.Ops, op)
-		if !complete {
-			return res, nil
-		}
+		s.op = op
+		return true
 	}
+	return false
 }
+
+func (s *Scanner) fail(err error) bool {
+	s.err, s.done = err, true
+	return false
+}
+
+// Op is the event the last Scan read.
+func (s *Scanner) Op() Op { return s.op }
+
+// Err is the error that ended the scan, nil at the end of the history.
+func (s *Scanner) Err() error { return s.err }
+
+// Truncated reports whether the last line was cut off (a killed run) and
+// dropped.
+func (s *Scanner) Truncated() bool { return s.truncated }
 
 // ReadFile reads a JSONL history from path.
 func ReadFile(path string) (ReadResult, error) {

@@ -260,6 +260,20 @@ func (r *Recorder) Ops() []Op {
 	return res.Ops
 }
 
+// File is the path of the history file the recorder wrote every event
+// to, once closed: a reader may then take the history from the file alone
+// (checker.CheckFile reads it in windows). False when the recorder kept
+// the events in memory (w is not a regular file), is still open, failed
+// to write, or was handed events after Close (kept in memory only).
+func (r *Recorder) File() (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keep || !r.closed || r.err != nil || len(r.late) > 0 {
+		return "", false
+	}
+	return r.file.Name(), true
+}
+
 // Len is the number of events recorded so far.
 func (r *Recorder) Len() int {
 	r.mu.Lock()

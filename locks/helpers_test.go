@@ -40,7 +40,7 @@ func nodesOf(tb testing.TB, c *cluster.Cluster, cl int) []locks.Node {
 // newLock builds an instance of the named lock over nodes, seeded by seed.
 func newLock(tb testing.TB, name string, nodes []locks.Node, seed uint64, opts locks.Options) locks.Lock {
 	tb.Helper()
-	info, err := locks.Builtin().Lookup(name)
+	info, err := locks.WithDeliberateBugs().Lookup(name)
 	if err != nil {
 		tb.Fatal(err)
 	}

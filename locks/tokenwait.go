@@ -36,11 +36,14 @@ func newTokenWaitLock(nodes []Node, opts Options) (Lock, error) {
 
 // waitTimeout is how long WAIT may block: a tenth of the TTL, so that most of
 // the lease is left when it returns, between 10ms (a replica on loopback
-// acknowledges within a millisecond or two) and 100ms (the SET and the WAIT
+// acknowledges within a millisecond or two) and 250ms (the SET and the WAIT
 // share one pipeline read, bounded by the client's read timeout, 500ms for
-// harness clients).
+// harness clients). It was 100ms at most until a soak on a machine loaded
+// far past its two cores had a replica take longer to acknowledge: the
+// lock then, rightly, refused, but the scenario that needed it to grant
+// (failover-wait-wrong-replica) lost its second holder's write.
 func waitTimeout(ttl time.Duration) time.Duration {
-	return min(max(ttl/10, 10*time.Millisecond), 100*time.Millisecond)
+	return min(max(ttl/10, 10*time.Millisecond), 250*time.Millisecond)
 }
 
 func (l *tokenWaitLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {

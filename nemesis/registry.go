@@ -42,6 +42,7 @@ func builtins() []func() fault {
 		func() fault { return &memoryPressure{} },
 		func() fault { return &loseReplies{} },
 		func() fault { return &staleReplica{} },
+		func() fault { return clusterFailover{} },
 		func() fault { return &killConnection{} },
 	}
 }

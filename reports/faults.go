@@ -41,6 +41,10 @@ type Fault struct {
 	// offsets a strobing clock flips between (nil: not recorded).
 	Rate   float64
 	Strobe []time.Duration
+	// Asked is the length the nemesis asked for, for a fault that has one
+	// of its own (a client pause, a renewer stall), 0 otherwise: its
+	// window in the history is not its length.
+	Asked time.Duration
 }
 
 // nemesisAction is one nemesis invocation with its completion.
@@ -60,6 +64,7 @@ type nemesisAction struct {
 	Mark       bool
 	Clocks     []history.NodeClock
 	Structured bool
+	Dur        int64 // the length asked for (history.Value.Duration), 0 if none
 }
 
 // absorb takes what an event's value says into the action: the completion
@@ -73,6 +78,9 @@ func (a *nemesisAction) absorb(v *history.Value) {
 	}
 	if v.Detail != "" {
 		a.Detail = v.Detail
+	}
+	if v.Duration > 0 {
+		a.Dur = v.Duration
 	}
 	if v.Fault != "" || len(v.Ends) > 0 || v.Mark || len(v.Clocks) > 0 {
 		a.Structured = true
@@ -274,7 +282,7 @@ func closeFaults(out []Fault, open []int, fams, targets []string, at int64) []in
 // it.
 func splitFault(a nemesisAction, fam string, end int64) []Fault {
 	mk := func(targets []string) Fault {
-		f := Fault{Family: fam, F: a.F, Targets: targets, Detail: a.Detail, Start: a.Invoke, End: end, Unsure: a.Type != history.OK}
+		f := Fault{Family: fam, F: a.F, Targets: targets, Detail: a.Detail, Start: a.Invoke, End: end, Unsure: a.Type != history.OK, Asked: time.Duration(a.Dur)}
 		if fam == "clock" && len(targets) == 1 {
 			for _, c := range a.Clocks {
 				if c.Node != targets[0] {

@@ -58,6 +58,10 @@ type Results struct {
 	// says more than the checker's description: how an overlap on a quorum
 	// lock came about (Explain).
 	Why map[int]string `json:"why,omitempty"`
+	// Sizes says how large each fault and client pause was against the
+	// lock's TTL (and Redlock's drift allowance): "partition 2.1 s =
+	// 2.1 × TTL (1 s)" (FaultSizes).
+	Sizes []string `json:"sizes,omitempty"`
 }
 
 // WriteJSON writes v as indented JSON to dir/name, atomically.

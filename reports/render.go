@@ -275,6 +275,7 @@ func writeResults(dir string, meta RunMeta, ops []history.Op, res checker.Result
 	out := Results{Meta: meta, Result: Normalize(res)}
 	if ops != nil {
 		out.Why = Explain(ops, out.Result)
+		out.Sizes = FaultSizes(ops, meta)
 	}
 	if err := WriteJSON(dir, ResultsFile, out); err != nil {
 		return out, err
@@ -387,7 +388,7 @@ type zoomRow struct {
 }
 
 type faultRow struct {
-	Label, From, To, EndedBy string
+	Label, From, To, EndedBy, Size string
 }
 
 type countRow struct {
@@ -410,10 +411,15 @@ type indexData struct {
 	ZoomsLeftOut          bool
 	Porcupine             []porcupineLink
 	Faults                []faultRow
-	Counts                []countRow
-	Start, Duration       string
-	Config                string
-	Files                 []string
+	// TTL and Drift are the scale fault sizes are given in (empty when the
+	// run recorded no configuration); ClientPauses the client pauses
+	// against it.
+	TTL, Drift      string
+	ClientPauses    []string
+	Counts          []countRow
+	Start, Duration string
+	Config          string
+	Files           []string
 }
 
 func verdictClass(v checker.Verdict) string {
@@ -517,8 +523,19 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 	}
 	d.Headline = v.headline()
 
+	scale, scaled := ScaleOf(v.meta)
+	if scaled {
+		d.TTL = fmtLength(scale.TTL)
+		if scale.Drift > 0 {
+			d.Drift = fmtLength(scale.Drift)
+		}
+		d.ClientPauses = ClientPauseSizes(v.ops, scale)
+	}
 	for _, f := range v.faults {
 		r := faultRow{Label: f.Label, From: fmtTime(f.Start), To: fmtTime(f.End), EndedBy: "end of history"}
+		if scaled {
+			r.Size = f.Size(scale)
+		}
 		switch {
 		case f.Stopped:
 			r.EndedBy = "its stop event"

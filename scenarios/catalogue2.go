@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"time"
 
 	"github.com/lockharness/lockharness"
@@ -12,10 +13,11 @@ import (
 )
 
 // Catalogue returns every scenario: the literature's (catalogueOne), then
-// the failures lock users report in issue trackers (catalogueTwo). It
+// the failures lock users report in issue trackers (catalogueTwo), then
+// those of a Redis Cluster (catalogueCluster). It
 // returns new values each time: callers may change them.
 func Catalogue() []Scenario {
-	return append(append(append(catalogueOne(), catalogueTwo()...), catalogueConsensus()...), catalogueMariaDB()...)
+	return slices.Concat(catalogueOne(), catalogueTwo(), catalogueCluster(), catalogueConsensus(), catalogueMariaDB())
 }
 
 // Sources of part two: public issue threads.
@@ -231,6 +233,74 @@ func catalogueTwo() []Scenario {
 			},
 		},
 		{
+			Name: "abandoned-wait-orphan-lock", Lock: "reentrant-orphan-watchdog",
+			Summary: "a waiter stops waiting, but its wait goes on; granted after it let go, its watchdog renews a lock nobody holds: the orphan blocks everyone",
+			Source:  redissonIssue + `7272 (a watchdog renewal that outlives unlock keeps an orphan lock alive); #2714 and #4368 (an interrupted tryLock keeps renewing)`,
+			Explanation: `A deliberately buggy Redisson-style lock (reentrant-orphan-watchdog): an acquire that may wait ` +
+				`runs in the background, as Redisson's lockAsync does, and a caller that stops waiting (its 50ms are up, ` +
+				`lockInterruptibly is interrupted) gets an unknown outcome while the wait goes on. Each acquire runs as ` +
+				`its own owner (an async caller's pool thread). The holder crashes holding the lock, so the key stays ` +
+				`until its lease runs out, up to a second later; meanwhile both clients' acquires give up one after ` +
+				`another, and each time the client releases what it asked for, as a careful client does after an ` +
+				`unknown outcome: the unlock finds no hold ("not held", true then) and no watchdog to cancel ` +
+				`(cancelExpirationRenewal finds no entry). When the key expires, the abandoned waits try again, and ` +
+				`one is granted; its completion callback arms a watchdog (scheduleExpirationRenewal), which renews the ` +
+				`key every TTL/3, successfully, for an owner no caller knows of. Nobody acquires again until the ` +
+				`client is closed at the end. The lock promise holds (one holder at a time, no false "not held": the ` +
+				`client's "not held" answers are about its own other leases), and so does the resource. The liveness ` +
+				`checker names the orphan: the release that let go, the renewal that kept the key, how many acquires ` +
+				`were not granted. A watchdog renewal that the history shows after its client's release completed is ` +
+				`a grant to a process that has let go; one concurrent with the release is absorbed by it (see ` +
+				`unlock-races-watchdog-renewal, where the correct lock is immune). Fix (redisson PR #7277): arm the ` +
+				`watchdog before the grant can be returned, cancel it before unlocking, and cancel the wait of a ` +
+				`caller that stops waiting, unlocking what it may have been granted.`,
+			Expect:   Expect{valid, valid, invalid},
+			Exposure: []checker.Requirement{crashedHolding("the holder's crash, which leaves its key to expire")},
+			Run:      abandonedWaitRun(),
+		},
+		{
+			Name: "ghost-lock-retried-acquire", Lock: "reentrant",
+			Summary: "the answer to B's granted lock script is lost; go-redis runs it again: hold count 2; every release B is told succeeded leaves the lock held, and A never gets it again",
+			Source:  `etcd-io/etcd#22082 (a retried request runs twice); go-redis, Options.MaxRetries (3 by default; Redisson's retryAttempts, 3 as well)`,
+			Explanation: `The lock clients' go-redis retries a command up to 3 times, on a network error or a timeout. ` +
+				`The holder A is cut off at 0.5s, so its watchdog's renewals stall and its lease runs out by 1.5s. ` +
+				`B waits, idle: subscribed to the lock's channel, with a timer on A's PTTL. From 0.8s to 2.0s the ` +
+				`replies on B's link are lost (toxiproxy drops them; the commands run). When A's lease has run out ` +
+				`B's timer fires: its lock script runs, creates the hash with B's hold count 1, and the answer is ` +
+				`lost. At 2.0s the stalled connection is closed and go-redis, seeing a network error, runs the script ` +
+				`again: the key is B's own, so the script counts a second hold and grants. B is told "acquired" ` +
+				`(true). From then on B's hold count is one more than B knows: each release takes it from 2 to 1, the ` +
+				`unlock answers "still held by you" and the lock reports a successful release while the key stays; ` +
+				`B's next acquire re-enters it at once (same owner). A, let back at 2.5s, is refused to the end: a ` +
+				`ghost hold that only B's client stopping (its key then expires) ends. The checkers' promises hold: ` +
+				`one holder at a time, no stale write, and someone (B) acquires through the recovery period, so ` +
+				`liveness is valid; starving one client is not a promise the liveness checker judges. A ` +
+				`ghost-lock-retries-off run shows the difference: there A acquires at B's next release. With SET NX ` +
+				`(the token lock) a retried grant answers nil instead: "not acquired" for a lock the client holds, ` +
+				`blocking everyone for a TTL, and a definite refusal while no process holds a claim counts in the ` +
+				`liveness checker's unavailable-ms. This harness cannot stage that one: a SET NX client polls, so ` +
+				`its first try inside the window is a refusal, and a retry on a new connection stalls on the ` +
+				`connection's handshake while replies are lost. Fix: no retries for lock commands, or commands whose ` +
+				`second run means the same as the first.`,
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the lost replies", "start-lose-replies")},
+			Run:      ghostRun(3),
+		},
+		{
+			Name: "ghost-lock-retries-off", Lock: "reentrant",
+			Summary: "the same lost answer with go-redis retries off: B's acquire has an unknown outcome, B releases what it may hold, no ghost",
+			Source:  `go-redis, Options.MaxRetries (-1 turns retries off); ` + distlock + `, "Correct Implementation with a Single Instance"`,
+			Explanation: `The schedule of ghost-lock-retried-acquire with go-redis's retries off. B's lock script is granted ` +
+				`once A's lease has run out, and its answer is lost; at 2.0s the stalled connection is closed and the ` +
+				`lock reports the acquire's outcome as unknown, which is the truth. B then releases what it may hold, ` +
+				`as a client does after an unknown outcome: the unlock finds B's hold count 1, deletes the key and ` +
+				`wakes the waiters. A, let back at 2.5s, acquires at once. Nobody is told anything false, and no key ` +
+				`outlives its owner's knowledge of it.`,
+			Expect:   Expect{valid, valid, valid},
+			Exposure: []checker.Requirement{struck("the lost replies", "start-lose-replies")},
+			Run:      ghostRun(0),
+		},
+		{
 			Name: "eviction-lock-vanishes", Lock: "token",
 			Summary: "the lock's Redis doubles as a cache: under maxmemory with allkeys-lru, filling it evicts A's lock key; B acquires; both hold",
 			Source:  `redis/redis#9105 and RedLock.net#101 (lock keys evicted under memory pressure)`,
@@ -280,7 +350,7 @@ func catalogueTwo() []Scenario {
 			Source:  `etcd-io/etcd#22082 (a retried request runs twice); go-redis, Options.MaxRetries (3 by default)`,
 			Explanation: `The lock clients' go-redis retries a command up to 3 times (its default; the harness turns retries ` +
 				`off everywhere else). A holds the lock (B is kept off the node meanwhile) and, after a pause of 500ms past its ` +
-				`write, releases it with DEL while the replies on A's link are being lost (for 900ms from the start ` +
+				`write, releases it with DEL while the replies on A's link are being lost (for 1.2s from the start ` +
 				`of that pause): the DEL runs, A's key is gone, and B acquires at once. When the window closes A's ` +
 				`stalled connection is closed and go-redis, seeing a network error, sends the DEL again: it deletes ` +
 				`B's key. A's release reports success, A's next acquire succeeds while B still works, and both write ` +
@@ -322,35 +392,102 @@ func catalogueTwo() []Scenario {
 	}, extend...)
 }
 
-// retryRun: two clients, TTL 3s, sections of 300ms, go-redis's MaxRetries
-// for the lock clients set to retries (0: off). The schedule follows the
-// holder rather than the clock, so that it holds on a loaded machine. c1
-// (B) is kept off the node, so c0 (A) holds, section after section. A is
-// paused 500ms after its first write (its release then puts the release
-// script in the node's cache: the release that matters must be an EVALSHA
-// that runs, not one that gets NOSCRIPT), and again after its second
-// write; as that second pause begins, the replies on A's link start to be
-// lost, for 900ms, and B is let back. A releases 500ms later: the release
-// runs, its reply is lost, B takes the lock; when the window closes A's
-// stalled connection is closed and a client with retries sends its
-// release again.
+// abandonedWaitRun: two clients, TTL 1s, sections of 300ms, acquires that
+// wait 50ms. The holder crashes at its safe point, so its key stays until
+// its lease runs out (up to a second later), while both clients' acquires
+// give up one after another, leaving a background wait each. When the key
+// expires those waits try at once (their PTTL timers end together), and
+// one of them is granted: an abandoned one, unless the one a caller still
+// waits for wins (a few percent: two among dozens), and then the next
+// crash, of that holder, tries again. A release is no such chance: the
+// releaser's next acquire gets the key before any waiter hears of it.
+// The lock is a deliberately buggy variant, in a registry of its own.
+func abandonedWaitRun() lockharness.Config {
+	return lockharness.Config{
+		Registry: locks.WithDeliberateBugs(),
+		Workload: workload(2, time.Second, 300*ms, 50*ms),
+		Script: []nemesis.Step{
+			holderCrash(100 * ms),
+			holderCrash(1700 * ms),
+			holderCrash(3300 * ms),
+		},
+		TimeLimit: 4 * time.Second, Recovery: 1500 * ms, Seed: 1,
+	}
+}
+
+// ghostRun: two clients of the reentrant lock, TTL 1s, sections of 1.2s,
+// acquires that wait 2.5s, go-redis's read timeout 1.5s and MaxRetries
+// retries (0: off). c1 is cut off at first, so c0 (A) holds. At 0.5s A is
+// cut off: its watchdog's renewals stall, and its lease runs out at its
+// last renewal plus the TTL, between 1.17s and 1.5s. c1 (B) is let back at
+// 0.55s: its first refusal comes after A's last renewal, so its timer (on
+// A's PTTL) fires when A's lease has run out, not before; B waits idle
+// until then (a subscription and a timer). From 0.8s to 2.0s the replies
+// on B's link are lost: B's lock script, when its timer fires, runs on the
+// idle connection, is granted, and its answer is lost. At 2.0s the
+// stalled connection is closed; the read timeout (1.5s) has not passed, so
+// the grant is B's only try inside the window (a new connection made in
+// the window would stall on its handshake anyway). A is let back at 2.5s.
+func ghostRun(retries int) lockharness.Config {
+	w := workload(2, time.Second, 1200*ms, 2500*ms)
+	c0, c1 := []string{"c0->n1"}, []string{"c1->n1"}
+	return lockharness.Config{
+		Workload:      w,
+		ClientRetries: retries,
+		ClientTimeout: 1500 * ms,
+		Script: []nemesis.Step{
+			at(0, "partition", "start", c1, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "c1 cut off from n1, so that c0 holds"}),
+			at(500*ms, "partition", "start", c0, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "the holder c0 cut off from n1: its lease runs out"}),
+			at(550*ms, "partition", "stop", c1, nil),
+			at(800*ms, "lose-replies", "start", c1, map[string]string{"duration": (1200 * ms).String()}),
+			at(2500*ms, "partition", "stop", c0, nil),
+		},
+		TimeLimit: 4500 * ms, Recovery: 1500 * ms, Seed: 1,
+	}
+}
+
+// retryRun: two clients, TTL 5s, sections of 1.2s, acquires that wait
+// 3s, go-redis's MaxRetries for the lock clients set to retries (0: off).
+// The schedule follows the holder rather than the clock, so that it holds
+// on a loaded machine. c1 (B) is kept off the node, so c0 (A) holds,
+// section after section. A is paused 50ms after its first write (its
+// release then puts the release script in the node's cache: the release
+// that matters must be an EVALSHA that runs, not one that gets NOSCRIPT),
+// and 500ms after its second; as that second pause begins, the replies on
+// A's link start to be lost, for 1.2s, and B is let back. A releases 500ms
+// later: the release runs, its reply is lost, B takes the lock; when the
+// window closes A's stalled connection is closed and a client with
+// retries sends its release again, 700ms into B's 1.2s section. The
+// margins are for a loaded machine: A's release may reach the node up to
+// 700ms late and still run inside the window, and the window may close up
+// to 500ms late and still find B holding (with sections of 300ms, B had
+// let go by then in 2 of 20 soak runs under stress-ng, and A's next grant
+// no longer overlapped B's); B's acquire outwaits both. The TTL is long so
+// that A's lease certainly outlasts the retried release's answer (a
+// "not held" after the deadline is no evidence): with 3s a section
+// stretched by load left it 60ms short in 1 of 20. The lock clients'
+// read timeout (3s) outlasts the cut: B's first acquire stays stalled
+// until B is let back, and is then sent again (a network error), instead
+// of timing out into an unknown outcome whose give-back a naive lock's DEL
+// would send, deleting A's key, when the cut ends.
 func retryRun(retries int) lockharness.Config {
 	c1 := []string{"c1->n1"}
 	c0 := []string{"c0->n1"}
-	afterWrite := func() nemesis.Step {
+	afterWrite := func(d time.Duration) nemesis.Step {
 		return at(100*ms, "client-pause", "holder", nil,
-			map[string]string{"duration": (500 * ms).String(), "at": string(nemesis.PauseAfterWrite)})
+			map[string]string{"duration": d.String(), "at": string(nemesis.PauseAfterWrite)})
 	}
 	return lockharness.Config{
-		Workload:      workload(2, 3*time.Second, 300*ms, time.Second),
+		Workload:      workload(2, 5*time.Second, 1200*ms, 3*time.Second),
 		ClientRetries: retries,
+		ClientTimeout: 3 * time.Second,
 		Script: []nemesis.Step{
 			at(0, "partition", "start", c1, map[string]string{"pattern": nemesis.PatternIsolate, "groups": "c1 cut off from n1, so that c0 holds"}),
-			afterWrite(),
-			afterWrite(),
-			at(100*ms, "lose-replies", "start", c0, map[string]string{"duration": (900 * ms).String()}),
+			afterWrite(50 * ms),
+			afterWrite(500 * ms),
+			at(100*ms, "lose-replies", "start", c0, map[string]string{"duration": (1200 * ms).String()}),
 			at(100*ms, "partition", "stop", c1, nil),
 		},
-		TimeLimit: 3 * time.Second, Recovery: 1500 * ms, Seed: 1,
+		TimeLimit: 4 * time.Second, Recovery: 1500 * ms, Seed: 1,
 	}
 }

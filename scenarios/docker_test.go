@@ -11,6 +11,7 @@ import (
 	"github.com/lockharness/lockharness/cluster/docker"
 	"github.com/lockharness/lockharness/cluster/docker/dockertest"
 	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 )
 
@@ -33,6 +34,9 @@ func TestCatalogueOnDocker(t *testing.T) {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
+			if info, err := locks.Builtin().Lookup(s.Lock); err == nil && info.SystemName() != locks.SystemRedis {
+				t.Skipf("lock %s runs on %s, started as local processes only", s.Lock, info.SystemName())
+			}
 			o, err := Run(context.Background(), s, Options{Store: store, Backend: docker.Backend("")})
 			if errors.Is(err, deploy.ErrUnsupported) {
 				t.Skipf("cannot run on Docker: %v", err)

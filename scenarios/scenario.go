@@ -162,6 +162,9 @@ type Outcome struct {
 	Why map[int]string
 	// Elapsed is the wall time of the run, setup to report.
 	Elapsed time.Duration
+	// Sizes says how large each fault was against the lock's TTL
+	// (reports.FaultSizes).
+	Sizes []string
 }
 
 // Pass reports whether every checker gave the expected verdict and the run
@@ -205,7 +208,7 @@ func Run(ctx context.Context, s Scenario, opts Options) (Outcome, error) {
 	cfg.Backend = opts.Backend
 	start := time.Now()
 	out, err := lockharness.Run(ctx, cfg)
-	o := Outcome{Scenario: s, Dir: out.Dir, Result: out.Results.Result, Why: out.Results.Why, Elapsed: time.Since(start), Observed: map[string]checker.Verdict{}}
+	o := Outcome{Scenario: s, Dir: out.Dir, Result: out.Results.Result, Why: out.Results.Why, Sizes: out.Results.Sizes, Elapsed: time.Since(start), Observed: map[string]checker.Verdict{}}
 	for _, n := range checkerNames {
 		if c, ok := out.Results.Checkers[n]; ok {
 			o.Observed[n] = c.Verdict

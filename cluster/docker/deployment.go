@@ -107,6 +107,9 @@ func (c Config) WithDefaults() Config {
 // Validate rejects what cannot be started, with the same rules as local
 // processes.
 func (c Config) Validate() error {
+	if c.Topology == cluster.RedisCluster {
+		return fmt.Errorf("the Docker backend does not start a Redis Cluster (--topology %s runs on local redis-server processes): drop --backend docker, or use --topology %s or %s", cluster.RedisCluster, cluster.Independent, cluster.Replicated)
+	}
 	return cluster.Config{Topology: c.Topology, Nodes: c.Nodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
 		Failover: c.Failover, Clients: c.Clients, Persistence: c.Persistence}.Validate()
 }

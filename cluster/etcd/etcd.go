@@ -451,28 +451,10 @@ func (c *Cluster) waitHealthy(ctx context.Context, timeout time.Duration) error 
 // temporary directory. It is safe to call more than once.
 func (c *Cluster) Down() error {
 	c.downOnce.Do(func() {
-		var errs []error
-		if c.proxies != nil {
-			c.proxies.Collection.Clear()
-		}
 		for _, d := range c.dialers {
 			d.Close()
 		}
-		servers := append([]*cluster.Server(nil), c.Servers...)
-		if c.Storage != nil {
-			servers = append(servers, c.Storage)
-		}
-		for _, s := range servers {
-			if err := s.Kill(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if c.tempDir {
-			if err := os.RemoveAll(c.cfg.Dir); err != nil {
-				errs = append(errs, fmt.Errorf("remove %s: %w", c.cfg.Dir, err))
-			}
-		}
-		c.downErr = errors.Join(errs...)
+		c.downErr = cluster.StopAll(c.proxies, append(append([]*cluster.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
 }

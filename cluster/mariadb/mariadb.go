@@ -416,27 +416,10 @@ func (c *Cluster) Healthy(ctx context.Context) error {
 // temporary directory. It is safe to call more than once.
 func (c *Cluster) Down() error {
 	c.downOnce.Do(func() {
-		var errs []error
-		if c.proxies != nil {
-			c.proxies.Collection.Clear()
-		}
 		if db := c.Admin(); db != nil {
 			_ = db.Close()
 		}
-		for _, s := range []*cluster.Server{c.Server, c.Storage} {
-			if s == nil {
-				continue
-			}
-			if err := s.Kill(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if c.tempDir {
-			if err := os.RemoveAll(c.cfg.Dir); err != nil {
-				errs = append(errs, fmt.Errorf("remove %s: %w", c.cfg.Dir, err))
-			}
-		}
-		c.downErr = errors.Join(errs...)
+		c.downErr = cluster.StopAll(c.proxies, []*cluster.Server{c.Server, c.Storage}, c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
 }

@@ -107,7 +107,11 @@ func newLocksCmd() *cobra.Command {
 	return newListCmd("locks", "list the locks under test", func() [][2]string {
 		var rows [][2]string
 		for _, l := range locks.Builtin().All() {
-			rows = append(rows, [2]string{l.Name, l.Description})
+			desc := l.Description
+			if sys := l.SystemName(); sys != locks.SystemRedis {
+				desc = "(" + sys + ") " + desc // the run starts that system, not Redis
+			}
+			rows = append(rows, [2]string{l.Name, desc})
 		}
 		return rows
 	})

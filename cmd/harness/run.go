@@ -112,8 +112,9 @@ func newRunCmd() *cobra.Command {
 func addFaultFlags(f *pflag.FlagSet, cfg *lockharness.Config) {
 	f.StringSliceVar(&cfg.Nemesis.Names, "nemesis", nil, "faults to inject, comma-separated (see: harness nemeses)")
 	f.DurationVar(&cfg.Nemesis.Interval, "nemesis-interval", 5*time.Second, "quiet time before each fault, and how long it lasts")
-	f.StringVar(&cfg.Cluster.Topology, "topology", "", "independent (N masters) or replicated (master + replicas; default with --nemesis failover)")
-	f.IntVar(&cfg.Cluster.Replicas, "replicas", 0, "replicas of a replicated topology (default 2)")
+	f.StringVar(&cfg.Cluster.Topology, "topology", "", "independent (N masters), replicated (master + replicas; default with --nemesis failover) or cluster (Redis Cluster: --masters masters with --replicas replicas each; default with --nemesis cluster-failover)")
+	f.IntVar(&cfg.Cluster.Replicas, "replicas", 0, "replicas of a replicated topology (default 2), or of each Redis Cluster master (default 1)")
+	f.IntVar(&cfg.Cluster.Masters, "masters", 0, "masters of a Redis Cluster (--topology cluster; default 3)")
 	f.StringVar(&cfg.Cluster.Failover, "failover", "", "replicated topology: sentinel (default) or manual (the harness promotes)")
 	f.IntVar(&cfg.Cluster.BasePort, "base-port", 0, "put node i on base-port+i (and the storage node, sentinels after them) instead of free ports")
 	f.StringVar(&cfg.Cluster.Persistence, "persistence", "", "lock nodes' persistence: none (default), aof-everysec or aof-always")
@@ -208,6 +209,18 @@ func printEvidence(w io.Writer, res checker.Result) {
 	}
 }
 
+// printSizes says how large each fault and client pause was against the
+// lock's TTL (reports.FaultSizes).
+func printSizes(w io.Writer, sizes []string) {
+	for i, s := range sizes {
+		label := ""
+		if i == 0 {
+			label = "fault sizes"
+		}
+		fmt.Fprintf(w, "  %-13s %s\n", label, s)
+	}
+}
+
 // printSummary is the one-screen account of a run.
 func printSummary(w io.Writer, dir string, res reports.Results) {
 	fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(res.Verdict)), res.Meta.Test)
@@ -229,6 +242,7 @@ func printSummary(w io.Writer, dir string, res reports.Results) {
 		fmt.Fprintf(w, "  reason        %s\n", res.Reason)
 	}
 	printEvidence(w, res.Result)
+	printSizes(w, res.Sizes)
 	fmt.Fprint(w, "  operations   ")
 	for _, f := range []string{"acquire", "release", "read", "write"} {
 		c := res.Counts[f]

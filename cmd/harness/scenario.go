@@ -218,6 +218,7 @@ func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err e
 		fmt.Fprintf(w, "  %-13s %s\n", "reason", o.Result.Reason)
 	}
 	printEvidence(w, o.Result)
+	printSizes(w, o.Sizes)
 	// Findings, the most telling first; the harmless ones ("·", a stale
 	// write the storage rejected) are often the point of a scenario whose
 	// verdict is valid.

@@ -1,0 +1,357 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// KindOrphan: a watchdog renewed a lock for a process that had let go of
+// it (its release had completed, or it was never told it held it), so the
+// key stayed held for nobody, and acquires were refused meanwhile
+// (redisson#7272: a renewal that outlives unlock). One holder at a time
+// all along: it is a liveness finding, never an overlap.
+const KindOrphan = "orphan-lock"
+
+// orphan is one episode of an orphan lock: process proc's watchdog kept
+// key held, from the renewal that began it to the end of the last renewal
+// claim of the episode (or the process's next grant of its own).
+type orphan struct {
+	proc, thread int
+	key          string
+	start, end   instant // the first orphan claim's start; the episode's end
+	renewals     int     // orphan claims in the episode (renewals that began one)
+	letGo        *call   // the release that preceded it, nil if the process never held it
+	lastAcquire  *call   // the process's latest acquire of key before it, nil if none
+}
+
+// findOrphans returns, per key, the orphan episodes among byKey's claims:
+// claims begun by a renewer thread's renew (claim.renewer) while the
+// process it renews for was not holding the key: its latest release of
+// the key was invoked after its latest granted acquire (or it has no
+// granted acquire at all). Such a renewal is not absorbed by the release
+// (it was invoked after the release completed: see claim), so the lock
+// granted the key again, to a process that will not use it or release
+// it. An orphan claim ends at the process's next granted acquire, when the
+// key is its own again. Consecutive orphan claims of one process (its
+// client's unrelated releases chop the claim, and the next renewal starts
+// it again) are one episode.
+//
+// In a window of a longer history (see CheckFile), the process's acquires
+// and release of the windows before stand in front of its own (prior):
+// a cut may fall between a release and the renewal that orphans it.
+func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[string][]orphan {
+	type pk = procKey
+	acquires, releases := map[pk][]*call{}, map[pk][]*call{}
+	if prior != nil {
+		for k, c := range prior.acquire {
+			acquires[k] = append(acquires[k], c)
+		}
+		for k, c := range prior.granted {
+			if a := acquires[k]; len(a) == 0 || a[0] != c {
+				acquires[k] = append([]*call{c}, a...)
+			}
+		}
+		for k, cs := range prior.releases {
+			releases[k] = append(releases[k], cs...)
+		}
+	}
+	grants := map[int64]*call{} // by completion index
+	for i := range p.calls {
+		c := &p.calls[i]
+		k := pk{c.proc, c.key}
+		if c.completed() {
+			grants[c.done] = c
+		}
+		switch {
+		case c.f == history.FAcquire:
+			acquires[k] = append(acquires[k], c)
+		case c.f == history.FRelease:
+			releases[k] = append(releases[k], c)
+		}
+	}
+	if prior != nil {
+		prior.remember(p)
+	}
+	// before returns the last of cs (in invocation order) invoked before at.
+	before := func(cs []*call, at instant) *call {
+		var out *call
+		for _, c := range cs {
+			if !c.invoked().less(at) {
+				break
+			}
+			out = c
+		}
+		return out
+	}
+	out := map[string][]orphan{}
+	for _, key := range sortedKeys(byKey) {
+		var cur *orphan
+		flush := func() {
+			if cur != nil {
+				out[key] = append(out[key], *cur)
+				cur = nil
+			}
+		}
+		cs := byKey[key]
+		for i := range cs {
+			c := &cs[i]
+			if c.renewer < 0 || !c.byRenew {
+				if cur != nil && c.proc == cur.proc {
+					flush()
+				}
+				continue
+			}
+			k := pk{c.proc, key}
+			var granted *call // latest acquire ok completed before the claim
+			for _, a := range acquires[k] {
+				if !a.invoked().less(c.start) {
+					break
+				}
+				if a.typ == history.OK && a.completion().less(c.start) {
+					granted = a
+				}
+			}
+			rel := before(releases[k], c.start)
+			if granted != nil && (rel == nil || rel.inv < granted.done) {
+				continue // the process holds it: a late renewal of its own lease
+			}
+			// The orphan claim ends at the process's next granted acquire.
+			end := c.end
+			for _, a := range acquires[k] {
+				if a.typ == history.OK && c.start.less(a.completion()) && a.completion().less(end) {
+					end = a.completion()
+					break
+				}
+			}
+			if cur != nil && cur.proc != c.proc {
+				flush()
+			}
+			if cur == nil {
+				// The release that let go of the orphan's lease, if the
+				// client released it by its token; else its latest.
+				if r := grants[c.grant]; r != nil && r.token() != "" {
+					for _, x := range releases[k] {
+						if !x.invoked().less(c.start) {
+							break
+						}
+						if x.token() == r.token() {
+							rel = x
+						}
+					}
+				}
+				var acq *call
+				if rel != nil {
+					acq = before(acquires[k], rel.invoked())
+				} else {
+					acq = before(acquires[k], c.start)
+				}
+				cur = &orphan{proc: c.proc, thread: c.renewer, key: key, start: c.start, letGo: rel, lastAcquire: acq}
+			}
+			cur.end = end
+			cur.renewals++
+			if end != c.end {
+				flush()
+			}
+		}
+		flush()
+	}
+	return out
+}
+
+// orphanCarry is what findOrphans keeps of the windows before the current
+// one: each process's latest acquire, latest granted acquire and latest
+// releases of each key (copies: the window's calls are dropped; the
+// releases of its last priorReleases tokens, in invocation order, since an
+// orphan names the release of the lease its watchdog renewed), and the
+// orphan findings so far, which the liveness verdict counts whichever
+// window they were found in.
+type orphanCarry struct {
+	acquire, granted map[procKey]*call
+	releases         map[procKey][]*call
+	found            []orphanFinding
+}
+
+// priorReleases bounds the releases carried per process and key: a
+// watchdog renews the lease its client released last, or one of the few
+// before (a stale renewal), never one from long ago.
+const priorReleases = 8
+
+func newOrphanCarry() *orphanCarry {
+	return &orphanCarry{acquire: map[procKey]*call{}, granted: map[procKey]*call{}, releases: map[procKey][]*call{}}
+}
+
+// remember keeps p's latest acquire, granted acquire and release of each
+// process and key for the next window (p.calls is in invocation order).
+func (o *orphanCarry) remember(p *prepared) {
+	for i := range p.calls {
+		c := p.calls[i] // a copy
+		k := procKey{c.proc, c.key}
+		switch c.f {
+		case history.FAcquire:
+			o.acquire[k] = &c
+			if c.typ == history.OK && (o.granted[k] == nil || o.granted[k].done < c.done) {
+				o.granted[k] = &c
+			}
+		case history.FRelease:
+			rs := slices.DeleteFunc(o.releases[k], func(r *call) bool { return r.token() != "" && r.token() == c.token() })
+			rs = append(rs, &c)
+			if len(rs) > priorReleases {
+				rs = slices.Delete(rs, 0, len(rs)-priorReleases)
+			}
+			o.releases[k] = rs
+		}
+	}
+}
+
+// orphanFinding is an orphan episode's violation, and what its description
+// still needs when the grant that followed the episode lies beyond the
+// window it was found in (see orphanCarry).
+type orphanFinding struct {
+	v                    Violation
+	key                  string
+	end                  instant
+	open                 bool // the next grant after the episode is not known yet
+	why, who, rest, cost string
+}
+
+// describe writes f's description: the episode ended past the end of the
+// history, or at f.end, followed by next, the first grant of the key after
+// it, if known. f stays open while it ended but no grant is known.
+func (f *orphanFinding) describe(next *call, pastEnd bool) {
+	until := "past the end of the history"
+	if !pastEnd {
+		until = fmt.Sprintf("until %s", secs(f.end.t))
+		if next != nil {
+			until += fmt.Sprintf(", and the next grant was process %d's at %s", next.proc, secs(next.end))
+		}
+	}
+	f.open = !pastEnd && next == nil
+	f.v.Description = fmt.Sprintf("orphan lock: %s and %s %s; the lock held %s for nobody %s; %s", f.why, f.who, f.rest, f.key, until, f.cost)
+}
+
+// nextGrant returns the first acquire ok of key in p completed at or after
+// end, or nil.
+func nextGrant(p *prepared, key string, end instant) *call {
+	var next *call
+	for i := range p.calls {
+		c := &p.calls[i]
+		if c.f == history.FAcquire && c.key == key && c.typ == history.OK && !c.completion().less(end) &&
+			(next == nil || c.completion().less(next.completion())) {
+			next = c
+		}
+	}
+	return next
+}
+
+// orphanViolation describes episode o: who let go and when, which renewal
+// kept the key, and what it cost the others.
+func orphanViolation(p *prepared, o orphan) Violation {
+	f := newOrphanFinding(p, o)
+	return f.v
+}
+
+// newOrphanFinding is orphanViolation's finding; open when the episode
+// ended inside p but no grant of the key followed it in p.
+func newOrphanFinding(p *prepared, o orphan) orphanFinding {
+	v := Violation{Checker: Liveness, Kind: KindOrphan, Key: o.key, Processes: []int{o.proc},
+		Start: o.start.t, End: min(o.end.t, max(p.last, o.start.t))}
+	var why string
+	switch {
+	case o.letGo != nil:
+		answer := "ok"
+		switch {
+		case !o.letGo.completed():
+			answer = "no answer"
+		case o.letGo.out != nil && o.letGo.out.NotHeld:
+			answer = `"not held"`
+		case o.letGo.typ != history.OK:
+			answer = string(o.letGo.typ)
+		}
+		why = fmt.Sprintf("process %d released %s at %s (answered %s)", o.proc, o.key, secs(o.letGo.start), answer)
+		v.Events = append(v.Events, o.letGo.inv)
+		if o.lastAcquire != nil && o.lastAcquire.typ != history.OK {
+			why += fmt.Sprintf(", after its acquire at %s was answered %s", secs(o.lastAcquire.start), o.lastAcquire.typ)
+		}
+	case o.lastAcquire != nil:
+		why = fmt.Sprintf("process %d's acquire of %s at %s was answered %s", o.proc, o.key, secs(o.lastAcquire.start), o.lastAcquire.typ)
+		v.Events = append(v.Events, o.lastAcquire.inv)
+	default:
+		why = fmt.Sprintf("process %d never held %s", o.proc, o.key)
+	}
+	// What it cost: acquires in progress during the episode that were
+	// not granted, and the first grant after it.
+	var refused, unknown int
+	procs := map[int]bool{}
+	var next *call
+	for i := range p.calls {
+		c := &p.calls[i]
+		if c.f != history.FAcquire || c.key != o.key {
+			continue
+		}
+		if c.typ == history.OK {
+			if !c.completion().less(o.end) && (next == nil || c.completion().less(next.completion())) {
+				next = c
+			}
+			continue
+		}
+		if !c.invoked().less(o.end) || !o.start.less(c.completion()) {
+			continue
+		}
+		if c.typ == history.Fail {
+			refused++
+		} else {
+			unknown++
+		}
+		procs[c.proc] = true
+		if len(v.Events) < 6 {
+			v.Events = append(v.Events, c.inv)
+		}
+	}
+	var ps []int
+	for q := range procs {
+		ps = append(ps, q)
+	}
+	slices.Sort(ps)
+	for _, q := range ps {
+		if q != o.proc {
+			v.Processes = append(v.Processes, q)
+		}
+	}
+	who := fmt.Sprintf("its watchdog (thread %d)", o.thread)
+	renewed := fmt.Sprintf("renewed it at %s", secs(o.start.t))
+	if o.renewals > 1 {
+		renewed += fmt.Sprintf(" (and began %d orphan claims in all)", o.renewals)
+	}
+	cost := "no acquire was attempted meanwhile"
+	if n := refused + unknown; n > 0 {
+		v.Fatal = true
+		var parts []string
+		if refused > 0 {
+			parts = append(parts, fmt.Sprintf("%d refused", refused))
+		}
+		if unknown > 0 {
+			parts = append(parts, fmt.Sprintf("%d with no definite answer", unknown))
+		}
+		cost = fmt.Sprintf("nobody could acquire it: %d acquires by %s were not granted (%s)", n, procText(ps), strings.Join(parts, ", "))
+	}
+	f := orphanFinding{v: v, key: o.key, end: o.end, why: why, who: who, rest: renewed, cost: cost}
+	// An episode ends past the end of the history only in the last
+	// window: no cut falls while a lease is live.
+	f.describe(next, o.end.t > p.last)
+	return f
+}
+
+// procText names processes: "process 1" or "processes 0, 1".
+func procText(ps []int) string {
+	if len(ps) == 1 {
+		return fmt.Sprintf("process %d", ps[0])
+	}
+	s := make([]string, len(ps))
+	for i, q := range ps {
+		s[i] = fmt.Sprint(q)
+	}
+	return "processes " + strings.Join(s, ", ")
+}
