@@ -171,7 +171,7 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 	}
 	for proc, t := range p.crashedAt {
 		cov.Crashes.Total++
-		if heldBy(proc, t) != nil {
+		if heldBy(proc, t) != nil || endedByCrash(byProc[proc], t) {
 			cov.Crashes.WhileHolding++
 		}
 	}
@@ -384,3 +384,15 @@ func vacuous(cov Coverage, counts map[string]map[string]int, reqs []Requirement)
 // VacuousPrefix begins Result.Reason when a valid verdict became unknown
 // for lack of exposure.
 const VacuousPrefix = "valid but vacuous: "
+
+// endedByCrash reports whether one of the claims ended at the crash at t:
+// a session lease, which its holder's crash ends (see endSessions), was
+// held up to the crash.
+func endedByCrash(cs []*claim, t int64) bool {
+	for _, c := range cs {
+		if c.released >= 0 && c.end.t == t && c.start.t <= t {
+			return true
+		}
+	}
+	return false
+}

@@ -121,7 +121,10 @@ func prepareWith(ops []history.Op, priorToken func(proc int, key string) (string
 		f    string
 	}
 	pending := map[pendingKey]int{} // → position in p.calls
-	nemPending := map[string]int{}  // nemesis f → position in p.nemesis
+	// Keys each process holds under a session lease (history.Value's
+	// Session) and has not begun to release: its crash ends them.
+	sessions := map[int]map[string]bool{}
+	nemPending := map[string]int{} // nemesis f → position in p.nemesis
 	p.keyCalls = map[string][]int{}
 	var prevTime int64 = math.MinInt64
 	for i := range ops {
@@ -174,9 +177,20 @@ func prepareWith(ops []history.Op, priorToken func(proc int, key string) (string
 			if op.Type != history.Invoke {
 				if _, dead := p.crashedAt[proc]; !dead {
 					p.crashedAt[proc] = op.Time
+					endSessions(p, sessions[proc], proc, op)
+					delete(sessions, proc)
 				}
 			}
 			continue
+		}
+		if op.F == history.FRelease && op.Type == history.Invoke {
+			delete(sessions[owner], op.Key)
+		}
+		if op.F == history.FAcquire && op.Type == history.OK && op.Value != nil && op.Value.Session {
+			if sessions[owner] == nil {
+				sessions[owner] = map[string]bool{}
+			}
+			sessions[owner][op.Key] = true
 		}
 		pk := pendingKey{proc, op.F}
 		if op.Type == history.Invoke {
@@ -206,6 +220,26 @@ func prepareWith(ops []history.Op, priorToken func(proc int, key string) (string
 	sort.Strings(p.keys)
 	markRenewals(p)
 	return p, nil
+}
+
+// endSessions ends, at crash (a history event), the session leases keys
+// of crashed process proc: a lease that lasts as long as its connection
+// ends when the crash closes it. Each is recorded as the process's
+// release invoked at the crash, with an unknown outcome, which is what
+// both lock-promise definitions take it to be: the claim ends there (the
+// overlap analysis ends a claim at any release's invocation; the model
+// may linearise an unknown release at any instant after it), and nothing
+// else reads it as evidence (it is not ok, and not "not held").
+func endSessions(p *prepared, keys map[string]bool, proc int, crash *history.Op) {
+	ks := make([]string, 0, len(keys))
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		p.calls = append(p.calls, call{proc: proc, thread: proc, f: history.FRelease, key: k, typ: history.Info,
+			start: crash.Time, end: never, inv: crash.Index, done: -1})
+	}
 }
 
 // indexKeys fills p.keyCalls and p.keys: two passes over the calls, so

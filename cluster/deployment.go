@@ -83,6 +83,8 @@ func (c *Cluster) Hint(cp deploy.Capability) string {
 		return "use a replicated topology (--topology replicated)"
 	case deploy.CanElect:
 		return "use a replicated topology with Sentinel (--topology replicated --failover sentinel)"
+	case deploy.CanKillConnections:
+		return "a Redis lock is a key, not a session: ending a connection frees nothing (use a MySQL lock, e.g. --lock mysql-for-update)"
 	case deploy.CanPartitionNodes:
 		return "local processes share the host's network, where only the harness's proxies cut links: use --backend docker (nemesis partition cuts the proxies here)"
 	case deploy.CanFailoverShard, deploy.CanMoveSlots:

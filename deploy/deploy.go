@@ -21,7 +21,8 @@
 // for each capability they claim, the interface behind it (Killer, Pauser,
 // Clocked, Commander); a replicated deployment implements Replication, one
 // whose persistence can change Persister, one that can cut its nodes off
-// from each other in its own network NodePartitioner, and Hinter says how
+// from each other in its own network NodePartitioner, one whose server can
+// end a lock holder's session ConnectionKiller, and Hinter says how
 // to get what it lacks. HealAll and CheckHealthy heal and check any deployment through
 // these interfaces alone, so a backend's Heal and Healthy may be just
 // them. Start from the local backend, package cluster (deployment.go).
@@ -272,6 +273,30 @@ type NodePartitioner interface {
 	PartitionedNodes() []string
 }
 
+// ConnectionKiller is a deployment whose server can end the session that
+// holds a lock (CanKillConnections), as an operator's KILL CONNECTION (or
+// a server's idle timeout) does: the server rolls back the session's
+// transaction and frees every lock it held at once, and the client learns
+// it only at its next command. It is for systems whose locks live as long
+// as a connection (a database row held FOR UPDATE, a named lock), not a
+// lease.
+type ConnectionKiller interface {
+	// KillHolder ends the session that holds key's lock; it fails with an
+	// error wrapping ErrNoHolder when no session holds it.
+	KillHolder(ctx context.Context, key string) (KilledConnection, error)
+}
+
+// KilledConnection is the session KillHolder ended.
+type KilledConnection struct {
+	ID   int64  // the server's connection id
+	From string // the client address the server saw (a link's proxy)
+	Key  string // the lock it held
+}
+
+// ErrNoHolder is wrapped when a fault that strikes a lock's holder finds
+// nobody holding it: the fault did not happen.
+var ErrNoHolder = errors.New("no session holds the lock")
+
 // Endpoint is one lock node as one client reaches it.
 type Endpoint struct {
 	Node string // node name, "n1"…
@@ -315,22 +340,26 @@ const (
 	// deployment's own network, beneath the harness's proxies
 	// (NodePartitioner).
 	CanPartitionNodes Capability = "native-partition"
+	// CanKillConnections: the server can end the session that holds a
+	// lock (ConnectionKiller).
+	CanKillConnections Capability = "kill-connection"
 )
 
 var capabilityWords = map[Capability]string{
-	CanKill:           "crashing and restarting nodes",
-	CanPause:          "pausing nodes",
-	CanSetClock:       "setting nodes' clocks",
-	CanCommand:        "sending nodes an operator's command",
-	CanCutLinks:       "cutting network links",
-	CanSlowLinks:      "slowing network links",
-	CanDropReplies:    "dropping the replies on network links",
-	CanSetPersistence: "changing the nodes' persistence",
-	CanPromote:        "promoting a replica",
-	CanElect:          "electing a master with a failure detector",
-	CanPartitionNodes: "cutting nodes off from each other in the deployment's own network",
-	CanFailoverShard:  "failing over a Redis Cluster master to its replica",
-	CanMoveSlots:      "moving hash slots between Redis Cluster masters",
+	CanKill:            "crashing and restarting nodes",
+	CanPause:           "pausing nodes",
+	CanSetClock:        "setting nodes' clocks",
+	CanCommand:         "sending nodes an operator's command",
+	CanCutLinks:        "cutting network links",
+	CanSlowLinks:       "slowing network links",
+	CanDropReplies:     "dropping the replies on network links",
+	CanSetPersistence:  "changing the nodes' persistence",
+	CanPromote:         "promoting a replica",
+	CanElect:           "electing a master with a failure detector",
+	CanPartitionNodes:  "cutting nodes off from each other in the deployment's own network",
+	CanFailoverShard:   "failing over a Redis Cluster master to its replica",
+	CanMoveSlots:       "moving hash slots between Redis Cluster masters",
+	CanKillConnections: "ending the session that holds a lock",
 }
 
 // String says what the capability lets a fault do ("pausing nodes").

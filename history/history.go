@@ -103,6 +103,12 @@ type Value struct {
 	// nanoseconds of the run clock. Zero means the lease never expires
 	// (setnx, or setnx-expire before its EXPIRE).
 	Deadline int64 `json:"deadline,omitempty"`
+	// Session, on an acquire ok, says the lease lasts as long as the
+	// holder's connection to the server (a database row held FOR UPDATE,
+	// GET_LOCK): it has no deadline, and the holder's crash, which closes
+	// the connection, ends it. A lease without it and without a deadline
+	// (setnx) outlives a crash for ever.
+	Session bool `json:"session,omitempty"`
 	// Nodes, on an acquire or renew ok of a lock over several independent
 	// nodes (Redlock), names the nodes that granted it, and Quorum is how
 	// many grants the lock needed: a claim granted by exactly Quorum nodes

@@ -18,5 +18,8 @@ func builtins() []Info {
 		redislockInfo,
 		etcdInfo,
 		etcdFencedInfo,
+		mysqlForUpdateInfo,
+		mysqlFencedInfo,
+		mysqlGetLockInfo,
 	}
 }

@@ -46,6 +46,10 @@ type Lease struct {
 	// a single node: the instant before the SET was sent, plus the TTL; for
 	// Redlock: start + TTL − drift). The zero time means it never expires.
 	ValidUntil time.Time
+	// Session is set by a lock whose lease lasts as long as the client's
+	// connection to the server (no ValidUntil): the server frees it when
+	// the connection ends, so a crashed client's lease ends with it.
+	Session bool
 	// Nodes names the nodes that granted the lease, for locks over several
 	// independent nodes (in the order the lock knows them), and Quorum is
 	// how many it needed; both are empty for single-node locks.

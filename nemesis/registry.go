@@ -43,6 +43,7 @@ func builtins() []func() fault {
 		func() fault { return &loseReplies{} },
 		func() fault { return &staleReplica{} },
 		func() fault { return clusterFailover{} },
+		func() fault { return &killConnection{} },
 	}
 }
 

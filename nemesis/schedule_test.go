@@ -81,7 +81,7 @@ func TestUnknownNemesis(t *testing.T) {
 }
 
 func TestKnownDescribed(t *testing.T) {
-	want := []string{"client-crash", "client-pause", "clock", "cluster-failover", "data-loss", "failover", "kill", "latency", "lose-replies", "memory-pressure", "native-partition", "partition", "pause", "renewer-stall", "script-flush", "stale-replica"}
+	want := []string{"client-crash", "client-pause", "clock", "cluster-failover", "data-loss", "failover", "kill", "kill-connection", "latency", "lose-replies", "memory-pressure", "native-partition", "partition", "pause", "renewer-stall", "script-flush", "stale-replica"}
 	if got := allNames(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("known %v, want %v", got, want)
 	}

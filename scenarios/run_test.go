@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
+	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
 )
 
 // TestCatalogue is the acceptance suite: it runs every scenario against real
@@ -19,6 +20,7 @@ func TestCatalogue(t *testing.T) {
 	}
 	clustertest.Require(t, "redis-server", "redis-sentinel")
 	etcdtest.Require(t)
+	mariadbtest.Require(t)
 	store := t.TempDir()
 	list := Catalogue()
 	results := make([]Result, len(list))

@@ -588,7 +588,7 @@ func (m *Mutex) count(t history.Type) {
 
 // leaseValue is the history form of a lease: the deadline in run-clock ns.
 func (m *Mutex) leaseValue(l locks.Lease) *history.Value {
-	v := &history.Value{Token: l.Token, Fence: l.Fence, Nodes: l.Nodes, Quorum: l.Quorum}
+	v := &history.Value{Token: l.Token, Fence: l.Fence, Nodes: l.Nodes, Quorum: l.Quorum, Session: l.Session}
 	if l.Expires() {
 		v.Deadline = m.env.Recorder.Clock().At(l.ValidUntil)
 		if v.Deadline <= 0 {

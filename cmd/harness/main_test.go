@@ -75,7 +75,7 @@ func TestLocksListsEveryLock(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, name := range []string{"token", "set-nx-ex", "etcd-fenced   (etcd) "} {
+	for _, name := range []string{"token", "set-nx-ex", "(etcd) the etcd lock with", "mysql-get-lock", "(mariadb) GET_LOCK"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("locks output lacks %s:\n%s", name, out)
 		}

@@ -1,0 +1,74 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/history"
+)
+
+// killConnection waits for a client to begin its critical section, then
+// has the server end that holder's session (KILL CONNECTION): the server
+// rolls back its transaction and frees its locks at once, while the
+// client, between two commands, knows nothing and goes on working. It is
+// the fault of locks that last as long as a connection (a row held FOR
+// UPDATE, GET_LOCK), where an operator's KILL, wait_timeout or a restart
+// ends the promise without a word to the holder.
+type killConnection struct{}
+
+func (killConnection) info() Info {
+	return Info{Name: "kill-connection", Strikes: []string{"kill-connection"},
+		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanKillConnections}},
+		Description: "KILL CONNECTION of the session holding a lock, while its client works in its critical section"}
+}
+
+func (killConnection) reset() {}
+
+func (killConnection) setup(_ context.Context, e *exec) error {
+	if e.env.Clients == nil {
+		return fmt.Errorf("kill-connection needs the workload's Clients, to find a holder")
+	}
+	return nil
+}
+
+func (killConnection) generate(*rand.Rand, Config, Topology) []Step {
+	return []Step{{Action: "holder"}}
+}
+
+func (killConnection) do(ctx context.Context, e *exec, s Step) error {
+	if s.Action != "holder" {
+		return fmt.Errorf("unknown action %q (want holder)", s.Action)
+	}
+	d, err := e.deployment()
+	if err != nil {
+		return err
+	}
+	ck, ok := d.(deploy.ConnectionKiller)
+	if !ok || !d.Capabilities().Has(deploy.CanKillConnections) {
+		return &deploy.UnsupportedError{Capability: deploy.CanKillConnections, Need: "the kill-connection nemesis"}
+	}
+	if e.env.Clients == nil {
+		return fmt.Errorf("no Clients to find a holder among")
+	}
+	return e.recordV("kill-connection", &history.Value{Fault: "kill-connection"}, func(v *history.Value) error {
+		wctx, cancel := context.WithTimeout(ctx, e.cfg.Interval)
+		p, key, ok := e.env.Clients.AwaitHolder(wctx, Await{})
+		cancel()
+		if !ok {
+			return fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
+		}
+		k, err := ck.KillHolder(ctx, key)
+		if errors.Is(err, deploy.ErrNoHolder) {
+			return fmt.Errorf("%w: %v", ErrNotDone, err)
+		}
+		if err != nil {
+			return err
+		}
+		v.Targets = []string{"c" + p.String()}
+		v.Detail = fmt.Sprintf("KILL CONNECTION %d (held %s; from %s)", k.ID, k.Key, k.From)
+		return nil
+	})
+}
