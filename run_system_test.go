@@ -11,6 +11,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/cluster/docker"
 	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
+	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
 	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
@@ -74,6 +75,38 @@ func TestEtcdLocksValid(t *testing.T) {
 					t.Fatalf("verdict %s, want valid: %+v; %+v", res.Verdict, res.Checkers, res.Violations)
 				}
 				t.Logf("counts %v", res.Counts)
+				if n := res.Counts["acquire"]["ok"]; n < 20 {
+					t.Errorf("only %d successful acquires", n)
+				}
+				if nem != "" && res.Counts["start-partition"]["ok"] == 0 {
+					t.Errorf("no partition struck: %+v", res.Counts)
+				}
+			})
+		}
+	}
+}
+
+// The MariaDB locks run on a real server, each client through its own
+// link: valid with no faults, and valid while clients are cut off from it
+// (a blackholed link leaves the holder's session, and so its lock, alive
+// on the server until the cut ends).
+func TestMariaDBLocksValid(t *testing.T) {
+	mariadbtest.Require(t)
+	t.Parallel()
+	for _, name := range []string{"mysql-for-update", "mysql-get-lock", "mysql-fenced"} {
+		for _, nem := range []string{"", "partition"} {
+			t.Run(name+"/"+nem, func(t *testing.T) {
+				cfg := lockharness.Config{
+					Lock: name, Seed: 3, TimeLimit: 4 * time.Second, Recovery: time.Second,
+					Workload: workloads.Config{Clients: 4, Keys: 2, TTL: 2 * time.Second},
+				}
+				if nem != "" {
+					cfg.Nemesis = nemesis.Config{Names: []string{nem}, Interval: time.Second, PartitionPatterns: []string{nemesis.PatternIsolate}}
+				}
+				res := run(t, cfg)
+				if res.Verdict != checker.Valid {
+					t.Fatalf("verdict %s, want valid: %+v; %+v", res.Verdict, res.Checkers, res.Violations)
+				}
 				if n := res.Counts["acquire"]["ok"]; n < 20 {
 					t.Errorf("only %d successful acquires", n)
 				}
