@@ -49,6 +49,7 @@ var mysqlForUpdateInfo = Info{
 	System:      SystemMariaDB,
 	Description: "a transaction on one pinned connection holding SELECT … FOR UPDATE on the key's row (NOWAIT, or waiting as long as innodb_lock_wait_timeout allows); release = COMMIT. No lease: the lock lasts as long as the connection",
 	MaxNodes:    1,
+	NoLease:     true,
 	New:         func(nodes []Node, opts Options) (Lock, error) { return newMySQLLock(nodes, opts, mysqlForUpdate) },
 }
 
@@ -58,6 +59,7 @@ var mysqlFencedInfo = Info{
 	Description: "mysql-for-update with a fencing token from an AUTO_INCREMENT column, taken inside the transaction once the row is held, checked by the storage",
 	MaxNodes:    1,
 	Fenced:      true,
+	NoLease:     true,
 	New:         func(nodes []Node, opts Options) (Lock, error) { return newMySQLLock(nodes, opts, mysqlFenced) },
 }
 
@@ -66,6 +68,7 @@ var mysqlGetLockInfo = Info{
 	System:      SystemMariaDB,
 	Description: "GET_LOCK(key, wait) / RELEASE_LOCK(key) on one pinned connection: a named lock that lasts as long as the connection",
 	MaxNodes:    1,
+	NoLease:     true,
 	New:         func(nodes []Node, opts Options) (Lock, error) { return newMySQLLock(nodes, opts, mysqlGetLock) },
 }
 

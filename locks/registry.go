@@ -88,6 +88,10 @@ type Info struct {
 	MinNodes, MaxNodes int
 	// Fenced is true when leases carry a fencing token.
 	Fenced bool
+	// NoLease is true for a lock without a TTL, held as long as its
+	// holder's session lasts (a database row lock): the workload's TTL
+	// means nothing to it, so faults are not measured against it.
+	NoLease bool
 	// NeedsReplicas is true for a lock that only works against a master
 	// with replicas (WAIT): the harness runs it on a replicated topology.
 	NeedsReplicas bool

@@ -42,8 +42,11 @@ func ScaleOf(meta RunMeta) (Scale, bool) {
 	if err := json.Unmarshal(meta.Config, &cfg); err != nil {
 		return Scale{}, false
 	}
-	s := Scale{TTL: cfg.Workload.WithDefaults().TTL}
 	lock := cmpOr(cfg.Lock, meta.Lock)
+	if info, err := locks.Builtin().Lookup(lock); err == nil && info.NoLease {
+		return Scale{}, true // no TTL to measure faults against
+	}
+	s := Scale{TTL: cfg.Workload.WithDefaults().TTL}
 	if driftLocks[lock] {
 		s.Drift = locks.RedlockDrift(s.TTL)
 	}
@@ -99,7 +102,7 @@ var sizeWords = map[string]string{
 
 // instantFaults happen at an instant: the window the history gives them
 // (until the final heal) is no length of theirs.
-var instantFaults = map[string]bool{"crash-client": true}
+var instantFaults = map[string]bool{"crash-client": true, "kill-connection": true}
 
 // Size says how large the fault was against the scale, or "" when it has
 // no size that matters (an instant: a flush, a promotion): a clock jump as

@@ -90,3 +90,15 @@ func TestClientPauseSizes(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// A lock without a lease (a database row lock) has no TTL to measure
+// faults against, and a killed connection is an instant.
+func TestNoLeaseLockHasNoFaultSizes(t *testing.T) {
+	meta := RunMeta{Lock: "mysql-for-update", Config: []byte(`{"Lock":"mysql-for-update","Workload":{"TTL":1000000000}}`)}
+	if s, ok := ScaleOf(meta); !ok || s.TTL != 0 {
+		t.Fatalf("scale of a lock without a lease: %+v, %v; want no TTL", s, ok)
+	}
+	if got := (Fault{Family: "kill-connection", Stopped: true, Start: 1, End: 2e9}).Size(Scale{TTL: time.Second}); got != "" {
+		t.Errorf("kill-connection size %q, want none: it is an instant", got)
+	}
+}
