@@ -265,6 +265,18 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps) promis
 		// began before the invoke in a max-heap by end.
 		rels := releases[k]
 		sort.SliceStable(rels, func(i, j int) bool { return rels[i].inv < rels[j].inv })
+		// A release that ended its own process's live claim while another
+		// held the key too is still a release inside the other's claim, but
+		// whose lock it removed the history cannot say (a DEL without a
+		// token removed the other's key; a server that had dropped the
+		// releaser's lock, a killed session, freed the releaser's own): the
+		// words say both held.
+		ownEnd := map[int64]bool{}
+		for i := range cs {
+			if cs[i].released >= 0 {
+				ownEnd[cs[i].released] = true
+			}
+		}
 		open := &endHeap{max: true}
 		next := 0
 		reported = rep[capKey{"foreign", k}]
@@ -301,8 +313,7 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps) promis
 					Checker: "lock-promise", Kind: KindForeignRelease, Key: k,
 					Processes: []int{r.proc, holder.proc}, Start: r.start, End: r.end,
 					Events: []int64{r.inv, r.done, holder.grant}, Fatal: true,
-					Description: fmt.Sprintf("process %d released %s (from %s to %s) while process %d held it (from %s %s): it removed someone else's lock",
-						r.proc, k, secs(r.start), secs(r.end), holder.proc, secs(holder.start.t), untilText(holder)),
+					Description: foreignReleaseText(r, k, holder, ownEnd[r.inv]),
 				})
 			}
 		}
@@ -406,4 +417,15 @@ func untilText(c *claim) string {
 	default:
 		return fmt.Sprintf("until its lease ran out at %s", secs(c.end.t))
 	}
+}
+
+// foreignReleaseText describes r, a release of k inside holder's claim;
+// own when r also ended a claim of its own process.
+func foreignReleaseText(r *call, k string, holder *claim, own bool) string {
+	if own {
+		return fmt.Sprintf("process %d released %s (from %s to %s) while process %d also held it (from %s %s): with both holding, the release took the lock from under one of them",
+			r.proc, k, secs(r.start), secs(r.end), holder.proc, secs(holder.start.t), untilText(holder))
+	}
+	return fmt.Sprintf("process %d released %s (from %s to %s) while process %d held it (from %s %s): it removed someone else's lock",
+		r.proc, k, secs(r.start), secs(r.end), holder.proc, secs(holder.start.t), untilText(holder))
 }

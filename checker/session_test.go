@@ -2,6 +2,7 @@ package checker
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/history"
@@ -46,5 +47,12 @@ func TestSessionLeaseKilledUnderItsHolderIsABrokenPromise(t *testing.T) {
 	got := kinds(r.Violations, true)
 	if !slices.Contains(got, KindOverlap) || !slices.Contains(got, KindLostLease) {
 		t.Fatalf("violations %v, want an overlap and a lost lease\n%s", got, dump(ops))
+	}
+	// B released while A's claim was live, and B held too: the words say
+	// both held, not that B removed someone else's lock.
+	for _, v := range r.Violations {
+		if v.Kind == KindForeignRelease && !strings.Contains(v.Description, "while process 0 also held it") {
+			t.Fatalf("B's release of its own claim inside A's: %q", v.Description)
+		}
 	}
 }
