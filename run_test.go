@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/cluster/clustertest"
+	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
@@ -201,6 +202,11 @@ func TestEveryNemesisRuns(t *testing.T) {
 				// would strike no holder. The manual one promotes 0.5s
 				// after freezing the replication link.
 				cfg.Cluster.Failover = cluster.FailoverManual
+			}
+			if n.Needs.Has(deploy.CanKillConnections) {
+				// Only a session lock has a connection whose end frees it.
+				mariadbtest.Require(t)
+				cfg.Lock = "mysql-for-update"
 			}
 			out, err := lockharness.Run(context.Background(), cfg)
 			if n.Needs.Has(deploy.CanPartitionNodes) {
