@@ -15,7 +15,7 @@ import (
 // the failures lock users report in issue trackers (catalogueTwo). It
 // returns new values each time: callers may change them.
 func Catalogue() []Scenario {
-	return append(append(catalogueOne(), catalogueTwo()...), catalogueConsensus()...)
+	return append(append(append(catalogueOne(), catalogueTwo()...), catalogueConsensus()...), catalogueZooKeeper()...)
 }
 
 // Sources of part two: public issue threads.

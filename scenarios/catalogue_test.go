@@ -61,6 +61,10 @@ func TestCatalogueIsComplete(t *testing.T) {
 		"etcd-lease-expiry-gc-pause": "resource invalid",
 		"etcd-fenced-lease-expiry":   "valid",
 		"etcd-leader-partitioned":    "valid",
+		"zk-session-expiry-gc-pause": "resource invalid",
+		"zk-fenced-session-expiry":   "valid",
+		"zk-leader-partitioned":      "valid",
+		"zk-clock-jump":              "valid",
 	}
 	got := map[string]Scenario{}
 	for _, s := range Catalogue() {
@@ -198,7 +202,7 @@ func TestScenariosAreWellFormed(t *testing.T) {
 		name   string
 		all    []Scenario
 		budget time.Duration
-	}{{"one", catalogueOne(), 3 * time.Minute}, {"two", catalogueTwo(), 90 * time.Second}, {"consensus", catalogueConsensus(), 60 * time.Second}} {
+	}{{"one", catalogueOne(), 3 * time.Minute}, {"two", catalogueTwo(), 90 * time.Second}, {"consensus", catalogueConsensus(), 60 * time.Second}, {"zookeeper", catalogueZooKeeper(), 60 * time.Second}} {
 		var length time.Duration
 		for _, s := range part.all {
 			length += s.Duration()
