@@ -271,6 +271,10 @@ func (l *zkLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lea
 	deadline := time.Now().Add(o.Wait)
 	for {
 		first, pred, err := l.queue(ctx, h)
+		if errors.Is(err, ErrNotAcquired) {
+			l.forget(h) // our node went with an expired session
+			return lease, l.nodeErr("lock", err)
+		}
 		if err != nil {
 			return lease, l.nodeErr("lock", err) // unknown: Release finds the node
 		}

@@ -3,7 +3,9 @@ package scenarios
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/cluster/zookeeper/zktest"
@@ -14,8 +16,8 @@ import (
 // each N times against real ensembles (under stress-ng, the CPU-load
 // soak), asserts every checker's verdict and the exposure, and logs how
 // available the majority stayed while the leader was cut off. With
-// LOCKHARNESS_STORE=dir it keeps the runs there; LOCKHARNESS_ONLY=name
-// soaks one scenario. Without a count it skips: TestCatalogue runs them
+// LOCKHARNESS_STORE=dir it keeps the runs there; LOCKHARNESS_ONLY=a,b
+// soaks those scenarios alone. Without a count it skips: TestCatalogue runs them
 // once.
 func TestZooKeeperCatalogue(t *testing.T) {
 	if testing.Short() {
@@ -33,7 +35,7 @@ func TestZooKeeperCatalogue(t *testing.T) {
 	var list []Scenario
 	for range rounds {
 		for _, s := range catalogueZooKeeper() {
-			if only := os.Getenv("LOCKHARNESS_ONLY"); only == "" || only == s.Name {
+			if only := os.Getenv("LOCKHARNESS_ONLY"); only == "" || slices.Contains(strings.Split(only, ","), s.Name) {
 				list = append(list, s)
 			}
 		}
@@ -62,4 +64,3 @@ func TestZooKeeperCatalogue(t *testing.T) {
 		})
 	}
 }
-
