@@ -14,6 +14,18 @@
 // for the election port, cut and healed together) and cutting a member's
 // links partitions it away both ways.
 //
+// A known gap in that isolation (measured): a server that receives an
+// election connection from a server with a lower id drops it and connects
+// back to the address the other advertised in its first message, which is
+// its real election port, not through this server's link. Such a
+// connection, made before a cut, outlives it: then a cut-off server may go
+// on exchanging votes with the others, and was seen (2 runs in 5 under
+// load) to keep n2 and n3 voting for the cut-off n1 for 30s, electing
+// nobody. Quorum traffic (a follower's connection to its leader) always
+// goes through the links. Routing every connection a server makes through
+// a SOCKS proxy of its own (as the etcd backend does) was tried: the JVM
+// ignores socksProxyHost for ZooKeeper's quorum sockets.
+//
 // Server ids: n1 is server.3, n2 server.2, n3 server.1. ZooKeeper's fast
 // leader election picks the highest (zxid, id), so on a fresh ensemble n1,
 // with the highest id, leads and a schedule can name it, as with etcd.
@@ -288,7 +300,10 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 		werr = errors.Join(werr, <-errs)
 	}
 	if werr != nil {
-		if strings.Contains(werr.Error(), "Address already in use") || strings.Contains(werr.Error(), "address already in use") {
+		// A server that cannot bind its election port says only that it
+		// leaves the election, in the last lines of its log.
+		if strings.Contains(werr.Error(), "Address already in use") || strings.Contains(werr.Error(), "address already in use") ||
+			strings.Contains(werr.Error(), "participate in leader election") {
 			return nil, fmt.Errorf("%w: %v", cluster.ErrPortBusy, werr)
 		}
 		return nil, werr
