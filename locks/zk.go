@@ -262,7 +262,7 @@ func (l *zkLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lea
 		if errors.Is(err, ErrNotAcquired) {
 			l.forget(h)
 		}
-		return lease, err
+		return lease, err // unknown: Release finds the node, or cleans up
 	}
 	l.mu.Lock()
 	h.confirmed = start
@@ -517,6 +517,48 @@ func (l *zkLock) Release(ctx context.Context, lease Lease) error {
 	return l.nodeErr("release", err)
 }
 
+// cleanup removes whatever an attempt whose outcome stays unknown left
+// behind, in the background: it waits for the create's outcome, finds the
+// node by its GUID and deletes it, trying again until that is done or
+// the client is closed. Without it a node made by a create that got no
+// answer, or not deleted by a release that got none, would hold the lock
+// for nobody as long as the client's session lives (a ghost).
+func (l *zkLock) cleanup(h *zkHold) {
+	go func() {
+		select {
+		case <-h.pending:
+		case <-l.ctx.Done():
+			return
+		}
+		for {
+			var path string
+			var ok bool
+			err := l.call(l.ctx, func() error {
+				var err error
+				path, ok, err = l.find(h)
+				return err
+			})
+			if err == nil && !ok {
+				return
+			}
+			if err == nil {
+				err = l.call(l.ctx, func() error { return l.conn.Delete(path, -1) })
+				if err == nil || errors.Is(err, zk.ErrNoNode) {
+					return
+				}
+			}
+			if errors.Is(err, zk.ErrSessionExpired) {
+				return // the node went with the session
+			}
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+}
+
 // deleteLater deletes a node whose delete got no answer, trying again
 // until it is done or gone, as Curator's guaranteed delete does: the
 // session that owns it lives on, and so would the lock, held by nobody.
@@ -544,8 +586,12 @@ func (l *zkLock) releaseUnknown(ctx context.Context, h *zkHold) error {
 	select {
 	case <-h.pending:
 	case <-ctx.Done():
+		l.forget(h)
+		l.cleanup(h)
 		return l.nodeErr("release", ctx.Err())
 	case <-time.After(3 * l.timeout):
+		l.forget(h)
+		l.cleanup(h)
 		return l.nodeErr("release", fmt.Errorf("the create still has no outcome"))
 	}
 	var path string
@@ -555,6 +601,8 @@ func (l *zkLock) releaseUnknown(ctx context.Context, h *zkHold) error {
 		path, ok, err = l.find(h)
 		return err
 	}); err != nil {
+		l.forget(h)
+		l.cleanup(h)
 		return l.nodeErr("release", err)
 	}
 	if !ok {
