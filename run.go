@@ -22,6 +22,7 @@ import (
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/cluster/etcd"
 	"github.com/lockharness/lockharness/cluster/mariadb"
+	"github.com/lockharness/lockharness/cluster/zookeeper"
 	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
@@ -369,7 +370,7 @@ func (c Config) checkFailpoints(info locks.Info) error {
 // with every link a proxy, and a Redis storage node for the protected
 // resource (cluster.Deployment.StorageAddr).
 func systems() map[string]cluster.Backend {
-	return map[string]cluster.Backend{locks.SystemEtcd: etcd.Local, locks.SystemMariaDB: mariadb.Local}
+	return map[string]cluster.Backend{locks.SystemEtcd: etcd.Local, locks.SystemMariaDB: mariadb.Local, locks.SystemZooKeeper: zookeeper.Local}
 }
 
 func systemNames() []string {

@@ -1,9 +1,6 @@
 package locks_test
 
 import (
-	"context"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,41 +28,7 @@ func BenchmarkAcquireReleaseMySQL(b *testing.B) {
 			for i := range ls {
 				ls[i] = newLock(b, name, c.ClientNodes(i, cluster.ClientOptions{Timeout: 5 * time.Second}), uint64(i), locks.Options{})
 			}
-			ctx := context.Background()
-			errs := make(chan error, clients)
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for i, l := range ls {
-				share := b.N / clients
-				if i < b.N%clients {
-					share++
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					key := fmt.Sprintf("bench-%d", i)
-					for j := 0; j < share; j++ {
-						lease, err := l.Acquire(ctx, key, locks.AcquireOptions{})
-						if err != nil {
-							errs <- fmt.Errorf("client %d acquire: %w", i, err)
-							return
-						}
-						if err := l.Release(ctx, lease); err != nil {
-							errs <- fmt.Errorf("client %d release: %w", i, err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "pairs/s")
+			benchPairs(b, ls)
 		})
 	}
 }

@@ -17,7 +17,7 @@ import (
 // those of a Redis Cluster (catalogueCluster). It
 // returns new values each time: callers may change them.
 func Catalogue() []Scenario {
-	return slices.Concat(catalogueOne(), catalogueTwo(), catalogueCluster(), catalogueConsensus(), catalogueMariaDB())
+	return slices.Concat(catalogueOne(), catalogueTwo(), catalogueCluster(), catalogueConsensus(), catalogueZooKeeper(), catalogueMariaDB())
 }
 
 // Sources of part two: public issue threads.

@@ -7,6 +7,7 @@ import (
 	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
 	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
+	"github.com/lockharness/lockharness/cluster/zookeeper/zktest"
 )
 
 // TestCatalogue is the acceptance suite: it runs every scenario against real
@@ -21,6 +22,7 @@ func TestCatalogue(t *testing.T) {
 	clustertest.Require(t, "redis-server", "redis-sentinel")
 	etcdtest.Require(t)
 	mariadbtest.Require(t)
+	zktest.Require(t)
 	store := t.TempDir()
 	list := Catalogue()
 	results := make([]Result, len(list))

@@ -14,6 +14,7 @@ command -v redis-server   >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v etcd           >/dev/null 2>&1 || need+=(etcd-server)
 [ -x /usr/sbin/mariadbd ] || command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server) # the MySQL locks' server
+[ -f /usr/share/java/zookeeper.jar ]      || need+=(zookeeper) # the zk locks' ensemble (brings a JRE)
 command -v gcc            >/dev/null 2>&1 || need+=(gcc)
 [ -f /usr/include/dlfcn.h ]               || need+=(libc6-dev) # headers for the malloc shim
 command -v chromium       >/dev/null 2>&1 || need+=(chromium)
@@ -51,6 +52,6 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # Debian's redis packages may start system services; the harness starts its
 # own servers on free ports and needs none of them.
-for svc in redis-server redis-sentinel etcd mariadb; do
+for svc in redis-server redis-sentinel etcd mariadb zookeeper; do
   if command -v service >/dev/null 2>&1; then $SUDO service "$svc" stop >/dev/null 2>&1 || true; fi
 done

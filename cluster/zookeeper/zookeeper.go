@@ -1,0 +1,560 @@
+// Package zookeeper is the local-process ZooKeeper backend behind the seam:
+// an ensemble of ZooKeeper 3.8 servers (Debian's zookeeper package, run as
+// QuorumPeerMain on a JVM) on loopback, every client's link to every
+// server and every server's link to every other server a toxiproxy proxy
+// of its own, plus a Redis storage node for the protected resource. Its
+// *Cluster is a cluster.Deployment whose nodes carry addresses only: the
+// ZooKeeper locks (package locks) dial their own client through them.
+//
+// Server to server links: a ZooKeeper server reaches another at the
+// addresses its own zoo.cfg gives for it (server.N=host:quorum:election).
+// Each member gets a zoo.cfg of its own, whose line for itself names its
+// real ports and whose lines for the others name its own proxies to them,
+// so "n1->n2" is n1's path to n2 alone (one proxy for the quorum port, one
+// for the election port, cut and healed together) and cutting a member's
+// links partitions it away both ways.
+//
+// A known gap in that isolation (measured): a server that receives an
+// election connection from a server with a lower id drops it and connects
+// back to the address the other advertised in its first message, which is
+// its real election port, not through this server's link. Such a
+// connection, made before a cut, outlives it: then a cut-off server may go
+// on exchanging votes with the others, and was seen (2 runs in 5 under
+// load) to keep n2 and n3 voting for the cut-off n1 for 30s, electing
+// nobody. Quorum traffic (a follower's connection to its leader) always
+// goes through the links. Routing every connection a server makes through
+// a SOCKS proxy of its own (as the etcd backend does) was tried: the JVM
+// ignores socksProxyHost for ZooKeeper's quorum sockets.
+//
+// Server ids: n1 is server.3, n2 server.2, n3 server.1. ZooKeeper's fast
+// leader election picks the highest (zxid, id), so on a fresh ensemble n1,
+// with the highest id, leads and a schedule can name it, as with etcd.
+//
+// Clocks: the JVM reads the wall clock through libc's clock_gettime, so
+// libfaketime reaches it (TestLibfaketimeReachesTheJVM); with
+// Config.Faketime every server runs under it with the monotonic clock left
+// real, as a wall-clock step (NTP, an operator) leaves CLOCK_MONOTONIC.
+// ZooKeeper times sessions on the monotonic clock (Time.currentElapsedTime,
+// System.nanoTime), which is what zk-clock-jump shows.
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
+	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/locks"
+)
+
+// InstallHint says how to get ZooKeeper.
+const InstallHint = "install it with `apt-get install -y zookeeper` (Debian/Ubuntu; it brings a JRE)"
+
+// Jars ZooKeeper runs from: Debian's zookeeper.jar names its dependencies
+// in its manifest's Class-Path; slf4j-simple makes it log to stderr (the
+// server's log file), with the time, which ConfirmClock reads.
+var (
+	zookeeperJar = "/usr/share/java/zookeeper.jar"
+	loggerJar    = "/usr/share/java/slf4j-simple.jar"
+)
+
+// Timing of the ensemble. A tick of 200ms lets a client ask for sessions
+// as short as 400ms (two ticks); a follower gives up a silent leader after
+// SyncLimit ticks (4s) and the leader its followers alike: with 2s a
+// loaded two-core machine (load average 40 beside stress-ng) was seen to
+// change leaders in the middle of a run, and a new leader gives every
+// session a fresh timeout. InitLimit is generous: a JVM that is still
+// compiling syncs slowly.
+const (
+	TickTime  = 200 * time.Millisecond
+	InitLimit = 50 // ticks: 10s
+	SyncLimit = 20 // ticks: 4s
+	// MaxSessionTimeout is the longest session a client may ask for; the
+	// server grants what is asked between 2 ticks and this.
+	MaxSessionTimeout = 60 * time.Second
+)
+
+// readyTimeout bounds a start: JVMs starting on a loaded machine, then an
+// election.
+const readyTimeout = 60 * time.Second
+
+// Cluster is a running ZooKeeper ensemble.
+type Cluster struct {
+	cfg     cluster.Config
+	tempDir bool
+
+	// Servers are the ZooKeeper servers n1…nN.
+	Servers []*cluster.Server
+	// Storage is the Redis server holding the protected resource; no
+	// fault reaches it.
+	Storage *cluster.Server
+
+	clientPort   map[string]int // server -> client port
+	quorumPort   map[string]int
+	electionPort map[string]int
+	proxies      *toxiproxy.ApiServer
+	links        map[string]deploy.Link
+
+	downOnce sync.Once
+	downErr  error
+}
+
+var (
+	_ cluster.Deployment = (*Cluster)(nil)
+	_ deploy.Hinter      = (*Cluster)(nil)
+	_ deploy.Killer      = member{}
+	_ deploy.Pauser      = member{}
+	_ deploy.Clocked     = member{}
+)
+
+// Local is the ZooKeeper Backend: Up.
+func Local(ctx context.Context, cfg cluster.Config) (cluster.Deployment, error) {
+	c, err := Up(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Up starts cfg.Nodes servers (3 when unset) with their links and the
+// storage node, waits until every server serves (follows or leads) and
+// makes n1 the leader. With cfg.Faketime every server runs under
+// libfaketime and can have its clock set. On error, whatever was started
+// is stopped. A port taken between choosing it and binding it makes Up
+// start over, up to three times.
+func Up(ctx context.Context, cfg cluster.Config) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := up(ctx, cfg)
+		if err == nil || attempt == 3 || !errors.Is(err, cluster.ErrPortBusy) || ctx.Err() != nil {
+			return c, err
+		}
+	}
+}
+
+func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Clients == 0 {
+		cfg.Clients = 1
+	}
+	switch {
+	case cfg.Nodes < 1:
+		return nil, fmt.Errorf("zookeeper needs at least 1 server, got %d", cfg.Nodes)
+	case cfg.Topology == cluster.Replicated:
+		return nil, fmt.Errorf("zookeeper is an ensemble of peers, not a master with replicas: leave out the replicated topology")
+	case cfg.BasePort != 0:
+		return nil, fmt.Errorf("zookeeper servers take free ports: leave out the base port")
+	}
+	java, err := cluster.LookBinary("java")
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, InstallHint)
+	}
+	for _, j := range []string{zookeeperJar, loggerJar} {
+		if _, err := os.Stat(j); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v; %s", cluster.ErrMissingBinary, j, err, InstallHint)
+		}
+	}
+	redis, err := cluster.LookBinary("redis-server")
+	if err != nil {
+		return nil, err
+	}
+	var ftEnv func(file string) []string
+	if cfg.Faketime {
+		lib, err := cluster.Libfaketime()
+		if err != nil {
+			return nil, err
+		}
+		ftEnv = func(f string) []string { return faketimeEnv(lib, f) }
+	}
+	c := &Cluster{cfg: cfg, links: map[string]deploy.Link{},
+		clientPort: map[string]int{}, quorumPort: map[string]int{}, electionPort: map[string]int{}}
+	defer func() {
+		if err != nil {
+			_ = c.Down()
+		}
+	}()
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "lockharness-zookeeper-")
+		if err != nil {
+			return nil, fmt.Errorf("make zookeeper dir: %w", err)
+		}
+		c.cfg.Dir, c.tempDir = d, true
+	} else if c.cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("zookeeper dir %s: %w", cfg.Dir, err)
+	}
+
+	// Ports stay bound until the proxies have theirs, so no proxy takes a
+	// server's port.
+	ports, held, err := freePorts(3*cfg.Nodes + 1)
+	if err != nil {
+		return nil, err
+	}
+	release := func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+		held = nil
+	}
+	defer release()
+	names := make([]string, cfg.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i+1)
+		c.clientPort[names[i]] = ports[3*i]
+		c.quorumPort[names[i]] = ports[3*i+1]
+		c.electionPort[names[i]] = ports[3*i+2]
+	}
+	sp := ports[3*cfg.Nodes]
+	sdir := filepath.Join(c.cfg.Dir, "storage")
+	c.Storage = &cluster.Server{Name: "storage", Port: sp, Binary: redis, Dir: sdir, Config: cluster.RedisConfig(sp, sdir, "storage")}
+
+	c.proxies = cluster.NewProxyServer()
+	for cl := 0; cl < cfg.Clients; cl++ {
+		for _, n := range names {
+			l, err := cluster.NewLink(c.proxies, deploy.ClientName(cl), n, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.clientPort[n]))
+			if err != nil {
+				return nil, err
+			}
+			c.links[l.Name()] = l
+		}
+	}
+	peer := map[string]*peerLink{}
+	for _, a := range names {
+		for _, b := range names {
+			if a == b {
+				continue
+			}
+			q, err := cluster.NewLink(c.proxies, a, b, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.quorumPort[b]))
+			if err != nil {
+				return nil, err
+			}
+			// The election link's proxy needs a name of its own; it is
+			// never listed: peerLink faults both.
+			e, err := cluster.NewLink(c.proxies, a, b+"-election", "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.electionPort[b]))
+			if err != nil {
+				return nil, err
+			}
+			pl := &peerLink{quorum: q, election: e}
+			peer[pl.Name()] = pl
+			c.links[pl.Name()] = pl
+		}
+	}
+	release()
+
+	for i, n := range names {
+		dir := filepath.Join(c.cfg.Dir, n)
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			return nil, fmt.Errorf("make %s: %w", dir, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(fmt.Sprintln(serverID(i, cfg.Nodes))), 0o644); err != nil {
+			return nil, fmt.Errorf("write myid of %s: %w", n, err)
+		}
+		var lines []string
+		for j, o := range names {
+			if o == n {
+				lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", serverID(j, cfg.Nodes), c.quorumPort[o], c.electionPort[o]))
+				continue
+			}
+			pl := peer[deploy.LinkName(n, o)]
+			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%s:%s", serverID(j, cfg.Nodes), port(pl.quorum.Addr()), port(pl.election.Addr())))
+		}
+		s := &cluster.Server{Name: n, Port: c.clientPort[n], Binary: java, Dir: dir, Output: true,
+			Config: zooCfg(dir, c.clientPort[n], lines),
+		}
+		s.Args = javaArgs(s.ConfigPath())
+		if ftEnv != nil {
+			s.ClockFile = filepath.Join(dir, "faketime")
+			s.Env = ftEnv(s.ClockFile)
+		}
+		s.Ready = func(ctx context.Context) error {
+			_, err := Mode(ctx, s.Addr())
+			return err
+		}
+		c.Servers = append(c.Servers, s)
+	}
+
+	if err := c.Storage.Start(ctx, false); err != nil {
+		return nil, err
+	}
+	for _, s := range c.Servers {
+		if err := s.Start(ctx, false); err != nil {
+			return nil, err
+		}
+	}
+	all := append([]*cluster.Server{c.Storage}, c.Servers...)
+	errs := make(chan error, len(all))
+	for _, s := range all {
+		go func(s *cluster.Server) { errs <- s.WaitReady(ctx, readyTimeout) }(s)
+	}
+	var werr error
+	for range all {
+		werr = errors.Join(werr, <-errs)
+	}
+	if werr != nil {
+		// A server that cannot bind its election port says only that it
+		// leaves the election, in the last lines of its log.
+		if strings.Contains(werr.Error(), "Address already in use") || strings.Contains(werr.Error(), "address already in use") ||
+			strings.Contains(werr.Error(), "participate in leader election") {
+			return nil, fmt.Errorf("%w: %v", cluster.ErrPortBusy, werr)
+		}
+		return nil, werr
+	}
+	if err := c.lead(ctx, names[0]); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// serverID is the ZooKeeper id (myid, server.N) of the i-th server of n:
+// n1 has the highest, so that it wins a fresh election.
+func serverID(i, n int) int { return n - i }
+
+// zooCfg is a server's zoo.cfg. The admin server (Jetty, on 8080) is off;
+// the four-letter words the harness uses are on.
+func zooCfg(dir string, clientPort int, servers []string) string {
+	lines := []string{
+		fmt.Sprintf("tickTime=%d", TickTime.Milliseconds()),
+		fmt.Sprintf("initLimit=%d", InitLimit),
+		fmt.Sprintf("syncLimit=%d", SyncLimit),
+		"dataDir=" + filepath.Join(dir, "data"),
+		fmt.Sprintf("clientPort=%d", clientPort),
+		"clientPortAddress=127.0.0.1",
+		fmt.Sprintf("minSessionTimeout=%d", 2*TickTime.Milliseconds()),
+		fmt.Sprintf("maxSessionTimeout=%d", MaxSessionTimeout.Milliseconds()),
+		"maxClientCnxns=0",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=srvr,ruok,mntr,stat,cons",
+		// A server restarted while the others run rejoins them; the old
+		// transaction logs are small, nothing needs purging.
+		"autopurge.purgeInterval=0",
+		// A looking server re-sends its votes at most 2s apart (the
+		// default backs off to 60s while a peer is unreachable, which
+		// keeps a healed server out for up to a minute), and gives up a
+		// connection attempt to a peer after 1s (default 5s). Unknown
+		// keys become zookeeper.* system properties.
+		"fastleader.maxNotificationInterval=2000",
+		"cnxTimeout=1000",
+	}
+	return strings.Join(append(lines, servers...), "\n") + "\n"
+}
+
+// javaArgs start a server fast on a small machine: class data sharing,
+// the client compiler only, the serial collector, a small heap. The log
+// shows each line's wall-clock time, which is what ConfirmClock reads.
+func javaArgs(cfgPath string) []string {
+	return []string{
+		"-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		"-Xms32m", "-Xmx192m", "-XX:-UsePerfData",
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=" + logTimeFormatJava,
+		"-cp", zookeeperJar + ":" + loggerJar,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,
+	}
+}
+
+// The time stamp on each log line: Java's pattern and Go's layout.
+const (
+	logTimeFormatJava = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
+	logTimeLayout     = "2006-01-02T15:04:05.000Z07:00"
+)
+
+// faketimeEnv runs a JVM under libfaketime reading its offset from
+// clockFile, as the Redis nodes do: the file is reread on every clock read
+// (FAKETIME_NO_CACHE), so a change shows at once, and CLOCK_MONOTONIC is
+// left real (FAKETIME_DONT_FAKE_MONOTONIC), as a real wall-clock step
+// leaves it; libfaketime's README says a JVM hangs without it. Unlike
+// Redis the JVM needs no malloc shim (it allocates with glibc). Measured
+// here: libfaketime 0.9.10 turns on its "monotonic fix" for this glibc on
+// its own, and with it every timed wait of the JVM (the monitor deflation
+// thread, ZooKeeper's session tracker, …) returns at once: an idle server
+// spins at 50–70% of a core and an ensemble takes a minute to elect;
+// FAKETIME_FORCE_MONOTONIC_FIX=0 turns it off (idle: 0 ticks in 3s).
+func faketimeEnv(lib, clockFile string) []string {
+	return []string{
+		"LD_PRELOAD=" + lib,
+		"FAKETIME_TIMESTAMP_FILE=" + clockFile,
+		"FAKETIME_NO_CACHE=1",
+		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+		"FAKETIME_FORCE_MONOTONIC_FIX=0",
+	}
+}
+
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+// freePorts picks n free loopback ports, their listeners still open.
+func freePorts(n int) ([]int, []net.Listener, error) {
+	var ports []int
+	var held []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, h := range held {
+				_ = h.Close()
+			}
+			return nil, nil, fmt.Errorf("find a free port: %w", err)
+		}
+		held = append(held, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, held, nil
+}
+
+// Layout is the ensemble's shape: servers that talk among themselves.
+func (c *Cluster) Layout() deploy.Layout {
+	l := deploy.Layout{Clients: c.cfg.Clients, Peers: true}
+	for _, s := range c.Servers {
+		l.Nodes = append(l.Nodes, s.Name)
+	}
+	return l
+}
+
+// Capabilities: every link is a proxy.
+func (c *Cluster) Capabilities() deploy.Capabilities {
+	return deploy.Capabilities{deploy.CanCutLinks, deploy.CanSlowLinks, deploy.CanDropReplies}
+}
+
+// Hint says why a capability is missing.
+func (c *Cluster) Hint(cp deploy.Capability) string {
+	switch cp {
+	case deploy.CanSetClock:
+		return "start the servers under libfaketime (cluster Config.Faketime; `harness run` does it for --nemesis clock)"
+	case deploy.CanCommand:
+		return "the operator commands the nemeses send are Redis's; ZooKeeper takes none"
+	case deploy.CanSetPersistence:
+		return "ZooKeeper always logs every transaction to disk before it acknowledges it; there is nothing to switch"
+	case deploy.CanPromote, deploy.CanElect:
+		return "ZooKeeper elects its own leader; partition, pause or kill the leader (n1 at the start) instead"
+	}
+	return ""
+}
+
+// Node returns a server by name.
+func (c *Cluster) Node(name string) (deploy.Node, error) {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			return member{s}, nil
+		}
+	}
+	return nil, fmt.Errorf("no server %q in this zookeeper ensemble", name)
+}
+
+// Members are the servers in name order.
+func (c *Cluster) Members() []deploy.Node {
+	out := make([]deploy.Node, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = member{s}
+	}
+	return out
+}
+
+// Network is the ensemble's links.
+func (c *Cluster) Network() deploy.Network { return network{c} }
+
+// Endpoints are the servers as client slot cl reaches them.
+func (c *Cluster) Endpoints(cl int) []deploy.Endpoint {
+	var out []deploy.Endpoint
+	for _, s := range c.Servers {
+		if l := c.links[deploy.LinkName(deploy.ClientName(cl), s.Name)]; l != nil {
+			out = append(out, deploy.Endpoint{Node: s.Name, Addr: l.Addr()})
+		}
+	}
+	return out
+}
+
+// ClientNodes are the servers as client slot cl reaches them: addresses
+// for the ZooKeeper client the lock builds, and the per-request timeout.
+func (c *Cluster) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
+	o = o.WithDefaults()
+	var out []locks.Node
+	for _, ep := range c.Endpoints(cl) {
+		out = append(out, locks.Node{Name: ep.Node, Addr: ep.Addr, Timeout: o.Timeout})
+	}
+	return out
+}
+
+// StorageAddr is the Redis storage node's address (direct, never faulted).
+func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
+
+// Heal undoes every fault (deploy.HealAll), then waits until every server
+// serves again: a restarted or reconnected server has rejoined a leader.
+func (c *Cluster) Heal(ctx context.Context) (string, error) {
+	did, err := deploy.HealAll(ctx, c)
+	if err != nil {
+		return did, err
+	}
+	return did, c.waitServing(ctx, readyTimeout)
+}
+
+// Healthy reports what is still broken: a faulted link, a server down or
+// paused (deploy.CheckHealthy), or a server that neither leads nor
+// follows.
+func (c *Cluster) Healthy(ctx context.Context) error {
+	errs := []error{deploy.CheckHealthy(ctx, c)}
+	for _, s := range c.Servers {
+		_, err := Mode(ctx, s.Addr())
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) waitServing(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, s := range c.Servers {
+		for {
+			_, err := Mode(ctx, s.Addr())
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("after heal: %w", err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// Down stops every proxy and kills every server, then removes the
+// temporary directory. It is safe to call more than once.
+func (c *Cluster) Down() error {
+	c.downOnce.Do(func() {
+		c.downErr = cluster.StopAll(c.proxies, append(append([]*cluster.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
+	})
+	return c.downErr
+}
+
+type network struct{ c *Cluster }
+
+func (n network) Links() []deploy.Link {
+	out := make([]deploy.Link, 0, len(n.c.links))
+	for _, l := range n.c.links {
+		out = append(out, l)
+	}
+	return out
+}
+
+func (n network) Link(from, to string) (deploy.Link, error) {
+	l := n.c.links[deploy.LinkName(from, to)]
+	if l == nil {
+		return nil, fmt.Errorf("no link %s in this zookeeper ensemble", deploy.LinkName(from, to))
+	}
+	return l, nil
+}
