@@ -90,7 +90,10 @@ func TestEtcdLocksValid(t *testing.T) {
 // The MariaDB locks run on a real server, each client through its own
 // link: valid with no faults, and valid while clients are cut off from it
 // (a blackholed link leaves the holder's session, and so its lock, alive
-// on the server until the cut ends).
+// on the server until the cut ends). Clients hold the key nearly all the
+// time (200ms sections, three clients on one key), so that each cut
+// strikes a holder: with instant sections a cut could fall between holds
+// and the run had no exposure (unknown, 2 of 3 runs in one suite run).
 func TestMariaDBLocksValid(t *testing.T) {
 	mariadbtest.Require(t)
 	t.Parallel()
@@ -99,7 +102,7 @@ func TestMariaDBLocksValid(t *testing.T) {
 			t.Run(name+"/"+nem, func(t *testing.T) {
 				cfg := lockharness.Config{
 					Lock: name, Seed: 3, TimeLimit: 4 * time.Second, Recovery: time.Second,
-					Workload: workloads.Config{Clients: 4, Keys: 2, TTL: 2 * time.Second},
+					Workload: workloads.Config{Clients: 3, Keys: 1, TTL: 2 * time.Second, Hold: 200 * time.Millisecond, AcquireTimeout: time.Second},
 				}
 				if nem != "" {
 					cfg.Nemesis = nemesis.Config{Names: []string{nem}, Interval: time.Second, PartitionPatterns: []string{nemesis.PatternIsolate}}
@@ -108,7 +111,7 @@ func TestMariaDBLocksValid(t *testing.T) {
 				if res.Verdict != checker.Valid {
 					t.Fatalf("verdict %s, want valid: %+v; %+v", res.Verdict, res.Checkers, res.Violations)
 				}
-				if n := res.Counts["acquire"]["ok"]; n < 20 {
+				if n := res.Counts["acquire"]["ok"]; n < 10 { // 200ms sections for 4s, cut for part of it
 					t.Errorf("only %d successful acquires", n)
 				}
 				if nem != "" && res.Counts["start-partition"]["ok"] == 0 {
