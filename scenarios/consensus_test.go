@@ -1,10 +1,7 @@
 package scenarios
 
 import (
-	"context"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
@@ -23,41 +20,7 @@ func TestConsensusCatalogue(t *testing.T) {
 		t.Skip("the consensus scenarios run real etcd groups")
 	}
 	etcdtest.Require(t)
-	rounds, err := strconv.Atoi(os.Getenv("LOCKHARNESS_SOAK"))
-	if err != nil || rounds < 1 {
-		t.Skip("TestCatalogue runs the consensus scenarios once; set LOCKHARNESS_SOAK=N to soak them")
-	}
-	store := t.TempDir()
-	if d := os.Getenv("LOCKHARNESS_STORE"); d != "" {
-		store = d // keep the runs to look at
-	}
-	var list []Scenario
-	for range rounds {
-		list = append(list, catalogueConsensus()...)
-	}
-	results := make([]Result, len(list))
-	RunAll(context.Background(), list, Options{Store: store}, DefaultParallel(), func(i int, r Result) { results[i] = r })
-	for i, s := range list {
-		t.Run(s.Name, func(t *testing.T) {
-			o, err := results[i].Outcome, results[i].Err
-			if err != nil {
-				t.Fatalf("run: %v", err)
-			}
-			t.Logf("%.1fs, observed %s", o.Elapsed.Seconds(), o.ObservedString())
-			if !o.Pass() {
-				for _, u := range o.Result.Vacuous {
-					t.Logf("  exposure not reached: %s", u)
-				}
-				for _, v := range o.Result.Violations {
-					t.Logf("  %s: %s", v.Checker, v.Description)
-				}
-				t.Errorf("observed %s, expected %s (history in %s)", o.ObservedString(), s.Expect, o.Dir)
-			}
-			if s.Name == "etcd-leader-partitioned" {
-				grantedDuringPartition(t, o.Dir)
-			}
-		})
-	}
+	soakPart(t, catalogueConsensus(), map[string]func(*testing.T, string){"etcd-leader-partitioned": grantedDuringPartition})
 }
 
 // grantedDuringPartition reports how available etcd-leader-partitioned

@@ -1,10 +1,7 @@
 package scenarios
 
 import (
-	"context"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,41 +23,7 @@ func TestMariaDBCatalogue(t *testing.T) {
 		t.Skip("the MariaDB scenarios run real MariaDB servers")
 	}
 	mariadbtest.Require(t)
-	rounds, err := strconv.Atoi(os.Getenv("LOCKHARNESS_SOAK"))
-	if err != nil || rounds < 1 {
-		t.Skip("TestCatalogue runs the MariaDB scenarios once; set LOCKHARNESS_SOAK=N to soak them")
-	}
-	store := t.TempDir()
-	if d := os.Getenv("LOCKHARNESS_STORE"); d != "" {
-		store = d
-	}
-	var list []Scenario
-	for range rounds {
-		list = append(list, catalogueMariaDB()...)
-	}
-	results := make([]Result, len(list))
-	RunAll(context.Background(), list, Options{Store: store}, DefaultParallel(), func(i int, r Result) { results[i] = r })
-	for i, s := range list {
-		t.Run(s.Name, func(t *testing.T) {
-			o, err := results[i].Outcome, results[i].Err
-			if err != nil {
-				t.Fatalf("run: %v", err)
-			}
-			t.Logf("%.1fs, observed %s", o.Elapsed.Seconds(), o.ObservedString())
-			if !o.Pass() {
-				for _, u := range o.Result.Vacuous {
-					t.Logf("  exposure not reached: %s", u)
-				}
-				for _, v := range o.Result.Violations {
-					t.Logf("  %s: %s", v.Checker, v.Description)
-				}
-				t.Errorf("observed %s, expected %s (history in %s)", o.ObservedString(), s.Expect, o.Dir)
-			}
-			if s.Name == "mysql-lock-wait-timeout" {
-				refusedByLockWaitTimeout(t, o.Dir)
-			}
-		})
-	}
+	soakPart(t, catalogueMariaDB(), map[string]func(*testing.T, string){"mysql-lock-wait-timeout": refusedByLockWaitTimeout})
 }
 
 // refusedByLockWaitTimeout checks the scenario's point: some acquire was
