@@ -215,26 +215,19 @@ func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult
 	// Orphan episodes are judged in the window they were found in (their
 	// renewals keep a lease live, so no cut falls inside one) and count
 	// whichever window that was.
-	// An episode found in a window before, whose end had no grant after it
-	// there, learns its next grant here.
 	oc := w.c.orphans
-	for i := range oc.found {
-		if f := &oc.found[i]; f.open {
-			f.describe(nextGrant(p, f.key, f.end), false)
-		}
-	}
 	for _, key := range sortedKeys(orphans) {
 		for _, o := range orphans[key] {
-			oc.found = append(oc.found, newOrphanFinding(p, o))
+			oc.found = append(oc.found, orphanViolation(p, o))
 		}
 	}
 	orphanFatal := 0
-	for _, f := range oc.found {
-		if f.v.Fatal {
+	for _, v := range oc.found {
+		if v.Fatal {
 			orphanFatal++
 		}
-		vs = append(vs, f.v)
 	}
+	vs = append(vs, oc.found...)
 	stats["orphan-locks"] = float64(orphanFatal)
 	for key, un := range w.c.unavail {
 		totalUnavail += un

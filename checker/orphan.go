@@ -171,7 +171,7 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 type orphanCarry struct {
 	acquire, granted map[procKey]*call
 	releases         map[procKey][]*call
-	found            []orphanFinding
+	found            []Violation
 }
 
 // priorReleases bounds the releases carried per process and key: a
@@ -206,56 +206,12 @@ func (o *orphanCarry) remember(p *prepared) {
 	}
 }
 
-// orphanFinding is an orphan episode's violation, and what its description
-// still needs when the grant that followed the episode lies beyond the
-// window it was found in (see orphanCarry).
-type orphanFinding struct {
-	v                    Violation
-	key                  string
-	end                  instant
-	open                 bool // the next grant after the episode is not known yet
-	why, who, rest, cost string
-}
-
-// describe writes f's description: the episode ended past the end of the
-// history, or at f.end, followed by next, the first grant of the key after
-// it, if known. f stays open while it ended but no grant is known.
-func (f *orphanFinding) describe(next *call, pastEnd bool) {
-	until := "past the end of the history"
-	if !pastEnd {
-		until = fmt.Sprintf("until %s", secs(f.end.t))
-		if next != nil {
-			until += fmt.Sprintf(", and the next grant was process %d's at %s", next.proc, secs(next.end))
-		}
-	}
-	f.open = !pastEnd && next == nil
-	f.v.Description = fmt.Sprintf("orphan lock: %s and %s %s; the lock held %s for nobody %s; %s", f.why, f.who, f.rest, f.key, until, f.cost)
-}
-
-// nextGrant returns the first acquire ok of key in p completed at or after
-// end, or nil.
-func nextGrant(p *prepared, key string, end instant) *call {
-	var next *call
-	for i := range p.calls {
-		c := &p.calls[i]
-		if c.f == history.FAcquire && c.key == key && c.typ == history.OK && !c.completion().less(end) &&
-			(next == nil || c.completion().less(next.completion())) {
-			next = c
-		}
-	}
-	return next
-}
-
 // orphanViolation describes episode o: who let go and when, which renewal
-// kept the key, and what it cost the others.
+// kept the key, what it cost the others, and the grant that followed it.
+// In a window of a longer history the episode and all after it lie in the
+// last window (the cutter stops at an orphan renewal), so that grant is
+// in p if there is one.
 func orphanViolation(p *prepared, o orphan) Violation {
-	f := newOrphanFinding(p, o)
-	return f.v
-}
-
-// newOrphanFinding is orphanViolation's finding; open when the episode
-// ended inside p but no grant of the key followed it in p.
-func newOrphanFinding(p *prepared, o orphan) orphanFinding {
 	v := Violation{Checker: Liveness, Kind: KindOrphan, Key: o.key, Processes: []int{o.proc},
 		Start: o.start.t, End: min(o.end.t, max(p.last, o.start.t))}
 	var why string
@@ -337,11 +293,16 @@ func newOrphanFinding(p *prepared, o orphan) orphanFinding {
 		}
 		cost = fmt.Sprintf("nobody could acquire it: %d acquires by %s were not granted (%s)", n, procText(ps), strings.Join(parts, ", "))
 	}
-	f := orphanFinding{v: v, key: o.key, end: o.end, why: why, who: who, rest: renewed, cost: cost}
-	// An episode ends past the end of the history only in the last
-	// window: no cut falls while a lease is live.
-	f.describe(next, o.end.t > p.last)
-	return f
+	until := "past the end of the history"
+	switch {
+	case o.end.t <= p.last && next != nil:
+		until = fmt.Sprintf("until %s, and the next grant was process %d's at %s", secs(o.end.t), next.proc, secs(next.end))
+	case o.end.t <= p.last:
+		until = fmt.Sprintf("until %s", secs(o.end.t))
+	}
+	v.Description = fmt.Sprintf("orphan lock: %s and %s %s; the lock held %s for nobody %s; %s",
+		why, who, renewed, o.key, until, cost)
+	return v
 }
 
 // procText names processes: "process 1" or "processes 0, 1".
