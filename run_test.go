@@ -170,7 +170,15 @@ func TestEveryLockValidWithoutFaults(t *testing.T) {
 					t.Fatalf("verdict %s, want valid: %+v; %+v", res.Verdict, res.Checkers, res.Violations)
 				}
 			}
-			if n := res.Counts["acquire"]["ok"]; n < 50 {
+			// The run must have exercised the lock; how fast is the
+			// benchmarks' business (BenchmarkAcquireRelease*). A consensus
+			// system's round trips are slower: etcd made 35 to 41 grants
+			// here in 2s with both cores busy, fewer than a Redis lock's 50.
+			least := 50
+			if info, err := locks.Builtin().Lookup(name); err == nil && info.SystemName() != locks.SystemRedis {
+				least = 10
+			}
+			if n := res.Counts["acquire"]["ok"]; n < least {
 				t.Errorf("only %d successful acquires in 2s", n)
 			}
 		})

@@ -119,9 +119,9 @@ func (c *Cluster) ServerTime(ctx context.Context) (skew, rtt time.Duration, err 
 // lock: a named lock (GET_LOCK, found with IS_USED_LOCK) or the key's row
 // in locks.MySQLLockTable held FOR UPDATE (found by waiting for the row
 // as a probe and asking InnoDB which running transaction blocks it; the
-// probe's session is killed first, so it never holds the row). The server
-// rolls the session's transaction back and frees its locks at once; the
-// client learns it only at its next command. It returns the connection
+// probe's session is killed first, so it never holds the row). It returns
+// once the session is gone, its transaction rolled back and its locks
+// freed; the client learns it only at its next command. It returns the connection
 // id and where the session came from; ErrNoHolder when no session holds
 // key.
 func (c *Cluster) KillHolder(ctx context.Context, key string) (deploy.KilledConnection, error) {
@@ -143,6 +143,24 @@ func (c *Cluster) KillHolder(ctx context.Context, key string) (deploy.KilledConn
 	_ = db.QueryRowContext(ctx, "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = ?", id.Int64).Scan(&host)
 	if _, err := db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id.Int64)); err != nil {
 		return deploy.KilledConnection{}, fmt.Errorf("kill holder of %s: KILL CONNECTION %d: %w", key, id.Int64, err)
+	}
+	// KILL only marks the session: its thread rolls the transaction back
+	// and frees the locks when it next looks, which on a loaded machine
+	// came after a NOWAIT probe (error 1205). The kill has taken effect
+	// when the session is gone from the process list.
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id.Int64).Scan(&n); err != nil {
+			return deploy.KilledConnection{}, fmt.Errorf("kill holder of %s: wait for session %d to end: %w", key, id.Int64, err)
+		}
+		if n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return deploy.KilledConnection{}, fmt.Errorf("kill holder of %s: session %d still there: %w", key, id.Int64, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	return deploy.KilledConnection{ID: id.Int64, From: host.String, Key: key}, nil
 }
