@@ -52,46 +52,53 @@ func Libfaketime() (string, error) {
 	return "", fmt.Errorf("%w: libfaketime.so.1 not found (looked in %v); clock faults need it: %s", ErrMissingBinary, paths, FaketimeHint)
 }
 
-// BuildMallocShim compiles the malloc shim with gcc into a cache directory
-// (under os.UserCacheDir, or fallback when that is unavailable), keyed by a
-// hash of its source so a changed shim is rebuilt, and returns the path of
-// the shared object. Concurrent builds are safe: each writes a temporary
-// file and renames it into place.
+// BuildMallocShim compiles the malloc shim (see glibcMallocSource) and
+// returns the path of the shared object (see buildShim).
 func BuildMallocShim(fallback string) (string, error) {
-	sum := sha256.Sum256(glibcMallocSource)
+	return buildShim("glibcmalloc", glibcMallocSource, "the malloc shim libfaketime needs with Debian's redis-server: "+FaketimeHint, fallback)
+}
+
+// buildShim compiles a preloadable C shim named name with gcc into a cache
+// directory (under os.UserCacheDir, or fallback when that is unavailable),
+// keyed by a hash of its source so a changed shim is rebuilt, and returns
+// the path of the shared object. why says what needs it, for the error
+// when gcc is missing. Concurrent builds are safe: each writes a temporary
+// file and renames it into place.
+func buildShim(name string, source []byte, why, fallback string) (string, error) {
+	sum := sha256.Sum256(source)
 	key := hex.EncodeToString(sum[:8])
 	base, err := os.UserCacheDir()
 	if err != nil || base == "" {
 		base = fallback
 	}
 	dir := filepath.Join(base, "lockharness", "shim-"+key)
-	so := filepath.Join(dir, "glibcmalloc.so")
+	so := filepath.Join(dir, name+".so")
 	if _, err := os.Stat(so); err == nil {
 		return so, nil
 	}
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		return "", fmt.Errorf("%w: gcc not found on PATH; it builds the malloc shim libfaketime needs with Debian's redis-server: %s", ErrMissingBinary, FaketimeHint)
+		return "", fmt.Errorf("%w: gcc not found on PATH; it builds %s", ErrMissingBinary, why)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("build malloc shim: %w", err)
+		return "", fmt.Errorf("build %s shim: %w", name, err)
 	}
-	src := filepath.Join(dir, "glibcmalloc.c")
-	if err := os.WriteFile(src, glibcMallocSource, 0o644); err != nil {
-		return "", fmt.Errorf("build malloc shim: %w", err)
+	src := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		return "", fmt.Errorf("build %s shim: %w", name, err)
 	}
-	tmp, err := os.CreateTemp(dir, "glibcmalloc-*.so")
+	tmp, err := os.CreateTemp(dir, name+"-*.so")
 	if err != nil {
-		return "", fmt.Errorf("build malloc shim: %w", err)
+		return "", fmt.Errorf("build %s shim: %w", name, err)
 	}
 	_ = tmp.Close()
 	defer os.Remove(tmp.Name())
 	out, err := exec.Command(gcc, "-shared", "-fPIC", "-O2", "-o", tmp.Name(), src, "-ldl").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("build malloc shim with gcc: %w: %s", err, out)
+		return "", fmt.Errorf("build %s shim with gcc: %w: %s", name, err, out)
 	}
 	if err := os.Rename(tmp.Name(), so); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("build malloc shim: %w", err)
+		return "", fmt.Errorf("build %s shim: %w", name, err)
 	}
 	return so, nil
 }

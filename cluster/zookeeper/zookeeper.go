@@ -14,17 +14,20 @@
 // for the election port, cut and healed together) and cutting a member's
 // links partitions it away both ways.
 //
-// A known gap in that isolation (measured): a server that receives an
-// election connection from a server with a lower id drops it and connects
-// back to the address the other advertised in its first message, which is
-// its real election port, not through this server's link. Such a
-// connection, made before a cut, outlives it: then a cut-off server may go
-// on exchanging votes with the others, and was seen (2 runs in 5 under
-// load) to keep n2 and n3 voting for the cut-off n1 for 30s, electing
-// nobody. Quorum traffic (a follower's connection to its leader) always
-// goes through the links. Routing every connection a server makes through
-// a SOCKS proxy of its own (as the etcd backend does) was tried: the JVM
-// ignores socksProxyHost for ZooKeeper's quorum sockets.
+// What zoo.cfg cannot route: a server that receives an election
+// connection from a server with a lower id drops it and connects back to
+// the address the other announced in its first message, which is that
+// server's real election port. Such a connection bypassed the links, and
+// (measured, before the shim below) a cut-off n1 went on exchanging votes
+// with the others through it, which kept n2 and n3 voting for it for 30s,
+// electing nobody, in 2 runs of 5 under load. The JVM ignores
+// socksProxyHost for ZooKeeper's quorum sockets, so the etcd backend's
+// SOCKS routing cannot help. Instead every server runs with the connect
+// shim preloaded (cluster.BuildConnectShim): each connect() to another
+// server's real quorum or election port is sent to this server's proxy to
+// it, so every connection a server makes to a peer, whatever address it
+// was told or learned, goes through its link, and cutting a server's links
+// isolates it (TestIsolatingTheLeaderElectsAnother).
 //
 // Server ids: n1 is server.3, n2 server.2, n3 server.1. ZooKeeper's fast
 // leader election picks the highest (zxid, id), so on a fresh ensemble n1,
@@ -169,12 +172,12 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	var ftEnv func(file string) []string
+	var ftLib string
 	if cfg.Faketime {
-		lib, err := cluster.Libfaketime()
-		if err != nil {
+		if ftLib, err = cluster.Libfaketime(); err != nil {
 			return nil, err
 		}
-		ftEnv = func(f string) []string { return faketimeEnv(lib, f) }
+		ftEnv = faketimeEnv
 	}
 	c := &Cluster{cfg: cfg, links: map[string]deploy.Link{},
 		clientPort: map[string]int{}, quorumPort: map[string]int{}, electionPort: map[string]int{}}
@@ -217,6 +220,10 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 	sdir := filepath.Join(c.cfg.Dir, "storage")
 	c.Storage = &cluster.Server{Name: "storage", Port: sp, Binary: redis, Dir: sdir, Config: cluster.RedisConfig(sp, sdir, "storage")}
 
+	shim, err := cluster.BuildConnectShim(c.cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	c.proxies = cluster.NewProxyServer()
 	for cl := 0; cl < cfg.Clients; cl++ {
 		for _, n := range names {
@@ -271,10 +278,27 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			Config: zooCfg(dir, c.clientPort[n], lines),
 		}
 		s.Args = javaArgs(s.ConfigPath())
+		// Every connection n makes to another server's quorum or election
+		// port goes through n's link to it, including the connect-backs
+		// its zoo.cfg has no say in (see the package doc).
+		route := map[string]string{}
+		for _, o := range names {
+			if pl := peer[deploy.LinkName(n, o)]; pl != nil {
+				route[fmt.Sprintf("127.0.0.1:%d", c.quorumPort[o])] = pl.quorum.Addr()
+				route[fmt.Sprintf("127.0.0.1:%d", c.electionPort[o])] = pl.election.Addr()
+			}
+		}
+		routeEnv, err := cluster.ConnectMapEnv(route)
+		if err != nil {
+			return nil, err
+		}
+		preload := shim
 		if ftEnv != nil {
 			s.ClockFile = filepath.Join(dir, "faketime")
 			s.Env = ftEnv(s.ClockFile)
+			preload += ":" + ftLib
 		}
+		s.Env = append(s.Env, "LD_PRELOAD="+preload, routeEnv)
 		s.Ready = func(ctx context.Context) error {
 			_, err := Mode(ctx, s.Addr())
 			return err
@@ -369,8 +393,8 @@ const (
 	logTimeLayout     = "2006-01-02T15:04:05.000Z07:00"
 )
 
-// faketimeEnv runs a JVM under libfaketime reading its offset from
-// clockFile, as the Redis nodes do: the file is reread on every clock read
+// faketimeEnv runs a JVM under libfaketime (preloaded after the connect
+// shim) reading its offset from clockFile, as the Redis nodes do: the file is reread on every clock read
 // (FAKETIME_NO_CACHE), so a change shows at once, and CLOCK_MONOTONIC is
 // left real (FAKETIME_DONT_FAKE_MONOTONIC), as a real wall-clock step
 // leaves it; libfaketime's README says a JVM hangs without it. Unlike
@@ -380,9 +404,8 @@ const (
 // thread, ZooKeeper's session tracker, …) returns at once: an idle server
 // spins at 50–70% of a core and an ensemble takes a minute to elect;
 // FAKETIME_FORCE_MONOTONIC_FIX=0 turns it off (idle: 0 ticks in 3s).
-func faketimeEnv(lib, clockFile string) []string {
+func faketimeEnv(clockFile string) []string {
 	return []string{
-		"LD_PRELOAD=" + lib,
 		"FAKETIME_TIMESTAMP_FILE=" + clockFile,
 		"FAKETIME_NO_CACHE=1",
 		"FAKETIME_DONT_FAKE_MONOTONIC=1",

@@ -3,7 +3,6 @@ package zookeeper_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -63,14 +62,14 @@ func TestUpStartsAnEnsembleLedByN1(t *testing.T) {
 // do if the quorum and election traffic really goes through the links. The
 // cut-off leader stops serving. Healing brings the ensemble back.
 //
-// Skipped: a known gap of the backend (see the package doc): election
-// connections a server made back to a lower id before the cut bypass the
-// links, and in 2 of 5 runs n2 and n3 kept voting for the cut-off n1 and
-// elected nobody in 30s. Set LOCKHARNESS_ZK_ISOLATION=1 to run it.
+// Before every server ran with the connect shim, election connections a
+// server made back to a lower id bypassed the links, and in 2 of 5 runs n2
+// and n3 kept voting for the cut-off n1 and elected nobody in 30s. With
+// it the two elected a leader 14s after the cut on an idle machine and up
+// to 28s with stress-ng busy on both cores (a follower gives up its leader
+// after SyncLimit ticks, then the election waits on connections to n1
+// that the blackhole holds open): the deadline is 60s.
 func TestIsolatingTheLeaderElectsAnother(t *testing.T) {
-	if os.Getenv("LOCKHARNESS_ZK_ISOLATION") == "" {
-		t.Skip("known gap: election connect-backs bypass the links (package doc); LOCKHARNESS_ZK_ISOLATION=1 runs it")
-	}
 	t.Parallel()
 	c := zktest.Up(t, cluster.Config{Clients: 1})
 	ctx := context.Background()
@@ -81,17 +80,18 @@ func TestIsolatingTheLeaderElectsAnother(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	cut := time.Now()
+	deadline := cut.Add(60 * time.Second)
 	for {
 		m2, err2 := zookeeper.Mode(ctx, c.Servers[1].Addr())
 		m3, err3 := zookeeper.Mode(ctx, c.Servers[2].Addr())
 		_, err1 := zookeeper.Mode(ctx, c.Servers[0].Addr())
 		if err2 == nil && err3 == nil && (m2 == "leader") != (m3 == "leader") && err1 != nil {
-			t.Logf("n2 %s, n3 %s, n1: %v", m2, m3, err1)
+			t.Logf("%v after the cut: n2 %s, n3 %s, n1: %v", time.Since(cut).Round(time.Millisecond), m2, m3, err1)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no new leader among n2, n3 after 30s: n2 %q %v, n3 %q %v, n1 %v", m2, err2, m3, err3, err1)
+			t.Fatalf("no new leader among n2, n3 after 60s: n2 %q %v, n3 %q %v, n1 %v", m2, err2, m3, err3, err1)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
