@@ -10,8 +10,10 @@ import (
 )
 
 // The connect shim, preloaded into a real program (bash's /dev/tcp calls
-// libc's connect), sends a connection meant for one listener to the other
-// and leaves addresses it does not list alone.
+// libc's connect), sends a connection meant for one listener to the other,
+// refuses one to a listed port nobody listens on (as the direct
+// connection would be, where the proxy would accept it), and leaves
+// addresses it does not list alone.
 func TestConnectShimRedirects(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed")
@@ -45,7 +47,13 @@ func TestConnectShimRedirects(t *testing.T) {
 	meant, toMeant := listen()
 	proxy, toProxy := listen()
 	other, toOther := listen()
-	env, err := ConnectMapEnv(map[string]string{meant.Addr().String(): proxy.Addr().String()})
+	// A listed address that nobody listens on: refused, as directly.
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	env, err := ConnectMapEnv(map[string]string{meant.Addr().String(): proxy.Addr().String(), closed.Addr().String(): proxy.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +63,11 @@ func TestConnectShimRedirects(t *testing.T) {
 	cmd.Env = append(cmd.Environ(), "LD_PRELOAD="+shim, env)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("bash: %v: %s", err, out)
+	}
+	refused := exec.Command("bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port(closed)))
+	refused.Env = cmd.Env
+	if out, err := refused.CombinedOutput(); err == nil || !strings.Contains(string(out), "refused") {
+		t.Errorf("a listed address nobody listens on: %v %s, want connection refused", err, out)
 	}
 	wait := func(ch chan string) string {
 		select {

@@ -264,8 +264,8 @@ func (p *peerLink) Name() string { return p.quorum.Name() }
 func (p *peerLink) From() string { return p.quorum.From() }
 func (p *peerLink) To() string   { return p.quorum.To() }
 
-// Addr is the quorum proxy's address; the election proxy's is in the
-// server's zoo.cfg.
+// Addr is the quorum proxy's address; the server's connect shim sends its
+// election connections to the election proxy.
 func (p *peerLink) Addr() string { return p.quorum.Addr() }
 
 func (p *peerLink) both(f func(l *cluster.Link) error) error {

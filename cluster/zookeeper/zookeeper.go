@@ -6,28 +6,27 @@
 // *Cluster is a cluster.Deployment whose nodes carry addresses only: the
 // ZooKeeper locks (package locks) dial their own client through them.
 //
-// Server to server links: a ZooKeeper server reaches another at the
-// addresses its own zoo.cfg gives for it (server.N=host:quorum:election).
-// Each member gets a zoo.cfg of its own, whose line for itself names its
-// real ports and whose lines for the others name its own proxies to them,
-// so "n1->n2" is n1's path to n2 alone (one proxy for the quorum port, one
-// for the election port, cut and healed together) and cutting a member's
-// links partitions it away both ways.
-//
-// What zoo.cfg cannot route: a server that receives an election
-// connection from a server with a lower id drops it and connects back to
-// the address the other announced in its first message, which is that
-// server's real election port. Such a connection bypassed the links, and
-// (measured, before the shim below) a cut-off n1 went on exchanging votes
+// Server to server links: every server's zoo.cfg names every server at
+// its real ports (server.N=host:quorum:election), and every server runs
+// with the connect shim preloaded (cluster.BuildConnectShim), which sends
+// each connect() it makes to another server's quorum or election port to
+// its own proxy to that server. So "n1->n2" is n1's path to n2 alone (one
+// proxy for the quorum port, one for the election port, cut and healed
+// together), and cutting a member's links partitions it away both ways.
+// Routing by zoo.cfg alone (each server's lines for the others naming its
+// proxies) did not: a server that receives an election connection from a
+// lower id drops it and connects back to the address the other announced
+// in its first message, its real election port. Such a connection
+// bypassed the links, and (measured) a cut-off n1 went on exchanging votes
 // with the others through it, which kept n2 and n3 voting for it for 30s,
 // electing nobody, in 2 runs of 5 under load. The JVM ignores
 // socksProxyHost for ZooKeeper's quorum sockets, so the etcd backend's
-// SOCKS routing cannot help. Instead every server runs with the connect
-// shim preloaded (cluster.BuildConnectShim): each connect() to another
-// server's real quorum or election port is sent to this server's proxy to
-// it, so every connection a server makes to a peer, whatever address it
-// was told or learned, goes through its link, and cutting a server's links
-// isolates it (TestIsolatingTheLeaderElectsAnother).
+// SOCKS routing cannot help; a preloaded connect() reaches every socket.
+// The shim also refuses a connection to a port nobody listens on, as the
+// direct connection would be refused, where the proxy would accept it and
+// then close it: a follower that reached its new leader a few milliseconds
+// before the leader listened took that for a failed leader, and an
+// election of 200ms became one of 11s.
 //
 // Server ids: n1 is server.3, n2 server.2, n3 server.1. ZooKeeper's fast
 // leader election picks the highest (zxid, id), so on a fresh ensemble n1,
@@ -267,20 +266,14 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 		}
 		var lines []string
 		for j, o := range names {
-			if o == n {
-				lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", serverID(j, cfg.Nodes), c.quorumPort[o], c.electionPort[o]))
-				continue
-			}
-			pl := peer[deploy.LinkName(n, o)]
-			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%s:%s", serverID(j, cfg.Nodes), port(pl.quorum.Addr()), port(pl.election.Addr())))
+			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", serverID(j, cfg.Nodes), c.quorumPort[o], c.electionPort[o]))
 		}
 		s := &cluster.Server{Name: n, Port: c.clientPort[n], Binary: java, Dir: dir, Output: true,
 			Config: zooCfg(dir, c.clientPort[n], lines),
 		}
 		s.Args = javaArgs(s.ConfigPath())
 		// Every connection n makes to another server's quorum or election
-		// port goes through n's link to it, including the connect-backs
-		// its zoo.cfg has no say in (see the package doc).
+		// port goes through n's link to it (see the package doc).
 		route := map[string]string{}
 		for _, o := range names {
 			if pl := peer[deploy.LinkName(n, o)]; pl != nil {
@@ -411,11 +404,6 @@ func faketimeEnv(clockFile string) []string {
 		"FAKETIME_DONT_FAKE_MONOTONIC=1",
 		"FAKETIME_FORCE_MONOTONIC_FIX=0",
 	}
-}
-
-func port(addr string) string {
-	_, p, _ := net.SplitHostPort(addr)
-	return p
 }
 
 // freePorts picks n free loopback ports, their listeners still open.
