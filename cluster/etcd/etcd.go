@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -68,7 +67,7 @@ type Cluster struct {
 	clientPort map[string]int // member -> client port
 	peerPort   map[string]int // member -> peer port
 	proxies    *toxiproxy.ApiServer
-	links      map[string]*cluster.Link
+	links      *cluster.LinkSet
 	dialers    []*peerDialer
 
 	downOnce sync.Once
@@ -130,7 +129,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, links: map[string]*cluster.Link{}, clientPort: map[string]int{}, peerPort: map[string]int{}}
+	c := &Cluster{cfg: cfg, links: cluster.NewLinkSet("etcd cluster"), clientPort: map[string]int{}, peerPort: map[string]int{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
@@ -148,7 +147,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 
 	// Ports stay bound until the proxies have theirs, so no proxy takes a
 	// member's port.
-	ports, held, err := freePorts(2*cfg.Nodes + 1)
+	ports, held, err := cluster.FreePorts(2*cfg.Nodes + 1)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +185,8 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			if err := c.addLink(a, b, c.peerPort[b]); err != nil {
 				return nil, err
 			}
-			route[c.peerPort[b]] = c.links[deploy.LinkName(a, b)].Addr()
+			l, _ := c.links.Link(a, b)
+			route[c.peerPort[b]] = l.Addr()
 		}
 		d, err := newPeerDialer(a, route)
 		if err != nil {
@@ -279,26 +279,8 @@ func (c *Cluster) addLink(from, to string, port int) error {
 	if err != nil {
 		return err
 	}
-	c.links[l.Name()] = l
+	c.links.Add(l)
 	return nil
-}
-
-// freePorts picks n free loopback ports, their listeners still open.
-func freePorts(n int) ([]int, []net.Listener, error) {
-	var ports []int
-	var held []net.Listener
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			for _, h := range held {
-				_ = h.Close()
-			}
-			return nil, nil, fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, held, nil
 }
 
 // Health asks the member at addr (its client address) whether it is
@@ -378,28 +360,21 @@ func (c *Cluster) Members() []deploy.Node {
 }
 
 // Network is the group's links.
-func (c *Cluster) Network() deploy.Network { return network{c} }
+func (c *Cluster) Network() deploy.Network { return c.links }
 
 // Endpoints are the members as client slot cl reaches them.
 func (c *Cluster) Endpoints(cl int) []deploy.Endpoint {
-	var out []deploy.Endpoint
-	for _, s := range c.Servers {
-		if l := c.links[deploy.LinkName(deploy.ClientName(cl), s.Name)]; l != nil {
-			out = append(out, deploy.Endpoint{Node: s.Name, Addr: l.Addr()})
-		}
+	names := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		names[i] = s.Name
 	}
-	return out
+	return c.links.Endpoints(cl, names...)
 }
 
 // ClientNodes are the members as client slot cl reaches them: addresses
 // for the etcd client the lock builds, and the per-request timeout.
 func (c *Cluster) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
-	o = o.WithDefaults()
-	var out []locks.Node
-	for _, ep := range c.Endpoints(cl) {
-		out = append(out, locks.Node{Name: ep.Node, Addr: ep.Addr, Timeout: o.Timeout})
-	}
-	return out
+	return cluster.AddressNodes(c.Endpoints(cl), o)
 }
 
 // StorageAddr is the Redis storage node's address (direct, never faulted).
@@ -457,24 +432,6 @@ func (c *Cluster) Down() error {
 		c.downErr = cluster.StopAll(c.proxies, append(append([]*cluster.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
-}
-
-type network struct{ c *Cluster }
-
-func (n network) Links() []deploy.Link {
-	out := make([]deploy.Link, 0, len(n.c.links))
-	for _, l := range n.c.links {
-		out = append(out, l)
-	}
-	return out
-}
-
-func (n network) Link(from, to string) (deploy.Link, error) {
-	l := n.c.links[deploy.LinkName(from, to)]
-	if l == nil {
-		return nil, fmt.Errorf("no link %s in this etcd cluster", deploy.LinkName(from, to))
-	}
-	return l, nil
 }
 
 // member is an etcd server behind the seam: a process that can be killed,

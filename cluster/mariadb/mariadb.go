@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,7 +66,7 @@ type Cluster struct {
 	Storage *cluster.Server
 
 	proxies *toxiproxy.ApiServer
-	links   map[string]*cluster.Link
+	links   *cluster.LinkSet
 
 	adminMu sync.Mutex
 	admin   *sql.DB // root, direct (never through a link)
@@ -137,7 +136,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, links: map[string]*cluster.Link{}}
+	c := &Cluster{cfg: cfg, links: cluster.NewLinkSet("MariaDB deployment")}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
@@ -161,7 +160,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 
-	ports, held, err := freePorts(2)
+	ports, held, err := cluster.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +187,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
-		c.links[l.Name()] = l
+		c.links.Add(l)
 	}
 	for _, l := range held {
 		_ = l.Close()
@@ -272,24 +271,6 @@ func currentUser() string {
 	return strconv.Itoa(os.Getuid())
 }
 
-// freePorts picks n free loopback ports, their listeners still open.
-func freePorts(n int) ([]int, []net.Listener, error) {
-	var ports []int
-	var held []net.Listener
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			for _, h := range held {
-				_ = h.Close()
-			}
-			return nil, nil, fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, held, nil
-}
-
 // adminDSN is root's, directly to the server: the operator's connection,
 // in database db ("" for none).
 func adminDSN(addr, db string) string {
@@ -361,25 +342,17 @@ func (c *Cluster) Node(name string) (deploy.Node, error) {
 func (c *Cluster) Members() []deploy.Node { return []deploy.Node{server{Server: c.Server}} }
 
 // Network is the clients' links.
-func (c *Cluster) Network() deploy.Network { return network{c} }
+func (c *Cluster) Network() deploy.Network { return c.links }
 
 // Endpoints is the server as client slot cl reaches it.
 func (c *Cluster) Endpoints(cl int) []deploy.Endpoint {
-	if l := c.links[deploy.LinkName(deploy.ClientName(cl), NodeName)]; l != nil {
-		return []deploy.Endpoint{{Node: NodeName, Addr: l.Addr()}}
-	}
-	return nil
+	return c.links.Endpoints(cl, NodeName)
 }
 
 // ClientNodes is the server as client slot cl reaches it: an address for
 // the connections the lock opens, and the per-request timeout.
 func (c *Cluster) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
-	o = o.WithDefaults()
-	var out []locks.Node
-	for _, ep := range c.Endpoints(cl) {
-		out = append(out, locks.Node{Name: ep.Node, Addr: ep.Addr, Timeout: o.Timeout})
-	}
-	return out
+	return cluster.AddressNodes(c.Endpoints(cl), o)
 }
 
 // StorageAddr is the Redis storage node's address (direct, never faulted).
@@ -422,22 +395,4 @@ func (c *Cluster) Down() error {
 		c.downErr = cluster.StopAll(c.proxies, []*cluster.Server{c.Server, c.Storage}, c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
-}
-
-type network struct{ c *Cluster }
-
-func (n network) Links() []deploy.Link {
-	out := make([]deploy.Link, 0, len(n.c.links))
-	for _, l := range n.c.links {
-		out = append(out, l)
-	}
-	return out
-}
-
-func (n network) Link(from, to string) (deploy.Link, error) {
-	l := n.c.links[deploy.LinkName(from, to)]
-	if l == nil {
-		return nil, fmt.Errorf("no link %s in this MariaDB deployment", deploy.LinkName(from, to))
-	}
-	return l, nil
 }

@@ -44,7 +44,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,7 +103,7 @@ type Cluster struct {
 	quorumPort   map[string]int
 	electionPort map[string]int
 	proxies      *toxiproxy.ApiServer
-	links        map[string]deploy.Link
+	links        *cluster.LinkSet
 
 	downOnce sync.Once
 	downErr  error
@@ -178,7 +177,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 		}
 		ftEnv = faketimeEnv
 	}
-	c := &Cluster{cfg: cfg, links: map[string]deploy.Link{},
+	c := &Cluster{cfg: cfg, links: cluster.NewLinkSet("zookeeper ensemble"),
 		clientPort: map[string]int{}, quorumPort: map[string]int{}, electionPort: map[string]int{}}
 	defer func() {
 		if err != nil {
@@ -197,7 +196,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 
 	// Ports stay bound until the proxies have theirs, so no proxy takes a
 	// server's port.
-	ports, held, err := freePorts(3*cfg.Nodes + 1)
+	ports, held, err := cluster.FreePorts(3*cfg.Nodes + 1)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +229,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			if err != nil {
 				return nil, err
 			}
-			c.links[l.Name()] = l
+			c.links.Add(l)
 		}
 	}
 	peer := map[string]*peerLink{}
@@ -251,7 +250,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			}
 			pl := &peerLink{quorum: q, election: e}
 			peer[pl.Name()] = pl
-			c.links[pl.Name()] = pl
+			c.links.Add(pl)
 		}
 	}
 	release()
@@ -406,24 +405,6 @@ func faketimeEnv(clockFile string) []string {
 	}
 }
 
-// freePorts picks n free loopback ports, their listeners still open.
-func freePorts(n int) ([]int, []net.Listener, error) {
-	var ports []int
-	var held []net.Listener
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			for _, h := range held {
-				_ = h.Close()
-			}
-			return nil, nil, fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, held, nil
-}
-
 // Layout is the ensemble's shape: servers that talk among themselves.
 func (c *Cluster) Layout() deploy.Layout {
 	l := deploy.Layout{Clients: c.cfg.Clients, Peers: true}
@@ -473,28 +454,21 @@ func (c *Cluster) Members() []deploy.Node {
 }
 
 // Network is the ensemble's links.
-func (c *Cluster) Network() deploy.Network { return network{c} }
+func (c *Cluster) Network() deploy.Network { return c.links }
 
 // Endpoints are the servers as client slot cl reaches them.
 func (c *Cluster) Endpoints(cl int) []deploy.Endpoint {
-	var out []deploy.Endpoint
-	for _, s := range c.Servers {
-		if l := c.links[deploy.LinkName(deploy.ClientName(cl), s.Name)]; l != nil {
-			out = append(out, deploy.Endpoint{Node: s.Name, Addr: l.Addr()})
-		}
+	names := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		names[i] = s.Name
 	}
-	return out
+	return c.links.Endpoints(cl, names...)
 }
 
 // ClientNodes are the servers as client slot cl reaches them: addresses
 // for the ZooKeeper client the lock builds, and the per-request timeout.
 func (c *Cluster) ClientNodes(cl int, o cluster.ClientOptions) []locks.Node {
-	o = o.WithDefaults()
-	var out []locks.Node
-	for _, ep := range c.Endpoints(cl) {
-		out = append(out, locks.Node{Name: ep.Node, Addr: ep.Addr, Timeout: o.Timeout})
-	}
-	return out
+	return cluster.AddressNodes(c.Endpoints(cl), o)
 }
 
 // StorageAddr is the Redis storage node's address (direct, never faulted).
@@ -550,22 +524,4 @@ func (c *Cluster) Down() error {
 		c.downErr = cluster.StopAll(c.proxies, append(append([]*cluster.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
-}
-
-type network struct{ c *Cluster }
-
-func (n network) Links() []deploy.Link {
-	out := make([]deploy.Link, 0, len(n.c.links))
-	for _, l := range n.c.links {
-		out = append(out, l)
-	}
-	return out
-}
-
-func (n network) Link(from, to string) (deploy.Link, error) {
-	l := n.c.links[deploy.LinkName(from, to)]
-	if l == nil {
-		return nil, fmt.Errorf("no link %s in this zookeeper ensemble", deploy.LinkName(from, to))
-	}
-	return l, nil
 }
