@@ -72,19 +72,4 @@ func AddressNodes(eps []deploy.Endpoint, o ClientOptions) []locks.Node {
 // FreePorts picks n free loopback ports, their listeners still open: a
 // backend closes them just before its proxies and servers bind, so that no
 // proxy takes a server's port.
-func FreePorts(n int) ([]int, []net.Listener, error) {
-	var ports []int
-	var held []net.Listener
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			for _, h := range held {
-				_ = h.Close()
-			}
-			return nil, nil, fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, held, nil
-}
+func FreePorts(n int) ([]int, []net.Listener, error) { return allocPorts(0, n) }
