@@ -150,11 +150,6 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 			cov.Renewals++
 		case c.f == history.FPause:
 			cov.Pauses.Total++
-			h := heldBy(c.proc, c.start)
-			if h == nil {
-				continue
-			}
-			cov.Pauses.StruckHolder++
 			end := c.end
 			if !c.completed() {
 				// Cut off by the end of the history: it lasted at least
@@ -164,8 +159,17 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 					end = max(end, c.start+c.in.Duration)
 				}
 			}
-			if h.end.t < end {
-				cov.Pauses.OutlivedLease++
+			w.c.pauses = append(w.c.pauses, pauseProbe{proc: c.proc, at: c.start, end: end})
+		}
+	}
+	// The claims of this window that each pause so far struck: a pause's
+	// process may hold a key whose claims a later window holds (see
+	// CheckFile), never one an earlier window held.
+	for i := range w.c.pauses {
+		pr := &w.c.pauses[i]
+		for _, c := range byProc[pr.proc] {
+			if c.liveDuring(span{pr.at, pr.at}) && (!pr.struck || c.key < pr.key) {
+				pr.struck, pr.key, pr.holdEnd = true, c.key, c.end.t
 			}
 		}
 	}
@@ -238,6 +242,32 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 		}
 	}
 	return cov
+}
+
+// pauseProbe is a client pause and the claim it struck, if any: of its
+// process's claims live when it began, the one on the first key (at
+// most one per key is live at an instant), as a whole history's first
+// match is.
+type pauseProbe struct {
+	proc    int
+	at, end int64 // the pause's start and end
+	struck  bool
+	key     string // the key of the claim it struck
+	holdEnd int64  // that claim's end
+}
+
+// pauseCoverage counts the pauses of probes that struck a holder and
+// that outlived the holder's claim.
+func pauseCoverage(probes []pauseProbe, cov *PauseCoverage) {
+	for _, pr := range probes {
+		if !pr.struck {
+			continue
+		}
+		cov.StruckHolder++
+		if pr.holdEnd < pr.end {
+			cov.OutlivedLease++
+		}
+	}
 }
 
 // faultExposure is what the windows of a history showed about one

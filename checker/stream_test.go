@@ -15,8 +15,8 @@ import (
 )
 
 // windowed checks ops in windows of at least target events (1: a cut at
-// every point the cutter allows); cuts says how many windows it made.
-func windowed(ops []history.Op, target int) (Result, int, bool) {
+// every point the cutter allows); st says how it cut them.
+func windowed(ops []history.Op, target int) (Result, windowStats, bool) {
 	i := 0
 	next := func() (history.Op, bool) {
 		if i == len(ops) {
@@ -25,16 +25,8 @@ func windowed(ops []history.Op, target int) (Result, int, bool) {
 		i++
 		return ops[i-1], true
 	}
-	cut := newCutter()
-	cuts := 0
-	for j := range ops {
-		if j >= 1 && cut.ok(ops[j]) {
-			cuts++
-		}
-		cut.observe(ops[j])
-	}
-	res, exact := checkWindows(ctx, next, Config{Timeout: time.Minute}, target)
-	return res, cuts, exact
+	res, exact, st := checkWindowsStats(ctx, next, Config{Timeout: time.Minute}, target)
+	return res, st, exact
 }
 
 // sameResult fails unless the windowed result is the whole one: every
@@ -169,12 +161,12 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 	for i, c := range cases {
 		whole := Check(ctx, c.ops, Config{Timeout: time.Minute})
 		for _, target := range []int{1, 7} {
-			win, cuts, ok := windowed(c.ops, target)
+			win, st, ok := windowed(c.ops, target)
 			if !ok {
 				continue // read again and checked whole: nothing to compare
 			}
 			if target == 1 {
-				windows += cuts
+				windows += st.cuts
 				exact++
 			}
 			sameResult(t, c.name+" #"+string(rune('0'+i%10)), whole, win)
@@ -209,7 +201,7 @@ func TestCheckFileReadsInWindows(t *testing.T) {
 		t.Fatalf("CheckFile: %v (truncated %v)", err, truncated)
 	}
 	sameResult(t, "file", whole, res)
-	if _, cuts, _ := windowed(ops, 1000); cuts == 0 {
+	if _, st, _ := windowed(ops, 1000); st.cuts == 0 {
 		t.Fatal("no window was cut")
 	}
 }
