@@ -662,7 +662,7 @@ func (c *cutter) observeGlobal(op history.Op) {
 	}
 	if op.Type == history.Invoke {
 		if !op.Process.IsNemesis() {
-			c.invoke(op, pendOp{owner: int(op.Process)})
+			c.invoke(op, pendOp{key: op.Key, owner: int(op.Process), in: op.Value})
 		}
 		c.gpending[pk] = true
 		return
