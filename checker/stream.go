@@ -107,7 +107,9 @@ import (
 // splitting; a process's operations on other keys may lie in other
 // windows, out of time order, which nothing relies on. The holds and the
 // violations are sorted at the end (sortHolds, sortViolations), so their
-// order is the whole check's.
+// order is the whole check's; the fence findings and stale writes spelled
+// out under a history-wide cap are the whole check's first ones
+// (firstBackwards, firstStale), whichever window found them.
 //
 // What is not the same: porcupine's bounds (CheckTimeout, and the 50,000
 // operations it re-checks in one go after a failed chunk) apply per window,
@@ -234,8 +236,6 @@ type carry struct {
 	faults       []faultExposure // of each of nem
 	pauses       []pauseProbe    // the client pauses so far and whom they struck
 	orphans      *orphanCarry    // liveness: orphan locks across cuts
-
-	backwardsShown, staleShown int
 }
 
 func newCarry() *carry {

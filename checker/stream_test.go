@@ -337,3 +337,41 @@ func withHeldKey(ops []history.Op, proc int, key string, ttl int64) []history.Op
 	}
 	return out
 }
+
+// TestWindowsSpellOutTheWholeChecksFirstFindings: where a history has more
+// fence findings or stale writes than are spelled out (history-wide caps,
+// not per key), the windows spell out the same ones as the whole check,
+// though they find them key by key in another order.
+func TestWindowsSpellOutTheWholeChecksFirstFindings(t *testing.T) {
+	ops := simValidRun(rand.New(rand.NewPCG(9, 9)), simConfig{procs: 8, keys: 30, events: 30_000, ttl: 5e6, heal: true})
+	fences, short := slices.Clone(ops), slices.Clone(ops)
+	for i, op := range ops {
+		if op.Type == history.OK && op.F == history.FAcquire && op.Value != nil {
+			f, d := *op.Value, *op.Value
+			f.Fence, d.Deadline = 1, op.Time+1
+			fences[i].Value, short[i].Value = &f, &d
+		}
+	}
+	for _, c := range []struct {
+		name string
+		ops  []history.Op
+		kind string
+		max  int
+	}{{"fences repeat", fences, KindFenceBackwards, maxBackwards}, {"leases end at once", short, KindStaleWrite, maxStale}} {
+		whole := Check(ctx, c.ops, Config{Timeout: time.Minute})
+		n := 0
+		for _, v := range whole.Violations {
+			if v.Kind == c.kind {
+				n++
+			}
+		}
+		if n != c.max {
+			t.Fatalf("%s: %d %s spelled out, want the cap %d", c.name, n, c.kind, c.max)
+		}
+		win, st, ok := windowed(c.ops, 500)
+		if !ok || st.cuts < 10 || st.deferred == 0 {
+			t.Fatalf("%s: %+v (exact %v)", c.name, st, ok)
+		}
+		sameResult(t, c.name, whole, win)
+	}
+}
