@@ -187,7 +187,7 @@ func newOrphanCarry() *orphanCarry {
 // process and key for the next window (p.calls is in invocation order).
 func (o *orphanCarry) remember(p *prepared) {
 	for i := range p.calls {
-		c := p.calls[i] // a copy
+		c := slimCall(p.calls[i])
 		k := procKey{c.proc, c.key}
 		switch c.f {
 		case history.FAcquire:
@@ -204,6 +204,19 @@ func (o *orphanCarry) remember(p *prepared) {
 			o.releases[k] = rs
 		}
 	}
+}
+
+// slimCall is a copy of c with only what findOrphans and orphanViolation
+// read of its values (its token, a "not held" answer): the values a
+// history's decoder hands out share their memory with their neighbours',
+// so one kept would keep a window's worth alive after the window.
+func slimCall(c call) call {
+	tok, notHeld := c.token(), c.out != nil && c.out.NotHeld
+	c.in, c.out = nil, nil
+	if tok != "" || notHeld {
+		c.out = &history.Value{Token: tok, NotHeld: notHeld}
+	}
+	return c
 }
 
 // orphanViolation describes episode o: who let go and when, which renewal
