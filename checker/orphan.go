@@ -45,23 +45,18 @@ type orphan struct {
 func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[string][]orphan {
 	type pk = procKey
 	acquires, releases := map[pk][]*call{}, map[pk][]*call{}
-	if prior != nil {
-		for k, c := range prior.acquire {
-			acquires[k] = append(acquires[k], c)
-		}
-		for k, c := range prior.granted {
-			if a := acquires[k]; len(a) == 0 || a[0] != c {
-				acquires[k] = append([]*call{c}, a...)
-			}
-		}
-		for k, cs := range prior.releases {
-			releases[k] = append(releases[k], cs...)
-		}
-	}
 	grants := map[int64]*call{} // by completion index
 	for i := range p.calls {
 		c := &p.calls[i]
 		k := pk{c.proc, c.key}
+		if _, seen := acquires[k]; !seen && prior != nil {
+			// The windows before stand in front, for the processes and
+			// keys of this window only: the others' carry is not read
+			// (a window's cost must not grow with the keys before it).
+			acquires[k], releases[k] = prior.before(k), slices.Clone(prior.releases[k])
+		} else if !seen {
+			acquires[k] = nil
+		}
 		if c.completed() {
 			grants[c.done] = c
 		}
@@ -172,6 +167,19 @@ type orphanCarry struct {
 	acquire, granted map[procKey]*call
 	releases         map[procKey][]*call
 	found            []Violation
+}
+
+// before is k's latest granted acquire and latest acquire of the windows
+// before, in invocation order, each once.
+func (o *orphanCarry) before(k procKey) []*call {
+	var out []*call
+	if g := o.granted[k]; g != nil {
+		out = append(out, g)
+	}
+	if a := o.acquire[k]; a != nil && (len(out) == 0 || out[0] != a) {
+		out = append(out, a)
+	}
+	return out
 }
 
 // priorReleases bounds the releases carried per process and key: a

@@ -485,7 +485,8 @@ func sortViolations(vs []Violation) {
 // later window. It keeps what is pending, open or held back, never what a
 // window took.
 type cutter struct {
-	global   []history.Op              // global events since the last cut
+	fresh    []history.Op              // the events since the last cut, in order
+	win      []history.Op              // the last window's events (reused)
 	gpending map[pendKey]bool          // global invocations not yet completed
 	pending  map[pendKey]pendOp        // every invocation not yet completed
 	busy     map[history.Process]bool  // client processes with an operation outstanding
@@ -515,9 +516,11 @@ type pendKey struct {
 // keyState is what the cutter follows of one key: the events held back
 // since the key's last split, and what decides where it may split next.
 type keyState struct {
-	buf      []history.Op  // the key's events not yet taken by a window
-	split    int           // buf[:split] may be taken: the key was quiet after it
+	held     []history.Op  // the key's events before the last cut a window left
+	split    int64         // its events of lower index may be taken: the key was quiet before this one
 	splitTop int64         // the counter's largest value up to the split
+	bound    int64         // at a cut, its events of lower index are taken
+	seen     bool          // it has events not yet taken
 	top      int64         // the counter's largest value so far
 	pending  int           // invocations on the key not yet completed
 	leases   map[int]int64 // per owner, the latest deadline of a grant not released
@@ -557,40 +560,62 @@ func (c *cutter) ok(next history.Op) bool {
 
 // take removes from the cutter the events of a window ending now (after
 // c.last; ok said it may), in index order, and the counter values the
-// taken keys reach at their split (for commit, once the window is
-// checked). Of each key it takes every event when the key is quiet now,
-// and otherwise those before its latest split point; deferred counts the
-// keys that kept events back.
+// taken keys reach (for commit, once the window is checked). Of each key
+// it takes every event when the key is quiet now, and otherwise those
+// before its latest split; deferred counts the keys that kept events
+// back. The events are valid until the next take.
 func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred int) {
 	counters = map[string]int64{}
-	ops = append(ops, c.global...)
-	clear(c.global)
-	c.global = c.global[:0]
+	clear(c.win)
+	win := c.win[:0]
 	for key, k := range c.keys {
 		if k.quiet(c.last.Time) {
-			ops = append(ops, k.buf...)
+			k.bound = math.MaxInt64
 			if k.top > 0 {
 				counters[key] = k.top
 			}
-			delete(c.keys, key) // nothing of it is left to follow
 			continue
 		}
 		deferred++
-		if k.split == 0 {
-			continue
-		}
-		ops = append(ops, k.buf[:k.split]...)
-		if k.splitTop > 0 {
+		k.bound = k.split
+		if k.split > 0 && k.splitTop > 0 {
 			counters[key] = k.splitTop
 		}
-		// A fresh slice, so that the taken events' memory goes with the
-		// window.
-		k.buf = append([]history.Op(nil), k.buf[k.split:]...)
-		k.split = 0
 	}
-	slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+	// What earlier cuts left, first: it precedes every fresh event.
+	for _, k := range c.keys {
+		n, _ := slices.BinarySearchFunc(k.held, k.bound, func(op history.Op, b int64) int { return cmp.Compare(op.Index, b) })
+		if n == 0 {
+			continue
+		}
+		win = append(win, k.held[:n]...)
+		// A fresh slice, so that the taken events' memory goes.
+		k.held = append([]history.Op(nil), k.held[n:]...)
+	}
+	slices.SortFunc(win, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+	for _, op := range c.fresh {
+		if isGlobal(&op) {
+			win = append(win, op)
+			continue
+		}
+		if k := c.keys[op.Key]; op.Index < k.bound {
+			win = append(win, op)
+		} else {
+			k.held = append(k.held, op)
+		}
+	}
+	clear(c.fresh)
+	c.fresh = c.fresh[:0]
+	for key, k := range c.keys {
+		if k.bound == math.MaxInt64 {
+			delete(c.keys, key) // nothing of it is left to follow
+		} else {
+			k.split = 0 // taken
+		}
+	}
+	c.win = win
 	c.since = 0
-	return ops, counters, deferred
+	return win, counters, deferred
 }
 
 // commit carries the counter values a window's keys reached into cr, for
@@ -603,12 +628,12 @@ func commit(cr *carry, counters map[string]int64) {
 
 // rest is every event not yet taken, in index order: the last window.
 func (c *cutter) rest() []history.Op {
-	ops := c.global
+	var ops []history.Op
 	for _, k := range c.keys {
-		ops = append(ops, k.buf...)
+		ops = append(ops, k.held...)
 	}
 	slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
-	return ops
+	return append(ops, c.fresh...)
 }
 
 // global reports whether op belongs to no key's events: a nemesis event,
@@ -631,8 +656,8 @@ func (c *cutter) observe(op history.Op) {
 	c.n++
 	c.since++
 	c.last = op
+	c.fresh = append(c.fresh, op)
 	if isGlobal(&op) {
-		c.global = append(c.global, op)
 		c.observeGlobal(op)
 		return
 	}
@@ -641,11 +666,11 @@ func (c *cutter) observe(op history.Op) {
 		k = &keyState{leases: map[int]int64{}, open: map[int]int64{}}
 		c.keys[op.Key] = k
 	}
-	if k.quiet(op.Time-1) && (len(k.buf) == 0 || k.lastTime < op.Time) {
+	if k.seen && k.quiet(op.Time-1) && k.lastTime < op.Time {
 		// Quiet just before op, strictly earlier: a split point.
-		k.split, k.splitTop = len(k.buf), k.top
+		k.split, k.splitTop = op.Index, k.top
 	}
-	k.buf = append(k.buf, op)
+	k.seen = true
 	k.lastTime = op.Time
 	c.observeKey(k, op)
 }
