@@ -49,16 +49,22 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 	for i := range p.calls {
 		c := &p.calls[i]
 		k := pk{c.proc, c.key}
-		if _, seen := acquires[k]; !seen && prior != nil {
-			// The windows before stand in front, for the processes and
-			// keys of this window only: the others' carry is not read
-			// (a window's cost must not grow with the keys before it).
-			acquires[k], releases[k] = prior.before(k), slices.Clone(prior.releases[k])
-		} else if !seen {
-			acquires[k] = nil
-		}
 		if c.completed() {
 			grants[c.done] = c
+		}
+		if c.f != history.FAcquire && c.f != history.FRelease && c.f != history.FRenew {
+			continue
+		}
+		if _, seen := acquires[k]; !seen {
+			// The windows before stand in front, for the processes and
+			// keys this window grants or releases only (a claim is
+			// either's): the others' carry is not read, so that a
+			// window's cost does not grow with the keys before it. A
+			// present nil says it was looked up.
+			acquires[k] = prior.before(k)
+			if rs := prior.releasesOf(k); len(rs) > 0 {
+				releases[k] = slices.Clone(rs)
+			}
 		}
 		switch {
 		case c.f == history.FAcquire:
@@ -173,6 +179,9 @@ type orphanCarry struct {
 // before, in invocation order, each once.
 func (o *orphanCarry) before(k procKey) []*call {
 	var out []*call
+	if o == nil {
+		return nil
+	}
 	if g := o.granted[k]; g != nil {
 		out = append(out, g)
 	}
@@ -180,6 +189,14 @@ func (o *orphanCarry) before(k procKey) []*call {
 		out = append(out, a)
 	}
 	return out
+}
+
+// releasesOf is k's latest releases of the windows before.
+func (o *orphanCarry) releasesOf(k procKey) []*call {
+	if o == nil {
+		return nil
+	}
+	return o.releases[k]
 }
 
 // priorReleases bounds the releases carried per process and key: a
@@ -229,9 +246,9 @@ func slimCall(c call) call {
 
 // orphanViolation describes episode o: who let go and when, which renewal
 // kept the key, what it cost the others, and the grant that followed it.
-// In a window of a longer history the episode and all after it lie in the
-// last window (the cutter stops at an orphan renewal), so that grant is
-// in p if there is one.
+// In a window of a longer history the episode and all of its key after it
+// lie in the last window (the key splits no more after an orphan renewal),
+// so that grant and the acquires it refused are in p if there are any.
 func orphanViolation(p *prepared, o orphan) Violation {
 	v := Violation{Checker: Liveness, Kind: KindOrphan, Key: o.key, Processes: []int{o.proc},
 		Start: o.start.t, End: min(o.end.t, max(p.last, o.start.t))}
