@@ -63,7 +63,7 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 			// present nil says it was looked up.
 			acquires[k] = prior.before(k)
 			if rs := prior.releasesOf(k); len(rs) > 0 {
-				releases[k] = slices.Clone(rs)
+				releases[k] = rs
 			}
 		}
 		switch {
@@ -164,29 +164,59 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 
 // orphanCarry is what findOrphans keeps of the windows before the current
 // one: each process's latest acquire, latest granted acquire and latest
-// releases of each key (copies: the window's calls are dropped; the
+// releases of each key (slim copies: the window's calls are dropped; the
 // releases of its last priorReleases tokens, in invocation order, since an
 // orphan names the release of the lease its watchdog renewed), and the
 // orphan findings so far, which the liveness verdict counts whichever
 // window they were found in.
 type orphanCarry struct {
-	acquire, granted map[procKey]*call
-	releases         map[procKey][]*call
+	acquire, granted map[procKey]priorCall
+	releases         map[procKey][]priorCall
 	found            []Violation
+}
+
+// priorCall is a call of an earlier window as the orphan carry keeps it:
+// without its values, with what findOrphans and orphanViolation read of
+// them (its token, a "not held" answer). The values a history's decoder
+// hands out share their memory with their neighbours', so one kept would
+// keep a window's worth alive after the window; and a value is larger
+// than the call, while the carry holds a few calls for every process and
+// key of the history.
+type priorCall struct {
+	c       call // its in and out are nil
+	token   string
+	notHeld bool
+}
+
+// keep is c as the carry keeps it.
+func keep(c *call) priorCall {
+	k := priorCall{c: *c, token: c.token(), notHeld: c.out != nil && c.out.NotHeld}
+	k.c.in, k.c.out = nil, nil
+	return k
+}
+
+// call is k as a call again, for a window's findOrphans.
+func (k priorCall) call() *call {
+	c := k.c
+	if k.token != "" || k.notHeld {
+		c.out = &history.Value{Token: k.token, NotHeld: k.notHeld}
+	}
+	return &c
 }
 
 // before is k's latest granted acquire and latest acquire of the windows
 // before, in invocation order, each once.
 func (o *orphanCarry) before(k procKey) []*call {
-	var out []*call
 	if o == nil {
 		return nil
 	}
-	if g := o.granted[k]; g != nil {
-		out = append(out, g)
+	var out []*call
+	g, granted := o.granted[k]
+	if granted {
+		out = append(out, g.call())
 	}
-	if a := o.acquire[k]; a != nil && (len(out) == 0 || out[0] != a) {
-		out = append(out, a)
+	if a, ok := o.acquire[k]; ok && (!granted || a.c.inv != g.c.inv) {
+		out = append(out, a.call())
 	}
 	return out
 }
@@ -196,7 +226,11 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 	if o == nil {
 		return nil
 	}
-	return o.releases[k]
+	var out []*call
+	for _, r := range o.releases[k] {
+		out = append(out, r.call())
+	}
+	return out
 }
 
 // priorReleases bounds the releases carried per process and key: a
@@ -205,43 +239,32 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 const priorReleases = 8
 
 func newOrphanCarry() *orphanCarry {
-	return &orphanCarry{acquire: map[procKey]*call{}, granted: map[procKey]*call{}, releases: map[procKey][]*call{}}
+	return &orphanCarry{acquire: map[procKey]priorCall{}, granted: map[procKey]priorCall{}, releases: map[procKey][]priorCall{}}
 }
 
 // remember keeps p's latest acquire, granted acquire and release of each
 // process and key for the next window (p.calls is in invocation order).
 func (o *orphanCarry) remember(p *prepared) {
 	for i := range p.calls {
-		c := slimCall(p.calls[i])
+		c := &p.calls[i]
 		k := procKey{c.proc, c.key}
 		switch c.f {
 		case history.FAcquire:
-			o.acquire[k] = &c
-			if c.typ == history.OK && (o.granted[k] == nil || o.granted[k].done < c.done) {
-				o.granted[k] = &c
+			kc := keep(c)
+			o.acquire[k] = kc
+			if g, ok := o.granted[k]; c.typ == history.OK && (!ok || g.c.done < c.done) {
+				o.granted[k] = kc
 			}
 		case history.FRelease:
-			rs := slices.DeleteFunc(o.releases[k], func(r *call) bool { return r.token() != "" && r.token() == c.token() })
-			rs = append(rs, &c)
+			tok := c.token()
+			rs := slices.DeleteFunc(o.releases[k], func(r priorCall) bool { return r.token != "" && r.token == tok })
+			rs = append(rs, keep(c))
 			if len(rs) > priorReleases {
 				rs = slices.Delete(rs, 0, len(rs)-priorReleases)
 			}
 			o.releases[k] = rs
 		}
 	}
-}
-
-// slimCall is a copy of c with only what findOrphans and orphanViolation
-// read of its values (its token, a "not held" answer): the values a
-// history's decoder hands out share their memory with their neighbours',
-// so one kept would keep a window's worth alive after the window.
-func slimCall(c call) call {
-	tok, notHeld := c.token(), c.out != nil && c.out.NotHeld
-	c.in, c.out = nil, nil
-	if tok != "" || notHeld {
-		c.out = &history.Value{Token: tok, NotHeld: notHeld}
-	}
-	return c
 }
 
 // orphanViolation describes episode o: who let go and when, which renewal
