@@ -43,6 +43,14 @@ type orphan struct {
 // and release of the windows before stand in front of its own (prior):
 // a cut may fall between a release and the renewal that orphans it.
 func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[string][]orphan {
+	if !renewedByWatchdog(byKey) {
+		// No claim a watchdog began: no orphan (the common case, a lock
+		// without one), and nothing to look up.
+		if prior != nil {
+			prior.remember(p)
+		}
+		return map[string][]orphan{}
+	}
 	type pk = procKey
 	acquires, releases := map[pk][]*call{}, map[pk][]*call{}
 	grants := map[int64]*call{} // by completion index
@@ -162,6 +170,19 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 	return out
 }
 
+// renewedByWatchdog reports whether a renewer thread's renew began one of
+// the claims, the only ones findOrphans can find orphaned.
+func renewedByWatchdog(byKey map[string][]claim) bool {
+	for _, cs := range byKey {
+		for i := range cs {
+			if cs[i].renewer >= 0 && cs[i].byRenew {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // orphanCarry is what findOrphans keeps of the windows before the current
 // one: each process's latest acquire, latest granted acquire and latest
 // releases of each key (slim copies: the window's calls are dropped; the
@@ -170,9 +191,15 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 // orphan findings so far, which the liveness verdict counts whichever
 // window they were found in.
 type orphanCarry struct {
-	acquire, granted map[procKey]priorCall
-	releases         map[procKey][]priorCall
-	found            []Violation
+	calls map[procKey]*priorCalls
+	found []Violation
+}
+
+// priorCalls is what the carry keeps of one process and key.
+type priorCalls struct {
+	acquire, granted priorCall   // its latest acquire and granted acquire
+	acquired, gotOne bool        // whether they are set
+	releases         []priorCall // its latest releases, of distinct tokens
 }
 
 // priorCall is a call of an earlier window as the orphan carry keeps it:
@@ -210,13 +237,16 @@ func (o *orphanCarry) before(k procKey) []*call {
 	if o == nil {
 		return nil
 	}
-	var out []*call
-	g, granted := o.granted[k]
-	if granted {
-		out = append(out, g.call())
+	pc := o.calls[k]
+	if pc == nil {
+		return nil
 	}
-	if a, ok := o.acquire[k]; ok && (!granted || a.c.inv != g.c.inv) {
-		out = append(out, a.call())
+	var out []*call
+	if pc.gotOne {
+		out = append(out, pc.granted.call())
+	}
+	if pc.acquired && (!pc.gotOne || pc.acquire.c.inv != pc.granted.c.inv) {
+		out = append(out, pc.acquire.call())
 	}
 	return out
 }
@@ -226,8 +256,12 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 	if o == nil {
 		return nil
 	}
+	pc := o.calls[k]
+	if pc == nil {
+		return nil
+	}
 	var out []*call
-	for _, r := range o.releases[k] {
+	for _, r := range pc.releases {
 		out = append(out, r.call())
 	}
 	return out
@@ -239,7 +273,7 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 const priorReleases = 8
 
 func newOrphanCarry() *orphanCarry {
-	return &orphanCarry{acquire: map[procKey]priorCall{}, granted: map[procKey]priorCall{}, releases: map[procKey][]priorCall{}}
+	return &orphanCarry{calls: map[procKey]*priorCalls{}}
 }
 
 // remember keeps p's latest acquire, granted acquire and release of each
@@ -247,23 +281,29 @@ func newOrphanCarry() *orphanCarry {
 func (o *orphanCarry) remember(p *prepared) {
 	for i := range p.calls {
 		c := &p.calls[i]
-		k := procKey{c.proc, c.key}
-		switch c.f {
-		case history.FAcquire:
-			kc := keep(c)
-			o.acquire[k] = kc
-			if g, ok := o.granted[k]; c.typ == history.OK && (!ok || g.c.done < c.done) {
-				o.granted[k] = kc
-			}
-		case history.FRelease:
-			tok := c.token()
-			rs := slices.DeleteFunc(o.releases[k], func(r priorCall) bool { return r.token != "" && r.token == tok })
-			rs = append(rs, keep(c))
-			if len(rs) > priorReleases {
-				rs = slices.Delete(rs, 0, len(rs)-priorReleases)
-			}
-			o.releases[k] = rs
+		if c.f != history.FAcquire && c.f != history.FRelease {
+			continue
 		}
+		k := procKey{c.proc, c.key}
+		pc := o.calls[k]
+		if pc == nil {
+			pc = &priorCalls{}
+			o.calls[k] = pc
+		}
+		if c.f == history.FAcquire {
+			pc.acquire, pc.acquired = keep(c), true
+			if c.typ == history.OK && (!pc.gotOne || pc.granted.c.done < c.done) {
+				pc.granted, pc.gotOne = pc.acquire, true
+			}
+			continue
+		}
+		tok := c.token()
+		rs := slices.DeleteFunc(pc.releases, func(r priorCall) bool { return r.token != "" && r.token == tok })
+		rs = append(rs, keep(c))
+		if len(rs) > priorReleases {
+			rs = slices.Delete(rs, 0, len(rs)-priorReleases)
+		}
+		pc.releases = rs
 	}
 }
 

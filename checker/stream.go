@@ -516,19 +516,19 @@ type pendKey struct {
 // keyState is what the cutter follows of one key: the events held back
 // since the key's last split, and what decides where it may split next.
 type keyState struct {
-	held     []history.Op  // the key's events before the last cut a window left
-	split    int64         // its events of lower index may be taken: the key was quiet before this one
-	splitTop int64         // the counter's largest value up to the split
-	bound    int64         // at a cut, its events of lower index are taken
-	seen     bool          // it has events not yet taken
-	top      int64         // the counter's largest value so far
-	pending  int           // invocations on the key not yet completed
-	leases   map[int]int64 // per owner, the latest deadline of a grant not released
-	open     map[int]int64 // per owner, the value a read returned that no write followed yet
-	unsettle int64         // the largest value read by a write of unknown outcome no read has settled
-	unsettld bool
-	never    bool  // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
-	lastTime int64 // time of the key's latest event
+	held          []history.Op  // the key's events before the last cut a window left
+	split         int64         // its events of lower index may be taken: the key was quiet before this one
+	splitTop      int64         // the counter's largest value up to the split
+	bound         int64         // at a cut, its events of lower index are taken
+	seen          bool          // an event of it came since its state was made
+	top           int64         // the counter's largest value so far
+	pending       int           // invocations on the key not yet completed
+	leases        map[int]int64 // per owner, the latest deadline of a grant not released
+	open          map[int]int64 // per owner, the value a read returned that no write followed yet
+	unsettled     bool          // a write of unknown outcome no read has settled yet
+	unsettledRead int64         // the largest value such a write read
+	never         bool          // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
+	lastTime      int64         // time of the key's latest event
 }
 
 func newCutter() *cutter {
@@ -539,7 +539,7 @@ func newCutter() *cutter {
 // quiet reports whether the key satisfies conditions 1 to 4 at time t:
 // nothing pending or open, the counter settled, every lease run out by t.
 func (k *keyState) quiet(t int64) bool {
-	if k.never || k.pending > 0 || len(k.open) > 0 || k.unsettld {
+	if k.never || k.pending > 0 || len(k.open) > 0 || k.unsettled {
 		return false
 	}
 	for _, d := range k.leases {
@@ -784,8 +784,8 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 			v := *op.Value.Counter
 			k.open[owner] = v
 			k.top = max(k.top, v)
-			if k.unsettld && v > k.unsettle {
-				k.unsettld = false // every unknown write on the key took effect or never will
+			if k.unsettled && v > k.unsettledRead {
+				k.unsettled = false // every unknown write on the key took effect or never will
 			}
 		}
 	case history.FWrite:
@@ -810,8 +810,8 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		}
 		// Unknown: it may take effect later, until a read shows the
 		// counter past the value it needs.
-		if !k.unsettld || read > k.unsettle {
-			k.unsettle, k.unsettld = read, true
+		if !k.unsettled || read > k.unsettledRead {
+			k.unsettledRead, k.unsettled = read, true
 		}
 	}
 }
