@@ -162,17 +162,7 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 			w.c.pauses = append(w.c.pauses, pauseProbe{proc: c.proc, at: c.start, end: end})
 		}
 	}
-	// The claims of this window that each pause so far struck: a pause's
-	// process may hold a key whose claims a later window holds (see
-	// CheckFile), never one an earlier window held.
-	for i := range w.c.pauses {
-		pr := &w.c.pauses[i]
-		for _, c := range byProc[pr.proc] {
-			if c.liveDuring(span{pr.at, pr.at}) && (!pr.struck || c.key < pr.key) {
-				pr.struck, pr.key, pr.holdEnd = true, c.key, c.end.t
-			}
-		}
-	}
+	strike(w.c.pauses, all)
 	for proc, t := range p.crashedAt {
 		cov.Crashes.Total++
 		if heldBy(proc, t) != nil || endedByCrash(byProc[proc], t) {
@@ -254,6 +244,23 @@ type pauseProbe struct {
 	struck  bool
 	key     string // the key of the claim it struck
 	holdEnd int64  // that claim's end
+}
+
+// strike records in probes (the pauses so far, in the order of their
+// starts) the claims among cs each struck: a pause's process may hold a
+// key whose claims a later window holds (see CheckFile), never one an
+// earlier window held. Each claim looks at the pauses that began while
+// it was live, found by binary search, so a window costs as much as its
+// claims, not its claims times the pauses so far.
+func strike(probes []pauseProbe, cs []*claim) {
+	for _, c := range cs {
+		lo := sort.Search(len(probes), func(j int) bool { return probes[j].at >= c.start.t })
+		for j := lo; j < len(probes) && probes[j].at < c.end.t; j++ {
+			if pr := &probes[j]; pr.proc == c.proc && (!pr.struck || c.key < pr.key) {
+				pr.struck, pr.key, pr.holdEnd = true, c.key, c.end.t
+			}
+		}
+	}
 }
 
 // pauseCoverage counts the pauses of probes that struck a holder and
