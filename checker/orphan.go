@@ -203,32 +203,33 @@ type priorCalls struct {
 }
 
 // priorCall is a call of an earlier window as the orphan carry keeps it:
-// without its values, with what findOrphans and orphanViolation read of
-// them (its token, a "not held" answer). The values a history's decoder
+// what findOrphans and orphanViolation read of a process's acquire or
+// release (its process and key are the carry's key), without its values
+// but their token and "not held" answer. The values a history's decoder
 // hands out share their memory with their neighbours', so one kept would
-// keep a window's worth alive after the window; and a value is larger
-// than the call, while the carry holds a few calls for every process and
-// key of the history.
+// keep a window's worth alive after the window; and the carry holds a few
+// calls for every process and key of the history, so each is small.
 type priorCall struct {
-	c       call // its in and out are nil
-	token   string
-	notHeld bool
+	typ                   history.Type
+	start, end, inv, done int64
+	token                 string
+	notHeld               bool
 }
 
 // keep is c as the carry keeps it.
 func keep(c *call) priorCall {
-	k := priorCall{c: *c, token: c.token(), notHeld: c.out != nil && c.out.NotHeld}
-	k.c.in, k.c.out = nil, nil
-	return k
+	return priorCall{typ: c.typ, start: c.start, end: c.end, inv: c.inv, done: c.done,
+		token: c.token(), notHeld: c.out != nil && c.out.NotHeld}
 }
 
-// call is k as a call again, for a window's findOrphans.
-func (k priorCall) call() *call {
-	c := k.c
+// call is k, process and key pk's call of f, as a call again, for a
+// window's findOrphans.
+func (k priorCall) call(pk procKey, f string) *call {
+	c := &call{proc: pk.proc, thread: pk.proc, f: f, key: pk.key, typ: k.typ, start: k.start, end: k.end, inv: k.inv, done: k.done}
 	if k.token != "" || k.notHeld {
 		c.out = &history.Value{Token: k.token, NotHeld: k.notHeld}
 	}
-	return &c
+	return c
 }
 
 // before is k's latest granted acquire and latest acquire of the windows
@@ -243,10 +244,10 @@ func (o *orphanCarry) before(k procKey) []*call {
 	}
 	var out []*call
 	if pc.gotOne {
-		out = append(out, pc.granted.call())
+		out = append(out, pc.granted.call(k, history.FAcquire))
 	}
-	if pc.acquired && (!pc.gotOne || pc.acquire.c.inv != pc.granted.c.inv) {
-		out = append(out, pc.acquire.call())
+	if pc.acquired && (!pc.gotOne || pc.acquire.inv != pc.granted.inv) {
+		out = append(out, pc.acquire.call(k, history.FAcquire))
 	}
 	return out
 }
@@ -262,7 +263,7 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 	}
 	var out []*call
 	for _, r := range pc.releases {
-		out = append(out, r.call())
+		out = append(out, r.call(k, history.FRelease))
 	}
 	return out
 }
@@ -292,7 +293,7 @@ func (o *orphanCarry) remember(p *prepared) {
 		}
 		if c.f == history.FAcquire {
 			pc.acquire, pc.acquired = keep(c), true
-			if c.typ == history.OK && (!pc.gotOne || pc.granted.c.done < c.done) {
+			if c.typ == history.OK && (!pc.gotOne || pc.granted.done < c.done) {
 				pc.granted, pc.gotOne = pc.acquire, true
 			}
 			continue
