@@ -48,7 +48,7 @@ const (
 // Unknown with the reason.
 func Check(ctx context.Context, ops []history.Op, cfg Config) Result {
 	a := newAccumulator(ctx, cfg)
-	a.window(ops, true)
+	a.window(ops, true, 0)
 	return a.result()
 }
 

@@ -150,11 +150,6 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 			cov.Renewals++
 		case c.f == history.FPause:
 			cov.Pauses.Total++
-			h := heldBy(c.proc, c.start)
-			if h == nil {
-				continue
-			}
-			cov.Pauses.StruckHolder++
 			end := c.end
 			if !c.completed() {
 				// Cut off by the end of the history: it lasted at least
@@ -164,11 +159,10 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 					end = max(end, c.start+c.in.Duration)
 				}
 			}
-			if h.end.t < end {
-				cov.Pauses.OutlivedLease++
-			}
+			w.c.pauses = append(w.c.pauses, pauseProbe{proc: c.proc, at: c.start, end: end})
 		}
 	}
+	strike(w.c.pauses, all)
 	for proc, t := range p.crashedAt {
 		cov.Crashes.Total++
 		if heldBy(proc, t) != nil || endedByCrash(byProc[proc], t) {
@@ -238,6 +232,49 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 		}
 	}
 	return cov
+}
+
+// pauseProbe is a client pause and the claim it struck, if any: of its
+// process's claims live when it began, the one on the first key (at
+// most one per key is live at an instant), as a whole history's first
+// match is.
+type pauseProbe struct {
+	proc    int
+	at, end int64 // the pause's start and end
+	struck  bool
+	key     string // the key of the claim it struck
+	holdEnd int64  // that claim's end
+}
+
+// strike records in probes (the pauses so far, in the order of their
+// starts) the claims among cs each struck: a pause's process may hold a
+// key whose claims a later window holds (see CheckFile), never one an
+// earlier window held. Each claim looks at the pauses that began while
+// it was live, found by binary search, so a window costs as much as its
+// claims, not its claims times the pauses so far.
+func strike(probes []pauseProbe, cs []*claim) {
+	for _, c := range cs {
+		lo := sort.Search(len(probes), func(j int) bool { return probes[j].at >= c.start.t })
+		for j := lo; j < len(probes) && probes[j].at < c.end.t; j++ {
+			if pr := &probes[j]; pr.proc == c.proc && (!pr.struck || c.key < pr.key) {
+				pr.struck, pr.key, pr.holdEnd = true, c.key, c.end.t
+			}
+		}
+	}
+}
+
+// pauseCoverage counts the pauses of probes that struck a holder and
+// that outlived the holder's claim.
+func pauseCoverage(probes []pauseProbe, cov *PauseCoverage) {
+	for _, pr := range probes {
+		if !pr.struck {
+			continue
+		}
+		cov.StruckHolder++
+		if pr.holdEnd < pr.end {
+			cov.OutlivedLease++
+		}
+	}
 }
 
 // faultExposure is what the windows of a history showed about one

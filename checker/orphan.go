@@ -43,27 +43,36 @@ type orphan struct {
 // and release of the windows before stand in front of its own (prior):
 // a cut may fall between a release and the renewal that orphans it.
 func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[string][]orphan {
+	if !renewedByWatchdog(byKey) {
+		// No claim a watchdog began: no orphan (the common case, a lock
+		// without one), and nothing to look up.
+		if prior != nil {
+			prior.remember(p)
+		}
+		return map[string][]orphan{}
+	}
 	type pk = procKey
 	acquires, releases := map[pk][]*call{}, map[pk][]*call{}
-	if prior != nil {
-		for k, c := range prior.acquire {
-			acquires[k] = append(acquires[k], c)
-		}
-		for k, c := range prior.granted {
-			if a := acquires[k]; len(a) == 0 || a[0] != c {
-				acquires[k] = append([]*call{c}, a...)
-			}
-		}
-		for k, cs := range prior.releases {
-			releases[k] = append(releases[k], cs...)
-		}
-	}
 	grants := map[int64]*call{} // by completion index
 	for i := range p.calls {
 		c := &p.calls[i]
 		k := pk{c.proc, c.key}
 		if c.completed() {
 			grants[c.done] = c
+		}
+		if c.f != history.FAcquire && c.f != history.FRelease && c.f != history.FRenew {
+			continue
+		}
+		if _, seen := acquires[k]; !seen {
+			// The windows before stand in front, for the processes and
+			// keys this window grants or releases only (a claim is
+			// either's): the others' carry is not read, so that a
+			// window's cost does not grow with the keys before it. A
+			// present nil says it was looked up.
+			acquires[k] = prior.before(k)
+			if rs := prior.releasesOf(k); len(rs) > 0 {
+				releases[k] = rs
+			}
 		}
 		switch {
 		case c.f == history.FAcquire:
@@ -161,17 +170,102 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 	return out
 }
 
+// renewedByWatchdog reports whether a renewer thread's renew began one of
+// the claims, the only ones findOrphans can find orphaned.
+func renewedByWatchdog(byKey map[string][]claim) bool {
+	for _, cs := range byKey {
+		for i := range cs {
+			if cs[i].renewer >= 0 && cs[i].byRenew {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // orphanCarry is what findOrphans keeps of the windows before the current
 // one: each process's latest acquire, latest granted acquire and latest
-// releases of each key (copies: the window's calls are dropped; the
+// releases of each key (slim copies: the window's calls are dropped; the
 // releases of its last priorReleases tokens, in invocation order, since an
 // orphan names the release of the lease its watchdog renewed), and the
 // orphan findings so far, which the liveness verdict counts whichever
 // window they were found in.
 type orphanCarry struct {
-	acquire, granted map[procKey]*call
-	releases         map[procKey][]*call
-	found            []Violation
+	calls map[procKey]*priorCalls
+	found []Violation
+}
+
+// priorCalls is what the carry keeps of one process and key.
+type priorCalls struct {
+	acquire, granted priorCall   // its latest acquire and granted acquire
+	acquired, gotOne bool        // whether they are set
+	releases         []priorCall // its latest releases, of distinct tokens
+}
+
+// priorCall is a call of an earlier window as the orphan carry keeps it:
+// what findOrphans and orphanViolation read of a process's acquire or
+// release (its process and key are the carry's key), without its values
+// but their token and "not held" answer. The values a history's decoder
+// hands out share their memory with their neighbours', so one kept would
+// keep a window's worth alive after the window; and the carry holds a few
+// calls for every process and key of the history, so each is small.
+type priorCall struct {
+	typ                   history.Type
+	start, end, inv, done int64
+	token                 string
+	notHeld               bool
+}
+
+// keep is c as the carry keeps it.
+func keep(c *call) priorCall {
+	return priorCall{typ: c.typ, start: c.start, end: c.end, inv: c.inv, done: c.done,
+		token: c.token(), notHeld: c.out != nil && c.out.NotHeld}
+}
+
+// call is k, process and key pk's call of f, as a call again, for a
+// window's findOrphans.
+func (k priorCall) call(pk procKey, f string) *call {
+	c := &call{proc: pk.proc, thread: pk.proc, f: f, key: pk.key, typ: k.typ, start: k.start, end: k.end, inv: k.inv, done: k.done}
+	if k.token != "" || k.notHeld {
+		c.out = &history.Value{Token: k.token, NotHeld: k.notHeld}
+	}
+	return c
+}
+
+// before is k's latest granted acquire and latest acquire of the windows
+// before, in invocation order, each once.
+func (o *orphanCarry) before(k procKey) []*call {
+	if o == nil {
+		return nil
+	}
+	pc := o.calls[k]
+	if pc == nil {
+		return nil
+	}
+	var out []*call
+	if pc.gotOne {
+		out = append(out, pc.granted.call(k, history.FAcquire))
+	}
+	if pc.acquired && (!pc.gotOne || pc.acquire.inv != pc.granted.inv) {
+		out = append(out, pc.acquire.call(k, history.FAcquire))
+	}
+	return out
+}
+
+// releasesOf is k's latest releases of the windows before.
+func (o *orphanCarry) releasesOf(k procKey) []*call {
+	if o == nil {
+		return nil
+	}
+	pc := o.calls[k]
+	if pc == nil {
+		return nil
+	}
+	var out []*call
+	for _, r := range pc.releases {
+		out = append(out, r.call(k, history.FRelease))
+	}
+	return out
 }
 
 // priorReleases bounds the releases carried per process and key: a
@@ -180,37 +274,45 @@ type orphanCarry struct {
 const priorReleases = 8
 
 func newOrphanCarry() *orphanCarry {
-	return &orphanCarry{acquire: map[procKey]*call{}, granted: map[procKey]*call{}, releases: map[procKey][]*call{}}
+	return &orphanCarry{calls: map[procKey]*priorCalls{}}
 }
 
 // remember keeps p's latest acquire, granted acquire and release of each
 // process and key for the next window (p.calls is in invocation order).
 func (o *orphanCarry) remember(p *prepared) {
 	for i := range p.calls {
-		c := p.calls[i] // a copy
-		k := procKey{c.proc, c.key}
-		switch c.f {
-		case history.FAcquire:
-			o.acquire[k] = &c
-			if c.typ == history.OK && (o.granted[k] == nil || o.granted[k].done < c.done) {
-				o.granted[k] = &c
-			}
-		case history.FRelease:
-			rs := slices.DeleteFunc(o.releases[k], func(r *call) bool { return r.token() != "" && r.token() == c.token() })
-			rs = append(rs, &c)
-			if len(rs) > priorReleases {
-				rs = slices.Delete(rs, 0, len(rs)-priorReleases)
-			}
-			o.releases[k] = rs
+		c := &p.calls[i]
+		if c.f != history.FAcquire && c.f != history.FRelease {
+			continue
 		}
+		k := procKey{c.proc, c.key}
+		pc := o.calls[k]
+		if pc == nil {
+			pc = &priorCalls{}
+			o.calls[k] = pc
+		}
+		if c.f == history.FAcquire {
+			pc.acquire, pc.acquired = keep(c), true
+			if c.typ == history.OK && (!pc.gotOne || pc.granted.done < c.done) {
+				pc.granted, pc.gotOne = pc.acquire, true
+			}
+			continue
+		}
+		tok := c.token()
+		rs := slices.DeleteFunc(pc.releases, func(r priorCall) bool { return r.token != "" && r.token == tok })
+		rs = append(rs, keep(c))
+		if len(rs) > priorReleases {
+			rs = slices.Delete(rs, 0, len(rs)-priorReleases)
+		}
+		pc.releases = rs
 	}
 }
 
 // orphanViolation describes episode o: who let go and when, which renewal
 // kept the key, what it cost the others, and the grant that followed it.
-// In a window of a longer history the episode and all after it lie in the
-// last window (the cutter stops at an orphan renewal), so that grant is
-// in p if there is one.
+// In a window of a longer history the episode and all of its key after it
+// lie in the last window (the key splits no more after an orphan renewal),
+// so that grant and the acquires it refused are in p if there are any.
 func orphanViolation(p *prepared, o orphan) Violation {
 	v := Violation{Checker: Liveness, Kind: KindOrphan, Key: o.key, Processes: []int{o.proc},
 		Start: o.start.t, End: min(o.end.t, max(p.last, o.start.t))}

@@ -1,8 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/anishathalye/porcupine"
@@ -174,23 +176,38 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	stats["fence-backwards"] = float64(len(backwards))
 	if len(backwards) > 0 {
 		invalid = true
-		room := max(0, maxReported-c.backwardsShown)
-		if len(backwards) > room {
-			backwards = backwards[:room]
-		}
-		c.backwardsShown += len(backwards)
-		vs = append(vs, backwards...)
 	}
-
 	stale := staleWrites(p, byKey, c.lastClaim)
 	stats["stale-writes"] = float64(len(stale))
-	if room := max(0, maxReported*4-c.staleShown); len(stale) > room {
-		stale = stale[:room]
-	}
-	c.staleShown += len(stale)
-	vs = append(vs, stale...)
 
-	return resourcePart{stats: stats, vs: vs, nonlin: nonlin, invalid: invalid, unknown: unknownReasons, noOrder: noOrder, lostKeys: lostKeys}
+	return resourcePart{stats: stats, vs: vs, nonlin: nonlin, invalid: invalid, unknown: unknownReasons, noOrder: noOrder, lostKeys: lostKeys,
+		backwards: firstBackwards(nil, backwards), stale: firstStale(nil, stale)}
+}
+
+// maxBackwards and maxStale bound the fence findings and the stale writes
+// spelled out in a history (not per key); the stats count them all.
+const (
+	maxBackwards = maxReported
+	maxStale     = maxReported * 4
+)
+
+// firstBackwards joins fence findings to kept and keeps the first
+// maxBackwards in a whole history's order: by key, then (fenceBackwards's
+// order within a key) by the grant's invocation. A key's findings of a
+// later window of a long history come after its earlier ones (see
+// CheckFile), so a stable sort by key restores that order.
+func firstBackwards(kept, add []Violation) []Violation {
+	out := append(kept, add...)
+	slices.SortStableFunc(out, func(a, b Violation) int { return cmp.Compare(a.Key, b.Key) })
+	return out[:min(len(out), maxBackwards)]
+}
+
+// firstStale joins stale writes to kept and keeps the first maxStale in a
+// whole history's order: by the write's invocation (Events[0]).
+func firstStale(kept, add []Violation) []Violation {
+	out := append(kept, add...)
+	slices.SortStableFunc(out, func(a, b Violation) int { return cmp.Compare(a.Events[0], b.Events[0]) })
+	return out[:min(len(out), maxStale)]
 }
 
 // resourcePart is what checkResource found in one window of a history;
@@ -205,11 +222,14 @@ type resourcePart struct {
 	// one are named by noOrder (see violations).
 	noOrder  map[string]Violation
 	lostKeys map[string]bool
+	// The first fence findings and stale writes of the history (see
+	// firstBackwards, firstStale).
+	backwards, stale []Violation
 }
 
 // violations is every violation of the part.
 func (p resourcePart) violations() []Violation {
-	vs := p.vs
+	vs := slices.Concat(p.vs, p.backwards, p.stale)
 	for _, key := range sortedKeys(p.noOrder) {
 		if !p.lostKeys[key] {
 			vs = append(vs, p.noOrder[key])
@@ -230,6 +250,8 @@ func (p *resourcePart) add(q resourcePart) {
 	p.nonlin = sortedUnion(p.nonlin, q.nonlin)
 	p.unknown = keyReasons(p.unknown, q.unknown)
 	p.invalid = p.invalid || q.invalid
+	p.backwards = firstBackwards(p.backwards, q.backwards)
+	p.stale = firstStale(p.stale, q.stale)
 	if p.noOrder == nil {
 		p.noOrder, p.lostKeys = map[string]Violation{}, map[string]bool{}
 	}

@@ -1,10 +1,12 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/lockharness/lockharness/history"
@@ -17,61 +19,106 @@ import (
 // what the checkers need of the past (the carry): memory is bounded by the
 // longest window, not by the length of the run.
 //
-// A window may end after event e only where nothing before the cut can
-// change the meaning of anything after it (cutter.ok):
+// Every checker but the coverage's faults and pauses works per key (and
+// per process and key): porcupine partitions by key, claims, sections and
+// fences are a key's. So a window is cut per key. A key k splits after
+// its event e (keyState.split) where nothing of k before the split can
+// change the meaning of anything of k after it, at a time t_k with e's
+// time ≤ t_k < the time of k's next event:
 //
-//  1. no operation is pending: every client and nemesis invocation up to
-//     e has completed by e, and the next event is at a later nanosecond,
-//     so every operation of the window precedes, in real time, every
-//     operation after it;
-//  2. no lease can be live: every grant of the window was followed by its
-//     process's release invocation on that key, or has a deadline at or
-//     before e's time (a conservative superset of claims: absorbed renews
-//     and empty grants count too), so no claim spans the cut and the
-//     lease-mutex model's state at the cut is free, or held by a lease
-//     that has run out by then, which allows exactly what free allows;
-//  3. no critical section is open: every read ok of a client on a key was
-//     followed by its write (or the same client's next read), so no
-//     section spans the cut;
-//  4. the counter's value at the cut is the same in every linearization
-//     of the history before it: every write that was accepted, or whose
+//  1. no operation on k is pending: every client invocation on k up to e
+//     has completed by e, so every operation on k before the split
+//     precedes, in real time, every operation on k after it;
+//  2. no lease on k can be live: every grant of k before the split was
+//     followed by its process's release invocation on k, or has a
+//     deadline at or before t_k (a conservative superset of claims:
+//     absorbed renews and empty grants count too), so no claim spans the
+//     split and the lease-mutex model's state there is free, or held by
+//     a lease that has run out by then, which allows exactly what free
+//     allows;
+//  3. no critical section on k is open: every read ok of a client on k
+//     was followed by its write (or the same client's next read), so no
+//     section spans the split;
+//  4. k's counter value at the split is the same in every linearization
+//     of k's history before it: every write that was accepted, or whose
 //     outcome is unknown, read the counter first and wrote a larger
 //     value, so a legal linearization moves the counter only upwards; and
 //     every write of unknown outcome (which may take effect at any later
 //     time, and leaves the counter at either value) is followed, before
-//     the cut, by a read of a larger value than it read, which every
+//     the split, by a read of a larger value than it read, which every
 //     legal linearization places after it (the counter never comes back
 //     down to the value it needs). Then every legal linearization of the
-//     part before the cut holds every one of its writes and ends at the
-//     largest value read or accepted, which is carried as the next
-//     window's initial state;
-//  5. no client has crashed, no client ran two operations at once, the
-//     final heal has not begun (the recovery period and the final reads
-//     lie in the last window, where liveness and the final count are
-//     judged) and events come in index order.
+//     part before the split holds every one of its writes and ends at the
+//     largest value read or accepted, which is carried as the initial
+//     state of k's next part.
 //
-// Why that is exact for porcupine's verdicts: by 1, every operation before
-// the cut precedes every operation after it, so every linearization of
-// the whole history is a linearization of the part before the cut followed
-// by one of the part after it, starting from the state the first left; by
-// 2 and 4 that state is the same whichever linearization (up to states that
-// allow the same), so the whole is linearizable exactly when each window
-// is, from the carried state. The overlap analysis, stale writes and the
-// coverage are over claims, none of which spans a cut (2); the rest is
-// carried: the tokens of the latest acquires (lost-lease evidence), the
-// highest fencing token per key, the writes accepted per key and its
-// latest read (the final count), the longest lease and the unavailability
-// per key (liveness), the nemesis events and each fault's exposure so far,
-// and how many violations of each kind have been spelled out.
+// A key whose counter could be ambiguous at any later split (a write that
+// read nothing, or wrote no more than it read) or that an orphan lock
+// holds (a renewal after its process let go, whose episode findOrphans
+// follows across claims) splits no more: its events wait for the last
+// window.
+//
+// A window ends after event e (cutter.ok, cutter.take) only where the
+// global conditions hold: no nemesis operation, client pause or keyless
+// client operation is pending, the next event is at a later nanosecond,
+// no client has crashed, no client ran two operations at once, no event
+// prepare would refuse has been seen (the whole check's first refusal is
+// then in the last window), the final heal has not begun (the recovery
+// period and the final reads lie in the last window, where liveness and
+// the final count are judged) and events come in index order. The window
+// takes every global event up to e; of each key quiet at e (1 to 4 with
+// t_k = e's time) all its events, of every other key its events up to its
+// latest split (t_k < e's time), and leaves the rest of that key's events
+// for the next window, in front of what comes after e. A key that never
+// splits (held by a renewing lock all run) is thus held back, alone,
+// while the other keys' windows come and go.
+//
+// Why that is exact for porcupine's verdicts: by 1, every operation of a
+// key before its split precedes every operation of the key after it, so
+// every linearization of the key's history is a linearization of the part
+// before the split followed by one of the part after, starting from the
+// state the first left; by 2 and 4 that state is the same whichever
+// linearization (up to states that allow the same), so the whole is
+// linearizable exactly when each part is, from the carried state. The
+// overlap analysis, stale writes, fences and liveness's unavailability are
+// over a key's claims and calls, none of which spans its split (1, 2);
+// what crosses a split is carried per key or per process and key: the
+// tokens of the latest grants (lost-lease evidence), the latest claims
+// (stale writes), the highest fencing token, the writes accepted and the
+// latest read (the final count), the unavailability, the orphan evidence,
+// and how many violations of each kind have been spelled out; and per
+// history the longest lease. A window's end (p.last) is its cut: every
+// claim it holds ended by then (t_k ≤ the cut's time).
+//
+// The coverage crosses keys. Faults: the nemesis events are never held
+// back, so a window's claims end by its cut, before every nemesis event
+// of a later window begins (the next event is strictly later): no claim
+// can be exposed to a later window's fault. A claim held back may be
+// exposed to an earlier window's fault: every window therefore checks its
+// claims and acquires against every nemesis event so far (carry.nem), and
+// a fault not healed by a window's end is healed after all that window
+// holds. Client pauses are global too, so a claim live when a pause began
+// is in the pause's window or a later one: the pause's probe
+// (carry.pauses) takes, from every window from its own on, its process's
+// claim live at its start on the first key, as the whole check's match.
+// Crashes end the cuts. The per-process state of prepare (pairing an
+// invocation with its completion by process and f) holds within a window
+// since a pending operation keeps its key (or, global, the cut) from
+// splitting; a process's operations on other keys may lie in other
+// windows, out of time order, which nothing relies on. The holds and the
+// violations are sorted at the end (sortHolds, sortViolations), so their
+// order is the whole check's; the fence findings and stale writes spelled
+// out under a history-wide cap are the whole check's first ones
+// (firstBackwards, firstStale), whichever window found them.
 //
 // What is not the same: porcupine's bounds (CheckTimeout, and the 50,000
 // operations it re-checks in one go after a failed chunk) apply per window,
 // so a window check can decide where the whole check ran out and said
-// unknown; and violations with the same start may be listed in another
-// order. Where a cut is never allowed (a crash early in a run, a write of
-// unknown outcome that no later read settles, a write that read
-// nothing), the window grows to the end: memory is then what the whole
-// check costs.
+// unknown. Memory is a window's, plus the events of keys that do not
+// split (a key held all run, a write of unknown outcome that no later read
+// settles, a write that read nothing): where a cut is never allowed (a
+// crash early in a run, a client running two operations at once), the
+// window grows to the end and memory is what the whole check costs.
 
 // windowTarget is how many events a window of CheckFile holds at least
 // before it is cut at the next point allowed.
@@ -131,33 +178,45 @@ func checkFile(ctx context.Context, path string, cfg Config, target int) (Result
 // target events; false when the windows cannot be exact and the history
 // must be checked whole.
 func checkWindows(ctx context.Context, next func() (history.Op, bool), cfg Config, target int) (Result, bool) {
+	res, exact, _ := checkWindowsStats(ctx, next, cfg, target)
+	return res, exact
+}
+
+// windowStats says how a history was cut: the windows before the last,
+// and how many times a key kept events back at a cut.
+type windowStats struct {
+	cuts, deferred int
+}
+
+// checkWindowsStats is checkWindows, saying how it cut the history.
+func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg Config, target int) (Result, bool, windowStats) {
 	a := newAccumulator(ctx, cfg)
 	cut := newCutter()
-	var win []history.Op
-	cuts := 0
+	var st windowStats
 	for {
 		op, ok := next()
 		if !ok {
 			break
 		}
-		if len(win) >= target && cut.ok(op) {
-			a.window(win, false)
-			cut.commit(a.c)
-			cuts++
-			clear(win) // drop the values' references
-			win = win[:0]
+		if cut.since >= target && cut.ok(op) {
+			win, counters, deferred := cut.take()
+			if len(win) > 0 {
+				a.window(win, false, cut.last.Time)
+				commit(a.c, counters)
+				st.cuts++
+				st.deferred += deferred
+			}
 		}
 		cut.observe(op)
-		if cut.disorder && cuts > 0 {
-			return Result{}, false
+		if cut.disorder && st.cuts > 0 {
+			return Result{}, false, st
 		}
-		win = append(win, op)
 	}
-	a.window(win, true)
+	a.window(cut.rest(), true, 0)
 	// Liveness is judged over the recovery after the final heal, which
 	// the cuts keep in the last window; without one the whole history is
 	// the window, which the cuts did not keep.
-	return a.result(), cuts == 0 || a.healed
+	return a.result(), st.cuts == 0 || a.healed, st
 }
 
 // carry is what the checkers keep of the windows before the current one.
@@ -175,9 +234,8 @@ type carry struct {
 	unavail      map[string]int64
 	nem          []nemesisEvent  // the nemesis events so far
 	faults       []faultExposure // of each of nem
+	pauses       []pauseProbe    // the client pauses so far and whom they struck
 	orphans      *orphanCarry    // liveness: orphan locks across cuts
-
-	backwardsShown, staleShown int
 }
 
 func newCarry() *carry {
@@ -237,8 +295,11 @@ func newAccumulator(ctx context.Context, cfg Config) *accumulator {
 	return &accumulator{ctx: ctx, cfg: cfg.withDefaults(), c: newCarry(), counts: map[string]map[string]int{}, failed: map[string]CheckResult{}}
 }
 
-// window checks the next window of the history.
-func (a *accumulator) window(ops []history.Op, last bool) {
+// window checks the next window of the history, ops in index order. A
+// window before the last reaches until, the time of its cut: the events
+// of keys it left for later may end it before then, yet its claims may
+// run until then, and the checkers clip at the window's end (p.last).
+func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 	w := window{c: a.c, last: last}
 	if a.shared != nil {
 		a.addCounts(guardCounts(ops, nil))
@@ -253,6 +314,7 @@ func (a *accumulator) window(ops []history.Op, last bool) {
 		if err != nil {
 			return CheckResult{}, err
 		}
+		p.last = max(p.last, until)
 		byKey = buildClaims(p)
 		hs = holds(p, byKey)
 		return CheckResult{}, nil
@@ -355,6 +417,7 @@ func (a *accumulator) result() Result {
 		return res
 	}
 	res.Holds = a.holds
+	sortHolds(res.Holds)
 	pick := func(name string, ok func() (CheckResult, []Violation, []string)) {
 		if cr, bad := a.failed[name]; bad {
 			res.Checkers[name] = cr
@@ -372,13 +435,14 @@ func (a *accumulator) result() Result {
 		return a.resource.result(), a.resource.violations(), a.resource.nonlin
 	})
 	pick(Liveness, func() (CheckResult, []Violation, []string) { return a.live, a.liveVs, nil })
-	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].Start < res.Violations[j].Start })
+	sortViolations(res.Violations)
 	sort.Strings(res.NonLinearizableKeys)
 	res.Verdict = Combine(res.Checkers[LockPromise].Verdict, res.Checkers[Resource].Verdict, res.Checkers[Liveness].Verdict)
 	cov := a.cov
 	if a.covErr == "" {
 		g := guard(func() (CheckResult, error) {
 			cov.Faults = faultCoverage(a.c.nem, a.c.faults)
+			pauseCoverage(a.c.pauses, &cov.Pauses)
 			return CheckResult{}, nil
 		})
 		if g.Verdict == Unknown {
@@ -389,23 +453,59 @@ func (a *accumulator) result() Result {
 	return res
 }
 
-// cutter follows a history event by event and says where a window may end
-// (see the conditions above). It keeps what is pending or open, never what
-// is done.
+// sortHolds puts holds in the order holds gives a whole history's: by
+// start, then key, then grant. A window's holds are in that order, but a
+// later window may hold earlier claims of a key it was left.
+func sortHolds(hs []Hold) {
+	slices.SortFunc(hs, func(a, b Hold) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Acquire, b.Acquire))
+	})
+}
+
+// checkerRank orders the checkers' violations among equal starts.
+var checkerRank = map[string]int{LockPromise: 0, Resource: 1, Liveness: 2}
+
+// sortViolations puts violations in one order whatever windows found
+// them in which order: by start, then checker, key, kind, end, events,
+// processes and words.
+func sortViolations(vs []Violation) {
+	slices.SortStableFunc(vs, func(a, b Violation) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(checkerRank[a.Checker], checkerRank[b.Checker]),
+			cmp.Compare(a.Key, b.Key), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.End, b.End),
+			slices.Compare(a.Events, b.Events), slices.Compare(a.Processes, b.Processes), cmp.Compare(a.Description, b.Description))
+	})
+}
+
+// cutter follows a history event by event, holds each event back until a
+// window may take it, and says where a window may end (see the conditions
+// above). Nemesis events, client pauses and client events without a key
+// are global: a window takes all of them up to its cut. A key's events are
+// the key's: a window takes them up to the key's latest split point (where
+// the key alone satisfied conditions 1 to 4), and leaves the rest for a
+// later window. It keeps what is pending, open or held back, never what a
+// window took.
 type cutter struct {
-	pending   map[pendKey]*history.Value // invocations not yet completed
-	busy      map[history.Process]bool   // client processes with an operation outstanding
-	leases    map[procKey]int64          // grants not yet released: the latest deadline
-	open      map[procKey]int64          // reads not yet followed by their write
-	top       map[string]int64           // each key's largest counter value in the window
-	unsettled map[string]int64           // per key, the largest value read by a write of unknown outcome no read has settled
-	held      map[procKey]bool           // the process's latest acquire ok came after its latest release
-	relDone   map[procKey]int64          // index of the completion of the process's latest release (max while in flight)
-	renewInv  map[history.Process]int64  // index of a renewer's renew in flight
-	never     bool                       // no cut for the rest of the history
-	disorder  bool
-	n         int
-	last      history.Op
+	fresh    []history.Op              // the events since the last cut, in order
+	win      []history.Op              // the last window's events (reused)
+	gpending map[pendKey]bool          // global invocations not yet completed
+	pending  map[pendKey]pendOp        // every invocation not yet completed
+	busy     map[history.Process]bool  // client processes with an operation outstanding
+	keys     map[string]*keyState      // keys with events held back or state open
+	held     map[procKey]bool          // the process's latest acquire ok came after its latest release
+	relDone  map[procKey]int64         // index of the completion of the process's latest release (max while in flight)
+	renewInv map[history.Process]int64 // index of a renewer's renew in flight
+	never    bool                      // no cut for the rest of the history
+	disorder bool
+	n        int // events observed
+	since    int // events observed since the last cut
+	last     history.Op
+}
+
+// pendOp is an invocation in flight: what its completion must match.
+type pendOp struct {
+	key   string
+	owner int
+	in    *history.Value
 }
 
 type pendKey struct {
@@ -413,85 +513,245 @@ type pendKey struct {
 	f string
 }
 
-func newCutter() *cutter {
-	return &cutter{pending: map[pendKey]*history.Value{}, busy: map[history.Process]bool{},
-		leases: map[procKey]int64{}, open: map[procKey]int64{}, top: map[string]int64{}, unsettled: map[string]int64{},
-		held: map[procKey]bool{}, relDone: map[procKey]int64{}, renewInv: map[history.Process]int64{}}
+// keyState is what the cutter follows of one key: the events held back
+// since the key's last split, and what decides where it may split next.
+type keyState struct {
+	held          []history.Op  // the key's events before the last cut a window left
+	split         int64         // its events of lower index may be taken: the key was quiet before this one
+	splitTop      int64         // the counter's largest value up to the split
+	bound         int64         // at a cut, its events of lower index are taken
+	seen          bool          // an event of it came since its state was made
+	top           int64         // the counter's largest value so far
+	pending       int           // invocations on the key not yet completed
+	leases        map[int]int64 // per owner, the latest deadline of a grant not released
+	open          map[int]int64 // per owner, the value a read returned that no write followed yet
+	unsettled     bool          // a write of unknown outcome no read has settled yet
+	unsettledRead int64         // the largest value such a write read
+	never         bool          // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
+	lastTime      int64         // time of the key's latest event
 }
 
-// ok reports whether the window may end before next.
-func (c *cutter) ok(next history.Op) bool {
-	if c.never || c.n == 0 || len(c.pending) > 0 || len(c.open) > 0 || len(c.unsettled) > 0 ||
-		next.Time <= c.last.Time || next.Index <= c.last.Index {
+func newCutter() *cutter {
+	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
+		keys: map[string]*keyState{}, held: map[procKey]bool{}, relDone: map[procKey]int64{}, renewInv: map[history.Process]int64{}}
+}
+
+// quiet reports whether the key satisfies conditions 1 to 4 at time t:
+// nothing pending or open, the counter settled, every lease run out by t.
+func (k *keyState) quiet(t int64) bool {
+	if k.never || k.pending > 0 || len(k.open) > 0 || k.unsettled {
 		return false
 	}
-	for k, d := range c.leases {
-		if d > c.last.Time {
+	for _, d := range k.leases {
+		if d > t {
 			return false
 		}
-		delete(c.leases, k) // run out: it stays so
 	}
 	return true
 }
 
-// commit carries the window's counter values into cr.
-func (c *cutter) commit(cr *carry) {
-	for k, v := range c.top {
-		cr.counter[k] = max(cr.counter[k], v)
-	}
-	clear(c.top)
+// ok reports whether a window may end before next: the global conditions
+// hold (nothing global pending, no crash, no final heal, next strictly
+// later). Which keys' events the window takes is take's business.
+func (c *cutter) ok(next history.Op) bool {
+	return !c.never && c.n > 0 && len(c.gpending) == 0 &&
+		next.Time > c.last.Time && next.Index > c.last.Index
 }
 
-// observe follows op.
+// take removes from the cutter the events of a window ending now (after
+// c.last; ok said it may), in index order, and the counter values the
+// taken keys reach (for commit, once the window is checked). Of each key
+// it takes every event when the key is quiet now, and otherwise those
+// before its latest split; deferred counts the keys that kept events
+// back. The events are valid until the next take.
+func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred int) {
+	counters = map[string]int64{}
+	clear(c.win)
+	win := c.win[:0]
+	for key, k := range c.keys {
+		if k.quiet(c.last.Time) {
+			k.bound = math.MaxInt64
+			if k.top > 0 {
+				counters[key] = k.top
+			}
+			continue
+		}
+		deferred++
+		k.bound = k.split
+		if k.split > 0 && k.splitTop > 0 {
+			counters[key] = k.splitTop
+		}
+	}
+	// What earlier cuts left, first: it precedes every fresh event.
+	for _, k := range c.keys {
+		n, _ := slices.BinarySearchFunc(k.held, k.bound, func(op history.Op, b int64) int { return cmp.Compare(op.Index, b) })
+		if n == 0 {
+			continue
+		}
+		win = append(win, k.held[:n]...)
+		// A fresh slice, so that the taken events' memory goes.
+		k.held = append([]history.Op(nil), k.held[n:]...)
+	}
+	slices.SortFunc(win, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+	for _, op := range c.fresh {
+		if isGlobal(&op) {
+			win = append(win, op)
+			continue
+		}
+		if k := c.keys[op.Key]; op.Index < k.bound {
+			win = append(win, op)
+		} else {
+			k.held = append(k.held, op)
+		}
+	}
+	clear(c.fresh)
+	c.fresh = c.fresh[:0]
+	for key, k := range c.keys {
+		if k.bound == math.MaxInt64 {
+			delete(c.keys, key) // nothing of it is left to follow
+		} else {
+			k.split = 0 // taken
+		}
+	}
+	c.win = win
+	c.since = 0
+	return win, counters, deferred
+}
+
+// commit carries the counter values a window's keys reached into cr, for
+// the windows after it.
+func commit(cr *carry, counters map[string]int64) {
+	for k, v := range counters {
+		cr.counter[k] = max(cr.counter[k], v)
+	}
+}
+
+// rest is every event not yet taken, in index order: the last window.
+func (c *cutter) rest() []history.Op {
+	var ops []history.Op
+	for _, k := range c.keys {
+		ops = append(ops, k.held...)
+	}
+	slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+	return append(ops, c.fresh...)
+}
+
+// global reports whether op belongs to no key's events: a nemesis event,
+// a client pause (whose exposure asks which keys its process held, see
+// coverage) or crash, or a client event that names no key.
+func isGlobal(op *history.Op) bool {
+	return op.Process.IsNemesis() || op.F == history.FPause || op.F == history.FCrash || op.Key == ""
+}
+
+// observe follows op and holds it back.
 func (c *cutter) observe(op history.Op) {
 	if c.n > 0 && (op.Index <= c.last.Index || op.Time < c.last.Time) {
 		c.disorder, c.never = true, true
 	}
+	if op.Validate() != nil {
+		// prepare refuses it: the window that holds it must hold
+		// everything after it, and the whole check's first refusal.
+		c.never = true
+	}
 	c.n++
+	c.since++
 	c.last = op
-	pk := pendKey{op.Process, op.F}
-	if op.Process.IsNemesis() {
-		if op.F == history.FFinalHeal {
-			c.never = true
-		}
-		if op.Type == history.Invoke {
-			c.pending[pk] = op.Value
-		} else {
-			delete(c.pending, pk)
-		}
+	c.fresh = append(c.fresh, op)
+	if isGlobal(&op) {
+		c.observeGlobal(op)
 		return
 	}
-	if op.F == history.FCrash {
+	k := c.keys[op.Key]
+	if k == nil {
+		k = &keyState{leases: map[int]int64{}, open: map[int]int64{}}
+		c.keys[op.Key] = k
+	}
+	if k.seen && k.quiet(op.Time-1) && k.lastTime < op.Time {
+		// Quiet just before op, strictly earlier: a split point.
+		k.split, k.splitTop = op.Index, k.top
+	}
+	k.seen = true
+	k.lastTime = op.Time
+	c.observeKey(k, op)
+}
+
+// observeGlobal follows a global event.
+func (c *cutter) observeGlobal(op history.Op) {
+	pk := pendKey{op.Process, op.F}
+	switch {
+	case op.Process.IsNemesis() && op.F == history.FFinalHeal:
+		c.never = true
+	case op.F == history.FCrash:
 		c.never = true
 		return
 	}
+	if op.Type == history.Invoke {
+		if !op.Process.IsNemesis() {
+			c.invoke(op, pendOp{key: op.Key, owner: int(op.Process), in: op.Value})
+		}
+		c.gpending[pk] = true
+		return
+	}
+	delete(c.gpending, pk)
+	if !op.Process.IsNemesis() {
+		c.complete(op, int(op.Process))
+	}
+}
+
+// invoke notes a client invocation.
+func (c *cutter) invoke(op history.Op, p pendOp) {
+	if c.busy[op.Process] {
+		c.never = true // two operations of one client at once
+	}
+	c.busy[op.Process] = true
+	pk := pendKey{op.Process, op.F}
+	if _, dup := c.pending[pk]; dup {
+		c.never = true // prepare refuses it
+	}
+	c.pending[pk] = p
+}
+
+// complete notes a client completion and returns its invocation's value;
+// one prepare would refuse (no invocation, another key or owner) ends
+// the cuts.
+func (c *cutter) complete(op history.Op, owner int) *history.Value {
+	pk := pendKey{op.Process, op.F}
+	in, ok := c.pending[pk]
+	if !ok || in.key != op.Key || in.owner != owner {
+		c.never = true
+	}
+	delete(c.pending, pk)
+	delete(c.busy, op.Process)
+	return in.in
+}
+
+// observeKey follows a client event on key k.
+func (c *cutter) observeKey(k *keyState, op history.Op) {
 	owner := int(op.Process)
 	if op.Owner != nil {
 		owner = int(*op.Owner)
 	}
-	k := procKey{owner, op.Key}
+	pk := procKey{owner, op.Key}
 	if op.Type == history.Invoke {
-		if c.busy[op.Process] {
-			c.never = true // two operations of one client at once
-		}
-		c.busy[op.Process] = true
-		c.pending[pk] = op.Value
+		c.invoke(op, pendOp{key: op.Key, owner: owner, in: op.Value})
+		k.pending++
 		switch op.F {
 		case history.FRelease:
-			delete(c.leases, k)
-			delete(c.held, k)
-			c.relDone[k] = math.MaxInt64
+			delete(k.leases, owner)
+			delete(c.held, pk)
+			c.relDone[pk] = math.MaxInt64
 		case history.FRenew:
 			c.renewInv[op.Process] = op.Index
 		}
 		return
 	}
 	if op.F == history.FRelease {
-		c.relDone[k] = op.Index
+		c.relDone[pk] = op.Index
 	}
-	in := c.pending[pk]
-	delete(c.pending, pk)
-	delete(c.busy, op.Process)
+	if _, ok := c.pending[pendKey{op.Process, op.F}]; ok {
+		k.pending--
+	}
+	in := c.complete(op, owner)
 	switch op.F {
 	case history.FAcquire, history.FRenew:
 		if op.Type != history.OK {
@@ -500,37 +760,37 @@ func (c *cutter) observe(op history.Op) {
 		// A renewer's renewal invoked after its process let go (its
 		// release had completed, or it never held) is an orphan lock (see
 		// findOrphans), a bug: its episodes merge across claims in ways
-		// windows cannot follow, so no more cuts (memory is then what the
-		// whole check costs). A renewal concurrent with the release is
-		// absorbed by it and no orphan.
+		// windows cannot follow, so the key splits no more (its events
+		// then wait for the last window). A renewal concurrent with the
+		// release is absorbed by it and no orphan.
 		switch {
 		case op.F == history.FAcquire:
-			c.held[k] = true
-		case op.Owner != nil && !c.held[k]:
-			if d, released := c.relDone[k]; !released || c.renewInv[op.Process] > d {
-				c.never = true
+			c.held[pk] = true
+		case op.Owner != nil && !c.held[pk]:
+			if d, released := c.relDone[pk]; !released || c.renewInv[op.Process] > d {
+				k.never = true
 			}
 		}
 		d := int64(never)
 		if op.Value != nil && op.Value.Deadline != 0 {
 			d = op.Value.Deadline
 		}
-		if cur, ok := c.leases[k]; ok {
+		if cur, ok := k.leases[owner]; ok {
 			d = max(d, cur)
 		}
-		c.leases[k] = d
+		k.leases[owner] = d
 	case history.FRead:
 		if op.Type == history.OK && op.Value != nil && op.Value.Counter != nil {
 			v := *op.Value.Counter
-			c.open[k] = v
-			c.top[op.Key] = max(c.top[op.Key], v)
-			if u, ok := c.unsettled[op.Key]; ok && v > u {
-				delete(c.unsettled, op.Key) // every unknown write on the key took effect or never will
+			k.open[owner] = v
+			k.top = max(k.top, v)
+			if k.unsettled && v > k.unsettledRead {
+				k.unsettled = false // every unknown write on the key took effect or never will
 			}
 		}
 	case history.FWrite:
-		read, hasRead := c.open[k]
-		delete(c.open, k)
+		read, hasRead := k.open[owner]
+		delete(k.open, owner)
 		if op.Type == history.Fail || op.Type == history.OK && op.Value != nil && op.Value.Rejected {
 			return // the counter is as the read left it
 		}
@@ -541,17 +801,17 @@ func (c *cutter) observe(op history.Op) {
 			wrote = *op.Value.Counter
 		}
 		if !hasRead || wrote <= read {
-			c.never = true // the counter's value at a cut could be ambiguous
+			k.never = true // the counter's value at a split could be ambiguous
 			return
 		}
 		if op.Type == history.OK {
-			c.top[op.Key] = max(c.top[op.Key], wrote)
+			k.top = max(k.top, wrote)
 			return
 		}
 		// Unknown: it may take effect later, until a read shows the
 		// counter past the value it needs.
-		if u, ok := c.unsettled[op.Key]; !ok || read > u {
-			c.unsettled[op.Key] = read
+		if !k.unsettled || read > k.unsettledRead {
+			k.unsettledRead, k.unsettled = read, true
 		}
 	}
 }

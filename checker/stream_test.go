@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,8 +16,8 @@ import (
 )
 
 // windowed checks ops in windows of at least target events (1: a cut at
-// every point the cutter allows); cuts says how many windows it made.
-func windowed(ops []history.Op, target int) (Result, int, bool) {
+// every point the cutter allows); st says how it cut them.
+func windowed(ops []history.Op, target int) (Result, windowStats, bool) {
 	i := 0
 	next := func() (history.Op, bool) {
 		if i == len(ops) {
@@ -25,36 +26,18 @@ func windowed(ops []history.Op, target int) (Result, int, bool) {
 		i++
 		return ops[i-1], true
 	}
-	cut := newCutter()
-	cuts := 0
-	for j := range ops {
-		if j >= 1 && cut.ok(ops[j]) {
-			cuts++
-		}
-		cut.observe(ops[j])
-	}
-	res, exact := checkWindows(ctx, next, Config{Timeout: time.Minute}, target)
-	return res, cuts, exact
+	res, exact, st := checkWindowsStats(ctx, next, Config{Timeout: time.Minute}, target)
+	return res, st, exact
 }
 
 // sameResult fails unless the windowed result is the whole one: every
 // verdict and reason, the counts, coverage, holds, statistics and
-// non-linearizable keys, and the violations (whose order among equal
-// starts may differ).
+// non-linearizable keys, and the violations, in the same order.
 func sameResult(t *testing.T, name string, whole, win Result) {
 	t.Helper()
-	norm := func(r Result) Result {
-		vs := slices.Clone(r.Violations)
-		slices.SortStableFunc(vs, func(a, b Violation) int {
-			return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Checker, b.Checker), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Description, b.Description))
-		})
-		r.Violations = vs
-		return r
-	}
-	a, b := norm(whole), norm(win)
-	if !reflect.DeepEqual(a, b) {
-		ja, _ := json.MarshalIndent(a, "", " ")
-		jb, _ := json.MarshalIndent(b, "", " ")
+	if !reflect.DeepEqual(whole, win) {
+		ja, _ := json.MarshalIndent(whole, "", " ")
+		jb, _ := json.MarshalIndent(win, "", " ")
 		if dir := os.Getenv("WINDOW_DIFF_DIR"); dir != "" {
 			_ = os.WriteFile(filepath.Join(dir, "whole.json"), ja, 0o644)
 			_ = os.WriteFile(filepath.Join(dir, "windowed.json"), jb, 0o644)
@@ -79,76 +62,137 @@ func withFinalHeal(ops []history.Op) []history.Op {
 		history.Op{Index: last.Index + 2, Time: last.Time + 2, Process: history.Nemesis, Type: history.OK, F: history.FFinalHeal})
 }
 
+// windowCase is a history for the windowed check to judge as the whole
+// check does; many: a history of many keys, which the windows must cut.
+type windowCase struct {
+	name string
+	ops  []history.Op
+	many bool
+}
+
+// simCases is a simulated run of a correct lock and broken copies of it:
+// one read sees an older value (a lost update); some writes' outcomes are
+// unknown; one grant's lease lasts far longer than the lock kept it (an
+// overlap); one fence repeats; clients pause in their critical sections.
+func simCases(rng *rand.Rand, cfg simConfig, many bool) []windowCase {
+	ops := simValidRun(rng, cfg)
+	cases := []windowCase{{"sim", ops, many}}
+	var reads, grants []int
+	for i, op := range ops {
+		if op.Type == history.OK && op.F == history.FRead && op.Value != nil && op.Value.Counter != nil && *op.Value.Counter > 0 {
+			reads = append(reads, i)
+		}
+		if op.Type == history.OK && op.F == history.FAcquire && op.Value != nil {
+			grants = append(grants, i)
+		}
+	}
+	if len(reads) > 0 {
+		b := slices.Clone(ops)
+		i := reads[rng.IntN(len(reads))]
+		v := *b[i].Value
+		c := *v.Counter - 1
+		v.Counter = &c
+		b[i].Value = &v
+		cases = append(cases, windowCase{"sim lost update", b, many})
+	}
+	// Writes whose outcome is unknown (a timeout): some landed (the
+	// next read shows it), some did not (the next read says so).
+	var writes []int
+	for i, op := range ops {
+		if op.Type == history.OK && op.F == history.FWrite && op.Value != nil && !op.Value.Rejected {
+			writes = append(writes, i)
+		}
+	}
+	if len(writes) > 0 {
+		b := slices.Clone(ops)
+		for range 1 + len(writes)/40 {
+			i := writes[rng.IntN(len(writes))]
+			b[i].Type, b[i].Value, b[i].Error = history.Info, nil, "i/o timeout"
+		}
+		cases = append(cases, windowCase{"sim unknown writes", b, many})
+	}
+	if len(grants) > 1 {
+		b := slices.Clone(ops)
+		i := grants[rng.IntN(len(grants))]
+		v := *b[i].Value
+		v.Deadline += 50e6
+		b[i].Value = &v
+		cases = append(cases, windowCase{"sim overlap", b, many})
+		b = slices.Clone(ops)
+		j := grants[1+rng.IntN(len(grants)-1)]
+		v = *b[j].Value
+		v.Fence = 1
+		b[j].Value = &v
+		cases = append(cases, windowCase{"sim fence repeats", b, many})
+	}
+	if b := withPauses(rng, ops); b != nil {
+		cases = append(cases, windowCase{"sim pauses", b, many})
+	}
+	return cases
+}
+
+// withPauses is ops with a client pause after some reads, filling the
+// gap to the process's next event (so that a pause may outlive its
+// lease), or nil when there is no room for one.
+func withPauses(rng *rand.Rand, ops []history.Op) []history.Op {
+	var out []history.Op
+	added := 0
+	for i, op := range ops {
+		out = append(out, op)
+		if op.Process.IsNemesis() || op.F != history.FRead || op.Type != history.OK || rng.IntN(4) != 0 {
+			continue
+		}
+		next := -1
+		for j := i + 1; j < len(ops); j++ {
+			if ops[j].Process == op.Process {
+				next = j
+				break
+			}
+		}
+		if next < 0 || ops[next].Time-op.Time < 4 {
+			continue
+		}
+		from, to := op.Time+1, ops[next].Time-1
+		if rng.IntN(2) == 0 {
+			to = from + (to-from)/2
+		}
+		v := &history.Value{Duration: to - from}
+		out = append(out,
+			history.Op{Time: from, Process: op.Process, Type: history.Invoke, F: history.FPause, Key: op.Key, Value: v},
+			history.Op{Time: to, Process: op.Process, Type: history.OK, F: history.FPause, Key: op.Key, Value: v})
+		added++
+	}
+	if added == 0 {
+		return nil
+	}
+	sortByTime(out)
+	return out
+}
+
 // TestWindowedCheckIsTheWholeCheck: the windowed check (CheckFile's) gives
 // the whole check's result, cut at every point it allows, on the real
 // fixtures, on simulated runs of a correct lock, on the same runs broken
-// (a lost update, an overlapping grant, a fencing token handed out twice),
-// and on the property test's random lock histories (unknown outcomes,
-// crashes, watchdogs racing releases).
+// (a lost update, an overlapping grant, a fencing token handed out twice,
+// unknown writes, client pauses), and on the property test's random lock
+// histories (unknown outcomes, crashes, watchdogs racing releases); on few
+// keys and on many, where some key is always busy and only cuts per key
+// are possible: those must be cut, keys held back.
 func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
-	type tc struct {
-		name string
-		ops  []history.Op
-	}
-	var cases []tc
+	var cases []windowCase
 	for _, f := range []string{"token", "fenced", "set-nx-ex", "setnx"} {
-		cases = append(cases, tc{"fixture " + f, readFixture(t, f)})
+		cases = append(cases, windowCase{name: "fixture " + f, ops: readFixture(t, f)})
 	}
 	for seed := uint64(0); seed < 40; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		cfg := simConfig{procs: 2 + int(seed%5), keys: 1 + int(seed%3), events: 400 + int(seed%7)*150, ttl: int64(2e6 + seed%4*3e6), pInfo: float64(seed%3) * 0.05, heal: true}
-		ops := simValidRun(rng, cfg)
-		cases = append(cases, tc{"sim", ops})
-		// Broken copies: one read sees an older value; one grant's lease
-		// lasts far longer than the lock kept it; one fence repeats.
-		var reads, grants []int
-		for i, op := range ops {
-			if op.Type == history.OK && op.F == history.FRead && op.Value != nil && op.Value.Counter != nil && *op.Value.Counter > 0 {
-				reads = append(reads, i)
-			}
-			if op.Type == history.OK && op.F == history.FAcquire && op.Value != nil {
-				grants = append(grants, i)
-			}
-		}
-		if len(reads) > 0 {
-			b := slices.Clone(ops)
-			i := reads[rng.IntN(len(reads))]
-			v := *b[i].Value
-			c := *v.Counter - 1
-			v.Counter = &c
-			b[i].Value = &v
-			cases = append(cases, tc{"sim lost update", b})
-		}
-		// Writes whose outcome is unknown (a timeout): some landed (the
-		// next read shows it), some did not (the next read says so).
-		var writes []int
-		for i, op := range ops {
-			if op.Type == history.OK && op.F == history.FWrite && op.Value != nil && !op.Value.Rejected {
-				writes = append(writes, i)
-			}
-		}
-		if len(writes) > 0 {
-			b := slices.Clone(ops)
-			for range 1 + len(writes)/40 {
-				i := writes[rng.IntN(len(writes))]
-				b[i].Type, b[i].Value, b[i].Error = history.Info, nil, "i/o timeout"
-			}
-			cases = append(cases, tc{"sim unknown writes", b})
-		}
-		if len(grants) > 1 {
-			b := slices.Clone(ops)
-			i := grants[rng.IntN(len(grants))]
-			v := *b[i].Value
-			v.Deadline += 50e6
-			b[i].Value = &v
-			cases = append(cases, tc{"sim overlap", b})
-			b = slices.Clone(ops)
-			j := grants[1+rng.IntN(len(grants)-1)]
-			v = *b[j].Value
-			v.Fence = 1
-			b[j].Value = &v
-			cases = append(cases, tc{"sim fence repeats", b})
-		}
+		cases = append(cases, simCases(rng, cfg, false)...)
+	}
+	// Many keys, several clients: some client is nearly always busy on
+	// some key.
+	for seed := uint64(0); seed < 30; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 8))
+		cfg := simConfig{procs: 3 + int(seed%8), keys: 10 + int(seed%5)*10, events: 1500 + int(seed%4)*500, ttl: int64(2e6 + seed%4*3e6), pInfo: float64(seed%3) * 0.05, heal: true}
+		cases = append(cases, simCases(rng, cfg, true)...)
 	}
 	shapes := []genConfig{
 		{procs: 2, keys: 1, opsPerProc: 6, maxLat: 3, maxGap: 4, maxTTL: 10},
@@ -158,32 +202,57 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 		{procs: 2, keys: 1, opsPerProc: 6, maxLat: 3, maxGap: 4, maxTTL: 12, pInfo: 0.1, renewers: true},
 		{procs: 3, keys: 2, opsPerProc: 8, maxLat: 1, maxGap: 8, maxTTL: 16, renewers: true},
 	}
-	for si, shape := range shapes {
+	manyShapes := []genConfig{
+		{procs: 6, keys: 10, opsPerProc: 30, maxLat: 3, maxGap: 2, maxTTL: 10, pInfo: 0.1},
+		{procs: 8, keys: 30, opsPerProc: 30, maxLat: 4, maxGap: 3, maxTTL: 12, pInfo: 0.05},
+		{procs: 5, keys: 50, opsPerProc: 40, maxLat: 2, maxGap: 2, maxTTL: 20, pInfo: 0.1, renewers: true},
+		{procs: 6, keys: 20, opsPerProc: 30, maxLat: 3, maxGap: 4, maxTTL: 16, pInfo: 0.1, crash: true},
+	}
+	for si, shape := range append(shapes, manyShapes...) {
 		for seed := uint64(0); seed < 150; seed++ {
 			rng := rand.New(rand.NewPCG(seed, uint64(si)+100))
-			cases = append(cases, tc{"generated", withFinalHeal(genLockHistory(rng, shape))})
+			cases = append(cases, windowCase{"generated", withFinalHeal(genLockHistory(rng, shape)), si >= len(shapes)})
 		}
 	}
 	windows, exact := 0, 0
-	verdicts := map[Verdict]int{}
+	var many struct{ cases, cut, cuts, deferred int }
+	verdicts, manyVerdicts := map[Verdict]int{}, map[Verdict]int{}
 	for i, c := range cases {
 		whole := Check(ctx, c.ops, Config{Timeout: time.Minute})
 		for _, target := range []int{1, 7} {
-			win, cuts, ok := windowed(c.ops, target)
+			win, st, ok := windowed(c.ops, target)
 			if !ok {
 				continue // read again and checked whole: nothing to compare
 			}
 			if target == 1 {
-				windows += cuts
+				windows += st.cuts
 				exact++
+				if c.many {
+					many.cuts += st.cuts
+					many.deferred += st.deferred
+					if st.cuts > 0 {
+						many.cut++
+					} else if c.name != "generated" {
+						// A simulated run of many keys is cut, broken or not.
+						t.Errorf("%s #%d: many keys, no cut", c.name, i)
+					}
+				}
 			}
-			sameResult(t, c.name+" #"+string(rune('0'+i%10)), whole, win)
+			sameResult(t, fmt.Sprintf("%s #%d (target %d)", c.name, i, target), whole, win)
 		}
 		verdicts[whole.Verdict]++
+		if c.many {
+			many.cases++
+			manyVerdicts[whole.Verdict]++
+		}
 	}
 	t.Logf("%d histories (%v), %d checked in windows, %d cuts", len(cases), verdicts, exact, windows)
+	t.Logf("many keys: %d histories (%v), %d cut, %d cuts, %d keys held back at a cut", many.cases, manyVerdicts, many.cut, many.cuts, many.deferred)
 	if windows < len(cases) || verdicts[Invalid] == 0 || verdicts[Valid] == 0 {
 		t.Fatalf("the histories did not exercise the windows: %d cuts, verdicts %v", windows, verdicts)
+	}
+	if many.cut < many.cases*3/4 || many.deferred < many.cuts || manyVerdicts[Invalid] == 0 || manyVerdicts[Valid] == 0 {
+		t.Fatalf("the many-key histories did not exercise the cuts per key: %+v, verdicts %v", many, manyVerdicts)
 	}
 }
 
@@ -209,7 +278,100 @@ func TestCheckFileReadsInWindows(t *testing.T) {
 		t.Fatalf("CheckFile: %v (truncated %v)", err, truncated)
 	}
 	sameResult(t, "file", whole, res)
-	if _, cuts, _ := windowed(ops, 1000); cuts == 0 {
+	if _, st, _ := windowed(ops, 1000); st.cuts == 0 {
 		t.Fatal("no window was cut")
+	}
+}
+
+// TestWindowsGoOnPastAKeyHeldAllRun: a key held all run by a renewing
+// client never splits, yet the other keys are windowed as if it were not
+// there, and the result is the whole check's.
+func TestWindowsGoOnPastAKeyHeldAllRun(t *testing.T) {
+	ops := simValidRun(rand.New(rand.NewPCG(5, 6)), simConfig{procs: 6, keys: 20, events: 6000, ttl: 5e6, pInfo: 0.02, heal: true})
+	_, alone, ok := windowed(ops, 200)
+	if !ok || alone.cuts < 10 {
+		t.Fatalf("the run alone: %+v cuts (exact %v)", alone, ok)
+	}
+	held := withHeldKey(ops, 99, "held", 5e6)
+	whole := Check(ctx, held, Config{Timeout: time.Minute})
+	if whole.Verdict != Valid {
+		t.Fatalf("verdict %s: %+v", whole.Verdict, whole.Checkers)
+	}
+	win, st, ok := windowed(held, 200)
+	if !ok {
+		t.Fatal("not checked in windows")
+	}
+	sameResult(t, "held all run", whole, win)
+	t.Logf("alone: %+v; with a key held all run: %+v", alone, st)
+	if st.cuts < alone.cuts/2 || st.deferred < st.cuts {
+		t.Fatalf("with a key held all run: %+v; alone: %+v", st, alone)
+	}
+}
+
+// withHeldKey is ops with process proc holding key from the start until
+// just before the final heal, renewing its lease of ttl every ttl/3.
+func withHeldKey(ops []history.Op, proc int, key string, ttl int64) []history.Op {
+	end := ops[len(ops)-1].Time
+	for _, op := range ops {
+		if op.F == history.FFinalHeal {
+			end = op.Time - 2
+			break
+		}
+	}
+	p := history.Process(proc)
+	out := slices.Clone(ops)
+	add := func(t int64, typ history.Type, f string, v *history.Value) {
+		out = append(out, history.Op{Time: t, Process: p, Type: typ, F: f, Key: key, Value: v})
+	}
+	add(0, history.Invoke, history.FAcquire, nil)
+	add(1, history.OK, history.FAcquire, &history.Value{Token: "h", Deadline: ttl})
+	for t := ttl / 3; t+1 < end; t += ttl / 3 {
+		add(t, history.Invoke, history.FRenew, &history.Value{Token: "h"})
+		add(t+1, history.OK, history.FRenew, &history.Value{Token: "h", Deadline: t + ttl})
+	}
+	add(end, history.Invoke, history.FRelease, &history.Value{Token: "h"})
+	add(end+1, history.OK, history.FRelease, nil)
+	slices.SortStableFunc(out, func(a, b history.Op) int { return cmp.Compare(a.Time, b.Time) })
+	for i := range out {
+		out[i].Index = int64(i)
+	}
+	return out
+}
+
+// TestWindowsSpellOutTheWholeChecksFirstFindings: where a history has more
+// fence findings or stale writes than are spelled out (history-wide caps,
+// not per key), the windows spell out the same ones as the whole check,
+// though they find them key by key in another order.
+func TestWindowsSpellOutTheWholeChecksFirstFindings(t *testing.T) {
+	ops := simValidRun(rand.New(rand.NewPCG(9, 9)), simConfig{procs: 8, keys: 30, events: 30_000, ttl: 5e6, heal: true})
+	fences, short := slices.Clone(ops), slices.Clone(ops)
+	for i, op := range ops {
+		if op.Type == history.OK && op.F == history.FAcquire && op.Value != nil {
+			f, d := *op.Value, *op.Value
+			f.Fence, d.Deadline = 1, op.Time+1
+			fences[i].Value, short[i].Value = &f, &d
+		}
+	}
+	for _, c := range []struct {
+		name string
+		ops  []history.Op
+		kind string
+		max  int
+	}{{"fences repeat", fences, KindFenceBackwards, maxBackwards}, {"leases end at once", short, KindStaleWrite, maxStale}} {
+		whole := Check(ctx, c.ops, Config{Timeout: time.Minute})
+		n := 0
+		for _, v := range whole.Violations {
+			if v.Kind == c.kind {
+				n++
+			}
+		}
+		if n != c.max {
+			t.Fatalf("%s: %d %s spelled out, want the cap %d", c.name, n, c.kind, c.max)
+		}
+		win, st, ok := windowed(c.ops, 500)
+		if !ok || st.cuts < 10 || st.deferred == 0 {
+			t.Fatalf("%s: %+v (exact %v)", c.name, st, ok)
+		}
+		sameResult(t, c.name, whole, win)
 	}
 }
