@@ -12,8 +12,8 @@ import (
 
 // TestCatalogue is the acceptance suite: it runs every scenario against real
 // Redis and asserts every checker's verdict. Scenarios run side by side,
-// up to one per CPU while the machine has a CPU idle, Sentinel's alone
-// (see RunAll); each has its own topology on its own ports. One to three
+// up to three per CPU while the machine has a CPU idle, Sentinel's alone
+// (see RunAll); each has its own topology on its own ports. Three to seven
 // minutes.
 func TestCatalogue(t *testing.T) {
 	if testing.Short() {
