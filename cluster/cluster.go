@@ -246,12 +246,7 @@ type Cluster struct {
 // choosing it and the server binding it makes Up start over on new ports,
 // up to three times.
 func Up(ctx context.Context, cfg Config) (*Cluster, error) {
-	for attempt := 1; ; attempt++ {
-		c, err := up(ctx, cfg)
-		if err == nil || cfg.BasePort != 0 || attempt == 3 || !errors.Is(err, ErrPortBusy) || ctx.Err() != nil {
-			return c, err
-		}
-	}
+	return RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
 func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
@@ -280,20 +275,10 @@ func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			_ = c.Down()
 		}
 	}()
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "lockharness-")
-		if err != nil {
-			return nil, fmt.Errorf("make cluster dir: %w", err)
-		}
-		c.cfg.Dir, c.tempDir = d, true
-	} else {
-		// Each server runs in its own directory and reads its config by
-		// path: a relative path would resolve against the wrong one.
-		abs, err := filepath.Abs(cfg.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("cluster dir %s: %w", cfg.Dir, err)
-		}
-		c.cfg.Dir = abs
+	// Each server runs in its own directory and reads its config by path:
+	// a relative path would resolve against the wrong one.
+	if c.cfg.Dir, c.tempDir, err = WorkDir(cfg.Dir, "lockharness-"); err != nil {
+		return nil, err
 	}
 	var ftEnv func(clockFile string) []string
 	if cfg.Faketime {

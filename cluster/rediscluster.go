@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -150,12 +149,7 @@ var (
 // and every replica's link up. On error everything started is stopped.
 // As Up, it starts over on new ports when a free port was taken.
 func UpRedisCluster(ctx context.Context, cfg Config) (*RCluster, error) {
-	for attempt := 1; ; attempt++ {
-		c, err := upRedisCluster(ctx, cfg)
-		if err == nil || cfg.BasePort != 0 || attempt == 3 || !errors.Is(err, ErrPortBusy) || ctx.Err() != nil {
-			return c, err
-		}
-	}
+	return RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*RCluster, error) { return upRedisCluster(ctx, cfg) })
 }
 
 func upRedisCluster(ctx context.Context, cfg Config) (_ *RCluster, err error) {
@@ -176,14 +170,8 @@ func upRedisCluster(ctx context.Context, cfg Config) (_ *RCluster, err error) {
 			_ = c.Down()
 		}
 	}()
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "lockharness-")
-		if err != nil {
-			return nil, fmt.Errorf("make cluster dir: %w", err)
-		}
-		c.cfg.Dir, c.tempDir = d, true
-	} else if c.cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
-		return nil, fmt.Errorf("cluster dir %s: %w", cfg.Dir, err)
+	if c.cfg.Dir, c.tempDir, err = WorkDir(cfg.Dir, "lockharness-"); err != nil {
+		return nil, err
 	}
 	var ftEnv func(string) []string
 	if cfg.Faketime {

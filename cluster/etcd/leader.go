@@ -83,7 +83,7 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 				if id != leader {
 					continue
 				}
-				s, _ := c.server(from)
+				s, _ := cluster.FindServer(c.Servers, from)
 				cl, err := admin(s.Addr())
 				if err == nil {
 					mctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -99,13 +99,4 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func (c *Cluster) server(name string) (*cluster.Server, bool) {
-	for _, s := range c.Servers {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return nil, false
 }

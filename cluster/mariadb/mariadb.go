@@ -98,12 +98,7 @@ func Local(ctx context.Context, cfg cluster.Config) (cluster.Deployment, error) 
 // error, whatever was started is stopped. A port taken between choosing it
 // and binding it makes Up start over, up to three times.
 func Up(ctx context.Context, cfg cluster.Config) (*Cluster, error) {
-	for attempt := 1; ; attempt++ {
-		c, err := up(ctx, cfg)
-		if err == nil || attempt == 3 || !errors.Is(err, cluster.ErrPortBusy) || ctx.Err() != nil {
-			return c, err
-		}
-	}
+	return cluster.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
 // quietDriver silences the MySQL driver's own log: a readiness probe of a
@@ -142,14 +137,8 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			_ = c.Down()
 		}
 	}()
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "lockharness-mariadb-")
-		if err != nil {
-			return nil, fmt.Errorf("make mariadb dir: %w", err)
-		}
-		c.cfg.Dir, c.tempDir = d, true
-	} else if c.cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
-		return nil, fmt.Errorf("mariadb dir %s: %w", cfg.Dir, err)
+	if c.cfg.Dir, c.tempDir, err = cluster.WorkDir(cfg.Dir, "lockharness-mariadb-"); err != nil {
+		return nil, err
 	}
 	tmpl, err := template(ctx, bins)
 	if err != nil {

@@ -55,6 +55,12 @@ func Mode(ctx context.Context, addr string) (string, error) {
 	return "", fmt.Errorf("zookeeper at %s is not serving: %s", addr, strings.TrimSpace(out))
 }
 
+// serving is nil when the server at addr leads or follows.
+func serving(ctx context.Context, addr string) error {
+	_, err := Mode(ctx, addr)
+	return err
+}
+
 // Leader is the server that leads now, as the servers that answer say
 // (each asked directly); an error when none leads or two do.
 func (c *Cluster) Leader(ctx context.Context) (string, error) {
@@ -86,7 +92,7 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 	for {
 		l, err := c.Leader(ctx)
 		if err == nil && l == name {
-			if err := c.waitServing(ctx, time.Until(deadline)); err != nil {
+			if err := cluster.WaitEach(ctx, c.Servers, time.Until(deadline), serving); err != nil {
 				return fmt.Errorf("make %s the zookeeper leader: %w", name, err)
 			}
 			if l, err = c.Leader(ctx); err == nil && l == name {
@@ -97,7 +103,7 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 			return fmt.Errorf("make %s the zookeeper leader: leader %q (%v)", name, l, err)
 		}
 		if err == nil && l != name {
-			s, _ := c.server(l)
+			s, _ := cluster.FindServer(c.Servers, l)
 			if err := s.Kill(); err != nil {
 				return fmt.Errorf("make %s the zookeeper leader: restart %s: %w", name, l, err)
 			}
@@ -111,15 +117,6 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func (c *Cluster) server(name string) (*cluster.Server, bool) {
-	for _, s := range c.Servers {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return nil, false
 }
 
 // member is a ZooKeeper server behind the seam: a process that can be

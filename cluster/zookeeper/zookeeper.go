@@ -133,12 +133,7 @@ func Local(ctx context.Context, cfg cluster.Config) (cluster.Deployment, error) 
 // is stopped. A port taken between choosing it and binding it makes Up
 // start over, up to three times.
 func Up(ctx context.Context, cfg cluster.Config) (*Cluster, error) {
-	for attempt := 1; ; attempt++ {
-		c, err := up(ctx, cfg)
-		if err == nil || attempt == 3 || !errors.Is(err, cluster.ErrPortBusy) || ctx.Err() != nil {
-			return c, err
-		}
-	}
+	return cluster.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
 func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
@@ -184,14 +179,8 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			_ = c.Down()
 		}
 	}()
-	if cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "lockharness-zookeeper-")
-		if err != nil {
-			return nil, fmt.Errorf("make zookeeper dir: %w", err)
-		}
-		c.cfg.Dir, c.tempDir = d, true
-	} else if c.cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
-		return nil, fmt.Errorf("zookeeper dir %s: %w", cfg.Dir, err)
+	if c.cfg.Dir, c.tempDir, err = cluster.WorkDir(cfg.Dir, "lockharness-zookeeper-"); err != nil {
+		return nil, err
 	}
 
 	// Ports stay bound until the proxies have theirs, so no proxy takes a
@@ -436,10 +425,8 @@ func (c *Cluster) Hint(cp deploy.Capability) string {
 
 // Node returns a server by name.
 func (c *Cluster) Node(name string) (deploy.Node, error) {
-	for _, s := range c.Servers {
-		if s.Name == name {
-			return member{s}, nil
-		}
+	if s, ok := cluster.FindServer(c.Servers, name); ok {
+		return member{s}, nil
 	}
 	return nil, fmt.Errorf("no server %q in this zookeeper ensemble", name)
 }
@@ -458,11 +445,7 @@ func (c *Cluster) Network() deploy.Network { return c.links }
 
 // Endpoints are the servers as client slot cl reaches them.
 func (c *Cluster) Endpoints(cl int) []deploy.Endpoint {
-	names := make([]string, len(c.Servers))
-	for i, s := range c.Servers {
-		names[i] = s.Name
-	}
-	return c.links.Endpoints(cl, names...)
+	return c.links.Endpoints(cl, cluster.Names(c.Servers)...)
 }
 
 // ClientNodes are the servers as client slot cl reaches them: addresses
@@ -481,7 +464,7 @@ func (c *Cluster) Heal(ctx context.Context) (string, error) {
 	if err != nil {
 		return did, err
 	}
-	return did, c.waitServing(ctx, readyTimeout)
+	return did, cluster.WaitEach(ctx, c.Servers, readyTimeout, serving)
 }
 
 // Healthy reports what is still broken: a faulted link, a server down or
@@ -494,27 +477,6 @@ func (c *Cluster) Healthy(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-func (c *Cluster) waitServing(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for _, s := range c.Servers {
-		for {
-			_, err := Mode(ctx, s.Addr())
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("after heal: %w", err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-	return nil
 }
 
 // Down stops every proxy and kills every server, then removes the
