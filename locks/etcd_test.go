@@ -45,28 +45,7 @@ func TestEtcdLocksExclude(t *testing.T) {
 			if d := la.ValidUntil.Sub(before); d < time.Second || d > 2*time.Second+100*time.Millisecond {
 				t.Errorf("lease runs %v from before the acquire, want etcd's 2s", d)
 			}
-			if _, err := b.Acquire(ctx, key, locks.AcquireOptions{}); !errors.Is(err, locks.ErrNotAcquired) {
-				t.Fatalf("second acquire: %v, want not acquired", err)
-			}
-			if err := a.Release(ctx, la); err != nil {
-				t.Fatal(err)
-			}
-			lb, err := b.Acquire(ctx, key, locks.AcquireOptions{Wait: 2 * time.Second})
-			if err != nil {
-				t.Fatalf("acquire after release: %v", err)
-			}
-			if name == "etcd-fenced" && (la.Fence <= 0 || lb.Fence <= la.Fence) {
-				t.Errorf("fences %d then %d, want growing", la.Fence, lb.Fence)
-			}
-			if name == "etcd" && (la.Fence != 0 || lb.Fence != 0) {
-				t.Errorf("unfenced lock gave fences %d, %d", la.Fence, lb.Fence)
-			}
-			if err := b.Release(ctx, lb); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Release(ctx, lb); err == nil {
-				t.Error("second release of the same lease succeeded")
-			}
+			handOver(t, ctx, a, b, key, la, name == "etcd-fenced")
 		})
 	}
 }

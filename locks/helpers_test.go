@@ -2,6 +2,7 @@ package locks_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -158,4 +159,41 @@ func nodeClients(tb testing.TB, c *cluster.Cluster) []*redis.Client {
 		out[i] = direct(tb, n)
 	}
 	return out
+}
+
+// handOver checks a lock the consensus systems and MariaDB share: while a
+// holds la on key, b is refused at once; once a releases, b's waiting
+// acquire gets it (see checkFencesAndRelease).
+func handOver(t *testing.T, ctx context.Context, a, b locks.Lock, key string, la locks.Lease, fenced bool) {
+	t.Helper()
+	if _, err := b.Acquire(ctx, key, locks.AcquireOptions{}); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("second acquire: %v, want not acquired", err)
+	}
+	if err := a.Release(ctx, la); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Acquire(ctx, key, locks.AcquireOptions{Wait: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	checkFencesAndRelease(t, ctx, b, la, lb, fenced)
+}
+
+// checkFencesAndRelease checks that a fenced lock's token grew from la to
+// lb and an unfenced one gave none, then that b releases lb once and only
+// once.
+func checkFencesAndRelease(t *testing.T, ctx context.Context, b locks.Lock, la, lb locks.Lease, fenced bool) {
+	t.Helper()
+	if fenced && (la.Fence <= 0 || lb.Fence <= la.Fence) {
+		t.Errorf("fences %d then %d, want growing", la.Fence, lb.Fence)
+	}
+	if !fenced && (la.Fence != 0 || lb.Fence != 0) {
+		t.Errorf("unfenced lock gave fences %d, %d", la.Fence, lb.Fence)
+	}
+	if err := b.Release(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, lb); err == nil {
+		t.Error("second release of the same lease succeeded")
+	}
 }

@@ -60,18 +60,7 @@ func TestMySQLLocksExclude(t *testing.T) {
 			if err := <-released; err != nil {
 				t.Fatal(err)
 			}
-			if name == "mysql-fenced" && (la.Fence <= 0 || lb.Fence <= la.Fence) {
-				t.Errorf("fences %d then %d, want growing", la.Fence, lb.Fence)
-			}
-			if name != "mysql-fenced" && (la.Fence != 0 || lb.Fence != 0) {
-				t.Errorf("unfenced lock gave fences %d, %d", la.Fence, lb.Fence)
-			}
-			if err := b.Release(ctx, lb); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Release(ctx, lb); err == nil {
-				t.Error("second release of the same lease succeeded")
-			}
+			checkFencesAndRelease(t, ctx, b, la, lb, name == "mysql-fenced")
 		})
 	}
 }

@@ -47,28 +47,7 @@ func TestZKLocksExclude(t *testing.T) {
 			if la.ValidUntil.Before(before) || la.ValidUntil.After(after.Add(2*time.Second)) {
 				t.Errorf("lease ends %v after the acquire began (which took %v), want within the 2s session timeout of a confirmation during it", la.ValidUntil.Sub(before), after.Sub(before))
 			}
-			if _, err := b.Acquire(ctx, key, locks.AcquireOptions{}); !errors.Is(err, locks.ErrNotAcquired) {
-				t.Fatalf("second acquire: %v, want not acquired", err)
-			}
-			if err := a.Release(ctx, la); err != nil {
-				t.Fatal(err)
-			}
-			lb, err := b.Acquire(ctx, key, locks.AcquireOptions{Wait: 2 * time.Second})
-			if err != nil {
-				t.Fatalf("acquire after release: %v", err)
-			}
-			if name == "zk-fenced" && (la.Fence <= 0 || lb.Fence <= la.Fence) {
-				t.Errorf("fences %d then %d, want growing", la.Fence, lb.Fence)
-			}
-			if name == "zk" && (la.Fence != 0 || lb.Fence != 0) {
-				t.Errorf("unfenced lock gave fences %d, %d", la.Fence, lb.Fence)
-			}
-			if err := b.Release(ctx, lb); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Release(ctx, lb); err == nil {
-				t.Error("second release of the same lease succeeded")
-			}
+			handOver(t, ctx, a, b, key, la, name == "zk-fenced")
 		})
 	}
 }
