@@ -610,7 +610,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	}
 	checkCtx, cancel := context.WithTimeout(finish, 4*r.cfg.CheckTimeout)
 	res, err := r.check(checkCtx, checker.Config{Timeout: r.cfg.CheckTimeout,
-		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous})
+		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous, SpillDir: dir})
 	cancel()
 	if err != nil {
 		return out, fmt.Errorf("check: %w", err)

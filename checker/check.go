@@ -26,6 +26,22 @@ type Config struct {
 	// AllowVacuous keeps a valid verdict valid when a requirement is
 	// unmet; Result.Vacuous still says which.
 	AllowVacuous bool
+	// SpillDir is where a windowed check (CheckFile) keeps the holds of a
+	// long history, past the first 65,536: in a file it removes as soon as
+	// it has opened it. Empty is the system's temporary directory.
+	SpillDir string
+	// HoldsInMemory is how many holds CheckFile keeps in memory before it
+	// writes them to SpillDir; 0 is 65,536 (about 4 MB).
+	HoldsInMemory int
+}
+
+// holdLimit is how many holds a check keeps in memory before it writes
+// them to a file.
+func (c Config) holdLimit() int {
+	if c.HoldsInMemory > 0 {
+		return c.HoldsInMemory
+	}
+	return holdsInMemory
 }
 
 func (c Config) withDefaults() Config {
@@ -47,7 +63,7 @@ const (
 // or is cancelled is Unknown, and an unusable history makes every checker
 // Unknown with the reason.
 func Check(ctx context.Context, ops []history.Op, cfg Config) Result {
-	a := newAccumulator(ctx, cfg)
+	a := newAccumulator(ctx, cfg, 0)
 	a.window(ops, true, 0)
 	return a.result()
 }

@@ -128,8 +128,11 @@ type Result struct {
 	Counts map[string]map[string]int `json:"counts"`
 	// Violations, ordered by start time.
 	Violations []Violation `json:"violations"`
-	// Holds are the lock-promise claims, for plots.
-	Holds []Hold `json:"holds,omitempty"`
+	// Holds are the lock-promise claims, for plots. A windowed check of a
+	// long history (CheckFile) keeps them in a file instead, and Holds is
+	// empty: read them with EachHold.
+	Holds   []Hold    `json:"holds,omitempty"`
+	spilled *holdFile // the holds, when kept in a file
 	// NonLinearizableKeys lists keys whose lease-mutex or counter history
 	// porcupine refuted, for visualisation. A key whose porcupine check ran
 	// out of time is listed too when an exact check of the same definition

@@ -106,7 +106,7 @@ import (
 // since a pending operation keeps its key (or, global, the cut) from
 // splitting; a process's operations on other keys may lie in other
 // windows, out of time order, which nothing relies on. The holds and the
-// violations are sorted at the end (sortHolds, sortViolations), so their
+// violations are sorted at the end (CompareHolds, sortViolations), so their
 // order is the whole check's; the fence findings and stale writes spelled
 // out under a history-wide cap are the whole check's first ones
 // (firstBackwards, firstStale), whichever window found them.
@@ -190,7 +190,7 @@ type windowStats struct {
 
 // checkWindowsStats is checkWindows, saying how it cut the history.
 func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg Config, target int) (Result, bool, windowStats) {
-	a := newAccumulator(ctx, cfg)
+	a := newAccumulator(ctx, cfg, cfg.holdLimit())
 	cut := newCutter()
 	var st windowStats
 	for {
@@ -281,7 +281,7 @@ type accumulator struct {
 	counts   map[string]map[string]int
 	shared   *CheckResult // the history is unusable
 	failed   map[string]CheckResult
-	holds    []Hold
+	holds    *holdFile
 	promise  promisePart
 	resource resourcePart
 	live     CheckResult // the last window's
@@ -291,8 +291,14 @@ type accumulator struct {
 	healed   bool // the last window has a final heal
 }
 
-func newAccumulator(ctx context.Context, cfg Config) *accumulator {
-	return &accumulator{ctx: ctx, cfg: cfg.withDefaults(), c: newCarry(), counts: map[string]map[string]int{}, failed: map[string]CheckResult{}}
+// newAccumulator starts a check. A windowed one keeps at most holdLimit
+// holds in memory (the rest go to a file); a whole one, whose history is
+// in memory anyway, keeps them all (holdLimit 0).
+func newAccumulator(ctx context.Context, cfg Config, holdLimit int) *accumulator {
+	if holdLimit <= 0 {
+		holdLimit = math.MaxInt
+	}
+	return &accumulator{ctx: ctx, cfg: cfg.withDefaults(), c: newCarry(), holds: newHoldFile(cfg.SpillDir, holdLimit), counts: map[string]map[string]int{}, failed: map[string]CheckResult{}}
 }
 
 // window checks the next window of the history, ops in index order. A
@@ -324,7 +330,7 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 		a.shared = &shared
 		return
 	}
-	a.holds = append(a.holds, hs...)
+	a.holds.add(hs...)
 	a.healed = p.heal >= 0
 
 	run := func(name string, f func()) {
@@ -416,8 +422,11 @@ func (a *accumulator) result() Result {
 		res.Verdict = Unknown
 		return res
 	}
-	res.Holds = a.holds
-	sortHolds(res.Holds)
+	if a.holds.finish() {
+		res.Holds = a.holds.mem
+	} else {
+		res.spilled = a.holds
+	}
 	pick := func(name string, ok func() (CheckResult, []Violation, []string)) {
 		if cr, bad := a.failed[name]; bad {
 			res.Checkers[name] = cr
@@ -451,15 +460,6 @@ func (a *accumulator) result() Result {
 	}
 	judgeExposure(&res, cov, a.covErr, a.cfg)
 	return res
-}
-
-// sortHolds puts holds in the order holds gives a whole history's: by
-// start, then key, then grant. A window's holds are in that order, but a
-// later window may hold earlier claims of a key it was left.
-func sortHolds(hs []Hold) {
-	slices.SortFunc(hs, func(a, b Hold) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Acquire, b.Acquire))
-	})
 }
 
 // checkerRank orders the checkers' violations among equal starts.

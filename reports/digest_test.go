@@ -100,3 +100,50 @@ func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
 		t.Errorf("max %.4f, exact %.4f", got, lats[len(lats)-1])
 	}
 }
+
+// TestRenderOfHoldsInAFileIsRender: a result whose holds a windowed check
+// kept in a file (a long run's) renders the same report, byte for byte, as
+// the same result with its holds in memory.
+func TestRenderOfHoldsInAFileIsRender(t *testing.T) {
+	for name, fixture := range map[string]func() (RunMeta, []history.Op, checker.Result){
+		"clock-jump": clockFixture, "valid": validFixture,
+	} {
+		t.Run(name, func(t *testing.T) {
+			meta, ops, _ := fixture()
+			mem, file := outDir(t, "mem-"+name), outDir(t, "spilled-"+name)
+			writeHistory(t, mem, ops)
+			writeHistory(t, file, ops)
+			cfg := checker.Config{Timeout: time.Minute}
+			res := checker.Check(context.Background(), ops, cfg)
+			cfg.HoldsInMemory, cfg.SpillDir = 3, t.TempDir()
+			spilled, _, err := checker.CheckFile(context.Background(), filepath.Join(file, HistoryFile), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !spilled.HoldsInFile() || spilled.NumHolds() != len(res.Holds) || len(res.Holds) < 10 {
+				t.Fatalf("holds in a file %v, %d of them; %d in memory", spilled.HoldsInFile(), spilled.NumHolds(), len(res.Holds))
+			}
+			if _, err := RenderFile(context.Background(), mem, meta, filepath.Join(mem, HistoryFile), res); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := RenderFile(context.Background(), file, meta, filepath.Join(file, HistoryFile), spilled); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(mem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				a, _ := os.ReadFile(filepath.Join(mem, e.Name()))
+				b, err := os.ReadFile(filepath.Join(file, e.Name()))
+				if err != nil {
+					t.Errorf("not written from holds in a file: %s: %v", e.Name(), err)
+					continue
+				}
+				if string(a) != string(b) {
+					t.Errorf("%s differs when the holds are in a file", e.Name())
+				}
+			}
+		})
+	}
+}

@@ -39,6 +39,7 @@ type marks struct {
 	procs    map[int]bool        // processes that completed a write in the window
 	accepted int                 // accepted writes in the window
 	writes   int
+	holds    *holdMarks // the holds in the window
 }
 
 type markKey struct {
@@ -47,7 +48,7 @@ type markKey struct {
 }
 
 func newMarks(k spanKey) *marks {
-	return &marks{from: k.from, to: k.to, res: colRes(k.from, k.to), ticks: map[markKey]float64{}, procs: map[int]bool{}}
+	return &marks{from: k.from, to: k.to, res: colRes(k.from, k.to), ticks: map[markKey]float64{}, procs: map[int]bool{}, holds: newHoldMarks()}
 }
 
 // add records a write of proc that completed at t with outcome kind.

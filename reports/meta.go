@@ -4,8 +4,11 @@
 package reports
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -64,18 +67,90 @@ type Results struct {
 	Sizes []string `json:"sizes,omitempty"`
 }
 
-// WriteJSON writes v as indented JSON to dir/name, atomically.
+// WriteJSON writes v as indented JSON to dir/name, atomically. Results are
+// written as EncodeResults writes them, their holds streamed.
 func WriteJSON(dir, name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", name, err)
-	}
+	return writeAtomicWith(dir, name, func(w io.Writer) error {
+		if r, ok := v.(Results); ok {
+			return EncodeResults(w, r)
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	})
+}
+
+// writeResultsFile writes out as dir/results.json, atomically.
+func writeResultsFile(dir string, out Results) error { return WriteJSON(dir, ResultsFile, out) }
+
+// writeAtomicWith writes dir/name by write, through a temporary file that
+// replaces it only once complete.
+func writeAtomicWith(dir, name string, write func(io.Writer) error) error {
 	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
+}
+
+// EncodeResults writes out as indented JSON, its holds last and one at a
+// time (Result.EachHold): a long run's holds, which may be kept in a file,
+// are never all in memory, nor is their JSON.
+func EncodeResults(w io.Writer, out Results) error {
+	res := out.Result
+	out.Holds = nil
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	if res.NumHolds() == 0 {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	}
+	body, ok := bytes.CutSuffix(b, []byte("\n}"))
+	if !ok {
+		return fmt.Errorf("encode results: unexpected JSON %.40q", b)
+	}
+	if _, err := w.Write(body); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, ",\n  \"holds\": ["); err != nil {
+		return err
+	}
+	sep := "\n    "
+	if err := res.EachHold(func(h checker.Hold) error {
+		hb, err := json.MarshalIndent(h, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		sep = ",\n    "
+		_, err = w.Write(hb)
+		return err
+	}); err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	_, err = io.WriteString(w, "\n  ]\n}\n")
+	return err
 }

@@ -88,10 +88,13 @@ func renderFrom(ctx context.Context, dir string, meta RunMeta, derive bool, src 
 	}
 	faults := d.faults()
 	out := Results{Meta: meta, Result: res, Why: explain(d, res, faults), Sizes: faultSizes(faults, d.rareInvokes(), meta)}
-	if err := WriteJSON(dir, ResultsFile, out); err != nil {
+	if err := writeResultsFile(dir, out); err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
-	v := newView(meta, d, src, res)
+	v, err := newView(meta, d, src, res)
+	if err != nil {
+		return out, fmt.Errorf("render: %w", err)
+	}
 	if err := removeOld(dir); err != nil {
 		return out, err
 	}
@@ -287,7 +290,8 @@ func writePorcupine(dir string, ops []history.Op, key string, vis visualizer) po
 
 // Normalize returns res in a canonical form, so that checking the same
 // history twice writes byte-identical results.json: violations by time,
-// holds by start, keys sorted, and empty lists as [] rather than null.
+// holds by start (checker.CompareHolds), keys sorted, and empty lists as
+// [] rather than null.
 // res is not modified.
 func Normalize(res checker.Result) checker.Result {
 	res.Violations = slices.Clone(res.Violations)
@@ -295,10 +299,10 @@ func Normalize(res checker.Result) checker.Result {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Checker, b.Checker),
 			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Key, b.Key), slices.Compare(a.Processes, b.Processes))
 	})
-	res.Holds = slices.Clone(res.Holds)
-	slices.SortStableFunc(res.Holds, func(a, b checker.Hold) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Process, b.Process), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Acquire, b.Acquire))
-	})
+	if !res.HoldsInFile() { // holds in a file come in this order already
+		res.Holds = slices.Clone(res.Holds)
+		slices.SortStableFunc(res.Holds, checker.CompareHolds)
+	}
 	res.NonLinearizableKeys = slices.Compact(slices.Sorted(slices.Values(res.NonLinearizableKeys)))
 	if res.Violations == nil {
 		res.Violations = []checker.Violation{}
@@ -326,7 +330,7 @@ func writeResults(dir string, meta RunMeta, ops []history.Op, res checker.Result
 		out.Why = Explain(ops, out.Result)
 		out.Sizes = FaultSizes(ops, meta)
 	}
-	if err := WriteJSON(dir, ResultsFile, out); err != nil {
+	if err := writeResultsFile(dir, out); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -722,7 +726,7 @@ func (v *runView) headline() string {
 		}
 		return lock + " failed a check: see below."
 	case checker.Valid:
-		s := fmt.Sprintf("%s kept its promise: %d holds, %d faults, no violation", lock, len(v.res.Holds), len(v.faults))
+		s := fmt.Sprintf("%s kept its promise: %d holds, %d faults, no violation", lock, v.res.NumHolds(), len(v.faults))
 		if n := len(v.res.Violations); n > 0 {
 			s += fmt.Sprintf(" (%d harmless finding(s), listed below)", n)
 		}

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -89,10 +88,8 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	procs := v.procs
 	if win.Zoom {
 		seen := map[int]bool{}
-		for _, h := range v.res.Holds {
-			if in(h.Start, v.holdEnd(h)) {
-				seen[h.Process] = true
-			}
+		for p := range mk.holds.holders {
+			seen[p] = true
 		}
 		for p := range mk.procs {
 			seen[p] = true
@@ -267,36 +264,21 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		}
 	}
 
-	// Holds, merged per row and key when closer than a pixel.
-	type rk struct {
-		proc int
-		key  string
-	}
-	bars := map[rk][][2]float64{}
-	var expiries []float64
-	var expiryY []float64
-	for _, h := range v.res.Holds {
-		e := v.holdEnd(h)
-		if !in(h.Start, e) {
-			continue
-		}
-		if _, ok := clientY[h.Process]; !ok {
-			continue
-		}
-		area.SourceHolds++
-		k := rk{h.Process, h.Key}
-		bars[k] = append(bars[k], [2]float64{seconds(h.Start), seconds(e)})
-		if h.Deadline > 0 && (h.End == h.Deadline || h.End < 0) && h.Deadline >= from && h.Deadline <= to {
-			expiries = append(expiries, seconds(h.Deadline))
-			expiryY = append(expiryY, clientY[h.Process])
-		}
-	}
+	// Holds, merged per row and key when closer than a pixel (gathered
+	// in mk.holds).
 	keysShown := map[string]bool{}
-	rks := make([]rk, 0, len(bars))
-	for k := range bars {
-		rks = append(rks, k)
+	for p, n := range mk.holds.holders {
+		if _, ok := clientY[p]; ok {
+			area.SourceHolds += n
+		}
 	}
-	slices.SortFunc(rks, func(a, b rk) int {
+	rks := make([]barKey, 0, len(mk.holds.bars))
+	for k := range mk.holds.bars {
+		if _, ok := clientY[k.proc]; ok {
+			rks = append(rks, k)
+		}
+	}
+	slices.SortFunc(rks, func(a, b barKey) int {
 		if a.proc != b.proc {
 			return a.proc - b.proc
 		}
@@ -305,13 +287,21 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	for _, k := range rks {
 		y := clientY[k.proc]
 		col := v.keyColour(k.key)
-		for _, r := range coverage(bars[k], xmin, xmax, res) {
+		for _, r := range mk.holds.bars[k].runs() {
 			c := col
 			c.A = uint8(60 + 195*r.Level)
 			s.rect(r.From, r.To, y-0.3, y+0.3, c, 0)
 			area.MergedBars++
 		}
 		keysShown[k.key] = true
+	}
+	var expiries []float64
+	var expiryY []float64
+	for _, e := range mk.holds.expiries {
+		if y, ok := clientY[e.proc]; ok {
+			expiries = append(expiries, e.x)
+			expiryY = append(expiryY, y)
+		}
 	}
 	// Client pauses and crashes, and critical-section writes as ticks,
 	// one per pixel column and kind.
@@ -536,56 +526,4 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 type run struct {
 	From, To float64
 	Level    float64 // share of the time covered, rounded to eighths; > 0
-}
-
-// coverage downsamples intervals to pixel columns of width res between
-// xmin and xmax: for each column, the share of its time that some interval
-// covers, rounded to eighths (at least one eighth when anything is there,
-// so that a short hold never vanishes). Adjacent columns with the same
-// share become one run. A hold several pixels wide comes out as one solid
-// run; a thousand holds in a pixel come out as one shaded column, as light
-// as the lock was idle. Intervals need not be sorted; overlaps count once.
-func coverage(ivs [][2]float64, xmin, xmax, res float64) []run {
-	if len(ivs) == 0 || res <= 0 || xmax <= xmin {
-		return nil
-	}
-	n := int(math.Ceil((xmax-xmin)/res)) + 1
-	cov := make([]float64, n)
-	slices.SortFunc(ivs, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
-	// Merge overlaps first, so that time held by two intervals counts once.
-	merged := [][2]float64{}
-	for _, iv := range ivs {
-		iv[0], iv[1] = math.Max(iv[0], xmin), math.Min(iv[1], xmax)
-		if iv[1] < iv[0] {
-			continue
-		}
-		if len(merged) > 0 && iv[0] <= merged[len(merged)-1][1] {
-			merged[len(merged)-1][1] = math.Max(merged[len(merged)-1][1], iv[1])
-			continue
-		}
-		merged = append(merged, iv)
-	}
-	touched := make([]bool, n)
-	for _, iv := range merged {
-		a, b := (iv[0]-xmin)/res, (iv[1]-xmin)/res
-		for c := int(a); c <= int(b) && c < n; c++ {
-			lo, hi := math.Max(a, float64(c)), math.Min(b, float64(c+1))
-			cov[c] += math.Max(0, hi-lo)
-			touched[c] = true
-		}
-	}
-	var out []run
-	for c := 0; c < n; c++ {
-		if !touched[c] {
-			continue
-		}
-		lvl := math.Max(1, math.Round(math.Min(cov[c], 1)*8)) / 8
-		from, to := xmin+float64(c)*res, math.Min(xmax, xmin+float64(c+1)*res)
-		if c == 0 || !touched[c-1] || len(out) == 0 || out[len(out)-1].Level != lvl || out[len(out)-1].To < from {
-			out = append(out, run{From: from, To: to, Level: lvl})
-			continue
-		}
-		out[len(out)-1].To = to
-	}
-	return out
 }

@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"image/color"
+	"maps"
 	"slices"
 
 	"github.com/lockharness/lockharness/checker"
@@ -34,22 +35,32 @@ func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
 	if err != nil { // a slice cannot fail
 		panic(err)
 	}
-	return newView(meta, d, src, res)
+	v, err := newView(meta, d, src, Normalize(res))
+	if err != nil { // holds in memory cannot fail
+		panic(err)
+	}
+	return v
 }
 
-// newView is the view of a history from its digest; src replays it.
-func newView(meta RunMeta, d *digest, src source, res checker.Result) *runView {
+// newView is the view of a history from its digest; src replays it. res
+// is normalized (Normalize): the timelines take its holds in order of
+// start.
+func newView(meta RunMeta, d *digest, src source, res checker.Result) (*runView, error) {
 	v := &runView{meta: meta, res: res, dig: d, src: src, marks: map[spanKey]*marks{},
 		faults: d.faults(), end: d.end}
 	v.heal, v.healed = finalHeal(d.nemesis)
 	v.why = explain(d, res, v.faults)
-	var extra []int
+	holders := map[int]bool{}
 	keys := map[string]bool{}
-	for _, h := range res.Holds {
-		extra = append(extra, h.Process)
+	if err := res.EachHold(func(h checker.Hold) error {
+		holders[h.Process] = true
 		keys[h.Key] = true
 		v.end = max(v.end, h.Start, h.End)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
+	extra := slices.Sorted(maps.Keys(holders))
 	for _, vi := range res.Violations {
 		extra = append(extra, vi.Processes...)
 		v.end = max(v.end, vi.End)
@@ -66,7 +77,7 @@ func newView(meta RunMeta, d *digest, src source, res checker.Result) *runView {
 	for i, k := range v.keys {
 		v.keyIdx[k] = i
 	}
-	return v
+	return v, nil
 }
 
 // violationWords is ViolationWords of violation i, followed by what the
@@ -113,13 +124,15 @@ func (v *runView) marksOf(w window) *marks {
 	}
 	ms, err := gatherMarks(context.Background(), v.src, []spanKey{k})
 	if err != nil || ms[k] == nil {
-		return newMarks(k)
+		ms = map[spanKey]*marks{k: newMarks(k)}
 	}
+	_ = v.gatherHolds(ms) // holds in memory cannot fail; gatherAll reads a file
 	v.marks[k] = ms[k]
 	return ms[k]
 }
 
-// gatherAll gathers the write marks of wins in one pass.
+// gatherAll gathers the write marks and holds of wins, in one pass over
+// the history and one over the holds.
 func (v *runView) gatherAll(ctx context.Context, wins []window) error {
 	ks := make([]spanKey, len(wins))
 	for i, w := range wins {
@@ -129,8 +142,24 @@ func (v *runView) gatherAll(ctx context.Context, wins []window) error {
 	if err != nil {
 		return err
 	}
+	if err := v.gatherHolds(ms); err != nil {
+		return err
+	}
 	for k, m := range ms {
 		v.marks[k] = m
 	}
 	return nil
+}
+
+// gatherHolds adds the result's holds, in order of start, to the marks
+// of each window.
+func (v *runView) gatherHolds(ms map[spanKey]*marks) error {
+	all := slices.Collect(maps.Values(ms))
+	return v.res.EachHold(func(h checker.Hold) error {
+		e := v.holdEnd(h)
+		for _, m := range all {
+			m.addHold(h, e)
+		}
+		return nil
+	})
 }

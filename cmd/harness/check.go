@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,7 +214,16 @@ func newListCmd(use, short string, rows func() [][2]string) *cobra.Command {
 	}
 }
 
+// writeJSON prints v as indented JSON; results as reports.EncodeResults
+// writes them, their holds streamed.
 func writeJSON(w io.Writer, v any) error {
+	if r, ok := v.(reports.Results); ok {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		if err := reports.EncodeResults(bw, r); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

@@ -1,0 +1,255 @@
+package checker
+
+import (
+	"bufio"
+	"cmp"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+)
+
+// holdsInMemory is how many holds a windowed check keeps in memory: past
+// it, they go to a file in sorted runs of this many. A hold is about 64
+// bytes, so this is 4 MB, and a long run's holds (one per grant, 416,000
+// in 180 s of 50 clients) no longer grow the checker's memory.
+const holdsInMemory = 1 << 16
+
+// CompareHolds is the order a result's holds are listed in: by start, then
+// process, key and grant (the acquire's history index), then the rest, so
+// that it is total and any two sorts of the same holds agree.
+func CompareHolds(a, b Hold) int {
+	return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Process, b.Process), cmp.Compare(a.Key, b.Key),
+		cmp.Compare(a.Acquire, b.Acquire), cmp.Compare(a.End, b.End), cmp.Compare(a.Deadline, b.Deadline),
+		cmp.Compare(a.Fence, b.Fence))
+}
+
+// holdFile keeps the holds of a long history out of memory: sorted runs of
+// holdsInMemory holds, encoded compactly, in a file removed as soon as it
+// is created (it lives as long as the result that refers to it, and no
+// path of the process, a crash included, leaves it behind). Holds added
+// after a write failed stay in memory: the verdict never rests on the disk.
+type holdFile struct {
+	dir   string
+	limit int
+	mem   []Hold
+	f     *os.File
+	w     *bufio.Writer
+	off   int64 // bytes written to f
+	runs  []holdRun
+	n     int   // holds in all
+	err   error // the write that failed; the rest stay in memory
+}
+
+// holdRun is one sorted run in the file.
+type holdRun struct {
+	off, size int64
+}
+
+func newHoldFile(dir string, limit int) *holdFile {
+	return &holdFile{dir: dir, limit: limit}
+}
+
+// add keeps hs.
+func (h *holdFile) add(hs ...Hold) {
+	h.mem = append(h.mem, hs...)
+	h.n += len(hs)
+	if len(h.mem) >= h.limit && h.err == nil {
+		h.spill()
+	}
+}
+
+// spill writes the holds in memory as one sorted run.
+func (h *holdFile) spill() {
+	if h.f == nil {
+		f, err := os.CreateTemp(h.dir, ".holds-*")
+		if err != nil {
+			h.err = fmt.Errorf("spill holds: %w", err)
+			return
+		}
+		_ = os.Remove(f.Name())
+		h.f, h.w = f, bufio.NewWriterSize(f, 64<<10)
+	}
+	slices.SortFunc(h.mem, CompareHolds)
+	start := h.off
+	var buf []byte
+	for _, x := range h.mem {
+		buf = appendHold(buf[:0], x)
+		n, err := h.w.Write(buf)
+		h.off += int64(n)
+		if err != nil {
+			h.err = fmt.Errorf("spill holds: %w", err)
+			return
+		}
+	}
+	if err := h.w.Flush(); err != nil {
+		h.err = fmt.Errorf("spill holds: %w", err)
+		return
+	}
+	h.runs = append(h.runs, holdRun{off: start, size: h.off - start})
+	h.mem = h.mem[:0]
+}
+
+// finish sorts what is left in memory and reports whether the holds are
+// all there (h.mem). After it, the holds are only read (each).
+func (h *holdFile) finish() bool {
+	slices.SortFunc(h.mem, CompareHolds)
+	h.mem = slices.Clip(h.mem)
+	return len(h.runs) == 0
+}
+
+func appendHold(b []byte, h Hold) []byte {
+	b = binary.AppendUvarint(b, uint64(len(h.Key)))
+	b = append(b, h.Key...)
+	for _, v := range [...]int64{int64(h.Process), h.Start, h.End, h.Deadline, h.Fence, h.Acquire} {
+		b = binary.AppendVarint(b, v)
+	}
+	return b
+}
+
+// holdReader decodes one run.
+type holdReader struct {
+	r    *bufio.Reader
+	keys map[string]string // one string per key, not per hold
+	buf  []byte
+}
+
+func (r *holdReader) next() (Hold, error) {
+	n, err := binary.ReadUvarint(r.r)
+	if err != nil {
+		return Hold{}, err // io.EOF at the end of the run
+	}
+	if n > 1<<20 {
+		return Hold{}, fmt.Errorf("read spilled holds: a key of %d bytes", n)
+	}
+	r.buf = slices.Grow(r.buf[:0], int(n))[:n]
+	if _, err := io.ReadFull(r.r, r.buf); err != nil {
+		return Hold{}, fmt.Errorf("read spilled holds: %w", noEOF(err))
+	}
+	key, ok := r.keys[string(r.buf)]
+	if !ok {
+		key = string(r.buf)
+		r.keys[key] = key
+	}
+	var v [6]int64
+	for i := range v {
+		if v[i], err = binary.ReadVarint(r.r); err != nil {
+			return Hold{}, fmt.Errorf("read spilled holds: %w", noEOF(err))
+		}
+	}
+	return Hold{Key: key, Process: int(v[0]), Start: v[1], End: v[2], Deadline: v[3], Fence: v[4], Acquire: v[5]}, nil
+}
+
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// each calls f with every hold in CompareHolds order, merging the runs in
+// the file with what is in memory. It may be called any number of times,
+// also at once from several goroutines.
+func (h *holdFile) each(f func(Hold) error) error {
+	if len(h.runs) == 0 {
+		for _, x := range h.mem {
+			if err := f(x); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	keys := map[string]string{}
+	m := &holdMerge{}
+	for _, run := range h.runs {
+		r := &holdReader{r: bufio.NewReaderSize(io.NewSectionReader(h.f, run.off, run.size), 32<<10), keys: keys}
+		x, err := r.next()
+		if errors.Is(err, io.EOF) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		m.heads = append(m.heads, mergeHead{hold: x, r: r})
+	}
+	mem := h.mem
+	if len(mem) > 0 {
+		m.heads = append(m.heads, mergeHead{hold: mem[0], mem: mem[1:], inMem: true})
+	}
+	heap.Init(m)
+	for len(m.heads) > 0 {
+		top := &m.heads[0]
+		if err := f(top.hold); err != nil {
+			return err
+		}
+		var err error
+		switch {
+		case top.inMem && len(top.mem) == 0:
+			err = io.EOF
+		case top.inMem:
+			top.hold, top.mem = top.mem[0], top.mem[1:]
+		default:
+			top.hold, err = top.r.next()
+		}
+		if errors.Is(err, io.EOF) {
+			heap.Pop(m)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		heap.Fix(m, 0)
+	}
+	return nil
+}
+
+type mergeHead struct {
+	hold  Hold
+	r     *holdReader
+	mem   []Hold
+	inMem bool
+}
+
+// holdMerge is a heap of the runs' next holds.
+type holdMerge struct{ heads []mergeHead }
+
+func (m *holdMerge) Len() int           { return len(m.heads) }
+func (m *holdMerge) Less(i, j int) bool { return CompareHolds(m.heads[i].hold, m.heads[j].hold) < 0 }
+func (m *holdMerge) Swap(i, j int)      { m.heads[i], m.heads[j] = m.heads[j], m.heads[i] }
+func (m *holdMerge) Push(x any)         { m.heads = append(m.heads, x.(mergeHead)) }
+func (m *holdMerge) Pop() any {
+	x := m.heads[len(m.heads)-1]
+	m.heads = m.heads[:len(m.heads)-1]
+	return x
+}
+
+// EachHold calls f with each of the result's holds, in CompareHolds order
+// when a windowed check kept them in a file (a long history), else in the
+// order of Holds. It stops at f's first error and returns it, or an error
+// reading the file.
+func (r *Result) EachHold(f func(Hold) error) error {
+	if r.spilled != nil {
+		return r.spilled.each(f)
+	}
+	for _, h := range r.Holds {
+		if err := f(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NumHolds is how many holds EachHold gives.
+func (r *Result) NumHolds() int {
+	if r.spilled != nil {
+		return r.spilled.n
+	}
+	return len(r.Holds)
+}
+
+// HoldsInFile reports whether the holds are kept in a file, not in Holds:
+// whoever writes the result out must then write them from EachHold.
+func (r *Result) HoldsInFile() bool { return r.spilled != nil }

@@ -1,0 +1,107 @@
+package checker
+
+import (
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// writeHistoryFile writes ops as a history file and returns its path.
+func writeHistoryFile(t *testing.T, ops []history.Op) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(f)
+	for i := range ops {
+		if err := enc.Encode(&ops[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// allHolds is what EachHold gives.
+func allHolds(t *testing.T, res *Result) []Hold {
+	t.Helper()
+	var hs []Hold
+	if err := res.EachHold(func(h Hold) error { hs = append(hs, h); return nil }); err != nil {
+		t.Fatalf("EachHold: %v", err)
+	}
+	return hs
+}
+
+// TestHoldsPastTheLimitGoToAFile: a windowed check keeps at most its limit
+// of holds in memory and the rest in a file no directory shows, and gives
+// them back, in order, as many times as asked (also at once), so that the
+// result is the whole check's.
+func TestHoldsPastTheLimitGoToAFile(t *testing.T) {
+	ops := simValidRun(rand.New(rand.NewPCG(3, 4)), simConfig{procs: 5, keys: 2, events: 20_000, ttl: 5e6, pInfo: 0.02, heal: true})
+	path := writeHistoryFile(t, ops)
+	whole := Check(ctx, ops, Config{Timeout: time.Minute})
+	if len(whole.Holds) < 1000 {
+		t.Fatalf("only %d holds", len(whole.Holds))
+	}
+	spill := t.TempDir()
+	res, _, err := checkFile(ctx, path, Config{Timeout: time.Minute, SpillDir: spill, HoldsInMemory: 97}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.HoldsInFile() || len(res.Holds) != 0 || res.NumHolds() != len(whole.Holds) {
+		t.Fatalf("in a file %v, %d in memory, %d in all; want %d in a file", res.HoldsInFile(), len(res.Holds), res.NumHolds(), len(whole.Holds))
+	}
+	if runs := len(res.spilled.runs); runs < 2 {
+		t.Fatalf("%d runs in the file for %d holds: want several to merge", runs, len(whole.Holds))
+	}
+	if left, _ := os.ReadDir(spill); len(left) != 0 {
+		t.Errorf("the spill left %d files in its directory", len(left))
+	}
+	var wg sync.WaitGroup
+	got := make([][]Hold, 3)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = res.EachHold(func(h Hold) error { got[i] = append(got[i], h); return nil })
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		r := res
+		r.spilled, r.Holds = nil, got[i]
+		sameResult(t, "spilled holds", whole, r)
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := res.EachHold(func(Hold) error { n++; return stop }); err != stop || n != 1 {
+		t.Errorf("EachHold went on after an error: %v, %d holds", err, n)
+	}
+}
+
+// TestHoldsStayInMemoryWhenTheFileCannotBeWritten: a spill directory that
+// cannot be written costs memory, never the verdict.
+func TestHoldsStayInMemoryWhenTheFileCannotBeWritten(t *testing.T) {
+	ops := simValidRun(rand.New(rand.NewPCG(3, 4)), simConfig{procs: 5, keys: 2, events: 5_000, ttl: 5e6, pInfo: 0.02, heal: true})
+	path := writeHistoryFile(t, ops)
+	whole := Check(ctx, ops, Config{Timeout: time.Minute})
+	res, _, err := checkFile(ctx, path, Config{Timeout: time.Minute, SpillDir: filepath.Join(t.TempDir(), "missing"), HoldsInMemory: 50}, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.HoldsInFile() {
+		t.Fatal("holds in a file that could not be created")
+	}
+	sameResult(t, "holds kept in memory", whole, res)
+}

@@ -1,0 +1,157 @@
+package reports
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/lockharness/lockharness/checker"
+)
+
+// holdMarks are a timeline window's holds as it draws them: bars merged
+// per pixel column, process and key (barCoverage), and the leases that
+// expired while held, one per pixel column and process. They are gathered
+// from the holds in order of start, one at a time, so that a window of a
+// million holds costs what its pixels do, and the holds of a long run
+// need not be in memory (checker.Result.EachHold).
+type holdMarks struct {
+	holders  map[int]int // holds in the window, by process
+	bars     map[barKey]*barCoverage
+	expiries []expiry
+	expired  map[markKey]bool
+}
+
+type barKey struct {
+	proc int
+	key  string
+}
+
+// expiry is a lease that expired while its process held it: where the
+// timeline draws a tick.
+type expiry struct {
+	x    float64
+	proc int
+}
+
+func newHoldMarks() *holdMarks {
+	return &holdMarks{holders: map[int]int{}, bars: map[barKey]*barCoverage{}, expired: map[markKey]bool{}}
+}
+
+// addHold records h, whose bar ends at end, in the window of m. Holds come
+// in order of start.
+func (m *marks) addHold(h checker.Hold, end int64) {
+	if end < m.from || h.Start > m.to {
+		return
+	}
+	hm := m.holds
+	hm.holders[h.Process]++
+	xmin, xmax := seconds(m.from), seconds(m.to)
+	k := barKey{h.Process, h.Key}
+	b := hm.bars[k]
+	if b == nil {
+		b = newBarCoverage(xmin, xmax, m.res)
+		hm.bars[k] = b
+	}
+	b.add([2]float64{seconds(h.Start), seconds(end)})
+	if h.Deadline > 0 && (h.End == h.Deadline || h.End < 0) && h.Deadline >= m.from && h.Deadline <= m.to {
+		x := seconds(h.Deadline)
+		mk := markKey{h.Process, tkExpired, int64(math.Floor((x - xmin) / m.res))}
+		if !hm.expired[mk] {
+			hm.expired[mk] = true
+			hm.expiries = append(hm.expiries, expiry{x, h.Process})
+		}
+	}
+}
+
+// barCoverage is how much of each pixel column of [xmin, xmax] (seconds,
+// columns res wide) a row's bars cover, built from bars in order of start:
+// overlapping bars are merged first, so that time held by two counts once.
+// Only the columns touched are kept.
+type barCoverage struct {
+	xmin, xmax, res float64
+	n               int        // columns
+	cur             [2]float64 // the merged bar not yet counted
+	open            bool
+	cols            []int // touched columns, ascending
+	cov             []float64
+}
+
+func newBarCoverage(xmin, xmax, res float64) *barCoverage {
+	b := &barCoverage{xmin: xmin, xmax: xmax, res: res}
+	if res > 0 && xmax > xmin {
+		b.n = int(math.Ceil((xmax-xmin)/res)) + 1
+	}
+	return b
+}
+
+// add takes the next bar [from, to]; bars come in order of from.
+func (b *barCoverage) add(iv [2]float64) {
+	if b.n == 0 {
+		return
+	}
+	iv[0], iv[1] = math.Max(iv[0], b.xmin), math.Min(iv[1], b.xmax)
+	if iv[1] < iv[0] {
+		return
+	}
+	if b.open && iv[0] <= b.cur[1] {
+		b.cur[1] = math.Max(b.cur[1], iv[1])
+		return
+	}
+	b.count()
+	b.cur, b.open = iv, true
+}
+
+// count adds the merged bar to the columns it covers.
+func (b *barCoverage) count() {
+	if !b.open {
+		return
+	}
+	b.open = false
+	lo, hi := (b.cur[0]-b.xmin)/b.res, (b.cur[1]-b.xmin)/b.res
+	for c := int(lo); c <= int(hi) && c < b.n; c++ {
+		l, h := math.Max(lo, float64(c)), math.Min(hi, float64(c+1))
+		if k := len(b.cols) - 1; k >= 0 && b.cols[k] == c {
+			b.cov[k] += math.Max(0, h-l)
+			continue
+		}
+		b.cols = append(b.cols, c)
+		b.cov = append(b.cov, math.Max(0, h-l))
+	}
+}
+
+// runs are the bars to draw: touched columns side by side at the same
+// level (1/8 steps of coverage) drawn as one.
+func (b *barCoverage) runs() []run {
+	b.count()
+	var out []run
+	for i, c := range b.cols {
+		lvl := math.Max(1, math.Round(math.Min(b.cov[i], 1)*8)) / 8
+		from, to := b.xmin+float64(c)*b.res, math.Min(b.xmax, b.xmin+float64(c+1)*b.res)
+		if c == 0 || i == 0 || b.cols[i-1] != c-1 || len(out) == 0 || out[len(out)-1].Level != lvl || out[len(out)-1].To < from {
+			out = append(out, run{From: from, To: to, Level: lvl})
+			continue
+		}
+		out[len(out)-1].To = to
+	}
+	return out
+}
+
+// coverage downsamples intervals to pixel columns of width res between
+// xmin and xmax: for each column, the share of its time that some interval
+// covers, rounded to eighths (at least one eighth when anything is there,
+// so that a short hold never vanishes). Adjacent columns with the same
+// share become one run. A hold several pixels wide comes out as one solid
+// run; a thousand holds in a pixel come out as one shaded column, as light
+// as the lock was idle. Intervals need not be sorted; overlaps count once.
+func coverage(ivs [][2]float64, xmin, xmax, res float64) []run {
+	if len(ivs) == 0 || res <= 0 || xmax <= xmin {
+		return nil
+	}
+	ivs = slices.Clone(ivs)
+	slices.SortFunc(ivs, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+	b := newBarCoverage(xmin, xmax, res)
+	for _, iv := range ivs {
+		b.add(iv)
+	}
+	return b.runs()
+}
