@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -142,4 +143,32 @@ func BenchmarkRenderFile1M(b *testing.B) {
 	b.StopTimer()
 	close(stop)
 	b.ReportMetric(float64(<-top>>20), "peak-heap-MB")
+}
+
+// A run of many keys draws, per client row, at most a bar per pixel column
+// and key colour: keys that share a colour share a bar, so the overview is
+// bounded by its pixels however many keys there are.
+func TestManyKeysOverviewIsBoundedByColours(t *testing.T) {
+	b := &builder{ttl: 500 * ms}
+	const clients, keys, perClient = 2, 1000, 20_000
+	for p := 0; p < clients; p++ {
+		t0 := int64(p) * ms
+		for i := 0; i < perClient; i++ {
+			key := fmt.Sprintf("lock-%d", (i*7+p)%keys)
+			b.section(p, key, t0, t0+5*ms, int64(i+1), false)
+			t0 += 6 * ms
+		}
+	}
+	ops := b.build()
+	res := checker.Result{Verdict: checker.Valid, Counts: counts(ops), Holds: b.holds}
+	v := newRunView(RunMeta{Lock: "token"}, ops, res)
+	_, _, _, area := v.timeline(window{From: 0, To: v.end, Title: "many keys"})
+	if area.SourceHolds != clients*perClient {
+		t.Fatalf("the overview took %d holds, want %d", area.SourceHolds, clients*perClient)
+	}
+	plotW := float64(figWidth - legendWidth)
+	cols := int(plotW*DPI/72) + 1
+	if bound := clients * len(keyColours) * cols; area.MergedBars > bound {
+		t.Errorf("%d keys: the overview draws %d bars for %d holds, want at most %d", keys, area.MergedBars, area.SourceHolds, bound)
+	}
 }

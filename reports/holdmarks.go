@@ -9,21 +9,25 @@ import (
 )
 
 // holdMarks are a timeline window's holds as it draws them: bars merged
-// per pixel column, process and key (barCoverage), and the leases that
-// expired while held, one per pixel column and process. They are gathered
-// from the holds in order of start, one at a time, so that a window of a
-// million holds costs what its pixels do, and the holds of a long run
-// need not be in memory (checker.Result.EachHold).
+// per pixel column, process and key colour (barCoverage), and the leases
+// that expired while held, one per pixel column and process. They are
+// gathered from the holds in order of start, one at a time, so that a
+// window of a million holds costs what its pixels do, and the holds of a
+// long run need not be in memory (checker.Result.EachHold). Keys that
+// share a colour (more keys than colours) share a bar: it shades the time
+// the process held any of them, and costs a row's pixels per colour, not
+// per key, however many keys a run has.
 type holdMarks struct {
 	holders  map[int]int // holds in the window, by process
+	keys     map[string]bool
 	bars     map[barKey]*barCoverage
 	expiries []expiry
 	expired  map[markKey]bool
 }
 
 type barKey struct {
-	proc int
-	key  string
+	proc   int
+	colour int // index into keyColours
 }
 
 // expiry is a lease that expired while its process held it: where the
@@ -34,19 +38,20 @@ type expiry struct {
 }
 
 func newHoldMarks() *holdMarks {
-	return &holdMarks{holders: map[int]int{}, bars: map[barKey]*barCoverage{}, expired: map[markKey]bool{}}
+	return &holdMarks{holders: map[int]int{}, keys: map[string]bool{}, bars: map[barKey]*barCoverage{}, expired: map[markKey]bool{}}
 }
 
-// addHold records h, whose bar ends at end, in the window of m. Holds come
-// in order of start.
-func (m *marks) addHold(h checker.Hold, end int64) {
+// addHold records h, whose bar ends at end and is drawn in the key colour
+// colour, in the window of m. Holds come in order of start.
+func (m *marks) addHold(h checker.Hold, end int64, colour int) {
 	if end < m.from || h.Start > m.to {
 		return
 	}
 	hm := m.holds
 	hm.holders[h.Process]++
+	hm.keys[h.Key] = true
 	xmin, xmax := seconds(m.from), seconds(m.to)
-	k := barKey{h.Process, h.Key}
+	k := barKey{h.Process, colour}
 	b := hm.bars[k]
 	if b == nil {
 		b = newBarCoverage(xmin, xmax, m.res)

@@ -1,11 +1,11 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
 	"slices"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -266,7 +266,9 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 
 	// Holds, merged per row and key when closer than a pixel (gathered
 	// in mk.holds).
-	keysShown := map[string]bool{}
+	// Every holder in the window has a row (procs), so every key held in
+	// it is shown.
+	keysShown := mk.holds.keys
 	for p, n := range mk.holds.holders {
 		if _, ok := clientY[p]; ok {
 			area.SourceHolds += n
@@ -279,21 +281,16 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		}
 	}
 	slices.SortFunc(rks, func(a, b barKey) int {
-		if a.proc != b.proc {
-			return a.proc - b.proc
-		}
-		return strings.Compare(a.key, b.key)
+		return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.colour, b.colour))
 	})
 	for _, k := range rks {
 		y := clientY[k.proc]
-		col := v.keyColour(k.key)
 		for _, r := range mk.holds.bars[k].runs() {
-			c := col
+			c := keyColours[k.colour]
 			c.A = uint8(60 + 195*r.Level)
 			s.rect(r.From, r.To, y-0.3, y+0.3, c, 0)
 			area.MergedBars++
 		}
-		keysShown[k.key] = true
 	}
 	var expiries []float64
 	var expiryY []float64

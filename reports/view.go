@@ -92,8 +92,11 @@ func (v *runView) violationWords(i int) string {
 
 // keyColour is the colour of holds of key.
 func (v *runView) keyColour(key string) color.NRGBA {
-	return keyColours[v.keyIdx[key]%len(keyColours)]
+	return keyColours[v.keyColourIndex(key)]
 }
+
+// keyColourIndex is the index of key's colour in keyColours.
+func (v *runView) keyColourIndex(key string) int { return v.keyIdx[key] % len(keyColours) }
 
 // holdEnd is where a hold's bar ends: its end, or the end of the run for a
 // claim that never ended.
@@ -156,9 +159,9 @@ func (v *runView) gatherAll(ctx context.Context, wins []window) error {
 func (v *runView) gatherHolds(ms map[spanKey]*marks) error {
 	all := slices.Collect(maps.Values(ms))
 	return v.res.EachHold(func(h checker.Hold) error {
-		e := v.holdEnd(h)
+		e, c := v.holdEnd(h), v.keyColourIndex(h.Key)
 		for _, m := range all {
-			m.addHold(h, e)
+			m.addHold(h, e, c)
 		}
 		return nil
 	})
