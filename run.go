@@ -583,7 +583,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	stopWorkload()
 	wlErr := <-wlDone
 	<-progressDone
-	finalCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	finalCtx, cancel := context.WithTimeout(context.Background(), finalReadsBudget(wl.FinalReadKeys()))
 	wl.FinalReads(finalCtx)
 	cancel()
 	if err := r.rec.Close(); err != nil {
@@ -651,6 +651,15 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, fmt.Errorf("%w: %v", ErrInterrupted, context.Cause(outer))
 	}
 	return out, nil
+}
+
+// finalReadsBudget is how long the final reads of n keys' counters may
+// take: 5 s, and 100 µs more per key past the first 10,000 (a read takes
+// about 20 µs on a quiet machine), up to a minute, so that a run of many
+// keys reads them all and a run whose storage is gone does not wait long.
+func finalReadsBudget(n int) time.Duration {
+	d := 5*time.Second + time.Duration(max(n-10_000, 0))*100*time.Microsecond
+	return min(d, time.Minute)
 }
 
 // check judges the run's history. The history file holds every event, so

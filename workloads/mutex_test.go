@@ -3,6 +3,7 @@ package workloads_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -258,5 +259,42 @@ func TestAwaitHolderWatchesWithoutDisturbing(t *testing.T) {
 	}
 	if res := checker.Check(context.Background(), rec.Ops(), checker.Config{}); res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v after awaiting holders, want valid", res.Verdict)
+	}
+}
+
+// The final reads read the counter of every key a client asked for, and
+// of no other: with a million keys, a run asks for a few, and reading the
+// rest would outlast the reads' deadline.
+func TestFinalReadsReadTheKeysAsked(t *testing.T) {
+	const keys = 100_000
+	m, rec, stop := start(t, workloads.Config{Clients: 2, Keys: keys, TTL: time.Second, Hold: time.Millisecond})
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	asked := map[string]bool{}
+	for _, op := range rec.Ops() {
+		if op.F == history.FAcquire && op.Type == history.Invoke {
+			asked[op.Key] = true
+		}
+	}
+	n := len(rec.Ops())
+	m.FinalReads(context.Background())
+	read := map[string]bool{}
+	for _, op := range rec.Ops()[n:] {
+		if op.F != history.FRead {
+			t.Fatalf("final reads recorded %s", op.F)
+		}
+		if op.Type == history.Invoke {
+			read[op.Key] = true
+			continue
+		}
+		if op.Type != history.OK {
+			t.Errorf("final read of %s: %s %s", op.Key, op.Type, op.Error)
+		}
+	}
+	if len(asked) == 0 || len(asked) > keys/10 {
+		t.Fatalf("clients asked for %d of %d keys", len(asked), keys)
+	}
+	if !maps.Equal(asked, read) {
+		t.Errorf("final reads read %d keys, the clients asked for %d", len(read), len(asked))
 	}
 }
