@@ -229,9 +229,14 @@ func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult
 	}
 	vs = append(vs, oc.found...)
 	stats["orphan-locks"] = float64(orphanFatal)
-	for key, un := range w.c.unavail {
-		totalUnavail += un
-		stats["unavailable-ms/"+key] = float64(un) / 1e6
+	if w.last {
+		// Only the last window's stats are the history's (every window
+		// before adds to w.c.unavail): a window's cost does not grow with
+		// the keys before it.
+		for key, un := range w.c.unavail {
+			totalUnavail += un
+			stats["unavailable-ms/"+key] = float64(un) / 1e6
+		}
 	}
 	stats["unavailable-ms"] = float64(totalUnavail) / 1e6
 	stats["recovery-acquire-attempts"] = float64(recAttempts)
