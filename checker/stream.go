@@ -221,32 +221,68 @@ func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg 
 
 // carry is what the checkers keep of the windows before the current one.
 type carry struct {
-	acquireToken map[procKey]string // token of (proc, key)'s latest grant
-	lastClaim    map[procKey]claim  // (proc, key)'s latest claim
-	reported     caps               // violations spelled out per kind and key
-	counter      map[string]int64   // each key's counter at the cut (0 if never written)
-	fenceTop     map[string]fenceGrant
-	accepted     map[string]int // writes storage accepted, per key
-	unknownW     map[string]int // writes of unknown outcome, per key
-	lastRead     map[string]Section
-	acquired     map[int]bool // processes that acquired
-	longest      int64        // the longest lease granted
-	unavail      map[string]int64
-	nem          []nemesisEvent  // the nemesis events so far
-	faults       []faultExposure // of each of nem
-	pauses       []pauseProbe    // the client pauses so far and whom they struck
-	orphans      *orphanCarry    // liveness: orphan locks across cuts
+	pk       map[procKey]*pkCarry // per process and key (see pkCarry)
+	reported caps                 // violations spelled out per kind and key
+	counter  map[string]int64     // each key's counter at the cut (0 if never written)
+	fenceTop map[string]fenceGrant
+	accepted map[string]int // writes storage accepted, per key
+	unknownW map[string]int // writes of unknown outcome, per key
+	lastRead map[string]Section
+	acquired map[int]bool // processes that acquired
+	longest  int64        // the longest lease granted
+	unavail  map[string]int64
+	nem      []nemesisEvent  // the nemesis events so far
+	faults   []faultExposure // of each of nem
+	pauses   []pauseProbe    // the client pauses so far and whom they struck
+	orphans  *orphanCarry    // liveness: orphan locks across cuts
+}
+
+// pkCarry is what the carry keeps of one process and key, in one map
+// entry: a history has up to clients × keys of them (200,000 for 10
+// clients on 20,000 keys), so each is small, and holds no value of the
+// history (see priorAcquire): the token of its latest grant (lost-lease
+// evidence), the end and grant of its latest claim (stale writes), and
+// the orphan carry's calls.
+type pkCarry struct {
+	priorCalls
+	token                string // of the latest grant, if hasToken
+	claimEnd, claimGrant int64  // of the latest claim, if hasClaim
+	hasToken, hasClaim   bool
 }
 
 func newCarry() *carry {
-	return &carry{acquireToken: map[procKey]string{}, lastClaim: map[procKey]claim{}, reported: caps{}, counter: map[string]int64{},
+	oc := newOrphanCarry()
+	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
-		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: newOrphanCarry()}
+		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc}
 }
 
+// at is k's entry, made if need be.
+func (c *carry) at(k procKey) *pkCarry {
+	pc := c.pk[k]
+	if pc == nil {
+		pc = &pkCarry{}
+		c.pk[k] = pc
+	}
+	return pc
+}
+
+// priorToken is the token of (proc, key)'s latest grant in the windows
+// before.
 func (c *carry) priorToken(proc int, key string) (string, bool) {
-	t, ok := c.acquireToken[procKey{proc, key}]
-	return t, ok
+	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasToken {
+		return pc.token, true
+	}
+	return "", false
+}
+
+// priorClaim is (proc, key)'s latest claim in the windows before, as far
+// as staleWrites reads it: its end and grant.
+func (c *carry) priorClaim(proc int, key string) (claim, bool) {
+	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasClaim {
+		return claim{proc: proc, key: key, end: instant{t: pc.claimEnd}, grant: pc.claimGrant}, true
+	}
+	return claim{}, false
 }
 
 // window is one window of a history, as the checkers see it.
@@ -363,7 +399,8 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 	// stale writes.
 	for _, cs := range byKey {
 		for _, cl := range cs {
-			a.c.lastClaim[procKey{cl.proc, cl.key}] = cl
+			pc := a.c.at(procKey{cl.proc, cl.key})
+			pc.claimEnd, pc.claimGrant, pc.hasClaim = cl.end.t, cl.grant, true
 		}
 	}
 	// The latest grant of each process and key (an acquire ok, or a renew
@@ -376,7 +413,12 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 		if k := (procKey{c.proc, c.key}); grant {
 			if d, seen := latest[k]; !seen || c.done > d {
 				latest[k] = c.done
-				a.c.acquireToken[k] = c.token()
+				pc := a.c.at(k)
+				t := c.token()
+				if n := len(pc.releases); n > 0 && t != "" && pc.releases[n-1].token == t {
+					t = pc.releases[n-1].token // one copy of the lease's token
+				}
+				pc.token, pc.hasToken = t, true
 			}
 		}
 	}
@@ -491,8 +533,7 @@ type cutter struct {
 	pending  map[pendKey]pendOp        // every invocation not yet completed
 	busy     map[history.Process]bool  // client processes with an operation outstanding
 	keys     map[string]*keyState      // keys with events held back or state open
-	held     map[procKey]bool          // the process's latest acquire ok came after its latest release
-	relDone  map[procKey]int64         // index of the completion of the process's latest release (max while in flight)
+	rel      map[procKey]relState      // each process and key's latest acquire and release
 	renewInv map[history.Process]int64 // index of a renewer's renew in flight
 	never    bool                      // no cut for the rest of the history
 	disorder bool
@@ -531,9 +572,19 @@ type keyState struct {
 	lastTime      int64         // time of the key's latest event
 }
 
+// relState is what the cutter follows of one process and key, for the
+// orphan renewals: whether the process's latest acquire ok came after its
+// latest release, and the index of the completion of its latest release
+// (max while in flight; released says there was one). One map entry per
+// process and key for both, as the history has up to clients × keys.
+type relState struct {
+	held, released bool
+	relDone        int64
+}
+
 func newCutter() *cutter {
 	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
-		keys: map[string]*keyState{}, held: map[procKey]bool{}, relDone: map[procKey]int64{}, renewInv: map[history.Process]int64{}}
+		keys: map[string]*keyState{}, rel: map[procKey]relState{}, renewInv: map[history.Process]int64{}}
 }
 
 // quiet reports whether the key satisfies conditions 1 to 4 at time t:
@@ -627,13 +678,25 @@ func commit(cr *carry, counters map[string]int64) {
 }
 
 // rest is every event not yet taken, in index order: the last window.
+// The cutter lets go of its events (the window before's among them), so
+// that the last window, which holds the recovery period, is in memory
+// once.
 func (c *cutter) rest() []history.Op {
-	var ops []history.Op
+	ops := c.fresh
+	n := 0
 	for _, k := range c.keys {
-		ops = append(ops, k.held...)
+		n += len(k.held)
 	}
-	slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
-	return append(ops, c.fresh...)
+	if n > 0 {
+		ops = make([]history.Op, 0, n+len(c.fresh))
+		for _, k := range c.keys {
+			ops = append(ops, k.held...)
+		}
+		slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+		ops = append(ops, c.fresh...)
+	}
+	c.fresh, c.win, c.keys = nil, nil, nil
+	return ops
 }
 
 // global reports whether op belongs to no key's events: a nemesis event,
@@ -738,15 +801,16 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		switch op.F {
 		case history.FRelease:
 			delete(k.leases, owner)
-			delete(c.held, pk)
-			c.relDone[pk] = math.MaxInt64
+			c.rel[pk] = relState{released: true, relDone: math.MaxInt64}
 		case history.FRenew:
 			c.renewInv[op.Process] = op.Index
 		}
 		return
 	}
 	if op.F == history.FRelease {
-		c.relDone[pk] = op.Index
+		r := c.rel[pk]
+		r.released, r.relDone = true, op.Index
+		c.rel[pk] = r
 	}
 	if _, ok := c.pending[pendKey{op.Process, op.F}]; ok {
 		k.pending--
@@ -763,11 +827,12 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		// windows cannot follow, so the key splits no more (its events
 		// then wait for the last window). A renewal concurrent with the
 		// release is absorbed by it and no orphan.
-		switch {
+		switch r := c.rel[pk]; {
 		case op.F == history.FAcquire:
-			c.held[pk] = true
-		case op.Owner != nil && !c.held[pk]:
-			if d, released := c.relDone[pk]; !released || c.renewInv[op.Process] > d {
+			r.held = true
+			c.rel[pk] = r
+		case op.Owner != nil && !r.held:
+			if !r.released || c.renewInv[op.Process] > r.relDone {
 				k.never = true
 			}
 		}
