@@ -63,9 +63,7 @@ import (
 // client operation is pending, the next event is at a later nanosecond,
 // no client has crashed, no client ran two operations at once, no event
 // prepare would refuse has been seen (the whole check's first refusal is
-// then in the last window), the final heal has not begun (the recovery
-// period and the final reads lie in the last window, where liveness and
-// the final count are judged) and events come in index order. The window
+// then in the last window) and events come in index order. The window
 // takes every global event up to e; of each key quiet at e (1 to 4 with
 // t_k = e's time) all its events, of every other key its events up to its
 // latest split (t_k < e's time), and leaves the rest of that key's events
@@ -89,6 +87,19 @@ import (
 // and how many violations of each kind have been spelled out; and per
 // history the longest lease. A window's end (p.last) is its cut: every
 // claim it holds ended by then (t_k ≤ the cut's time).
+//
+// The recovery after the final heal is cut too (it is as long as the run
+// makes it, and a history of many keys is busy through it): the final
+// heal's time is carried (carry.heal), and per key what liveness judges
+// of the recovery: its acquires invoked since the heal, their processes,
+// the first three refused while nobody held the key, whether one was
+// granted, the claim in force at the heal (the latest, by grant) and
+// whether a crashed holder blocks the key for good (a claim without end,
+// which keeps its key from splitting, and a crash ends the cuts, so both
+// lie in the last window). The last window judges the recovery of every
+// key it carries. A later final heal begins the recovery again: every
+// event of the windows before it is earlier. The final reads are judged
+// in the last window whichever window read them (carry.lastRead).
 //
 // The coverage crosses keys. Faults: the nemesis events are never held
 // back, so a window's claims end by its cut, before every nemesis event
@@ -130,8 +141,8 @@ const windowTarget = 1 << 16
 // dropped, as history.ReadFile does). When ctx is done the reading stops
 // and the checkers that had not finished are unknown, as with Check; err
 // is for a history that cannot be read. A history the windows cannot judge
-// exactly (its events out of index order after a cut, or no final heal in
-// its last window after a cut) is read again and checked whole.
+// exactly (its events out of index order after a cut, or no final heal
+// after a cut) is read again and checked whole.
 func CheckFile(ctx context.Context, path string, cfg Config) (res Result, truncated bool, err error) {
 	return checkFile(ctx, path, cfg, windowTarget)
 }
@@ -186,6 +197,7 @@ func checkWindows(ctx context.Context, next func() (history.Op, bool), cfg Confi
 // and how many times a key kept events back at a cut.
 type windowStats struct {
 	cuts, deferred int
+	recovery       int // cuts after the final heal
 }
 
 // checkWindowsStats is checkWindows, saying how it cut the history.
@@ -205,6 +217,9 @@ func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg 
 				commit(a.c, counters)
 				st.cuts++
 				st.deferred += deferred
+				if a.c.heal >= 0 {
+					st.recovery++
+				}
 			}
 		}
 		cut.observe(op)
@@ -214,9 +229,9 @@ func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg 
 	}
 	a.window(cut.rest(), true, 0)
 	// Liveness is judged over the recovery after the final heal, which
-	// the cuts keep in the last window; without one the whole history is
-	// the window, which the cuts did not keep.
-	return a.result(), st.cuts == 0 || a.healed, st
+	// the windows carry (carry.rec); without one the whole history is
+	// the recovery, which the windows did not carry.
+	return a.result(), st.cuts == 0 || a.c.heal >= 0, st
 }
 
 // carry is what the checkers keep of the windows before the current one.
@@ -231,10 +246,12 @@ type carry struct {
 	acquired map[int]bool // processes that acquired
 	longest  int64        // the longest lease granted
 	unavail  map[string]int64
-	nem      []nemesisEvent  // the nemesis events so far
-	faults   []faultExposure // of each of nem
-	pauses   []pauseProbe    // the client pauses so far and whom they struck
-	orphans  *orphanCarry    // liveness: orphan locks across cuts
+	heal     int64                // the final heal's time, once a window had it (-1 before)
+	rec      map[string]*recovery // per key, its acquires since the final heal
+	nem      []nemesisEvent       // the nemesis events so far
+	faults   []faultExposure      // of each of nem
+	pauses   []pauseProbe         // the client pauses so far and whom they struck
+	orphans  *orphanCarry         // liveness: orphan locks across cuts
 }
 
 // pkCarry is what the carry keeps of one process and key, in one map
@@ -254,7 +271,31 @@ func newCarry() *carry {
 	oc := newOrphanCarry()
 	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
-		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc}
+		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc,
+		heal: -1, rec: map[string]*recovery{}}
+}
+
+// recovery is what liveness keeps of one key's recovery period, from the
+// final heal on, over the windows it spans: the acquires invoked in it
+// (their processes, the first three refused while nobody held the key),
+// whether one was granted, and the claim in force at its start.
+type recovery struct {
+	attempts, oks        int
+	procs                []int   // sorted
+	failedFree           []int64 // the first three's invocations
+	succeeded, permanent bool
+	held                 bool
+	holder               claim
+}
+
+// recoveryOf is key's recovery, made if need be.
+func (c *carry) recoveryOf(key string) *recovery {
+	r := c.rec[key]
+	if r == nil {
+		r = &recovery{}
+		c.rec[key] = r
+	}
+	return r
 }
 
 // at is k's entry, made if need be.
@@ -394,6 +435,11 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 		if g.Verdict == Unknown {
 			a.covErr = g.Reason
 		}
+	}
+	if p.heal >= 0 {
+		// The recovery began here: the windows after this one go on
+		// with it (liveness, coverage).
+		a.c.heal = p.heal
 	}
 	// The latest claim of each process and key, for the next window's
 	// stale writes.
@@ -602,8 +648,7 @@ func (k *keyState) quiet(t int64) bool {
 }
 
 // ok reports whether a window may end before next: the global conditions
-// hold (nothing global pending, no crash, no final heal, next strictly
-// later). Which keys' events the window takes is take's business.
+// hold (nothing global pending, no crash, next strictly later). Which keys' events the window takes is take's business.
 func (c *cutter) ok(next history.Op) bool {
 	return !c.never && c.n > 0 && len(c.gpending) == 0 &&
 		next.Time > c.last.Time && next.Index > c.last.Index
@@ -742,8 +787,6 @@ func (c *cutter) observe(op history.Op) {
 func (c *cutter) observeGlobal(op history.Op) {
 	pk := pendKey{op.Process, op.F}
 	switch {
-	case op.Process.IsNemesis() && op.F == history.FFinalHeal:
-		c.never = true
 	case op.F == history.FCrash:
 		c.never = true
 		return
