@@ -203,7 +203,7 @@ type windowStats struct {
 // checkWindowsStats is checkWindows, saying how it cut the history.
 func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg Config, target int) (Result, bool, windowStats) {
 	a := newAccumulator(ctx, cfg)
-	cut := newCutter()
+	cut := newCutter(a.c.pk)
 	var st windowStats
 	for {
 		op, ok := next()
@@ -259,12 +259,18 @@ type carry struct {
 // clients on 20,000 keys), so each is small, and holds no value of the
 // history (see priorAcquire): the token of its latest grant (lost-lease
 // evidence), the end and grant of its latest claim (stale writes), and
-// the orphan carry's calls.
+// the orphan carry's calls; and what the cutter follows of it, ahead of
+// the windows.
 type pkCarry struct {
 	priorCalls
 	token                string // of the latest grant, if hasToken
 	claimEnd, claimGrant int64  // of the latest claim, if hasClaim
-	hasToken, hasClaim   bool
+	// The cutter's, for the orphan renewals: the index of the completion
+	// of the process's latest release (max while in flight; released says
+	// there was one), and whether its latest acquire ok came after it.
+	relDone            int64
+	hasToken, hasClaim bool
+	released, held     bool // the cutter's
 }
 
 func newCarry() *carry {
@@ -579,7 +585,7 @@ type cutter struct {
 	pending  map[pendKey]pendOp        // every invocation not yet completed
 	busy     map[history.Process]bool  // client processes with an operation outstanding
 	keys     map[string]*keyState      // keys with events held back or state open
-	rel      map[procKey]relState      // each process and key's latest acquire and release
+	rel      map[procKey]*pkCarry      // each process and key's latest acquire and release (relDone, held, released)
 	renewInv map[history.Process]int64 // index of a renewer's renew in flight
 	never    bool                      // no cut for the rest of the history
 	disorder bool
@@ -618,19 +624,25 @@ type keyState struct {
 	lastTime      int64         // time of the key's latest event
 }
 
-// relState is what the cutter follows of one process and key, for the
-// orphan renewals: whether the process's latest acquire ok came after its
-// latest release, and the index of the completion of its latest release
-// (max while in flight; released says there was one). One map entry per
-// process and key for both, as the history has up to clients × keys.
-type relState struct {
-	held, released bool
-	relDone        int64
+// newCutter is a cutter that keeps what it follows of each process and
+// key in pk's entries (the carry's: one map entry per process and key for
+// both, as a history has up to clients × keys of them); nil: its own.
+func newCutter(pk map[procKey]*pkCarry) *cutter {
+	if pk == nil {
+		pk = map[procKey]*pkCarry{}
+	}
+	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
+		keys: map[string]*keyState{}, rel: pk, renewInv: map[history.Process]int64{}}
 }
 
-func newCutter() *cutter {
-	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
-		keys: map[string]*keyState{}, rel: map[procKey]relState{}, renewInv: map[history.Process]int64{}}
+// relOf is k's entry, made if need be.
+func (c *cutter) relOf(k procKey) *pkCarry {
+	pc := c.rel[k]
+	if pc == nil {
+		pc = &pkCarry{}
+		c.rel[k] = pc
+	}
+	return pc
 }
 
 // quiet reports whether the key satisfies conditions 1 to 4 at time t:
@@ -844,16 +856,16 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		switch op.F {
 		case history.FRelease:
 			delete(k.leases, owner)
-			c.rel[pk] = relState{released: true, relDone: math.MaxInt64}
+			r := c.relOf(pk)
+			r.held, r.released, r.relDone = false, true, math.MaxInt64
 		case history.FRenew:
 			c.renewInv[op.Process] = op.Index
 		}
 		return
 	}
 	if op.F == history.FRelease {
-		r := c.rel[pk]
+		r := c.relOf(pk)
 		r.released, r.relDone = true, op.Index
-		c.rel[pk] = r
 	}
 	if _, ok := c.pending[pendKey{op.Process, op.F}]; ok {
 		k.pending--
@@ -872,10 +884,9 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		// release is absorbed by it and no orphan.
 		switch r := c.rel[pk]; {
 		case op.F == history.FAcquire:
-			r.held = true
-			c.rel[pk] = r
-		case op.Owner != nil && !r.held:
-			if !r.released || c.renewInv[op.Process] > r.relDone {
+			c.relOf(pk).held = true
+		case op.Owner != nil && (r == nil || !r.held):
+			if r == nil || !r.released || c.renewInv[op.Process] > r.relDone {
 				k.never = true
 			}
 		}
