@@ -195,7 +195,7 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 	}
 	nem := w.c.nem
 	end := p.last
-	if p.heal >= 0 {
+	if p.heal >= 0 || w.c.heal >= 0 {
 		// The final heal's invocation ends every window still open.
 		for _, e := range nem {
 			if e.f == history.FFinalHeal {

@@ -97,17 +97,26 @@ func covered(cover []span, t int64) bool {
 // SETNX's deadlock, and the time it blocks others counts as unavailable.
 //
 // In a window of a longer history (see CheckFile) only the last is
-// judged: the recovery period lies in it; the windows before add their
-// unavailability and their longest lease to w's carry.
+// judged; the windows before add their unavailability, their longest
+// lease and, from the final heal on, what they saw of the recovery
+// (carry.rec) to w's carry.
 func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult, []Violation) {
 	stats := map[string]float64{}
 	var vs []Violation
+	// The recovery begins at the final heal, which may lie in a window
+	// before (w.c.heal); a later final heal begins it again.
+	heal := p.heal
+	if heal < 0 {
+		heal = w.c.heal
+	} else if heal != w.c.heal {
+		clear(w.c.rec)
+	}
 	window := p.first
-	if p.heal >= 0 {
-		window = p.heal
+	if heal >= 0 {
+		window = heal
 	}
 	stats["recovery-ms"] = float64(p.last-window) / 1e6
-	complete, incomplete := recoveryComplete(p, w.c)
+	complete, incomplete := recoveryComplete(p, heal, w.c)
 	var undecided []string // keys that look unavailable in a window too short to say
 
 	type keyCalls struct{ acquires []*call }
@@ -148,67 +157,89 @@ func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult
 		busy = subtract(busy, union(orphaned))
 		// A crashed holder of a lease that never expires blocks the key
 		// for good: no longer history would show it free again.
-		permanent := false
-		for _, c := range byKey[key] {
-			if _, dead := p.crashedAt[c.proc]; dead && c.end == forever && c.deadline == never {
-				permanent = true
-			}
-		}
 		failing := make([]span, 0, len(acq))
-		attempts, oks, succeeded := 0, 0, false
-		var failedFree []*call // failed in the window, invoked while no live claim
-		procs := map[int]bool{}
+		var r *recovery
+		if heal >= 0 || w.last {
+			r = w.c.recoveryOf(key)
+		}
 		for _, c := range acq {
-			if c.typ == history.OK && c.end >= window {
-				succeeded = true
+			if c.typ == history.OK && c.end >= window && r != nil {
+				r.succeeded = true
 			}
 			// Only a definite fail says the lock was unavailable; an info
 			// acquire (a timeout, a run cut off mid-call) says nothing.
 			if c.typ == history.Fail {
 				failing = append(failing, span{c.start, min(c.end, p.last)})
 			}
-			if c.start < window {
+			if c.start < window || r == nil {
 				continue
 			}
-			attempts++
-			procs[c.proc] = true
+			r.attempts++
+			if i, found := slices.BinarySearch(r.procs, c.proc); !found {
+				r.procs = slices.Insert(r.procs, i, c.proc)
+			}
 			if c.typ == history.OK {
-				oks++
-			} else if c.typ == history.Fail && !covered(busy, c.start) {
-				failedFree = append(failedFree, c)
+				r.oks++
+			} else if c.typ == history.Fail && !covered(busy, c.start) && len(r.failedFree) < 3 {
+				r.failedFree = append(r.failedFree, c.inv)
 			}
 		}
 		un := uncovered(union(failing), busy)
 		w.c.unavail[key] += un
-		recAttempts += attempts
-		recOK += oks
-		if attempts > 0 {
-			stats["recovery-success-rate/"+key] = float64(oks) / float64(attempts)
+	}
+	if heal >= 0 || w.last {
+		// The claim in force when the recovery began, and whether a
+		// crashed holder of a lease that never expires blocks the key for
+		// good (no longer history would show it free again), of every key
+		// with claims here, acquired here or not.
+		for key, cs := range byKey {
+			h := holderAt(cs, window)
+			permanent := false
+			for _, c := range cs {
+				if _, dead := p.crashedAt[c.proc]; dead && c.end == forever && c.deadline == never {
+					permanent = true
+				}
+			}
+			if h == nil && !permanent {
+				continue
+			}
+			r := w.c.recoveryOf(key)
+			r.permanent = r.permanent || permanent
+			if h != nil && (!r.held || h.grant > r.holder.grant) {
+				r.holder, r.held = *h, true
+			}
 		}
-		if attempts > 0 && !succeeded && p.last > window && len(failedFree) > 0 {
-			if !complete && !permanent {
+	}
+	// The recovery is judged in the last window, over its acquires in
+	// every window since the final heal (w.c.rec).
+	for _, key := range sortedKeys(w.c.rec) {
+		if !w.last {
+			break
+		}
+		r := w.c.rec[key]
+		recAttempts += r.attempts
+		recOK += r.oks
+		if r.attempts > 0 {
+			stats["recovery-success-rate/"+key] = float64(r.oks) / float64(r.attempts)
+		}
+		if r.attempts > 0 && !r.succeeded && p.last > window && len(r.failedFree) > 0 {
+			if !complete && !r.permanent {
 				undecided = append(undecided, key)
 				continue
 			}
-			var ps []int
-			for q := range procs {
-				ps = append(ps, q)
-			}
-			slices.Sort(ps)
 			since := "the start of the history"
-			if p.heal >= 0 {
-				since = fmt.Sprintf("the final heal at %s", secs(p.heal))
+			if heal >= 0 {
+				since = fmt.Sprintf("the final heal at %s", secs(heal))
 			}
-			v := Violation{Checker: "liveness", Kind: KindUnavailable, Key: key, Processes: ps,
+			holder := ""
+			if r.held {
+				holder = holderText(p, &r.holder)
+			}
+			v := Violation{Checker: "liveness", Kind: KindUnavailable, Key: key, Processes: slices.Clone(r.procs),
 				Start: window, End: p.last, Fatal: true,
 				Description: fmt.Sprintf("no acquire of %s succeeded in the %s from %s to the end (%d attempts by %d processes)%s",
-					key, dur(p.last-window), since, attempts, len(ps), lastHolderText(p, byKey[key], window))}
-			for i, c := range failedFree {
-				if i == 3 {
-					break
-				}
-				v.Events = append(v.Events, c.inv)
-			}
+					key, dur(p.last-window), since, r.attempts, len(r.procs), holder)}
+			v.Events = append(v.Events, r.failedFree...)
 			vs = append(vs, v)
 		}
 	}
@@ -229,9 +260,14 @@ func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult
 	}
 	vs = append(vs, oc.found...)
 	stats["orphan-locks"] = float64(orphanFatal)
-	for key, un := range w.c.unavail {
-		totalUnavail += un
-		stats["unavailable-ms/"+key] = float64(un) / 1e6
+	if w.last {
+		// Only the last window's stats are the history's (every window
+		// before adds to w.c.unavail): a window's cost does not grow with
+		// the keys before it.
+		for key, un := range w.c.unavail {
+			totalUnavail += un
+			stats["unavailable-ms/"+key] = float64(un) / 1e6
+		}
 	}
 	stats["unavailable-ms"] = float64(totalUnavail) / 1e6
 	stats["recovery-acquire-attempts"] = float64(recAttempts)
@@ -283,7 +319,7 @@ const minRecovery = int64(1e9)
 // the window: valid stands.
 //
 // cr carries the longest lease of the windows before p's.
-func recoveryComplete(p *prepared, cr *carry) (bool, string) {
+func recoveryComplete(p *prepared, heal int64, cr *carry) (bool, string) {
 	longest := cr.longest
 	for i := range p.calls {
 		c := &p.calls[i]
@@ -294,31 +330,36 @@ func recoveryComplete(p *prepared, cr *carry) (bool, string) {
 	}
 	cr.longest = longest
 	need := max(longest, minRecovery)
-	if p.heal < 0 {
+	if heal < 0 {
 		return false, "the history has no final heal (a run cut short, or a prefix of one): its recovery period, where liveness is judged, is missing; re-check a complete run's history"
 	}
-	if got := p.last - p.heal; got < need {
+	if got := p.last - heal; got < need {
 		return false, fmt.Sprintf("the recovery period after the final heal lasts %s, shorter than the %s a lease in it may hold a key for: run with a longer --recovery", dur(got), dur(need))
 	}
 	return true, ""
 }
 
-// lastHolderText names the claim that was in force when the window began,
-// if any, to explain a deadlock.
-func lastHolderText(p *prepared, cs []claim, window int64) string {
+// holderAt is the claim of cs in force at t (the latest, if several),
+// or nil.
+func holderAt(cs []claim, t int64) *claim {
 	for i := len(cs) - 1; i >= 0; i-- {
-		c := &cs[i]
-		if c.start.t > window || c.end.t <= window {
-			continue
+		if c := &cs[i]; c.start.t <= t && t < c.end.t {
+			return c
 		}
-		s := fmt.Sprintf("; process %d held it from %s", c.proc, secs(c.start.t))
-		if t, dead := p.crashedAt[c.proc]; dead {
-			s += fmt.Sprintf(" and crashed at %s", secs(t))
-		}
-		if c.deadline == never {
-			s += " with a lease that never expires"
-		}
-		return s
 	}
-	return ""
+	return nil
+}
+
+// holderText names c, the claim that was in force when the recovery
+// began, to explain a deadlock. A crash ends the cuts, so every crash is
+// in the last window's p.
+func holderText(p *prepared, c *claim) string {
+	s := fmt.Sprintf("; process %d held it from %s", c.proc, secs(c.start.t))
+	if t, dead := p.crashedAt[c.proc]; dead {
+		s += fmt.Sprintf(" and crashed at %s", secs(t))
+	}
+	if c.deadline == never {
+		s += " with a lease that never expires"
+	}
+	return s
 }

@@ -189,43 +189,75 @@ func renewedByWatchdog(byKey map[string][]claim) bool {
 // releases of its last priorReleases tokens, in invocation order, since an
 // orphan names the release of the lease its watchdog renewed), and the
 // orphan findings so far, which the liveness verdict counts whichever
-// window they were found in.
+// window they were found in. The calls are kept in the carry's entry of
+// each process and key (pkCarry), one map for everything the carry keeps
+// per process and key.
 type orphanCarry struct {
-	calls map[procKey]*priorCalls
+	calls map[procKey]*pkCarry
 	found []Violation
 }
 
-// priorCalls is what the carry keeps of one process and key.
+// priorCalls is what the orphan carry keeps of one process and key.
 type priorCalls struct {
-	acquire, granted priorCall   // its latest acquire and granted acquire
-	acquired, gotOne bool        // whether they are set
-	releases         []priorCall // its latest releases, of distinct tokens
+	acquire, granted priorAcquire   // its latest acquire and granted acquire
+	releases         []priorRelease // its latest releases, of distinct tokens
+	acquired, gotOne bool           // whether acquire and granted are set
 }
 
-// priorCall is a call of an earlier window as the orphan carry keeps it:
-// what findOrphans and orphanViolation read of a process's acquire or
-// release (its process and key are the carry's key), without its values
-// but their token and "not held" answer. The values a history's decoder
-// hands out share their memory with their neighbours', so one kept would
-// keep a window's worth alive after the window; and the carry holds a few
-// calls for every process and key of the history, so each is small.
-type priorCall struct {
-	typ                   history.Type
+// priorAcquire and priorRelease are calls of an earlier window as the
+// orphan carry keeps them: what findOrphans and orphanViolation read of a
+// process's acquire or release (its process and key are the carry's key),
+// without their values but a release's token and "not held" answer (an
+// acquire's values are never read). The values a history's decoder hands
+// out share their memory with their neighbours', so one kept would keep a
+// window's worth alive after the window; and the carry holds a few calls
+// for every process and key of the history, so each is small.
+type priorAcquire struct {
+	start, end, inv, done int64
+	typ                   callType
+}
+
+type priorRelease struct {
 	start, end, inv, done int64
 	token                 string
+	typ                   callType
 	notHeld               bool
 }
 
-// keep is c as the carry keeps it.
-func keep(c *call) priorCall {
-	return priorCall{typ: c.typ, start: c.start, end: c.end, inv: c.inv, done: c.done,
+// callType is a call's history.Type in a byte.
+type callType uint8
+
+var callTypes = [...]history.Type{history.Info, history.OK, history.Fail, history.Invoke}
+
+func typeCode(t history.Type) callType {
+	i := slices.Index(callTypes[:], t)
+	if i < 0 {
+		panic(fmt.Sprintf("event type %q", t)) // Validate refuses it first
+	}
+	return callType(i)
+}
+
+func (t callType) typ() history.Type { return callTypes[t] }
+
+// keepAcquire and keepRelease are c as the carry keeps it.
+func keepAcquire(c *call) priorAcquire {
+	return priorAcquire{start: c.start, end: c.end, inv: c.inv, done: c.done, typ: typeCode(c.typ)}
+}
+
+func keepRelease(c *call) priorRelease {
+	return priorRelease{start: c.start, end: c.end, inv: c.inv, done: c.done, typ: typeCode(c.typ),
 		token: c.token(), notHeld: c.out != nil && c.out.NotHeld}
 }
 
-// call is k, process and key pk's call of f, as a call again, for a
+// call is k, process and key pk's acquire, as a call again, for a
 // window's findOrphans.
-func (k priorCall) call(pk procKey, f string) *call {
-	c := &call{proc: pk.proc, thread: pk.proc, f: f, key: pk.key, typ: k.typ, start: k.start, end: k.end, inv: k.inv, done: k.done}
+func (k priorAcquire) call(pk procKey) *call {
+	return &call{proc: pk.proc, thread: pk.proc, f: history.FAcquire, key: pk.key, typ: k.typ.typ(), start: k.start, end: k.end, inv: k.inv, done: k.done}
+}
+
+// call is k, process and key pk's release, as a call again.
+func (k priorRelease) call(pk procKey) *call {
+	c := &call{proc: pk.proc, thread: pk.proc, f: history.FRelease, key: pk.key, typ: k.typ.typ(), start: k.start, end: k.end, inv: k.inv, done: k.done}
 	if k.token != "" || k.notHeld {
 		c.out = &history.Value{Token: k.token, NotHeld: k.notHeld}
 	}
@@ -244,10 +276,10 @@ func (o *orphanCarry) before(k procKey) []*call {
 	}
 	var out []*call
 	if pc.gotOne {
-		out = append(out, pc.granted.call(k, history.FAcquire))
+		out = append(out, pc.granted.call(k))
 	}
 	if pc.acquired && (!pc.gotOne || pc.acquire.inv != pc.granted.inv) {
-		out = append(out, pc.acquire.call(k, history.FAcquire))
+		out = append(out, pc.acquire.call(k))
 	}
 	return out
 }
@@ -263,7 +295,7 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 	}
 	var out []*call
 	for _, r := range pc.releases {
-		out = append(out, r.call(k, history.FRelease))
+		out = append(out, r.call(k))
 	}
 	return out
 }
@@ -274,7 +306,7 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 const priorReleases = 8
 
 func newOrphanCarry() *orphanCarry {
-	return &orphanCarry{calls: map[procKey]*priorCalls{}}
+	return &orphanCarry{calls: map[procKey]*pkCarry{}}
 }
 
 // remember keeps p's latest acquire, granted acquire and release of each
@@ -288,23 +320,30 @@ func (o *orphanCarry) remember(p *prepared) {
 		k := procKey{c.proc, c.key}
 		pc := o.calls[k]
 		if pc == nil {
-			pc = &priorCalls{}
+			pc = &pkCarry{}
 			o.calls[k] = pc
 		}
 		if c.f == history.FAcquire {
-			pc.acquire, pc.acquired = keep(c), true
+			pc.acquire, pc.acquired = keepAcquire(c), true
 			if c.typ == history.OK && (!pc.gotOne || pc.granted.done < c.done) {
 				pc.granted, pc.gotOne = pc.acquire, true
 			}
 			continue
 		}
-		tok := c.token()
-		rs := slices.DeleteFunc(pc.releases, func(r priorCall) bool { return r.token != "" && r.token == tok })
-		rs = append(rs, keep(c))
-		if len(rs) > priorReleases {
-			rs = slices.Delete(rs, 0, len(rs)-priorReleases)
+		r := keepRelease(c)
+		if r.token != "" && r.token == pc.token {
+			r.token = pc.token // one copy of the lease's token
 		}
-		pc.releases = rs
+		rs := slices.DeleteFunc(pc.releases, func(x priorRelease) bool { return x.token != "" && x.token == r.token })
+		if len(rs) == priorReleases {
+			rs = slices.Delete(rs, 0, 1)
+		}
+		if len(rs) == cap(rs) {
+			// Grow by little: the carry holds this for every process
+			// and key.
+			rs = slices.Grow(rs, min(max(cap(rs), 1), priorReleases-len(rs)))
+		}
+		pc.releases = append(rs, r)
 	}
 }
 

@@ -177,7 +177,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	if len(backwards) > 0 {
 		invalid = true
 	}
-	stale := staleWrites(p, byKey, c.lastClaim)
+	stale := staleWrites(p, byKey, c.priorClaim)
 	stats["stale-writes"] = float64(len(stale))
 
 	return resourcePart{stats: stats, vs: vs, nonlin: nonlin, invalid: invalid, unknown: unknownReasons, noOrder: noOrder, lostKeys: lostKeys,
@@ -320,10 +320,10 @@ func finalCount(key string, s Section, accepted, unknownW int, stats map[string]
 // staleWrites lists every write invoked when its process held no claim on
 // the key: after its lease ran out (or without ever holding it).
 //
-// prior, when not nil, holds each process's latest claim on each key in
-// the windows before this one (all ended before it), which a write
-// without a claim here follows.
-func staleWrites(p *prepared, byKey map[string][]claim, prior map[procKey]claim) []Violation {
+// prior, when not nil, gives each process's latest claim on each key in
+// the windows before this one (all ended before it; its end and grant),
+// which a write without a claim here follows.
+func staleWrites(p *prepared, byKey map[string][]claim, prior func(proc int, key string) (claim, bool)) []Violation {
 	// Claims by (key, process), sorted by start.
 	type pk struct {
 		proc int
@@ -348,8 +348,8 @@ func staleWrites(p *prepared, byKey map[string][]claim, prior map[procKey]claim)
 		if j >= 0 && at.less(cs[j].end) {
 			continue // written under a live claim
 		}
-		if j < 0 {
-			if cl, ok := prior[procKey{c.proc, c.key}]; ok {
+		if j < 0 && prior != nil {
+			if cl, ok := prior(c.proc, c.key); ok {
 				cs, j = []*claim{&cl}, 0
 			}
 		}

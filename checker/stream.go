@@ -63,9 +63,7 @@ import (
 // client operation is pending, the next event is at a later nanosecond,
 // no client has crashed, no client ran two operations at once, no event
 // prepare would refuse has been seen (the whole check's first refusal is
-// then in the last window), the final heal has not begun (the recovery
-// period and the final reads lie in the last window, where liveness and
-// the final count are judged) and events come in index order. The window
+// then in the last window) and events come in index order. The window
 // takes every global event up to e; of each key quiet at e (1 to 4 with
 // t_k = e's time) all its events, of every other key its events up to its
 // latest split (t_k < e's time), and leaves the rest of that key's events
@@ -89,6 +87,19 @@ import (
 // and how many violations of each kind have been spelled out; and per
 // history the longest lease. A window's end (p.last) is its cut: every
 // claim it holds ended by then (t_k ≤ the cut's time).
+//
+// The recovery after the final heal is cut too (it is as long as the run
+// makes it, and a history of many keys is busy through it): the final
+// heal's time is carried (carry.heal), and per key what liveness judges
+// of the recovery: its acquires invoked since the heal, their processes,
+// the first three refused while nobody held the key, whether one was
+// granted, the claim in force at the heal (the latest, by grant) and
+// whether a crashed holder blocks the key for good (a claim without end,
+// which keeps its key from splitting, and a crash ends the cuts, so both
+// lie in the last window). The last window judges the recovery of every
+// key it carries. A later final heal begins the recovery again: every
+// event of the windows before it is earlier. The final reads are judged
+// in the last window whichever window read them (carry.lastRead).
 //
 // The coverage crosses keys. Faults: the nemesis events are never held
 // back, so a window's claims end by its cut, before every nemesis event
@@ -130,8 +141,8 @@ const windowTarget = 1 << 16
 // dropped, as history.ReadFile does). When ctx is done the reading stops
 // and the checkers that had not finished are unknown, as with Check; err
 // is for a history that cannot be read. A history the windows cannot judge
-// exactly (its events out of index order after a cut, or no final heal in
-// its last window after a cut) is read again and checked whole.
+// exactly (its events out of index order after a cut, or no final heal
+// after a cut) is read again and checked whole.
 func CheckFile(ctx context.Context, path string, cfg Config) (res Result, truncated bool, err error) {
 	return checkFile(ctx, path, cfg, windowTarget)
 }
@@ -186,12 +197,13 @@ func checkWindows(ctx context.Context, next func() (history.Op, bool), cfg Confi
 // and how many times a key kept events back at a cut.
 type windowStats struct {
 	cuts, deferred int
+	recovery       int // cuts after the final heal
 }
 
 // checkWindowsStats is checkWindows, saying how it cut the history.
 func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg Config, target int) (Result, bool, windowStats) {
 	a := newAccumulator(ctx, cfg, cfg.holdLimit())
-	cut := newCutter()
+	cut := newCutter(a.c.pk)
 	var st windowStats
 	for {
 		op, ok := next()
@@ -205,6 +217,9 @@ func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg 
 				commit(a.c, counters)
 				st.cuts++
 				st.deferred += deferred
+				if a.c.heal >= 0 {
+					st.recovery++
+				}
 			}
 		}
 		cut.observe(op)
@@ -214,39 +229,107 @@ func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg 
 	}
 	a.window(cut.rest(), true, 0)
 	// Liveness is judged over the recovery after the final heal, which
-	// the cuts keep in the last window; without one the whole history is
-	// the window, which the cuts did not keep.
-	return a.result(), st.cuts == 0 || a.healed, st
+	// the windows carry (carry.rec); without one the whole history is
+	// the recovery, which the windows did not carry.
+	return a.result(), st.cuts == 0 || a.c.heal >= 0, st
 }
 
 // carry is what the checkers keep of the windows before the current one.
 type carry struct {
-	acquireToken map[procKey]string // token of (proc, key)'s latest grant
-	lastClaim    map[procKey]claim  // (proc, key)'s latest claim
-	reported     caps               // violations spelled out per kind and key
-	counter      map[string]int64   // each key's counter at the cut (0 if never written)
-	fenceTop     map[string]fenceGrant
-	accepted     map[string]int // writes storage accepted, per key
-	unknownW     map[string]int // writes of unknown outcome, per key
-	lastRead     map[string]Section
-	acquired     map[int]bool // processes that acquired
-	longest      int64        // the longest lease granted
-	unavail      map[string]int64
-	nem          []nemesisEvent  // the nemesis events so far
-	faults       []faultExposure // of each of nem
-	pauses       []pauseProbe    // the client pauses so far and whom they struck
-	orphans      *orphanCarry    // liveness: orphan locks across cuts
+	pk       map[procKey]*pkCarry // per process and key (see pkCarry)
+	reported caps                 // violations spelled out per kind and key
+	counter  map[string]int64     // each key's counter at the cut (0 if never written)
+	fenceTop map[string]fenceGrant
+	accepted map[string]int // writes storage accepted, per key
+	unknownW map[string]int // writes of unknown outcome, per key
+	lastRead map[string]Section
+	acquired map[int]bool // processes that acquired
+	longest  int64        // the longest lease granted
+	unavail  map[string]int64
+	heal     int64                // the final heal's time, once a window had it (-1 before)
+	rec      map[string]*recovery // per key, its acquires since the final heal
+	nem      []nemesisEvent       // the nemesis events so far
+	faults   []faultExposure      // of each of nem
+	pauses   []pauseProbe         // the client pauses so far and whom they struck
+	orphans  *orphanCarry         // liveness: orphan locks across cuts
+}
+
+// pkCarry is what the carry keeps of one process and key, in one map
+// entry: a history has up to clients × keys of them (200,000 for 10
+// clients on 20,000 keys), so each is small, and holds no value of the
+// history (see priorAcquire): the token of its latest grant (lost-lease
+// evidence), the end and grant of its latest claim (stale writes), and
+// the orphan carry's calls; and what the cutter follows of it, ahead of
+// the windows.
+type pkCarry struct {
+	priorCalls
+	token                string // of the latest grant, if hasToken
+	claimEnd, claimGrant int64  // of the latest claim, if hasClaim
+	// The cutter's, for the orphan renewals: the index of the completion
+	// of the process's latest release (max while in flight; released says
+	// there was one), and whether its latest acquire ok came after it.
+	relDone            int64
+	hasToken, hasClaim bool
+	released, held     bool // the cutter's
 }
 
 func newCarry() *carry {
-	return &carry{acquireToken: map[procKey]string{}, lastClaim: map[procKey]claim{}, reported: caps{}, counter: map[string]int64{},
+	oc := newOrphanCarry()
+	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
-		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: newOrphanCarry()}
+		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc,
+		heal: -1, rec: map[string]*recovery{}}
 }
 
+// recovery is what liveness keeps of one key's recovery period, from the
+// final heal on, over the windows it spans: the acquires invoked in it
+// (their processes, the first three refused while nobody held the key),
+// whether one was granted, and the claim in force at its start.
+type recovery struct {
+	attempts, oks        int
+	procs                []int   // sorted
+	failedFree           []int64 // the first three's invocations
+	succeeded, permanent bool
+	held                 bool
+	holder               claim
+}
+
+// recoveryOf is key's recovery, made if need be.
+func (c *carry) recoveryOf(key string) *recovery {
+	r := c.rec[key]
+	if r == nil {
+		r = &recovery{}
+		c.rec[key] = r
+	}
+	return r
+}
+
+// at is k's entry, made if need be.
+func (c *carry) at(k procKey) *pkCarry {
+	pc := c.pk[k]
+	if pc == nil {
+		pc = &pkCarry{}
+		c.pk[k] = pc
+	}
+	return pc
+}
+
+// priorToken is the token of (proc, key)'s latest grant in the windows
+// before.
 func (c *carry) priorToken(proc int, key string) (string, bool) {
-	t, ok := c.acquireToken[procKey{proc, key}]
-	return t, ok
+	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasToken {
+		return pc.token, true
+	}
+	return "", false
+}
+
+// priorClaim is (proc, key)'s latest claim in the windows before, as far
+// as staleWrites reads it: its end and grant.
+func (c *carry) priorClaim(proc int, key string) (claim, bool) {
+	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasClaim {
+		return claim{proc: proc, key: key, end: instant{t: pc.claimEnd}, grant: pc.claimGrant}, true
+	}
+	return claim{}, false
 }
 
 // window is one window of a history, as the checkers see it.
@@ -288,7 +371,6 @@ type accumulator struct {
 	liveVs   []Violation
 	cov      Coverage
 	covErr   string
-	healed   bool // the last window has a final heal
 }
 
 // newAccumulator starts a check. A windowed one keeps at most holdLimit
@@ -331,7 +413,6 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 		return
 	}
 	a.holds.add(hs...)
-	a.healed = p.heal >= 0
 
 	run := func(name string, f func()) {
 		if _, done := a.failed[name]; done {
@@ -365,11 +446,17 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 			a.covErr = g.Reason
 		}
 	}
+	if p.heal >= 0 {
+		// The recovery began here: the windows after this one go on
+		// with it (liveness, coverage).
+		a.c.heal = p.heal
+	}
 	// The latest claim of each process and key, for the next window's
 	// stale writes.
 	for _, cs := range byKey {
 		for _, cl := range cs {
-			a.c.lastClaim[procKey{cl.proc, cl.key}] = cl
+			pc := a.c.at(procKey{cl.proc, cl.key})
+			pc.claimEnd, pc.claimGrant, pc.hasClaim = cl.end.t, cl.grant, true
 		}
 	}
 	// The latest grant of each process and key (an acquire ok, or a renew
@@ -382,7 +469,12 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 		if k := (procKey{c.proc, c.key}); grant {
 			if d, seen := latest[k]; !seen || c.done > d {
 				latest[k] = c.done
-				a.c.acquireToken[k] = c.token()
+				pc := a.c.at(k)
+				t := c.token()
+				if n := len(pc.releases); n > 0 && t != "" && pc.releases[n-1].token == t {
+					t = pc.releases[n-1].token // one copy of the lease's token
+				}
+				pc.token, pc.hasToken = t, true
 			}
 		}
 	}
@@ -491,8 +583,7 @@ type cutter struct {
 	pending  map[pendKey]pendOp        // every invocation not yet completed
 	busy     map[history.Process]bool  // client processes with an operation outstanding
 	keys     map[string]*keyState      // keys with events held back or state open
-	held     map[procKey]bool          // the process's latest acquire ok came after its latest release
-	relDone  map[procKey]int64         // index of the completion of the process's latest release (max while in flight)
+	rel      map[procKey]*pkCarry      // each process and key's latest acquire and release (relDone, held, released)
 	renewInv map[history.Process]int64 // index of a renewer's renew in flight
 	never    bool                      // no cut for the rest of the history
 	disorder bool
@@ -531,9 +622,25 @@ type keyState struct {
 	lastTime      int64         // time of the key's latest event
 }
 
-func newCutter() *cutter {
+// newCutter is a cutter that keeps what it follows of each process and
+// key in pk's entries (the carry's: one map entry per process and key for
+// both, as a history has up to clients × keys of them); nil: its own.
+func newCutter(pk map[procKey]*pkCarry) *cutter {
+	if pk == nil {
+		pk = map[procKey]*pkCarry{}
+	}
 	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
-		keys: map[string]*keyState{}, held: map[procKey]bool{}, relDone: map[procKey]int64{}, renewInv: map[history.Process]int64{}}
+		keys: map[string]*keyState{}, rel: pk, renewInv: map[history.Process]int64{}}
+}
+
+// relOf is k's entry, made if need be.
+func (c *cutter) relOf(k procKey) *pkCarry {
+	pc := c.rel[k]
+	if pc == nil {
+		pc = &pkCarry{}
+		c.rel[k] = pc
+	}
+	return pc
 }
 
 // quiet reports whether the key satisfies conditions 1 to 4 at time t:
@@ -551,8 +658,7 @@ func (k *keyState) quiet(t int64) bool {
 }
 
 // ok reports whether a window may end before next: the global conditions
-// hold (nothing global pending, no crash, no final heal, next strictly
-// later). Which keys' events the window takes is take's business.
+// hold (nothing global pending, no crash, next strictly later). Which keys' events the window takes is take's business.
 func (c *cutter) ok(next history.Op) bool {
 	return !c.never && c.n > 0 && len(c.gpending) == 0 &&
 		next.Time > c.last.Time && next.Index > c.last.Index
@@ -627,13 +733,25 @@ func commit(cr *carry, counters map[string]int64) {
 }
 
 // rest is every event not yet taken, in index order: the last window.
+// The cutter lets go of its events (the window before's among them), so
+// that the last window, which holds the recovery period, is in memory
+// once.
 func (c *cutter) rest() []history.Op {
-	var ops []history.Op
+	ops := c.fresh
+	n := 0
 	for _, k := range c.keys {
-		ops = append(ops, k.held...)
+		n += len(k.held)
 	}
-	slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
-	return append(ops, c.fresh...)
+	if n > 0 {
+		ops = make([]history.Op, 0, n+len(c.fresh))
+		for _, k := range c.keys {
+			ops = append(ops, k.held...)
+		}
+		slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+		ops = append(ops, c.fresh...)
+	}
+	c.fresh, c.win, c.keys = nil, nil, nil
+	return ops
 }
 
 // global reports whether op belongs to no key's events: a nemesis event,
@@ -679,8 +797,6 @@ func (c *cutter) observe(op history.Op) {
 func (c *cutter) observeGlobal(op history.Op) {
 	pk := pendKey{op.Process, op.F}
 	switch {
-	case op.Process.IsNemesis() && op.F == history.FFinalHeal:
-		c.never = true
 	case op.F == history.FCrash:
 		c.never = true
 		return
@@ -738,15 +854,16 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		switch op.F {
 		case history.FRelease:
 			delete(k.leases, owner)
-			delete(c.held, pk)
-			c.relDone[pk] = math.MaxInt64
+			r := c.relOf(pk)
+			r.held, r.released, r.relDone = false, true, math.MaxInt64
 		case history.FRenew:
 			c.renewInv[op.Process] = op.Index
 		}
 		return
 	}
 	if op.F == history.FRelease {
-		c.relDone[pk] = op.Index
+		r := c.relOf(pk)
+		r.released, r.relDone = true, op.Index
 	}
 	if _, ok := c.pending[pendKey{op.Process, op.F}]; ok {
 		k.pending--
@@ -763,11 +880,11 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		// windows cannot follow, so the key splits no more (its events
 		// then wait for the last window). A renewal concurrent with the
 		// release is absorbed by it and no orphan.
-		switch {
+		switch r := c.rel[pk]; {
 		case op.F == history.FAcquire:
-			c.held[pk] = true
-		case op.Owner != nil && !c.held[pk]:
-			if d, released := c.relDone[pk]; !released || c.renewInv[op.Process] > d {
+			c.relOf(pk).held = true
+		case op.Owner != nil && (r == nil || !r.held):
+			if r == nil || !r.released || c.renewInv[op.Process] > r.relDone {
 				k.never = true
 			}
 		}

@@ -128,7 +128,67 @@ func simCases(rng *rand.Rand, cfg simConfig, many bool) []windowCase {
 	if b := withPauses(rng, ops); b != nil {
 		cases = append(cases, windowCase{"sim pauses", b, many})
 	}
+	if b := withRecovery(rng, ops, false); b != nil {
+		cases = append(cases, windowCase{"sim recovery", b, many},
+			windowCase{"sim recovery, long", withRecovery(rand.New(rand.NewPCG(uint64(len(ops)), 9)), ops, true), many})
+	}
 	return cases
+}
+
+// withRecovery is ops with the final heal moved to the middle, where a
+// client holds a key, and a recovery period after it in which the lock
+// refuses every acquire of that key and of two others (the workload's
+// sections after a refused acquire dropped), so that liveness judges a
+// recovery the windows cut: long, when the final reads come two seconds
+// later (long enough to call the keys unavailable), else too short to
+// say. Nil when there is no grant to heal at.
+func withRecovery(rng *rand.Rand, ops []history.Op, long bool) []history.Op {
+	var grants []int
+	fresh := history.Process(0)
+	for i, op := range ops {
+		if !op.Process.IsNemesis() {
+			fresh = max(fresh, op.Process)
+		}
+		if i > len(ops)/3 && i < len(ops)*2/3 && op.Type == history.OK && op.F == history.FAcquire {
+			grants = append(grants, i)
+		}
+	}
+	if len(grants) == 0 {
+		return nil
+	}
+	at := ops[grants[rng.IntN(len(grants))]]
+	heal := at.Time + 1
+	broken := map[string]bool{at.Key: true}
+	for range 2 {
+		broken[ops[rng.IntN(len(ops))].Key] = true
+	}
+	var out []history.Op
+	dropping := map[history.Process]bool{} // refused: its section on the key is dropped
+	for _, op := range ops {
+		if op.F == history.FFinalHeal || op.Process.IsNemesis() && op.Time >= heal {
+			continue
+		}
+		if op.Time >= heal && !op.Process.IsNemesis() && op.Process != fresh && broken[op.Key] {
+			switch {
+			case op.F == history.FAcquire && op.Type == history.Invoke:
+				delete(dropping, op.Process)
+			case op.F == history.FAcquire && op.Type == history.OK:
+				op.Type, op.Value = history.Fail, nil
+				dropping[op.Process] = true
+			case dropping[op.Process]:
+				continue
+			}
+		}
+		if op.Process == fresh && long {
+			op.Time += 2e9
+		}
+		out = append(out, op)
+	}
+	out = append(out,
+		history.Op{Time: heal, Process: history.Nemesis, Type: history.Invoke, F: history.FFinalHeal},
+		history.Op{Time: heal, Process: history.Nemesis, Type: history.OK, F: history.FFinalHeal})
+	sortByTime(out)
+	return out
 }
 
 // withPauses is ops with a client pause after some reads, filling the
@@ -173,7 +233,8 @@ func withPauses(rng *rand.Rand, ops []history.Op) []history.Op {
 // the whole check's result, cut at every point it allows, on the real
 // fixtures, on simulated runs of a correct lock, on the same runs broken
 // (a lost update, an overlapping grant, a fencing token handed out twice,
-// unknown writes, client pauses), and on the property test's random lock
+// unknown writes, client pauses, keys unavailable through a recovery the
+// windows cut, long enough to say so or not), and on the property test's random lock
 // histories (unknown outcomes, crashes, watchdogs racing releases); on few
 // keys and on many, where some key is always busy and only cuts per key
 // are possible: those must be cut, keys held back.
@@ -214,7 +275,8 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 			cases = append(cases, windowCase{"generated", withFinalHeal(genLockHistory(rng, shape)), si >= len(shapes)})
 		}
 	}
-	windows, exact := 0, 0
+	windows, exact, recovery := 0, 0, 0
+	recoveryLive := map[Verdict]int{} // liveness's verdicts on the histories cut after their final heal
 	var many struct{ cases, cut, cuts, deferred int }
 	verdicts, manyVerdicts := map[Verdict]int{}, map[Verdict]int{}
 	for i, c := range cases {
@@ -226,6 +288,10 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 			}
 			if target == 1 {
 				windows += st.cuts
+				recovery += st.recovery
+				if st.recovery > 0 {
+					recoveryLive[whole.Checkers[Liveness].Verdict]++
+				}
 				exact++
 				if c.many {
 					many.cuts += st.cuts
@@ -246,10 +312,13 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 			manyVerdicts[whole.Verdict]++
 		}
 	}
-	t.Logf("%d histories (%v), %d checked in windows, %d cuts", len(cases), verdicts, exact, windows)
+	t.Logf("%d histories (%v), %d checked in windows, %d cuts, %d of them in the recovery after the final heal (liveness %v)", len(cases), verdicts, exact, windows, recovery, recoveryLive)
 	t.Logf("many keys: %d histories (%v), %d cut, %d cuts, %d keys held back at a cut", many.cases, manyVerdicts, many.cut, many.cuts, many.deferred)
 	if windows < len(cases) || verdicts[Invalid] == 0 || verdicts[Valid] == 0 {
 		t.Fatalf("the histories did not exercise the windows: %d cuts, verdicts %v", windows, verdicts)
+	}
+	if recoveryLive[Valid] == 0 || recoveryLive[Invalid] == 0 || recoveryLive[Unknown] == 0 {
+		t.Fatalf("the histories did not exercise the cuts in the recovery: liveness %v where a window ended after the final heal", recoveryLive)
 	}
 	if many.cut < many.cases*3/4 || many.deferred < many.cuts || manyVerdicts[Invalid] == 0 || manyVerdicts[Valid] == 0 {
 		t.Fatalf("the many-key histories did not exercise the cuts per key: %+v, verdicts %v", many, manyVerdicts)
