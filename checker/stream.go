@@ -295,23 +295,19 @@ type recovery struct {
 }
 
 // recoveryOf is key's recovery, made if need be.
-func (c *carry) recoveryOf(key string) *recovery {
-	r := c.rec[key]
-	if r == nil {
-		r = &recovery{}
-		c.rec[key] = r
-	}
-	return r
-}
+func (c *carry) recoveryOf(key string) *recovery { return entry(c.rec, key) }
 
 // at is k's entry, made if need be.
-func (c *carry) at(k procKey) *pkCarry {
-	pc := c.pk[k]
-	if pc == nil {
-		pc = &pkCarry{}
-		c.pk[k] = pc
+func (c *carry) at(k procKey) *pkCarry { return entry(c.pk, k) }
+
+// entry is m[k], a new zero value put there first if there is none.
+func entry[K comparable, V any](m map[K]*V, k K) *V {
+	v := m[k]
+	if v == nil {
+		v = new(V)
+		m[k] = v
 	}
-	return pc
+	return v
 }
 
 // priorToken is the token of (proc, key)'s latest grant in the windows

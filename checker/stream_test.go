@@ -329,18 +329,7 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 // result, in windows.
 func TestCheckFileReadsInWindows(t *testing.T) {
 	ops := simValidRun(rand.New(rand.NewPCG(3, 4)), simConfig{procs: 5, keys: 2, events: 20_000, ttl: 5e6, pInfo: 0.02, heal: true})
-	path := filepath.Join(t.TempDir(), "history.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := json.NewEncoder(f)
-	for i := range ops {
-		if err := enc.Encode(&ops[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.Close()
+	path := writeHistoryFile(t, ops)
 	whole := Check(ctx, ops, Config{Timeout: time.Minute})
 	res, truncated, err := checkFile(ctx, path, Config{Timeout: time.Minute}, 1000)
 	if err != nil || truncated {

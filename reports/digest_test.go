@@ -36,21 +36,7 @@ func TestRenderFileIsRender(t *testing.T) {
 			if out.Verdict != res.Verdict {
 				t.Errorf("RenderFile returned verdict %s, want %s", out.Verdict, res.Verdict)
 			}
-			entries, err := os.ReadDir(mem)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				a, _ := os.ReadFile(filepath.Join(mem, e.Name()))
-				b, err := os.ReadFile(filepath.Join(file, e.Name()))
-				if err != nil {
-					t.Errorf("RenderFile did not write %s: %v", e.Name(), err)
-					continue
-				}
-				if string(a) != string(b) {
-					t.Errorf("%s differs between Render and RenderFile", e.Name())
-				}
-			}
+			sameFiles(t, mem, file, "between Render and RenderFile")
 		})
 	}
 }
@@ -129,21 +115,27 @@ func TestRenderOfHoldsInAFileIsRender(t *testing.T) {
 			if _, err := RenderFile(context.Background(), file, meta, filepath.Join(file, HistoryFile), spilled); err != nil {
 				t.Fatal(err)
 			}
-			entries, err := os.ReadDir(mem)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				a, _ := os.ReadFile(filepath.Join(mem, e.Name()))
-				b, err := os.ReadFile(filepath.Join(file, e.Name()))
-				if err != nil {
-					t.Errorf("not written from holds in a file: %s: %v", e.Name(), err)
-					continue
-				}
-				if string(a) != string(b) {
-					t.Errorf("%s differs when the holds are in a file", e.Name())
-				}
-			}
+			sameFiles(t, mem, file, "when the holds are in a file")
 		})
+	}
+}
+
+// sameFiles fails unless every file in dir a is in dir b, byte for byte.
+func sameFiles(t *testing.T, a, b, how string) {
+	t.Helper()
+	entries, err := os.ReadDir(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		x, _ := os.ReadFile(filepath.Join(a, e.Name()))
+		y, err := os.ReadFile(filepath.Join(b, e.Name()))
+		if err != nil {
+			t.Errorf("%s: %s missing: %v", how, e.Name(), err)
+			continue
+		}
+		if string(x) != string(y) {
+			t.Errorf("%s differs %s", e.Name(), how)
+		}
 	}
 }
