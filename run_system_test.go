@@ -56,12 +56,17 @@ func TestRunRefusesASystemItCannotStart(t *testing.T) {
 // The etcd locks run on a real three-member etcd group, each client
 // through its own links: valid with no faults, and valid while a random
 // minority member (the leader n1 among them) is partitioned away from
-// everyone, clients and peers.
+// everyone, clients and peers. The recovery outlasts the 2s TTL: an
+// acquire cut off by the partition may have put its waiter's key before
+// its answer was lost, and that key stands in the lock's queue until its
+// lease expires, up to 2s after the heal. Liveness cannot be judged in a
+// shorter recovery (the checker says unknown, rightly: with 1s it did,
+// once in a suite run, for a key no client got in that second).
 func TestEtcdLocksValid(t *testing.T) {
 	etcdtest.Require(t)
 	t.Parallel()
 	validWithAndWithoutPartition(t, []string{"etcd", "etcd-fenced"}, true, 20, lockharness.Config{
-		Seed: 3, TimeLimit: 4 * time.Second, Recovery: time.Second,
+		Seed: 3, TimeLimit: 4 * time.Second, Recovery: 3 * time.Second,
 		Workload: workloads.Config{Clients: 4, Keys: 2, TTL: 2 * time.Second},
 	})
 }
