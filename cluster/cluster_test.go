@@ -92,3 +92,38 @@ func TestStartOnTakenPortIsBusy(t *testing.T) {
 		t.Fatalf("ServerPID = %d, %v; want %d", pid, err, first.PID())
 	}
 }
+
+// A server of another system answers a probe that does not say which
+// process it is: its start must still fail with ErrPortBusy when the
+// process listening on its port is not its own (a process that listens on
+// nothing, here, started on the first server's port), and succeed when it
+// is.
+func TestReadyOfAnotherProcessIsBusy(t *testing.T) {
+	clustertest.Require(t)
+	bin, err := cluster.LookBinary("redis-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	first := &cluster.Server{Name: "first", Port: port, Binary: bin, Dir: dir, Config: cluster.RedisConfig(port, dir, "first")}
+	first.Ready = func(ctx context.Context) error { return cluster.Ping(ctx, first.Addr(), 200*time.Millisecond) }
+	t.Cleanup(func() { _ = first.Kill() })
+	if err := first.Start(ctx, true); err != nil {
+		t.Fatalf("a server that listens on its own port: %v", err)
+	}
+	sleep, err := cluster.LookBinary("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &cluster.Server{Name: "second", Port: port, Binary: sleep, Args: []string{"60"}, Dir: t.TempDir(), Output: true}
+	second.Ready = func(ctx context.Context) error { return cluster.Ping(ctx, second.Addr(), 200*time.Millisecond) }
+	t.Cleanup(func() { _ = second.Kill() })
+	if err := second.Start(ctx, true); !errors.Is(err, cluster.ErrPortBusy) {
+		t.Fatalf("a server whose probe another process answers: %v, want ErrPortBusy", err)
+	}
+}

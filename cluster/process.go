@@ -166,7 +166,8 @@ func (s *Server) Start(ctx context.Context, wait bool) error {
 }
 
 // WaitReady polls PING until the server answers +PONG (or Ready until it
-// succeeds), the process exits, or timeout passes.
+// succeeds), the process exits, or timeout passes. A Ready error that
+// wraps ErrPortBusy ends the wait at once.
 func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	s.mu.Lock()
@@ -174,8 +175,17 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	s.mu.Unlock()
 	for {
 		if s.Ready != nil {
-			if err := s.Ready(ctx); err == nil {
+			err := s.Ready(ctx)
+			if err == nil {
+				// Someone answers: make sure it is our process that
+				// listens (see listenerOwned).
+				if owned, known := listenerOwned(s.PID(), s.Port); known && !owned {
+					return fmt.Errorf("start %s: %w: 127.0.0.1:%d answers, but the listener is not our process's (%d): another server took the port", s.Name, ErrPortBusy, s.Port, s.PID())
+				}
 				return nil
+			}
+			if errors.Is(err, ErrPortBusy) {
+				return fmt.Errorf("start %s: %w", s.Name, err)
 			}
 		} else if err := Ping(ctx, s.Addr(), 200*time.Millisecond); err == nil {
 			// Someone answers: make sure it is our process. Between choosing
@@ -192,7 +202,7 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 		select {
 		case <-exit:
 			tail := s.logTail()
-			if strings.Contains(tail, "Address already in use") {
+			if strings.Contains(strings.ToLower(tail), "address already in use") {
 				return fmt.Errorf("start %s: %w: 127.0.0.1:%d taken by another process: %s", s.Name, ErrPortBusy, s.Port, tail)
 			}
 			return fmt.Errorf("start %s on port %d: process exited: %s", s.Name, s.Port, tail)

@@ -82,3 +82,25 @@ func FindServer(servers []*Server, name string) (*Server, bool) {
 	}
 	return nil, false
 }
+
+// WaitAllReady waits for every server at once (WaitReady) and joins what
+// each said, except that the first to find its port another's (ErrPortBusy)
+// ends the wait: the rest would wait out their timeout for a group that
+// RetryBusyPorts starts again on new ports anyway.
+func WaitAllReady(ctx context.Context, servers []*Server, timeout time.Duration) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errs <- s.WaitReady(ctx, timeout) }()
+	}
+	var all error
+	for range servers {
+		err := <-errs
+		if errors.Is(err, ErrPortBusy) {
+			return err
+		}
+		all = errors.Join(all, err)
+	}
+	return all
+}

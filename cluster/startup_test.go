@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
+	"time"
 )
 
 // A busy port makes a start begin again, three times at most, unless the
@@ -55,5 +57,47 @@ func TestWorkDir(t *testing.T) {
 	defer os.RemoveAll(d)
 	if st, err := os.Stat(d); err != nil || !st.IsDir() {
 		t.Fatalf("temporary dir %s: %v", d, err)
+	}
+}
+
+// The first server to find its port another's ends the wait for all, and
+// the others' probes are cancelled, not waited out.
+func TestWaitAllReadyStopsAtABusyPort(t *testing.T) {
+	cancelled := make(chan struct{})
+	waiting := &Server{Name: "waiting", Ready: func(ctx context.Context) error {
+		<-ctx.Done()
+		close(cancelled)
+		return ctx.Err()
+	}}
+	busy := &Server{Name: "busy", Ready: func(context.Context) error {
+		return fmt.Errorf("crossed: %w", ErrPortBusy)
+	}}
+	err := WaitAllReady(context.Background(), []*Server{waiting, busy}, time.Hour)
+	if !errors.Is(err, ErrPortBusy) {
+		t.Fatalf("WaitAllReady: %v, want ErrPortBusy", err)
+	}
+	<-cancelled
+}
+
+// listeningInodes reads the LISTEN sockets of a port from /proc/net/tcp's
+// text, IPv4 and IPv6 alike, and nothing else: not another port's, not a
+// connection's on the same port.
+func TestListeningInodes(t *testing.T) {
+	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4711 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4712 1 0000000000000000 100 0 0 10 0
+   2: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 4713 1 0000000000000000 20 4 30 10 -1
+`
+	if got := listeningInodes([]byte(tcp), 8080); !slices.Equal(got, []string{"4711"}) {
+		t.Errorf("port 8080: %v, want [4711]", got)
+	}
+	tcp6 := `  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5150 1 0000000000000000 100 0 0 10 0
+`
+	if got := listeningInodes([]byte(tcp6), 8080); !slices.Equal(got, []string{"5150"}) {
+		t.Errorf("IPv6 port 8080: %v, want [5150]", got)
+	}
+	if got := listeningInodes([]byte(tcp), 80); got != nil {
+		t.Errorf("port 80: %v, want none", got)
 	}
 }

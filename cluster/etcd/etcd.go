@@ -19,6 +19,7 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -214,7 +215,7 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			// inherited may exempt an address from it.
 			Env: []string{"HTTP_PROXY=" + c.dialers[i].URL(), "http_proxy=" + c.dialers[i].URL(), "NO_PROXY=", "no_proxy="},
 		}
-		s.Ready = func(ctx context.Context) error { return Health(ctx, s.Addr()) }
+		s.Ready = func(ctx context.Context) error { return memberReady(ctx, s) }
 		c.Servers = append(c.Servers, s)
 	}
 
@@ -226,20 +227,8 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	all := append([]*cluster.Server{c.Storage}, c.Servers...)
-	errs := make(chan error, len(all))
-	for _, s := range all {
-		go func(s *cluster.Server) { errs <- s.WaitReady(ctx, readyTimeout) }(s)
-	}
-	var werr error
-	for range all {
-		werr = errors.Join(werr, <-errs)
-	}
-	if werr != nil {
-		if strings.Contains(werr.Error(), "address already in use") {
-			return nil, fmt.Errorf("%w: %v", cluster.ErrPortBusy, werr)
-		}
-		return nil, werr
+	if err := cluster.WaitAllReady(ctx, append([]*cluster.Server{c.Storage}, c.Servers...), readyTimeout); err != nil {
+		return nil, err
 	}
 	if err := c.lead(ctx, names[0]); err != nil {
 		return nil, err
@@ -294,6 +283,23 @@ func Health(ctx context.Context, addr string) error {
 		return fmt.Errorf("etcd at %s not healthy: %s", addr, strings.TrimSpace(string(b)))
 	}
 	return nil
+}
+
+// memberReady is Health, except that a member still unhealthy that hears
+// from a member of another group ("request cluster ID mismatch" in its log)
+// has crossed ports with a group started beside it (another test's): a
+// port of one was taken by the other between being chosen and bound. Such
+// a group may never elect; ErrPortBusy starts it again on new ports at
+// once, where it used to wait 30s and fail.
+func memberReady(ctx context.Context, s *cluster.Server) error {
+	err := Health(ctx, s.Addr())
+	if err == nil {
+		return nil
+	}
+	if b, rerr := os.ReadFile(s.LogPath()); rerr == nil && bytes.Contains(b, []byte("cluster ID mismatch")) {
+		return fmt.Errorf("%w: member %s on 127.0.0.1:%d hears from a member of another etcd group (request cluster ID mismatch in %s)", cluster.ErrPortBusy, s.Name, s.Port, s.LogPath())
+	}
+	return err
 }
 
 // directHTTP reaches the members directly, never through a proxy from the

@@ -26,7 +26,6 @@ package mariadb
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -187,16 +186,8 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 	if err := c.Server.Start(ctx, false); err != nil {
 		return nil, err
 	}
-	errs := make(chan error, 2)
-	for _, s := range []*cluster.Server{c.Storage, c.Server} {
-		go func(s *cluster.Server) { errs <- s.WaitReady(ctx, readyTimeout) }(s)
-	}
-	werr := errors.Join(<-errs, <-errs)
-	if werr != nil {
-		if strings.Contains(werr.Error(), "address already in use") || strings.Contains(werr.Error(), "Address already in use") {
-			return nil, fmt.Errorf("%w: %v", cluster.ErrPortBusy, werr)
-		}
-		return nil, werr
+	if err := cluster.WaitAllReady(ctx, []*cluster.Server{c.Storage, c.Server}, readyTimeout); err != nil {
+		return nil, err
 	}
 	if c.admin, err = openAdmin(c.Server.Addr(), locks.MySQLDatabase); err != nil {
 		return nil, err

@@ -295,20 +295,10 @@ func up(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	all := append([]*cluster.Server{c.Storage}, c.Servers...)
-	errs := make(chan error, len(all))
-	for _, s := range all {
-		go func(s *cluster.Server) { errs <- s.WaitReady(ctx, readyTimeout) }(s)
-	}
-	var werr error
-	for range all {
-		werr = errors.Join(werr, <-errs)
-	}
-	if werr != nil {
+	if werr := cluster.WaitAllReady(ctx, append([]*cluster.Server{c.Storage}, c.Servers...), readyTimeout); werr != nil {
 		// A server that cannot bind its election port says only that it
 		// leaves the election, in the last lines of its log.
-		if strings.Contains(werr.Error(), "Address already in use") || strings.Contains(werr.Error(), "address already in use") ||
-			strings.Contains(werr.Error(), "participate in leader election") {
+		if strings.Contains(werr.Error(), "participate in leader election") {
 			return nil, fmt.Errorf("%w: %v", cluster.ErrPortBusy, werr)
 		}
 		return nil, werr
