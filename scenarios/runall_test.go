@@ -129,3 +129,69 @@ func TestIdleCPUsIsWithinTheMachine(t *testing.T) {
 		t.Fatalf("idle CPUs %v on a machine of %d", n, runtime.NumCPU())
 	}
 }
+
+// The room is the typical window's: a burst in one or two windows (a
+// scenario starting) does not decide it.
+func TestMedianPassesOverABurst(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{0.9, 1.06, 1.74, 1.81, 1.77}, 1.74},
+		{[]float64{0.1, 0.2, 0.0, 1.9, 0.1}, 0.1},
+		{[]float64{2, 1}, 1.5},
+	} {
+		if got := median(tc.xs); got != tc.want {
+			t.Errorf("median %v = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+	if n := typicalIdleCPUs(3, 20*time.Millisecond); n < 0 || n > float64(runtime.NumCPU())+0.01 {
+		t.Fatalf("typical idle CPUs %v on a machine of %d", n, runtime.NumCPU())
+	}
+}
+
+// A moment without room waits for the next scenario to end, not for all of
+// them: s2, refused room while s0 and s1 run, starts beside s1 once s0 has
+// ended and there is room again.
+func TestRunAllWithoutRoomWaitsForOneEnd(t *testing.T) {
+	list := []Scenario{{Name: "s0"}, {Name: "s1"}, {Name: "s2"}}
+	s1Started, s1Ends := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	running := map[string]bool{}
+	var besideS2 []string
+	run := func(s Scenario) (Outcome, error) {
+		mu.Lock()
+		if s.Name == "s2" {
+			for other := range running {
+				besideS2 = append(besideS2, other)
+			}
+		}
+		running[s.Name] = true
+		mu.Unlock()
+		switch s.Name {
+		case "s0":
+			<-s1Started // so that s1 is asked room beside it
+		case "s1":
+			close(s1Started)
+			select { // held until s2 has started (or it never will beside s1)
+			case <-s1Ends:
+			case <-time.After(2 * time.Second):
+			}
+		case "s2":
+			close(s1Ends)
+		}
+		mu.Lock()
+		delete(running, s.Name)
+		mu.Unlock()
+		return Outcome{Scenario: s}, nil
+	}
+	asked := 0
+	room := func() bool {
+		asked++
+		return asked != 2 // s1 is given room, s2 first is not
+	}
+	runAll(context.Background(), list, 4, room, run, func(int, Result) {})
+	if len(besideS2) != 1 || besideS2[0] != "s1" {
+		t.Fatalf("s2 ran beside %v, want [s1]", besideS2)
+	}
+}
