@@ -63,28 +63,14 @@ func TestMissingBinary(t *testing.T) {
 // A server whose port another server took answers nobody: its start must
 // fail with ErrPortBusy, not take the other's PONG for its own.
 func TestStartOnTakenPortIsBusy(t *testing.T) {
-	clustertest.Require(t)
-	bin, err := cluster.LookBinary("redis-server")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := cluster.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mk := redisOnOnePort(t)
 	ctx := context.Background()
-	mk := func(name string) *cluster.Server {
-		dir := t.TempDir()
-		s := &cluster.Server{Name: name, Port: port, Binary: bin, Dir: dir, Config: cluster.RedisConfig(port, dir, name)}
-		t.Cleanup(func() { _ = s.Kill() })
-		return s
-	}
 	first := mk("first")
 	if err := first.Start(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	second := mk("second")
-	err = second.Start(ctx, true)
+	err := second.Start(ctx, true)
 	if !errors.Is(err, cluster.ErrPortBusy) {
 		t.Fatalf("start on a taken port: %v, want ErrPortBusy", err)
 	}
@@ -99,20 +85,10 @@ func TestStartOnTakenPortIsBusy(t *testing.T) {
 // nothing, here, started on the first server's port), and succeed when it
 // is.
 func TestReadyOfAnotherProcessIsBusy(t *testing.T) {
-	clustertest.Require(t)
-	bin, err := cluster.LookBinary("redis-server")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := cluster.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	first := &cluster.Server{Name: "first", Port: port, Binary: bin, Dir: dir, Config: cluster.RedisConfig(port, dir, "first")}
+	first := redisOnOnePort(t)("first")
+	port := first.Port
 	first.Ready = func(ctx context.Context) error { return cluster.Ping(ctx, first.Addr(), 200*time.Millisecond) }
-	t.Cleanup(func() { _ = first.Kill() })
 	if err := first.Start(ctx, true); err != nil {
 		t.Fatalf("a server that listens on its own port: %v", err)
 	}
@@ -125,5 +101,26 @@ func TestReadyOfAnotherProcessIsBusy(t *testing.T) {
 	t.Cleanup(func() { _ = second.Kill() })
 	if err := second.Start(ctx, true); !errors.Is(err, cluster.ErrPortBusy) {
 		t.Fatalf("a server whose probe another process answers: %v, want ErrPortBusy", err)
+	}
+}
+
+// redisOnOnePort makes redis-servers that all want one free port, each in
+// its own directory and killed in Cleanup.
+func redisOnOnePort(t *testing.T) func(name string) *cluster.Server {
+	t.Helper()
+	clustertest.Require(t)
+	bin, err := cluster.LookBinary("redis-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(name string) *cluster.Server {
+		dir := t.TempDir()
+		s := &cluster.Server{Name: name, Port: port, Binary: bin, Dir: dir, Config: cluster.RedisConfig(port, dir, name)}
+		t.Cleanup(func() { _ = s.Kill() })
+		return s
 	}
 }

@@ -25,9 +25,9 @@ func (s Scenario) Exclusive() bool { return s.Sentinel() }
 // well under one, and RunAll starts another only while a CPU's worth is
 // idle (see RunAll). Measured on a quiet two-core machine, the 23
 // scenarios of the first part of the catalogue: 153s one after another,
-// 88s two at a time, 57–72s four, 47–53s six; 56s with six on another
-// machine of the same kind, where the start of each scenario left no CPU
-// idle for 200ms (see typicalIdleCPUs) and the same catalogue took 134s.
+// 88s two at a time, 57–72s four, 47–53s six. On another machine of the
+// kind the same part took 134s with six, one at a time, until the room was
+// judged over a second (see typicalIdleCPUs): 56s.
 func DefaultParallel() int { return max(1, 3*runtime.NumCPU()) }
 
 // Result is one scenario's run in RunAll.
@@ -131,36 +131,35 @@ func (s *slots) state() (gen int, busy bool) {
 // waitGive waits until a slot has been given back since gen, or ctx is
 // done.
 func (s *slots) waitGive(ctx context.Context, gen int) {
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.cond.Broadcast()
-	})
-	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.gen == gen && ctx.Err() == nil {
-		s.cond.Wait()
-	}
+	s.wait(ctx, func() bool { return s.gen != gen })
 }
 
+// take takes n slots once they are free, unless ctx is done first.
 func (s *slots) take(ctx context.Context, n int) bool {
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.cond.Broadcast()
-	})
-	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.free < n && ctx.Err() == nil {
-		s.cond.Wait()
-	}
-	if ctx.Err() != nil {
+	if !s.wait(ctx, func() bool { return s.free >= n }) {
 		return false
 	}
 	s.free -= n
 	return true
+}
+
+// wait, called with s.mu held, waits until ready() or ctx is done, and
+// reports whether ready() came first.
+func (s *slots) wait(ctx context.Context, ready func() bool) bool {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.cond.Broadcast()
+	})
+	defer stop()
+	for !ready() && ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	return ctx.Err() == nil
 }
 
 func (s *slots) give(n int) {
