@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/scenarios"
 )
 
@@ -218,30 +220,24 @@ func truncate(s string, n int) string {
 // each finished cell's run directory, then rebuilds the whole matrix from
 // out, judged by expect (or, when expect has no file, by the expectations
 // the shards were run with). Cells that no shard finished are not-run.
+//
+// A shard's matrix.json is data from outside: every shard is read and
+// every path it names checked (see runDir) before anything is copied, so
+// a bad shard leaves out as it was, and each copy reads through an
+// os.Root of its shard and writes through one of out, so no symbolic link
+// leads it outside either.
 func Merge(out, name string, dirs []string, expect *Expectations) (Matrix, error) {
-	var spec *Spec
-	for _, d := range dirs {
-		m, err := ReadJSON(filepath.Join(d, name, JSONFile))
-		if err != nil {
-			return Matrix{}, fmt.Errorf("shard %s: %w (is it the store of a `harness matrix` run named %q?)", d, err, name)
-		}
-		if spec == nil {
-			s := m.Spec
-			spec = &s
-		} else if err := sameMatrix(*spec, m.Spec); err != nil {
-			return Matrix{}, fmt.Errorf("shard %s belongs to another matrix: %w", d, err)
-		}
-		for _, c := range m.Cells {
-			if c.Dir == "" || c.Outcome == NotRun || c.Outcome == Error {
-				continue
-			}
-			if err := copyRun(filepath.Join(d, filepath.FromSlash(c.Dir)), filepath.Join(out, filepath.FromSlash(c.Dir))); err != nil {
-				return Matrix{}, fmt.Errorf("merge %s: %w", c.ID(), err)
-			}
-		}
+	if err := reports.CheckName("matrix", name); err != nil {
+		return Matrix{}, err
 	}
-	if spec == nil {
-		return Matrix{}, fmt.Errorf("nothing to merge: name the shards' store directories")
+	spec, copies, err := readShards(name, dirs)
+	if err != nil {
+		return Matrix{}, err
+	}
+	for _, c := range copies {
+		if err := copyRun(c.shard, out, c.dir); err != nil {
+			return Matrix{}, fmt.Errorf("merge %s: %w", c.cell, err)
+		}
 	}
 	if expect != nil {
 		spec.Expect = *expect
@@ -257,45 +253,176 @@ func Merge(out, name string, dirs []string, expect *Expectations) (Matrix, error
 		}
 		results = append(results, r)
 	}
-	return Build(*spec, Shard{}, results), nil
+	return Build(spec, Shard{}, results), nil
 }
 
-// copyRun copies a run directory (regular files and subdirectories) to
-// dst, unless dst exists already (the same run merged twice, or a merge
-// into one of the shards' own stores).
-func copyRun(src, dst string) error {
-	if _, err := os.Stat(dst); err == nil {
+// shardCopy is one finished cell's run to copy from a shard's store.
+type shardCopy struct {
+	shard, dir, cell string
+}
+
+// readShards reads every shard's matrix.json, checks that they belong to
+// one matrix and that every run directory they name is a run of its cell
+// inside the shard, and returns the spec and the runs to copy.
+func readShards(name string, dirs []string) (Spec, []shardCopy, error) {
+	var spec *Spec
+	var copies []shardCopy
+	for _, d := range dirs {
+		m, err := ReadJSON(filepath.Join(d, name, JSONFile))
+		if err != nil {
+			return Spec{}, nil, fmt.Errorf("shard %s: %w (is it the store of a `harness matrix` run named %q?)", d, err, name)
+		}
+		if err := m.Spec.checkStoreNames(); err != nil {
+			return Spec{}, nil, fmt.Errorf("shard %s: %s: %w", d, JSONFile, err)
+		}
+		if spec == nil {
+			s := m.Spec
+			spec = &s
+		} else if err := sameMatrix(*spec, m.Spec); err != nil {
+			return Spec{}, nil, fmt.Errorf("shard %s belongs to another matrix: %w", d, err)
+		}
+		for _, c := range m.Cells {
+			if c.Dir == "" || c.Outcome == NotRun || c.Outcome == Error {
+				continue
+			}
+			dir, err := c.runDir()
+			if err == nil {
+				err = checkInside(d, dir)
+			}
+			if err != nil {
+				return Spec{}, nil, fmt.Errorf("shard %s: %s: %w: the file was edited or damaged; run the shard again, or remove the cell from it", d, JSONFile, err)
+			}
+			copies = append(copies, shardCopy{shard: d, dir: dir, cell: c.ID()})
+		}
+	}
+	if spec == nil {
+		return Spec{}, nil, fmt.Errorf("nothing to merge: name the shards' store directories")
+	}
+	return *spec, copies, nil
+}
+
+// checkStoreNames refuses a spec whose cells would name a store directory
+// outside the store, hidden, or the latest link: each cell's test name is
+// one element of a store path.
+func (s Spec) checkStoreNames() error {
+	if err := reports.CheckName("matrix", s.Name); err != nil {
+		return err
+	}
+	for _, c := range s.Cells() {
+		if err := reports.CheckName("cell "+c.ID()+"'s test", c.TestName()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runDir is the cell's run directory relative to a store, in the form
+// the matrix writes it: its test name, a slash, one run's name. Anything
+// else (an absolute path, "..", another cell's test, a deeper path) is
+// refused: it would copy from outside the shard or into another place of
+// the merged store.
+func (r CellResult) runDir() (string, error) {
+	test, run, ok := strings.Cut(r.Dir, "/")
+	if !ok || test != r.TestName() {
+		return "", fmt.Errorf("cell %s names run directory %q, not one of its own runs (%s/<run>)", r.ID(), r.Dir, r.TestName())
+	}
+	if err := reports.CheckName("cell "+r.ID()+"'s run", run); err != nil {
+		return "", err
+	}
+	return filepath.Join(test, run), nil
+}
+
+// checkInside refuses a run directory that a symbolic link takes out of
+// its shard, before anything is copied (copyRun would refuse it too, but
+// only after the cells before it were copied).
+func checkInside(shard, dir string) error {
+	root, err := os.OpenRoot(shard)
+	if err != nil {
+		return fmt.Errorf("open shard: %w", err)
+	}
+	defer root.Close()
+	run, err := root.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", dir, err)
+	}
+	return run.Close()
+}
+
+// copyRun copies the run directory dir (relative to both stores) from
+// store src to store dst, regular files and subdirectories only, unless it
+// is there already (the same run merged twice, or a merge into one of the
+// shards' own stores). Both ends go through an os.Root, which refuses a
+// path that leaves its root, symbolic links included; the copy is written
+// under a temporary name and renamed, so an interrupted merge leaves no
+// half run.
+func copyRun(src, dst, dir string) error {
+	from, err := os.OpenRoot(src)
+	if err != nil {
+		return fmt.Errorf("open shard: %w", err)
+	}
+	defer from.Close()
+	run, err := from.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("open run %s in shard %s: %w", dir, src, err)
+	}
+	defer run.Close()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("create store: %w", err)
+	}
+	to, err := os.OpenRoot(dst)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer to.Close()
+	if _, err := to.Lstat(dir); err == nil {
 		return nil
 	}
-	tmp := dst + ".merging"
-	_ = os.RemoveAll(tmp)
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+	tmp := dir + ".merging"
+	_ = to.RemoveAll(tmp)
+	if err := copyTree(run, to, tmp); err != nil {
+		_ = to.RemoveAll(tmp)
+		return fmt.Errorf("copy %s: %w", filepath.Join(src, dir), err)
+	}
+	if err := to.Rename(tmp, dir); err != nil {
+		_ = to.RemoveAll(tmp)
+		return fmt.Errorf("copy %s: %w", filepath.Join(src, dir), err)
+	}
+	return nil
+}
+
+// copyTree copies every directory and regular file under src into dir of
+// dst, streaming each file; other entries (links, devices) are left out.
+func copyTree(src, dst *os.Root, dir string) error {
+	return fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(tmp, rel)
+		target := filepath.Join(dir, filepath.FromSlash(p))
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
+			return dst.MkdirAll(target, 0o755)
 		case !d.Type().IsRegular():
 			return nil
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
+		return copyFile(src, dst, filepath.FromSlash(p), target)
 	})
+}
+
+func copyFile(src, dst *os.Root, from, to string) error {
+	in, err := src.Open(from)
 	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return fmt.Errorf("copy %s: %w", src, err)
+		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		_ = os.RemoveAll(tmp)
-		return fmt.Errorf("copy %s: %w", src, err)
+	defer in.Close()
+	out, err := dst.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
 	}
-	return nil
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // scenarioNemeses are the nemeses a scenario's script uses, in order of

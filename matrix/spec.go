@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness"
+	"github.com/lockharness/lockharness/reports"
 )
 
 // Spec is what a matrix is made of: its cells and how each one runs. It is
@@ -132,8 +133,8 @@ func (s Spec) Validate() error {
 	if s.Image != "" && !seen[DockerBackend] {
 		return fmt.Errorf("--image %s is the image of docker cells: add docker to --backends, or leave out --image", s.Image)
 	}
-	if !safeName(s.Name) {
-		return fmt.Errorf("matrix name %q: use letters, digits, '.', '_' and '-'", s.Name)
+	if err := reports.CheckName("matrix", s.Name); err != nil {
+		return err
 	}
 	for _, l := range s.Locks {
 		if strings.ContainsAny(l, "/+. ") || l == "" {
@@ -178,18 +179,6 @@ func safeBackend(b string) bool {
 	}
 	for _, r := range b {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func safeName(s string) bool {
-	if s == "" || s == "." || s == ".." {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
 			return false
 		}
 	}

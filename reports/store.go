@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -15,14 +16,33 @@ const LatestLink = "latest"
 
 var safeName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
+// CheckName refuses a name that cannot be one directory of a store: a
+// test's, a run's or a matrix's. It is one path element of letters,
+// digits, '.', '_' and '-', and neither hidden (serve lists no dot
+// directory, and "." and ".." leave the store) nor the latest link, which
+// a directory of that name would be written through. Every name a store
+// path is built from passes here first, whether it came from a flag or a
+// file (a shard's matrix.json, a run's results).
+func CheckName(kind, name string) error {
+	switch {
+	case !safeName.MatchString(name):
+		return fmt.Errorf("%s name %q: use letters, digits, '.', '_' and '-'", kind, name)
+	case strings.HasPrefix(name, "."):
+		return fmt.Errorf("%s name %q: a name may not start with '.' (hidden, or outside the store)", kind, name)
+	case name == LatestLink:
+		return fmt.Errorf("%s name %q is reserved for the link to the newest run: choose another", kind, name)
+	}
+	return nil
+}
+
 // NewRunDir creates store/<test>/<timestamp>/ for a new run. It does not
 // touch store/latest: that is pointed at a run only when its report is
 // complete (PointLatest), so latest never shows a run without index.html.
 // The timestamp has millisecond resolution; a clash (two runs in the same
 // millisecond) gets a numeric suffix.
 func NewRunDir(store, test string, t time.Time) (string, error) {
-	if !safeName.MatchString(test) {
-		return "", fmt.Errorf("test name %q: use letters, digits, '.', '_' and '-'", test)
+	if err := CheckName("test", test); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Join(store, test), 0o755); err != nil {
 		return "", fmt.Errorf("store %s is not writable: %w (choose another with --store)", store, err)

@@ -162,12 +162,16 @@ func TestMatrixBadInput(t *testing.T) {
 	if err := os.WriteFile(badExpect, []byte("rules:\n  - lock: token\n    expect: safe\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	climbing := climbingShard(t)
 	for _, c := range []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"nothing", []string{"matrix", "--store", store}, "nothing to run"},
+		{"merge a shard that climbs out", []string{"matrix", "merge", "--store", store, climbing}, "not one of its own runs"},
+		{"name latest", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--name", "latest", "--store", store}, "reserved for the link"},
+		{"hidden name", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--name", ".hidden", "--store", store}, "may not start with '.'"},
 		{"unknown lock", []string{"matrix", "--locks", "nope", "--nemeses", "kill", "--store", store}, "known locks"},
 		{"unknown nemesis", []string{"matrix", "--locks", "token", "--nemeses", "kill+meteor", "--store", store}, `unknown nemesis "meteor"`},
 		{"zero seeds", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--seeds", "0", "--store", store}, "--seeds must be at least 1"},
@@ -253,4 +257,28 @@ func readFile(t *testing.T, file string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// climbingShard is a shard's store whose matrix.json names a cell's run
+// directory outside the shard, "../../x", with a directory there to copy.
+func climbingShard(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	shard := filepath.Join(base, "a", "b")
+	for _, d := range []string{filepath.Join(base, "x"), filepath.Join(shard, "matrix")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(base, "x", "results.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := matrix.Spec{Name: "matrix", Backends: []string{matrix.DefaultBackend}, Locks: []string{"token"},
+		Nemeses: matrix.ParseNemesisSets([]string{"kill"}), Seeds: matrix.SeedRange(1), Run: matrix.DefaultRunParams()}
+	c := spec.Cells()[0]
+	m := matrix.Build(spec, matrix.Shard{}, []matrix.CellResult{{Cell: c, Test: c.TestName(), Dir: "../../x", Verdict: "valid"}})
+	if err := m.WriteJSON(filepath.Join(shard, "matrix")); err != nil {
+		t.Fatal(err)
+	}
+	return shard
 }
