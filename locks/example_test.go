@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/locks"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // myLock is a user's own lock: SET NX PX with a fixed token per client and
@@ -66,7 +66,7 @@ func Example_customLock() {
 	fmt.Println("registered:", err == nil)
 
 	ctx := context.Background()
-	c, err := cluster.Up(ctx, cluster.Config{Nodes: 1, Clients: 2})
+	c, err := redisbackend.Up(ctx, redisbackend.Config{Nodes: 1, Clients: 2})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -75,8 +75,8 @@ func Example_customLock() {
 	info, _ := reg.Lookup("mylock")
 	var clients []locks.Lock
 	for cl := 0; cl < 2; cl++ {
-		nodes := c.ClientNodes(cl, cluster.ClientOptions{})
-		defer cluster.CloseNodes(nodes)
+		nodes := c.ClientNodes(cl, redisbackend.ClientOptions{})
+		defer redisbackend.CloseNodes(nodes)
 		l, _ := info.New(nodes, locks.Options{TTL: time.Second})
 		clients = append(clients, l)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// The schema the MySQL locks expect (package cluster/mariadb creates it at
+// The schema the MySQL locks expect (package sut/mariadb creates it at
 // start): a database, a user without password allowed from loopback, a
 // table with one row per lock key (created on first use) and a table whose
 // AUTO_INCREMENT column hands out fencing tokens.

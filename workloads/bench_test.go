@@ -14,11 +14,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/resource"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -40,15 +40,15 @@ const benchWindow = 3 * time.Second
 // every link has so that any link can be faulted, cost). Run with
 // -benchtime 6x.
 func BenchmarkTokenCycles(b *testing.B) {
-	clustertest.Require(b, "redis-server")
+	redistest.Require(b, "redis-server")
 	const clients = 10
-	c := clustertest.Up(b, cluster.Config{Nodes: 1, Clients: clients})
-	storage := cluster.NewRedisClient(c.StorageAddr(), cluster.ClientOptions{PoolSize: clients + 2})
+	c := redistest.Up(b, redisbackend.Config{Nodes: 1, Clients: clients})
+	storage := redisbackend.NewRedisClient(c.StorageAddr(), redisbackend.ClientOptions{PoolSize: clients + 2})
 	b.Cleanup(func() { _ = storage.Close() })
 	nodes := make([][]locks.Node, clients)
 	for i := range nodes {
-		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
-		b.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
+		nodes[i] = c.ClientNodes(i, redisbackend.ClientOptions{})
+		b.Cleanup(func() { redisbackend.CloseNodes(nodes[i]) })
 	}
 	n1, err := c.Server("n1")
 	if err != nil {
@@ -56,7 +56,7 @@ func BenchmarkTokenCycles(b *testing.B) {
 	}
 	direct := make([][]locks.Node, clients)
 	for i := range direct {
-		cl := cluster.NewRedisClient(n1.Addr(), cluster.ClientOptions{})
+		cl := redisbackend.NewRedisClient(n1.Addr(), redisbackend.ClientOptions{})
 		b.Cleanup(func() { _ = cl.Close() })
 		direct[i] = []locks.Node{{Name: "n1", Client: cl}}
 	}

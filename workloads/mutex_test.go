@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -28,13 +28,13 @@ func start(t *testing.T, cfg workloads.Config) (*workloads.Mutex, *history.Recor
 func startLock(t *testing.T, lock string, cfg workloads.Config) (*workloads.Mutex, *history.Recorder, func()) {
 	t.Helper()
 	ctx := context.Background()
-	c := clustertest.Up(t, cluster.Config{Nodes: 1, Clients: cfg.Clients})
-	storage := cluster.NewRedisClient(c.StorageAddr(), cluster.ClientOptions{})
+	c := redistest.Up(t, redisbackend.Config{Nodes: 1, Clients: cfg.Clients})
+	storage := redisbackend.NewRedisClient(c.StorageAddr(), redisbackend.ClientOptions{})
 	t.Cleanup(func() { _ = storage.Close() })
 	nodes := make([][]locks.Node, cfg.Clients)
 	for i := range nodes {
-		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
-		t.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
+		nodes[i] = c.ClientNodes(i, redisbackend.ClientOptions{})
+		t.Cleanup(func() { redisbackend.CloseNodes(nodes[i]) })
 	}
 	info, err := locks.Builtin().Lookup(lock)
 	if err != nil {

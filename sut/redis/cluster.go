@@ -1,0 +1,636 @@
+// Package cluster brings Redis topologies up and down: real redis-server
+// processes on loopback ports, each in its own directory, with every network
+// link a client (or a replica, or a sentinel) uses going through its own
+// toxiproxy proxy, embedded in this process, so faults can be injected per
+// link. Down stops everything; children also die with the harness (Pdeathsig).
+//
+// It is the local-process backend behind the seam: *Cluster is a
+// sut.Deployment (and a redisbackend.Deployment, which adds the go-redis
+// clients the locks use). What is Redis's stays here: configs, Sentinel,
+// libfaketime, go-redis.
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
+	"github.com/lockharness/lockharness/sut"
+)
+
+// Topologies.
+const (
+	// Independent is N independent masters (what Redlock needs).
+	Independent = "independent"
+	// Replicated is one master with replicas, failed over by Sentinel or by
+	// the harness.
+	Replicated = "replicated"
+	// RedisCluster is a Redis Cluster: Masters masters sharing the 16384
+	// hash slots, each with Replicas replicas (rediscluster.go).
+	RedisCluster = "cluster"
+)
+
+// Failover modes of a replicated topology.
+const (
+	// FailoverSentinel: Sentinel watches the master and promotes a replica;
+	// clients find the master through Sentinel.
+	FailoverSentinel = "sentinel"
+	// FailoverManual: no Sentinel; the harness promotes a replica and moves
+	// the clients (a nemesis decides when).
+	FailoverManual = "manual"
+)
+
+// Persistence modes of the lock nodes.
+const (
+	PersistNone        = "none"
+	PersistAOFEverysec = "aof-everysec"
+	PersistAOFAlways   = "aof-always"
+)
+
+// MasterName is the name Sentinel monitors the master under.
+const MasterName = "mymaster"
+
+// Config describes a topology. The zero value, after WithDefaults, is one
+// independent node and one client.
+type Config struct {
+	// Nodes is the number of independent Redis masters the lock uses. A
+	// replicated topology has 1+Replicas nodes and ignores it.
+	Nodes int
+	// Clients is the number of client slots; each slot gets its own proxy to
+	// every node, so one client can be cut off while another is not.
+	Clients int
+	// Dir is the parent of the per-node directories. Empty: a new temporary
+	// directory, removed by Down.
+	Dir string
+	// BasePort, when non-zero, puts node i on BasePort+i, the storage node
+	// on BasePort+Nodes+1 and the sentinels after it; otherwise ports are
+	// chosen free.
+	BasePort int
+	// RedisServer is the redis-server binary; empty means look it up on PATH.
+	RedisServer string
+	// ExtraConfig is appended to every lock node's config (for example
+	// "appendonly yes").
+	ExtraConfig string
+
+	// Topology is Independent (default), Replicated or RedisCluster.
+	Topology string
+	// Replicas is the number of replicas of a replicated topology (default
+	// 2), or of each master of a Redis Cluster (default 1).
+	Replicas int
+	// Masters is the number of masters of a Redis Cluster (default 3).
+	Masters int
+	// ClusterNodeTimeout is a Redis Cluster's cluster-node-timeout: how
+	// long a node may not answer before the others fail it over (default
+	// 5s).
+	ClusterNodeTimeout time.Duration
+	// Sentinels is the number of sentinels with FailoverSentinel (default 3).
+	Sentinels int
+	// Failover is FailoverSentinel (default) or FailoverManual.
+	Failover string
+	// RedisSentinel is the redis-sentinel binary; empty means look it up.
+	RedisSentinel string
+	// SentinelDownAfter is Sentinel's down-after-milliseconds (default 1s).
+	SentinelDownAfter time.Duration
+	// SentinelFailoverTimeout is Sentinel's failover-timeout (default 3s).
+	SentinelFailoverTimeout time.Duration
+
+	// Faketime runs every lock node under libfaketime with its own control
+	// file, so clock faults can skew or drift one node's clock.
+	Faketime bool
+	// Persistence of the lock nodes: PersistNone (default),
+	// PersistAOFEverysec or PersistAOFAlways. It decides what a node killed
+	// and restarted remembers.
+	Persistence string
+}
+
+// WithDefaults fills in unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Topology == "" {
+		c.Topology = Independent
+	}
+	if c.Clients == 0 {
+		c.Clients = 1
+	}
+	if c.Persistence == "" {
+		c.Persistence = PersistNone
+	}
+	if c.Topology == Replicated {
+		if c.Replicas == 0 {
+			c.Replicas = 2
+		}
+		c.Nodes = 1 + c.Replicas
+		if c.Failover == "" {
+			c.Failover = FailoverSentinel
+		}
+		if c.Failover == FailoverSentinel && c.Sentinels == 0 {
+			c.Sentinels = 3
+		}
+		if c.SentinelDownAfter == 0 {
+			c.SentinelDownAfter = time.Second
+		}
+		if c.SentinelFailoverTimeout == 0 {
+			c.SentinelFailoverTimeout = 3 * time.Second
+		}
+	}
+	if c.Topology == RedisCluster {
+		c = c.clusterDefaults()
+	}
+	if c.Nodes == 0 {
+		c.Nodes = 1
+	}
+	return c
+}
+
+// Validate rejects configurations that cannot be started.
+func (c Config) Validate() error {
+	switch c.Topology {
+	case Independent, Replicated:
+	case RedisCluster:
+		if err := c.validateRedisCluster(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown topology %q (want %s, %s or %s)", c.Topology, Independent, Replicated, RedisCluster)
+	}
+	if c.Topology != RedisCluster && (c.Masters != 0 || c.ClusterNodeTimeout != 0) {
+		return fmt.Errorf("masters and the cluster node timeout shape a Redis Cluster, and the topology is %s: add --topology %s or drop --masters", c.Topology, RedisCluster)
+	}
+	if c.Nodes < 1 {
+		return fmt.Errorf("nodes must be at least 1, got %d", c.Nodes)
+	}
+	if c.Clients < 1 {
+		return fmt.Errorf("clients must be at least 1, got %d", c.Clients)
+	}
+	if _, err := PersistenceConfig(c.Persistence); err != nil {
+		return err
+	}
+	if c.Topology == Replicated {
+		if c.Replicas < 1 {
+			return fmt.Errorf("replicated topology needs at least 1 replica, got %d", c.Replicas)
+		}
+		switch c.Failover {
+		case FailoverSentinel:
+			if c.Sentinels < 1 {
+				return fmt.Errorf("sentinel failover needs at least 1 sentinel, got %d", c.Sentinels)
+			}
+		case FailoverManual:
+			if c.Sentinels != 0 {
+				return fmt.Errorf("manual failover runs no sentinels, got %d", c.Sentinels)
+			}
+		default:
+			return fmt.Errorf("unknown failover %q (want %s or %s)", c.Failover, FailoverSentinel, FailoverManual)
+		}
+	}
+	if c.BasePort < 0 || c.BasePort > 65535-c.Nodes-c.Sentinels-1 {
+		return fmt.Errorf("base port %d out of range", c.BasePort)
+	}
+	return nil
+}
+
+// PersistenceConfig is the redis.conf fragment of a persistence mode.
+func PersistenceConfig(mode string) (string, error) {
+	switch mode {
+	case "", PersistNone:
+		return "appendonly no\n", nil
+	case PersistAOFEverysec:
+		return "appendonly yes\nappendfsync everysec\n", nil
+	case PersistAOFAlways:
+		return "appendonly yes\nappendfsync always\n", nil
+	}
+	return "", fmt.Errorf("unknown persistence %q (want %s, %s or %s)", mode, PersistNone, PersistAOFEverysec, PersistAOFAlways)
+}
+
+// Endpoint is one node as one client reaches it.
+type Endpoint = sut.Endpoint
+
+// Cluster is a running topology.
+type Cluster struct {
+	cfg     Config
+	tempDir bool
+
+	// Nodes are the lock's Redis servers, n1…nN. In a replicated topology
+	// n1 is the first master and the others its replicas.
+	Nodes []*Server
+	// Sentinels watch a replicated topology's master (s1…sS), with
+	// FailoverSentinel.
+	Sentinels []*Server
+	// Storage holds the protected resource; no fault reaches it.
+	Storage *Server
+
+	proxies *toxiproxy.ApiServer
+	links   map[string]*Link // by name, "c0->n1"
+
+	mu       sync.Mutex
+	master   string            // replicated: the node the harness takes as master
+	announce map[string]string // announced address -> node name (sentinel mode)
+	dialers  []*MasterDialer   // manual mode: clients following the master
+
+	downOnce sync.Once
+	downErr  error
+}
+
+// Up starts the topology: the proxies, every node, then waits until every
+// node answers PING (and, when replicated, until replicas are in sync and
+// sentinels know each other). On error, whatever was started is stopped.
+//
+// With free ports (no BasePort), a port taken by another process between
+// choosing it and the server binding it makes Up start over on new ports,
+// up to three times.
+func Up(ctx context.Context, cfg Config) (*Cluster, error) {
+	return RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*Cluster, error) { return up(ctx, cfg) })
+}
+
+func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Topology == RedisCluster {
+		return nil, fmt.Errorf("topology %s is started by UpRedisCluster (or Local), not Up", RedisCluster)
+	}
+	bin := cfg.RedisServer
+	if bin == "" {
+		if bin, err = LookBinary("redis-server"); err != nil {
+			return nil, err
+		}
+	}
+	sbin := cfg.RedisSentinel
+	if sbin == "" && cfg.Sentinels > 0 {
+		if sbin, err = LookBinary("redis-sentinel"); err != nil {
+			return nil, err
+		}
+	}
+	c := &Cluster{cfg: cfg, links: map[string]*Link{}, announce: map[string]string{}}
+	defer func() {
+		if err != nil {
+			_ = c.Down()
+		}
+	}()
+	// Each server runs in its own directory and reads its config by path:
+	// a relative path would resolve against the wrong one.
+	if c.cfg.Dir, c.tempDir, err = WorkDir(cfg.Dir, "lockharness-"); err != nil {
+		return nil, err
+	}
+	var ftEnv func(clockFile string) []string
+	if cfg.Faketime {
+		lib, err := Libfaketime()
+		if err != nil {
+			return nil, err
+		}
+		shim, err := BuildMallocShim(c.cfg.Dir)
+		if err != nil {
+			return nil, err
+		}
+		ftEnv = func(f string) []string { return faketimeEnv(shim, lib, f) }
+	}
+	ports, held, err := c.ports()
+	if err != nil {
+		return nil, err
+	}
+	release := func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+		held = nil
+	}
+	defer release()
+	for i := 0; i < cfg.Nodes; i++ {
+		name := fmt.Sprintf("n%d", i+1)
+		s := &Server{Name: name, Port: ports[i], Binary: bin, Dir: filepath.Join(c.cfg.Dir, name)}
+		if cfg.Faketime {
+			s.ClockFile = filepath.Join(s.Dir, "faketime")
+			s.Env = ftEnv(s.ClockFile)
+		}
+		c.Nodes = append(c.Nodes, s)
+	}
+	sp := ports[cfg.Nodes]
+	c.Storage = &Server{Name: "storage", Port: sp, Binary: bin, Dir: filepath.Join(c.cfg.Dir, "storage"),
+		Config: RedisConfig(sp, filepath.Join(c.cfg.Dir, "storage"), "storage")}
+	for i := 0; i < cfg.Sentinels; i++ {
+		name := fmt.Sprintf("s%d", i+1)
+		p := ports[cfg.Nodes+1+i]
+		c.Sentinels = append(c.Sentinels, &Server{Name: name, Port: p, Binary: sbin, Dir: filepath.Join(c.cfg.Dir, name)})
+	}
+
+	// Every proxy exists before any server starts: a replica whose first
+	// connection to its master is refused retries only after ≈1 s.
+	c.proxies = NewProxyServer()
+	if err := c.addLinks(); err != nil {
+		return nil, err
+	}
+	// The chosen ports stayed bound while the proxies took theirs, so no
+	// proxy got a node's port.
+	release()
+	if cfg.Topology == Replicated {
+		c.master = c.Nodes[0].Name
+	}
+	for _, s := range c.Nodes {
+		s.Config = c.renderConfig(s)
+	}
+	for _, s := range c.Sentinels {
+		s.Config = c.sentinelConfig(s)
+	}
+
+	all := append(append([]*Server(nil), c.Nodes...), c.Storage)
+	all = append(all, c.Sentinels...)
+	for _, s := range all {
+		if err := s.Start(ctx, false); err != nil {
+			return nil, err
+		}
+	}
+	errs := make(chan error, len(all))
+	for _, s := range all {
+		go func(s *Server) { errs <- s.WaitReady(ctx, defaultReadyTimeout) }(s)
+	}
+	var werr error
+	for range all {
+		werr = errors.Join(werr, <-errs)
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	if cfg.Topology == Replicated {
+		if err := c.waitReplicated(ctx, 30*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// addLinks creates every proxy of the topology:
+//   - "cK->nI": client slot K to node I (and "cK->sJ" to sentinel J);
+//   - manual failover: "nI->nJ", replica I's replication link to master J,
+//     for every ordered pair, so any node can follow any other after a
+//     failover;
+//   - sentinel failover: "sentinels->nI", the address node I announces and
+//     Sentinel monitors it at. A node announces one address to everyone,
+//     and Sentinel re-points any replica that follows its master at another
+//     address, so the sentinels and the replicas share one proxy per node:
+//     cutting it cuts node I off from the sentinels and from its replicas.
+func (c *Cluster) addLinks() error {
+	for cl := 0; cl < c.cfg.Clients; cl++ {
+		for _, n := range c.Nodes {
+			if _, err := c.AddLink(fmt.Sprintf("c%d", cl), n); err != nil {
+				return err
+			}
+		}
+		for _, s := range c.Sentinels {
+			if _, err := c.AddLink(fmt.Sprintf("c%d", cl), s); err != nil {
+				return err
+			}
+		}
+	}
+	if c.cfg.Topology != Replicated {
+		return nil
+	}
+	for _, a := range c.Nodes {
+		if len(c.Sentinels) > 0 {
+			break
+		}
+		for _, b := range c.Nodes {
+			if a == b {
+				continue
+			}
+			if _, err := c.AddLink(a.Name, b); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range c.Sentinels {
+		// go-redis's failover client learns the other sentinels' real
+		// addresses from the sentinels; map them back to its own links.
+		c.announce[s.Addr()] = s.Name
+	}
+	if len(c.Sentinels) > 0 {
+		for _, n := range c.Nodes {
+			l, err := c.AddLink(SentinelsFrom, n)
+			if err != nil {
+				return err
+			}
+			c.announce[l.Addr()] = n.Name
+		}
+	}
+	return nil
+}
+
+// SentinelsFrom is the "from" of the links the sentinels use
+// ("sentinels->n1").
+const SentinelsFrom = sut.SentinelsFrom
+
+// renderConfig is node s's config in the topology's current state: base,
+// persistence, and in a replicated topology its role (a replica follows the
+// current master through its own link) and the address it announces.
+func (c *Cluster) renderConfig(s *Server) string {
+	var b strings.Builder
+	b.WriteString(RedisConfig(s.Port, s.Dir, s.Name))
+	pc, _ := PersistenceConfig(c.cfg.Persistence) // validated in Up
+	b.WriteString(pc)
+	if c.cfg.Topology == Replicated {
+		// A full sync starts at once instead of waiting 5 s for more replicas.
+		b.WriteString("repl-diskless-sync-delay 0\n")
+		if m := c.master; m != "" && m != s.Name {
+			if l := c.replicationLink(s.Name, m); l != nil {
+				fmt.Fprintf(&b, "replicaof %s\n", strings.Replace(l.Addr(), ":", " ", 1))
+			}
+		}
+		if l := c.links[LinkName(SentinelsFrom, s.Name)]; l != nil {
+			host, port, _ := strings.Cut(l.Addr(), ":")
+			fmt.Fprintf(&b, "replica-announce-ip %s\nreplica-announce-port %s\n", host, port)
+		}
+	}
+	b.WriteString(c.cfg.ExtraConfig)
+	if c.cfg.ExtraConfig != "" && !strings.HasSuffix(c.cfg.ExtraConfig, "\n") {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// replicationLink is the link replica follows master through: its own
+// with manual failover, master's announced one with Sentinel.
+func (c *Cluster) replicationLink(replica, master string) *Link {
+	if len(c.Sentinels) > 0 {
+		return c.links[LinkName(SentinelsFrom, master)]
+	}
+	return c.links[LinkName(replica, master)]
+}
+
+// sentinelConfig is a fresh config for sentinel s (Sentinel rewrites its
+// file, so it is written anew at every start). It monitors the first master
+// through that master's announced address.
+func (c *Cluster) sentinelConfig(s *Server) string {
+	l := c.links[LinkName(SentinelsFrom, c.Nodes[0].Name)]
+	host, port, _ := strings.Cut(l.Addr(), ":")
+	quorum := len(c.Sentinels)/2 + 1
+	return strings.Join([]string{
+		fmt.Sprintf("port %d", s.Port),
+		"bind 127.0.0.1",
+		"protected-mode no",
+		"daemonize no",
+		fmt.Sprintf("dir %s", s.Dir),
+		fmt.Sprintf("logfile %s", s.LogPath()),
+		fmt.Sprintf("sentinel monitor %s %s %s %d", MasterName, host, port, quorum),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", MasterName, c.cfg.SentinelDownAfter.Milliseconds()),
+		fmt.Sprintf("sentinel failover-timeout %s %d", MasterName, c.cfg.SentinelFailoverTimeout.Milliseconds()),
+		fmt.Sprintf("sentinel parallel-syncs %s 1", MasterName),
+		// Told up front, a sentinel knows its peers and the replicas at
+		// once, instead of learning them from the master's INFO (every
+		// 10 s) and from hello messages (every 2 s).
+		fmt.Sprintf("sentinel myid %s", sentinelID(s)),
+		c.knownPeers(s),
+	}, "\n")
+}
+
+// sentinelID is a fixed run id for sentinel s, so that the others can be
+// told about it before it starts.
+func sentinelID(s *Server) string {
+	return fmt.Sprintf("%040x", sha1.Sum([]byte("lockharness-"+s.Name)))[:40]
+}
+
+// knownPeers lists, for sentinel s, the replicas of the first master (at
+// the addresses they announce) and the other sentinels.
+func (c *Cluster) knownPeers(s *Server) string {
+	var b strings.Builder
+	for _, n := range c.Nodes[1:] {
+		if l := c.links[LinkName(SentinelsFrom, n.Name)]; l != nil {
+			fmt.Fprintf(&b, "sentinel known-replica %s %s\n", MasterName, strings.Replace(l.Addr(), ":", " ", 1))
+		}
+	}
+	for _, o := range c.Sentinels {
+		if o != s {
+			fmt.Fprintf(&b, "sentinel known-sentinel %s 127.0.0.1 %d %s\n", MasterName, o.Port, sentinelID(o))
+		}
+	}
+	return b.String()
+}
+
+// ports allocates a port for every node, the storage node and every
+// sentinel. Free ports come with their listeners still open, to be closed
+// just before the servers start.
+func (c *Cluster) ports() ([]int, []net.Listener, error) {
+	return allocPorts(c.cfg.BasePort, c.cfg.Nodes+1+c.cfg.Sentinels)
+}
+
+// allocPorts allocates n ports: base+1… when base is set (checked free),
+// else free ones, returned with their listeners still open.
+func allocPorts(base, n int) ([]int, []net.Listener, error) {
+	ports := make([]int, 0, n)
+	var held []net.Listener
+	for i := 0; i < n; i++ {
+		if base != 0 {
+			p := base + i + 1
+			if err := CheckPortFree(p); err != nil {
+				return nil, nil, err
+			}
+			ports = append(ports, p)
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, h := range held {
+				_ = h.Close()
+			}
+			return nil, nil, fmt.Errorf("find a free port: %w", err)
+		}
+		held = append(held, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, held, nil
+}
+
+// RedisConfig is the base config of a node: loopback only, its own dir, no
+// snapshots (a node must not find and load a dump from an earlier run).
+func RedisConfig(port int, dir, name string) string {
+	return strings.Join([]string{
+		fmt.Sprintf("port %d", port),
+		"bind 127.0.0.1",
+		"protected-mode no",
+		"daemonize no",
+		fmt.Sprintf("dir %s", dir),
+		fmt.Sprintf("logfile %s", filepath.Join(dir, name+".log")),
+		`save ""`,
+		"appendonly no",
+		"",
+	}, "\n")
+}
+
+// Config is the configuration the cluster runs with (defaults filled in).
+func (c *Cluster) Config() Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// Dir is the directory holding every node's files.
+func (c *Cluster) Dir() string { return c.cfg.Dir }
+
+// Endpoints lists the nodes as client slot cl reaches them: through its own
+// proxies.
+func (c *Cluster) Endpoints(cl int) []Endpoint {
+	out := make([]Endpoint, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		l := c.links[LinkName(fmt.Sprintf("c%d", cl), n.Name)]
+		if l == nil {
+			continue
+		}
+		out = append(out, Endpoint{Node: n.Name, Addr: l.Addr()})
+	}
+	return out
+}
+
+// StorageAddr is the storage node's address (direct, never faulted).
+func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
+
+// Server returns the lock node process with the given name.
+func (c *Cluster) Server(name string) (*Server, error) {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no node %q in this topology", name)
+}
+
+// Down stops every proxy and kills every server, then removes the
+// temporary directory. It is safe to call more than once and from any exit
+// path.
+func (c *Cluster) Down() error {
+	c.downOnce.Do(func() {
+		servers := append(append([]*Server(nil), c.Sentinels...), c.Nodes...)
+		c.downErr = StopAll(c.proxies, append(servers, c.Storage), c.cfg.Dir, c.tempDir)
+	})
+	return c.downErr
+}
+
+// StopAll ends a local deployment: it removes every proxy of proxies (nil:
+// none) first, so that nothing reaches a server being stopped, kills each
+// server (nil ones are skipped), and removes dir when removeDir (the
+// deployment made it). Every error is returned, joined.
+func StopAll(proxies *toxiproxy.ApiServer, servers []*Server, dir string, removeDir bool) error {
+	var errs []error
+	if proxies != nil {
+		proxies.Collection.Clear()
+	}
+	for _, s := range servers {
+		if s == nil {
+			continue
+		}
+		if err := s.Kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if removeDir {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}

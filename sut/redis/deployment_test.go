@@ -1,0 +1,89 @@
+package redis_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
+)
+
+// The layout a config describes is the one the cluster it starts has.
+func TestLayout(t *testing.T) {
+	for _, cfg := range []redisbackend.Config{
+		{Nodes: 3, Clients: 2},
+		{Topology: redisbackend.Replicated},
+		{Topology: redisbackend.Replicated, Failover: redisbackend.FailoverManual, Replicas: 1},
+	} {
+		l := cfg.Layout()
+		c := cfg.WithDefaults()
+		if len(l.Nodes) != c.Nodes || len(l.Sentinels) != c.Sentinels || l.Clients != c.Clients ||
+			l.Replicated != (c.Topology == redisbackend.Replicated) || l.Elected != (c.Failover == redisbackend.FailoverSentinel) {
+			t.Errorf("%+v: layout %+v", cfg, l)
+		}
+	}
+	if got := (redisbackend.Config{}).Provide(sut.Needs{Replicated: true, Capabilities: []sut.Capability{sut.CanSetClock}}); got.Topology != redisbackend.Replicated || !got.Faketime {
+		t.Errorf("provided %+v", got)
+	}
+	if got := (redisbackend.Config{Topology: redisbackend.Independent}).Provide(sut.Needs{Replicated: true}); got.Topology != redisbackend.Independent {
+		t.Errorf("Provide overrode the chosen topology: %+v", got)
+	}
+}
+
+// A running local cluster behind the seam: its layout, its members with
+// their capabilities, its links, and an operator's command to a node.
+func TestLocalDeployment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := redistest.Up(t, redisbackend.Config{Nodes: 2, Clients: 2, Faketime: true})
+	var d sut.Deployment = c
+	if l := d.Layout(); !reflect.DeepEqual(l.Nodes, []string{"n1", "n2"}) || l.Clients != 2 || l.Replicated {
+		t.Fatalf("layout %+v", l)
+	}
+	if d.Capabilities().Has(sut.CanPromote) || !d.Capabilities().Has(sut.CanCutLinks) {
+		t.Fatalf("independent nodes have capabilities %v", d.Capabilities())
+	}
+	if got := len(d.Members()); got != 2 {
+		t.Fatalf("%d members, want 2", got)
+	}
+	n, err := d.Node("n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range []sut.Capability{sut.CanKill, sut.CanPause, sut.CanSetClock, sut.CanCommand} {
+		if !n.Capabilities().Has(cp) {
+			t.Errorf("n2 lacks %s", cp)
+		}
+	}
+	cmd, err := sut.As[sut.Commander](n, sut.CanCommand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd.Command(ctx, "SET", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := cmd.Command(ctx, "GET", "k"); err != nil || v != "v" {
+		t.Fatalf("GET k on n2: %q, %v", v, err)
+	}
+	l, err := d.Network().Link("c1", "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eps := d.Endpoints(1); len(eps) != 2 || eps[1].Addr != l.Addr() || l.From() != "c1" || l.To() != "n2" || l.Name() != "c1->n2" {
+		t.Fatalf("endpoints %+v, link %s at %s", eps, l.Name(), l.Addr())
+	}
+	if err := l.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	if d.Healthy(ctx) == nil {
+		t.Fatal("healthy with a cut link")
+	}
+	if did, err := d.Heal(ctx); err != nil || did != "healed 1 links" {
+		t.Fatalf("heal: %q, %v", did, err)
+	}
+	if err := d.Healthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

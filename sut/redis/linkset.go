@@ -1,0 +1,75 @@
+package redis
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
+)
+
+// LinkSet is a deployment's links by name (sut.LinkName): its
+// sut.Network, and the endpoints its clients reach through their own
+// links. The backends of servers behind proxies (etcd, ZooKeeper,
+// MariaDB) share it.
+type LinkSet struct {
+	what   string
+	byName map[string]sut.Link
+}
+
+var _ sut.Network = (*LinkSet)(nil)
+
+// NewLinkSet is an empty set; what names the deployment in errors ("etcd
+// cluster").
+func NewLinkSet(what string) *LinkSet {
+	return &LinkSet{what: what, byName: map[string]sut.Link{}}
+}
+
+// Add puts l in the set under its name.
+func (s *LinkSet) Add(l sut.Link) { s.byName[l.Name()] = l }
+
+// Links lists every link.
+func (s *LinkSet) Links() []sut.Link {
+	out := make([]sut.Link, 0, len(s.byName))
+	for _, l := range s.byName {
+		out = append(out, l)
+	}
+	return out
+}
+
+// Link returns the link from → to.
+func (s *LinkSet) Link(from, to string) (sut.Link, error) {
+	l := s.byName[sut.LinkName(from, to)]
+	if l == nil {
+		return nil, fmt.Errorf("no link %s in this %s", sut.LinkName(from, to), s.what)
+	}
+	return l, nil
+}
+
+// Endpoints are nodes, in the order given, as client slot cl reaches them
+// through its links; a node it has no link to is left out.
+func (s *LinkSet) Endpoints(cl int, nodes ...string) []sut.Endpoint {
+	var out []sut.Endpoint
+	for _, n := range nodes {
+		if l := s.byName[sut.LinkName(sut.ClientName(cl), n)]; l != nil {
+			out = append(out, sut.Endpoint{Node: n, Addr: l.Addr()})
+		}
+	}
+	return out
+}
+
+// AddressNodes are endpoints as a lock of another system than Redis dials
+// them: an address and the per-request timeout, no Redis client.
+func AddressNodes(eps []sut.Endpoint, o ClientOptions) []locks.Node {
+	o = o.WithDefaults()
+	out := make([]locks.Node, 0, len(eps))
+	for _, ep := range eps {
+		out = append(out, locks.Node{Name: ep.Node, Addr: ep.Addr, Timeout: o.Timeout})
+	}
+	return out
+}
+
+// FreePorts picks n free loopback ports, their listeners still open: a
+// backend closes them just before its proxies and servers bind, so that no
+// proxy takes a server's port.
+func FreePorts(n int) ([]int, []net.Listener, error) { return allocPorts(0, n) }
