@@ -41,13 +41,13 @@ type Config struct {
 	// minimum (5 for Redlock-style locks).
 	Nodes int `json:"nodes"`
 
-	Workload workloads.Config    `json:"workload"`
-	Cluster  redisbackend.Config `json:"cluster"`
+	Workload workloads.Config `json:"workload"`
+	Cluster  sut.Config       `json:"cluster"`
 	// Backend starts the Redis deployment the run tests; nil means local
 	// redis-server processes (redisbackend.Local). A lock for another system
 	// (locks.Info.System) runs on that system's local backend (systems),
 	// and refuses a Backend.
-	Backend redisbackend.Backend `json:"-"`
+	Backend sut.Backend `json:"-"`
 	// Nemesis chooses and tunes the faults; no names, no faults. Its seed
 	// is the run's.
 	Nemesis nemesis.Config `json:"nemesis"`
@@ -256,20 +256,20 @@ func (c Config) resolve() (locks.Info, int, error) {
 			// another backend skips the scenario instead of failing it.
 			return info, 0, &UsageError{Err: fmt.Errorf("lock %s runs on %s, started as local processes; the backend chosen (--backend, --target) starts Redis: leave it out (%w)", info.Name, sys, sut.ErrUnsupported)}
 		}
-		if c.Cluster.Topology == redisbackend.Replicated {
+		if c.Cluster.Topology == sut.Replicated {
 			return info, 0, usage("lock %s runs on %s, a group of peers, not a Redis master with replicas: leave out --topology replicated and the failover nemesis", info.Name, sys)
 		}
-		if n := c.needs(); c.Cluster.Topology == redisbackend.RedisCluster || n.Has(sut.CanFailoverShard) || n.Has(sut.CanMoveSlots) {
+		if n := c.needs(); c.Cluster.Topology == sut.RedisCluster || n.Has(sut.CanFailoverShard) || n.Has(sut.CanMoveSlots) {
 			return info, 0, usage("lock %s runs on %s, not on a Redis Cluster: leave out --topology cluster and the cluster-failover nemesis", info.Name, sys)
 		}
 	}
-	if n := c.needs(); (n.Has(sut.CanFailoverShard) || n.Has(sut.CanMoveSlots)) && c.Cluster.Topology != redisbackend.RedisCluster {
+	if n := c.needs(); (n.Has(sut.CanFailoverShard) || n.Has(sut.CanMoveSlots)) && c.Cluster.Topology != sut.RedisCluster {
 		return info, 0, usage("the cluster-failover nemesis strikes a Redis Cluster, and the topology is %s: use --topology cluster (or leave --topology out)", c.Cluster.Topology)
 	}
-	if c.Cluster.Topology == redisbackend.RedisCluster {
+	if c.Cluster.Topology == sut.RedisCluster {
 		return c.resolveRedisCluster(info)
 	}
-	if c.Cluster.Topology == redisbackend.Replicated {
+	if c.Cluster.Topology == sut.Replicated {
 		// One master with replicas: a lock over independent nodes has no
 		// place here.
 		if c.Nodes > 1 || info.MinNodes > 1 || (info.MaxNodes == 0 && c.Nodes == 0) {
@@ -320,11 +320,11 @@ func (c Config) checkRenews(info locks.Info) error {
 	if !c.Workload.RenewBeforeWrite {
 		return nil
 	}
-	nodes := make([]locks.Node, max(info.MinNodes, 1))
+	nodes := make([]sut.ClientNode, max(info.MinNodes, 1))
 	for i := range nodes {
-		nodes[i] = locks.Node{Name: fmt.Sprintf("n%d", i+1), Addr: "127.0.0.1:0", Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
+		nodes[i] = sut.ClientNode{Name: fmt.Sprintf("n%d", i+1), Addr: "127.0.0.1:0", Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
 	}
-	defer redisbackend.CloseNodes(nodes)
+	defer sut.CloseClientNodes(nodes)
 	l, err := info.New(nodes, locks.Options{})
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", info.Name, err)
@@ -368,9 +368,9 @@ func (c Config) checkFailpoints(info locks.Info) error {
 // systems are the local backends of the systems under test other than
 // Redis, by locks.Info.System. Each starts its servers as local processes
 // with every link a proxy, and a Redis storage node for the protected
-// resource (redisbackend.Deployment.StorageAddr).
-func systems() map[string]redisbackend.Backend {
-	return map[string]redisbackend.Backend{locks.SystemEtcd: etcd.Local, locks.SystemMariaDB: mariadb.Local, locks.SystemZooKeeper: zookeeper.Local}
+// resource (sut.Deployment.StorageAddr).
+func systems() map[string]sut.Backend {
+	return map[string]sut.Backend{locks.SystemEtcd: etcd.Local, locks.SystemMariaDB: mariadb.Local, locks.SystemZooKeeper: zookeeper.Local}
 }
 
 func systemNames() []string {
@@ -385,7 +385,7 @@ func systemNames() []string {
 // backend is what starts the run's deployment: the lock's system's local
 // backend (systems), or for a Redis lock Backend, by default local
 // redis-server processes. resolve has checked that it exists.
-func (c Config) backend(info locks.Info) redisbackend.Backend {
+func (c Config) backend(info locks.Info) sut.Backend {
 	if sys := info.SystemName(); sys != locks.SystemRedis {
 		return systems()[sys]
 	}
@@ -496,15 +496,15 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	defer r.rec.Close() // flushes what an early return leaves; idempotent
 	start := time.Now()
 
-	storage := redisbackend.NewRedisClient(cl.StorageAddr(), redisbackend.ClientOptions{Timeout: 2 * time.Second, PoolSize: r.cfg.Workload.Clients + 2})
+	storage := redisbackend.NewRedisClient(cl.StorageAddr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: r.cfg.Workload.Clients + 2})
 	defer storage.Close()
-	slotNodes := make([][]locks.Node, r.cfg.Workload.Clients)
+	slotNodes := make([][]sut.ClientNode, r.cfg.Workload.Clients)
 	for i := range slotNodes {
-		slotNodes[i] = cl.ClientNodes(i, redisbackend.ClientOptions{Timeout: clientTimeout(r.cfg), MaxRetries: r.cfg.ClientRetries})
+		slotNodes[i] = cl.ClientNodes(i, sut.ClientOptions{Timeout: clientTimeout(r.cfg), MaxRetries: r.cfg.ClientRetries})
 	}
 	defer func() {
 		for _, ns := range slotNodes {
-			redisbackend.CloseNodes(ns)
+			sut.CloseClientNodes(ns)
 		}
 	}()
 	nem, err := nemesis.New(r.cfg.Nemesis)
@@ -513,7 +513,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	}
 	wl, err := workloads.NewMutex(r.cfg.Workload, workloads.Env{
 		Recorder: r.rec, Lock: r.lock, Storage: storage,
-		Nodes: func(slot int) []locks.Node { return slotNodes[slot] },
+		Nodes: func(slot int) []sut.ClientNode { return slotNodes[slot] },
 	})
 	if err != nil {
 		return out, &UsageError{Err: err}

@@ -24,7 +24,7 @@ import (
 // system's lock.
 func TestRunRefusesASystemItCannotStart(t *testing.T) {
 	reg := locks.NewRegistry()
-	never := func([]locks.Node, locks.Options) (locks.Lock, error) {
+	never := func([]sut.ClientNode, locks.Options) (locks.Lock, error) {
 		return nil, errors.New("never built")
 	}
 	if err := reg.Register(locks.Info{Name: "elsewhere", System: "nosuch", New: never}); err != nil {

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
-	"github.com/lockharness/lockharness/sut/redis/redistest"
-
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
@@ -20,7 +17,9 @@ import (
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -209,7 +208,7 @@ func TestEveryNemesisRuns(t *testing.T) {
 				// stops, when every 1s lease granted there has run out: it
 				// would strike no holder. The manual one promotes 0.5s
 				// after freezing the replication link.
-				cfg.Cluster.Failover = redisbackend.FailoverManual
+				cfg.Cluster.Failover = sut.FailoverManual
 			}
 			if n.Needs.Has(sut.CanKillConnections) {
 				// Only a session lock has a connection whose end frees it.
@@ -293,7 +292,7 @@ func TestRunRefusesAFaultTheDeploymentCannotDo(t *testing.T) {
 	requireRedis(t)
 	t.Parallel()
 	var started *redisbackend.Cluster
-	noClock := func(ctx context.Context, cfg redisbackend.Config) (redisbackend.Deployment, error) {
+	noClock := func(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
 		cfg.Faketime = false
 		c, err := redisbackend.Up(ctx, cfg)
 		started = c

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // MaxClients bounds --clients: every client has its own proxies and
@@ -97,7 +97,7 @@ func (c Config) checkStartable(nodes int) error {
 // being replaced), its socket and the proxy's two ends; the storage
 // client's connections; and a margin for the history, logs and the Go
 // runtime.
-func filesNeeded(cc redisbackend.Config, clients int) int {
+func filesNeeded(cc sut.Config, clients int) int {
 	const perLink = 1 + 2*3
 	return clients*cc.Nodes*perLink + cc.Sentinels*clients*3 + clients + 2 + 64
 }

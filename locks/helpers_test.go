@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
@@ -26,20 +27,20 @@ func needRedis(tb testing.TB) { redistest.Require(tb) }
 // up starts an independent-masters cluster, stopped in Cleanup.
 func up(tb testing.TB, nodes, clients int) *redisbackend.Cluster {
 	tb.Helper()
-	return redistest.Up(tb, redisbackend.Config{Nodes: nodes, Clients: clients})
+	return redistest.Up(tb, sut.Config{Nodes: nodes, Clients: clients})
 }
 
 // nodesOf returns fresh go-redis clients for client slot cl, closed in
 // Cleanup. Each call makes new clients: one per simulated process.
-func nodesOf(tb testing.TB, c *redisbackend.Cluster, cl int) []locks.Node {
+func nodesOf(tb testing.TB, c *redisbackend.Cluster, cl int) []sut.ClientNode {
 	tb.Helper()
-	ns := c.ClientNodes(cl, redisbackend.ClientOptions{})
-	tb.Cleanup(func() { redisbackend.CloseNodes(ns) })
+	ns := c.ClientNodes(cl, sut.ClientOptions{})
+	tb.Cleanup(func() { sut.CloseClientNodes(ns) })
 	return ns
 }
 
 // newLock builds an instance of the named lock over nodes, seeded by seed.
-func newLock(tb testing.TB, name string, nodes []locks.Node, seed uint64, opts locks.Options) locks.Lock {
+func newLock(tb testing.TB, name string, nodes []sut.ClientNode, seed uint64, opts locks.Options) locks.Lock {
 	tb.Helper()
 	info, err := locks.WithDeliberateBugs().Lookup(name)
 	if err != nil {

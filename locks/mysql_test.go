@@ -8,20 +8,20 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/mariadb"
 	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 var mysqlLocks = []string{"mysql-for-update", "mysql-fenced", "mysql-get-lock"}
 
 func mariadbServer(t testing.TB, clients int, extra string) *mariadb.Cluster {
 	t.Helper()
-	return mariadbtest.Up(t, redisbackend.Config{Clients: clients, ExtraConfig: extra})
+	return mariadbtest.Up(t, sut.Config{Clients: clients, ExtraConfig: extra})
 }
 
-func mysqlNodes(c *mariadb.Cluster, cl int) []locks.Node {
-	return c.ClientNodes(cl, redisbackend.ClientOptions{Timeout: 2 * time.Second})
+func mysqlNodes(c *mariadb.Cluster, cl int) []sut.ClientNode {
+	return c.ClientNodes(cl, sut.ClientOptions{Timeout: 2 * time.Second})
 }
 
 // Each MySQL lock excludes: a second client is refused while the first

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/locks"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/zookeeper"
 	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 )
@@ -18,11 +18,11 @@ import (
 // Cleanup; zkNodes is slot cl's view of it.
 func zkEnsemble(t testing.TB, clients int) *zookeeper.Cluster {
 	t.Helper()
-	return zktest.Up(t, redisbackend.Config{Clients: clients})
+	return zktest.Up(t, sut.Config{Clients: clients})
 }
 
-func zkNodes(c *zookeeper.Cluster, cl int) []locks.Node {
-	return c.ClientNodes(cl, redisbackend.ClientOptions{Timeout: 2 * time.Second})
+func zkNodes(c *zookeeper.Cluster, cl int) []sut.ClientNode {
+	return c.ClientNodes(cl, sut.ClientOptions{Timeout: 2 * time.Second})
 }
 
 // Both ZooKeeper locks exclude: a second client is refused while the

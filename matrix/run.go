@@ -15,7 +15,6 @@ import (
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // Options tunes Run.
@@ -31,11 +30,11 @@ type Options struct {
 	// caller resolves them (the command line's --backends, --image), so
 	// that this package knows no backend. A backend of the spec missing
 	// here stops the matrix before it runs a cell: a configuration error.
-	Backends map[string]redisbackend.Backend
+	Backends map[string]sut.Backend
 }
 
 // backend is the deployment cell c runs on: nil for local processes.
-func (o Options) backend(c Cell) (redisbackend.Backend, error) {
+func (o Options) backend(c Cell) (sut.Backend, error) {
 	if c.Backend == "" || c.Backend == DefaultBackend {
 		return o.Backends[DefaultBackend], nil // normally nil: local processes
 	}

@@ -31,7 +31,7 @@ func startRC(t *testing.T) *rcFixture {
 	redistest.Require(t, "redis-server")
 	ctx := context.Background()
 	t0 := time.Now()
-	c, err := redisbackend.UpRedisCluster(ctx, redisbackend.Config{Clients: 1})
+	c, err := redisbackend.UpRedisCluster(ctx, sut.Config{Clients: 1})
 	if err != nil {
 		t.Fatalf("redis cluster up: %v", err)
 	}
@@ -50,10 +50,10 @@ func startRC(t *testing.T) *rcFixture {
 	if err := r.Setup(ctx, f.env); err != nil {
 		t.Fatal(err)
 	}
-	nodes := c.ClientNodes(0, redisbackend.ClientOptions{Timeout: 2 * time.Second})
+	nodes := c.ClientNodes(0, sut.ClientOptions{Timeout: 2 * time.Second})
 	f.cl = nodes[0].Client
 	t.Cleanup(func() {
-		redisbackend.CloseNodes(nodes)
+		sut.CloseClientNodes(nodes)
 		if err := r.Heal(context.Background(), f.env); err != nil {
 			t.Errorf("final heal: %v", err)
 		}
@@ -205,7 +205,7 @@ func TestClusterMoveSlot(t *testing.T) {
 
 // The nemesis is refused on a deployment without slots.
 func TestClusterFailoverNeedsRedisCluster(t *testing.T) {
-	f := start(t, redisbackend.Config{Nodes: 1}, nemesis.Config{}, nil)
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{}, nil)
 	r, err := nemesis.New(nemesis.Config{Names: []string{"cluster-failover"}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,18 +7,18 @@ import (
 
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // A lock written on the master while the replication link is frozen is
 // missing on the promoted replica, every time, and a second client gets it.
 func TestFailoverManualLosesLock(t *testing.T) {
 	t.Parallel()
-	f := start(t, redisbackend.Config{Topology: redisbackend.Replicated, Failover: redisbackend.FailoverManual, Clients: 2},
+	f := start(t, sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Clients: 2},
 		nemesis.Config{Names: []string{"failover"}, Seed: 7}, nil)
 	ctx := context.Background()
-	a := f.c.ClientNodes(0, redisbackend.ClientOptions{})[0].Client
-	b := f.c.ClientNodes(1, redisbackend.ClientOptions{})[0].Client
+	a := f.c.ClientNodes(0, sut.ClientOptions{})[0].Client
+	b := f.c.ClientNodes(1, sut.ClientOptions{})[0].Client
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	for i := 0; i < 5; i++ {
 		old := f.c.Master()
@@ -68,7 +68,7 @@ func TestFailoverManualLosesLock(t *testing.T) {
 // old master after it comes back.
 func TestFailoverSentinel(t *testing.T) {
 	t.Parallel()
-	f := start(t, redisbackend.Config{Topology: redisbackend.Replicated},
+	f := start(t, sut.Config{Topology: sut.Replicated},
 		nemesis.Config{Names: []string{"failover"}}, nil)
 	ctx := context.Background()
 	old := f.c.Master()
@@ -88,7 +88,7 @@ func TestFailoverSentinel(t *testing.T) {
 	}
 	t.Logf("sentinel: %s paused, %s promoted after %v (%s)", old.Name, nm.Name, promoted.Round(time.Millisecond), op.Value.Detail)
 	// A client asking Sentinel now writes to the new master.
-	cl := f.c.ClientNodes(0, redisbackend.ClientOptions{Timeout: time.Second})[0].Client
+	cl := f.c.ClientNodes(0, sut.ClientOptions{Timeout: time.Second})[0].Client
 	t.Cleanup(func() { _ = cl.Close() })
 	waitFor(t, 5*time.Second, "client reaches the new master", func() bool {
 		return cl.Set(ctx, "after", "1", 0).Err() == nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
@@ -26,7 +27,7 @@ type fixture struct {
 // start brings up a cluster and a runner. Cleanup heals (the final heal),
 // asserts that nothing is left broken and that final-heal was recorded,
 // then stops the cluster.
-func start(t *testing.T, ccfg redisbackend.Config, ncfg nemesis.Config, clients nemesis.Clients) *fixture {
+func start(t *testing.T, ccfg sut.Config, ncfg nemesis.Config, clients nemesis.Clients) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	c := redistest.Up(t, ccfg)
@@ -89,7 +90,7 @@ func last(rec *history.Recorder, f string) (history.Op, bool) {
 // client dials s directly (not through any proxy), closed at cleanup.
 func client(t *testing.T, s *redisbackend.Server, timeout time.Duration) *redis.Client {
 	t.Helper()
-	cl := redisbackend.NewRedisClient(s.Addr(), redisbackend.ClientOptions{Timeout: timeout, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: timeout, PoolSize: 1})
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }
@@ -97,7 +98,7 @@ func client(t *testing.T, s *redisbackend.Server, timeout time.Duration) *redis.
 // proxied dials addr (a link), closed at cleanup.
 func proxied(t *testing.T, addr string, timeout time.Duration) *redis.Client {
 	t.Helper()
-	cl := redisbackend.NewRedisClient(addr, redisbackend.ClientOptions{Timeout: timeout, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(addr, sut.ClientOptions{Timeout: timeout, PoolSize: 1})
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }

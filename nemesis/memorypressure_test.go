@@ -8,7 +8,7 @@ import (
 
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // The measured effect of memory-pressure: under allkeys-lru a lock key set
@@ -17,7 +17,7 @@ import (
 // filler; the final heal restores a node left under pressure.
 func TestMemoryPressureEvictsLockKeys(t *testing.T) {
 	t.Parallel()
-	f := start(t, redisbackend.Config{Nodes: 2}, nemesis.Config{Names: []string{"memory-pressure"}}, nil)
+	f := start(t, sut.Config{Nodes: 2}, nemesis.Config{Names: []string{"memory-pressure"}}, nil)
 	ctx := context.Background()
 	n1, _ := f.c.Server("n1")
 	cl := client(t, n1, 2*time.Second)

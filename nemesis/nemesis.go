@@ -57,7 +57,7 @@ type Config struct {
 	// PauseDuration is how long a node stays paused (default Interval).
 	PauseDuration time.Duration
 	// Persistence, when set, switches the lock nodes to this persistence
-	// mode at Setup (redisbackend.PersistNone, PersistAOFEverysec,
+	// mode at Setup (sut.PersistNone, PersistAOFEverysec,
 	// PersistAOFAlways); otherwise kill keeps the cluster's.
 	Persistence string
 	// RestartDelay is how long a killed node stays down before it restarts
@@ -126,7 +126,7 @@ type Info struct {
 	StrikesClient string
 	// Needs is what the nemesis needs of the deployment: a layout and the
 	// capabilities it uses. A run provides them when its backend can
-	// (redisbackend.Config.Provide) and is refused before it starts when the
+	// (sut.Config.Provide) and is refused before it starts when the
 	// deployment cannot (sut.Check).
 	Needs sut.Needs
 }

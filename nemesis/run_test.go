@@ -72,7 +72,7 @@ func (f *fakeClients) ArmFailpoint(name string, d time.Duration, crash bool) {
 func TestClientFaults(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClients{holder: 3, holding: true}
-	f := start(t, redisbackend.Config{Nodes: 1}, nemesis.Config{Names: []string{"client-pause", "client-crash"}, ClientPause: 2 * time.Second}, fc)
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"client-pause", "client-crash"}, ClientPause: 2 * time.Second}, fc)
 
 	f.do(t, nemesis.Step{Nemesis: "client-pause", Action: "holder"})
 	op, _ := last(f.rec, "pause-client")
@@ -107,7 +107,7 @@ func TestClientFaults(t *testing.T) {
 func TestStepAwaitsHolder(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClients{holder: 1, holding: true}
-	f := start(t, redisbackend.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"partition"}}, fc)
+	f := start(t, sut.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"partition"}}, fc)
 	step := nemesis.Step{Nemesis: "partition", Action: "start", Targets: []string{"c0->n1"},
 		Await: &nemesis.Await{LeaseLeft: time.Second}}
 	f.do(t, step)
@@ -135,7 +135,7 @@ func TestClientFaultsNeedClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs redis-server")
 	}
-	c, err := redisbackend.Up(context.Background(), redisbackend.Config{})
+	c, err := redisbackend.Up(context.Background(), sut.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestClientFaultsNeedClients(t *testing.T) {
 // nodes, persistence a deployment cannot change.
 func TestSetupRefusesWhatTheDeploymentCannotDo(t *testing.T) {
 	t.Parallel()
-	c := redistest.Up(t, redisbackend.Config{Nodes: 2})
+	c := redistest.Up(t, sut.Config{Nodes: 2})
 	for _, tc := range []struct {
 		names []string
 		want  string
@@ -188,8 +188,8 @@ func TestSetupRefusesWhatTheDeploymentCannotDo(t *testing.T) {
 func TestRunSchedule(t *testing.T) {
 	t.Parallel()
 	cfg := nemesis.Config{Names: []string{"partition", "latency", "pause", "kill", "clock"}, Interval: 150 * time.Millisecond,
-		Seed: 2, Persistence: redisbackend.PersistAOFEverysec}
-	f := start(t, redisbackend.Config{Nodes: 3, Clients: 2, Faketime: true}, cfg, nil)
+		Seed: 2, Persistence: sut.PersistAOFEverysec}
+	f := start(t, sut.Config{Nodes: 3, Clients: 2, Faketime: true}, cfg, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := f.r.Run(ctx, f.env); err != nil {

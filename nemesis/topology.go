@@ -20,7 +20,7 @@ type Topology struct {
 }
 
 // TopologyOf is the topology of a deployment's layout (for a local
-// cluster not yet started: redisbackend.Config.Layout).
+// cluster not yet started: sut.Config.Layout).
 func TopologyOf(l sut.Layout) Topology {
 	return Topology{Nodes: append([]string(nil), l.Nodes...), Clients: l.Clients, Replicated: l.Replicated, Sentinel: l.Elected, Peers: l.Peers}
 }

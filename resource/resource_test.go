@@ -7,13 +7,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/resource"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 func storage(t *testing.T) *redis.Client {
 	t.Helper()
-	c := redistest.Up(t, redisbackend.Config{Nodes: 1})
+	c := redistest.Up(t, sut.Config{Nodes: 1})
 	cl := redis.NewClient(&redis.Options{Addr: c.StorageAddr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl

@@ -8,6 +8,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -137,7 +138,7 @@ func manualFailoverRun(replicas int, ttl, hold, promote, leaseLeft time.Duration
 	}
 	return lockharness.Config{
 		Workload: workload(2, ttl, hold, time.Second),
-		Cluster:  redisbackend.Config{Topology: redisbackend.Replicated, Failover: redisbackend.FailoverManual, Replicas: replicas},
+		Cluster:  sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Replicas: replicas},
 		Script: []nemesis.Step{
 			at(500*ms, "failover", "cut", []string{"n2"}, nil),
 			promotion,
@@ -164,7 +165,7 @@ func sentinelRun(extra string) lockharness.Config {
 	n1 := []string{"n1"}
 	return lockharness.Config{
 		Workload: workload(2, 6400*ms, time.Second, time.Second),
-		Cluster: redisbackend.Config{Topology: redisbackend.Replicated, Failover: redisbackend.FailoverSentinel, ExtraConfig: extra,
+		Cluster: sut.Config{Topology: sut.Replicated, Failover: sut.FailoverSentinel, ExtraConfig: extra,
 			SentinelFailoverTimeout: 2 * time.Second},
 		Script: []nemesis.Step{
 			at(600*ms, "partition", "start", []string{redisbackend.LinkName(redisbackend.SentinelsFrom, "n1")},
@@ -449,7 +450,7 @@ func catalogueOne() []Scenario {
 				`fsync every write (redlock-aof-always).`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the node crash", "kill")},
-			Run:      restart(redisbackend.PersistNone, 0),
+			Run:      restart(sut.PersistNone, 0),
 		},
 		{
 			Name: "redlock-delayed-restart", Lock: "redlock",
@@ -462,7 +463,7 @@ func catalogueOne() []Scenario {
 				`notion of time again, and on the restart really waiting.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the node crash", "kill")},
-			Run:      restart(redisbackend.PersistNone, 2200*ms),
+			Run:      restart(sut.PersistNone, 2200*ms),
 		},
 		{
 			Name: "redlock-aof-always", Lock: "redlock",
@@ -476,7 +477,7 @@ func catalogueOne() []Scenario {
 				`up to a second of writes with everysec.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the node crash", "kill")},
-			Run:      restart(redisbackend.PersistAOFAlways, 0),
+			Run:      restart(sut.PersistAOFAlways, 0),
 		},
 		{
 			Name: "redlock-pause-before-check", Lock: "redlock",

@@ -36,7 +36,7 @@ var (
 func clusterFailoverRun(mode string) lockharness.Config {
 	return lockharness.Config{
 		Workload: workload(2, 3*time.Second, 2*time.Second, 2*time.Second),
-		Cluster:  redisbackend.Config{Topology: redisbackend.RedisCluster},
+		Cluster:  sut.Config{Topology: sut.RedisCluster},
 		Script: []nemesis.Step{
 			awaiting(at(500*ms, "latency", "start", []string{redisbackend.LinkName(redisbackend.PeersFrom, clusterMaster)},
 				map[string]string{"latency": "1500ms", "jitter": "0s"}), nemesis.Await{}),
@@ -101,7 +101,7 @@ func catalogueCluster() []Scenario {
 			Exposure: []checker.Requirement{struck("the slot move", "move-slot")},
 			Run: lockharness.Config{
 				Workload: workload(2, 2*time.Second, time.Second, 2*time.Second),
-				Cluster:  redisbackend.Config{Topology: redisbackend.RedisCluster},
+				Cluster:  sut.Config{Topology: sut.RedisCluster},
 				Script: []nemesis.Step{
 					awaiting(at(300*ms, "cluster-failover", "move-slot", nil, map[string]string{"key": clusterKey}), nemesis.Await{LeaseLeft: time.Second}),
 					awaiting(at(1500*ms, "cluster-failover", "move-slot", nil, map[string]string{"key": clusterKey}), nemesis.Await{LeaseLeft: time.Second}),

@@ -16,7 +16,7 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Checkers are the checker names a scenario has an expectation for, in the
@@ -145,7 +145,7 @@ type Options struct {
 	// local redis-server processes. A scenario whose faults the backend
 	// cannot cause fails with an error wrapping sut.ErrUnsupported,
 	// saying why: it was not run, so it did not pass.
-	Backend redisbackend.Backend
+	Backend sut.Backend
 }
 
 // Outcome is what one run of a scenario observed.

@@ -1,31 +1,39 @@
-// Package deploy is the seam between the harness and the system under test.
+// Package sut is the seam between the harness and the system under test.
 //
 // A Deployment is a running system under test: its nodes, the network links
 // that clients, replicas and sentinels reach them through, the storage node
-// that holds the protected resource, and the heal, health check and
-// teardown that bring it back to a known good state. It follows Jepsen's
-// split of the database (DB: setup, teardown, kill, pause, primaries) from
-// the network (Net: drop, slow, heal), and etcd robustness's failpoints,
-// which ask Available() before they are injected: every fault a nemesis can
-// cause is a Capability, and a nemesis asks for the capabilities it uses
-// before the run starts, so that a deployment that cannot do it refuses
-// with an *UnsupportedError naming what is missing and how to get it,
-// instead of a run that silently tested nothing.
+// that holds the protected resource, the client nodes the locks are built
+// over, and the heal, health check and teardown that bring it back to a
+// known good state. It follows Jepsen's split of the database (DB: setup,
+// teardown, kill, pause, primaries) from the network (Net: drop, slow,
+// heal), and etcd robustness's failpoints, which ask Available() before
+// they are injected: every fault a nemesis can cause is a Capability, and
+// a nemesis asks for the capabilities it uses before the run starts, so
+// that a deployment that cannot do it refuses with an *UnsupportedError
+// naming what is missing and how to get it, instead of a run that silently
+// tested nothing.
 //
-// This package holds no backend and no Redis type. The local-process Redis
-// backend (package cluster) implements it; so can containers or a
-// deployment the user runs. What a client speaks to a node (go-redis
-// clients, Sentinel) stays in the backend's own package.
+// Besides the interfaces, the seam holds what every backend and the
+// harness share: the deployment request (Config, the topology, failover
+// and persistence names), the client node a lock is built over
+// (ClientNode, ClientOptions) and a Backend, which starts a Deployment
+// from a Config. It starts nothing itself: the backends live in the
+// packages below it (sut/redis, sut/rediscluster, sut/etcd,
+// sut/zookeeper, sut/mariadb: local processes built with the toolkit
+// sut/local; sut/docker: containers; sut/target: a deployment the user
+// runs).
 //
-// Writing a backend: implement Deployment; its nodes implement Node and,
-// for each capability they claim, the interface behind it (Killer, Pauser,
-// Clocked, Commander); a replicated deployment implements Replication, one
-// whose persistence can change Persister, one that can cut its nodes off
-// from each other in its own network NodePartitioner, one whose server can
-// end a lock holder's session ConnectionKiller, and Hinter says how
-// to get what it lacks. HealAll and CheckHealthy heal and check any deployment through
-// these interfaces alone, so a backend's Heal and Healthy may be just
-// them. Start from the local backend, package cluster (deployment.go).
+// Writing a backend: a Backend returns a Deployment; its nodes implement
+// Node and, for each capability they claim, the interface behind it
+// (Killer, Pauser, Clocked, Commander); a replicated deployment implements
+// Replication, one whose persistence can change Persister, one that can
+// cut its nodes off from each other in its own network NodePartitioner,
+// one whose server can end a lock holder's session ConnectionKiller, and
+// Hinter says how to get what it lacks. HealAll and CheckHealthy heal and
+// check any deployment through these interfaces alone, so a backend's Heal
+// and Healthy may be just them. Start from the local Redis backend,
+// package sut/redis (deployment.go), or, for a system of servers behind
+// proxies, from sut/etcd.
 //
 // Names. Lock nodes are "n1"…"nN", sentinels "s1"…, client slots "c0"….
 // A link is named "from->to" (LinkName): "c0->n1" is client 0's path to
@@ -69,8 +77,15 @@ type Deployment interface {
 	// through that client's own links, so one client can be cut off while
 	// another is not.
 	Endpoints(client int) []Endpoint
+	// ClientNodes are the lock nodes as client slot client reaches them,
+	// through that client's links (Addr), for the locks to be built over:
+	// for Redis each with its own go-redis client, which the caller closes
+	// (CloseClientNodes); a system other than Redis gives addresses only
+	// (and o.Timeout as Timeout, AddressNodes).
+	ClientNodes(client int, o ClientOptions) []ClientNode
 	// StorageAddr is where the protected resource lives, as a client on
-	// the harness's host reaches it; no fault ever reaches it.
+	// the harness's host reaches it; no fault ever reaches it. Whatever
+	// the system, it is a Redis server.
 	StorageAddr() string
 	// Heal undoes every fault whatever caused it (links, paused and dead
 	// nodes, clocks, replication roles) and says what it did, for the

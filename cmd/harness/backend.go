@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/target"
 )
 
@@ -31,7 +31,7 @@ func addBackendFlags(f *pflag.FlagSet, b *backendFlags) {
 
 // resolve turns the flags into the run's backend (nil: local processes),
 // refusing contradictions before anything starts.
-func (b backendFlags) resolve() (redisbackend.Backend, error) {
+func (b backendFlags) resolve() (sut.Backend, error) {
 	switch b.backend {
 	case backendLocal, backendDocker:
 	default:

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
 	"github.com/lockharness/lockharness/sut/docker/dockertest"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // BenchmarkUp is the time to bring each topology up on Docker until it is
@@ -21,7 +21,7 @@ func BenchmarkUp(b *testing.B) {
 		cfg  docker.Config
 	}{
 		{"independent-5", docker.Config{Nodes: 5, Clients: 2}},
-		{"master-2-replicas-3-sentinels", docker.Config{Topology: redisbackend.Replicated, Replicas: 2, Sentinels: 3, Clients: 2}},
+		{"master-2-replicas-3-sentinels", docker.Config{Topology: sut.Replicated, Replicas: 2, Sentinels: 3, Clients: 2}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var up, down time.Duration

@@ -3,7 +3,6 @@ package docker
 import (
 	"fmt"
 
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
@@ -16,12 +15,12 @@ import (
 // master they name (an address on the gateway) through the client's own
 // link to it; with manual failover it dials the master the harness set
 // (SetPrimary), and SetPrimary closes its connections so the next command
-// dials the new one. The caller closes them (redisbackend.CloseNodes).
-func (d *Deployment) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.Node {
-	if d.cfg.Topology != redisbackend.Replicated {
-		var out []locks.Node
+// dials the new one. The caller closes them (sut.CloseClientNodes).
+func (d *Deployment) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
+	if d.cfg.Topology != sut.Replicated {
+		var out []sut.ClientNode
 		for _, ep := range d.Endpoints(cl) {
-			out = append(out, locks.Node{Name: ep.Node, Client: redisbackend.NewRedisClient(ep.Addr, o)})
+			out = append(out, sut.ClientNode{Name: ep.Node, Client: redisbackend.NewRedisClient(ep.Addr, o)})
 		}
 		return out
 	}
@@ -42,7 +41,7 @@ func (d *Deployment) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.N
 			}
 		}
 		dial := redisbackend.AnnounceDialer(redisbackend.AnnouncedLinks(d.Announced(), linkAddr), o.Timeout)
-		return []locks.Node{{Name: redisbackend.MasterNodeName, Client: redisbackend.NewFailoverClient(redisbackend.MasterName, addrs, dial, o)}}
+		return []sut.ClientNode{{Name: redisbackend.MasterNodeName, Client: redisbackend.NewFailoverClient(redisbackend.MasterName, addrs, dial, o)}}
 	}
 	md := redisbackend.NewMasterDialer(func() (string, error) {
 		primary := d.Primary()
@@ -54,5 +53,5 @@ func (d *Deployment) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.N
 	d.mu.Lock()
 	d.dialers = append(d.dialers, md)
 	d.mu.Unlock()
-	return []locks.Node{{Name: redisbackend.MasterNodeName, Client: redisbackend.NewMasterClient(md, o)}}
+	return []sut.ClientNode{{Name: redisbackend.MasterNodeName, Client: redisbackend.NewMasterClient(md, o)}}
 }

@@ -26,6 +26,7 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
+	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -34,21 +35,21 @@ import (
 type Config struct {
 	// Image is the image every node runs (DefaultImage when empty).
 	Image string
-	// Topology is redisbackend.Independent (default) or redisbackend.Replicated.
+	// Topology is sut.Independent (default) or sut.Replicated.
 	Topology string
 	// Nodes is the number of independent masters (replicated: 1+Replicas).
 	Nodes int
 	// Replicas and Sentinels of a replicated topology (defaults 2 and 3);
-	// Sentinels 0 with Failover redisbackend.FailoverManual.
+	// Sentinels 0 with Failover sut.FailoverManual.
 	Replicas, Sentinels int
-	// Failover is redisbackend.FailoverSentinel (default) or FailoverManual.
+	// Failover is sut.FailoverSentinel (default) or FailoverManual.
 	Failover string
 	// SentinelDownAfter and SentinelFailoverTimeout (defaults 1s and 3s).
 	SentinelDownAfter, SentinelFailoverTimeout time.Duration
 	// Clients is the number of client slots, each with its own proxy to
 	// every node.
 	Clients int
-	// Persistence of the lock nodes (redisbackend.PersistNone, …): what a node
+	// Persistence of the lock nodes (sut.PersistNone, …): what a node
 	// killed and started again remembers.
 	Persistence string
 	// Faketime runs every lock node under libfaketime (the image must have
@@ -65,11 +66,11 @@ type Config struct {
 	ExtraConfig string
 }
 
-// ConfigFrom is the Docker topology of a local one (redisbackend.Config, what
+// ConfigFrom is the Docker topology of a local one (sut.Config, what
 // the harness's run and its scenarios ask for), with its nodes from image
 // (DefaultImage when empty). The containers get CAP_NET_ADMIN when the
 // image has iptables, so the iptables partition is there when it can be.
-func ConfigFrom(c redisbackend.Config, image string) Config {
+func ConfigFrom(c sut.Config, image string) Config {
 	return Config{
 		Image: image, Topology: c.Topology, Nodes: c.Nodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
 		Failover: c.Failover, SentinelDownAfter: c.SentinelDownAfter, SentinelFailoverTimeout: c.SentinelFailoverTimeout,
@@ -80,8 +81,8 @@ func ConfigFrom(c redisbackend.Config, image string) Config {
 // Backend is the Docker backend for the harness's runs and scenarios: the
 // topology a run asks for, as containers of image (DefaultImage when
 // empty).
-func Backend(image string) redisbackend.Backend {
-	return func(ctx context.Context, c redisbackend.Config) (redisbackend.Deployment, error) {
+func Backend(image string) sut.Backend {
+	return func(ctx context.Context, c sut.Config) (sut.Deployment, error) {
 		d, err := Up(ctx, ConfigFrom(c, image))
 		if err != nil {
 			return nil, err
@@ -95,7 +96,7 @@ func (c Config) WithDefaults() Config {
 	if c.Image == "" {
 		c.Image = DefaultImage
 	}
-	lc := redisbackend.Config{Topology: c.Topology, Nodes: c.Nodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
+	lc := sut.Config{Topology: c.Topology, Nodes: c.Nodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
 		Failover: c.Failover, Clients: c.Clients, Persistence: c.Persistence,
 		SentinelDownAfter: c.SentinelDownAfter, SentinelFailoverTimeout: c.SentinelFailoverTimeout}.WithDefaults()
 	c.Topology, c.Nodes, c.Replicas, c.Sentinels, c.Failover = lc.Topology, lc.Nodes, lc.Replicas, lc.Sentinels, lc.Failover
@@ -107,10 +108,10 @@ func (c Config) WithDefaults() Config {
 // Validate rejects what cannot be started, with the same rules as local
 // processes.
 func (c Config) Validate() error {
-	if c.Topology == redisbackend.RedisCluster {
-		return fmt.Errorf("the Docker backend does not start a Redis Cluster (--topology %s runs on local redis-server processes): drop --backend docker, or use --topology %s or %s", redisbackend.RedisCluster, redisbackend.Independent, redisbackend.Replicated)
+	if c.Topology == sut.RedisCluster {
+		return fmt.Errorf("the Docker backend does not start a Redis Cluster (--topology %s runs on local redis-server processes): drop --backend docker, or use --topology %s or %s", sut.RedisCluster, sut.Independent, sut.Replicated)
 	}
-	return redisbackend.Config{Topology: c.Topology, Nodes: c.Nodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
+	return sut.Config{Topology: c.Topology, Nodes: c.Nodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
 		Failover: c.Failover, Clients: c.Clients, Persistence: c.Persistence}.Validate()
 }
 
@@ -288,7 +289,7 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 	if err := startAll(ctx, servers); err != nil {
 		return nil, err
 	}
-	if cfg.Topology == redisbackend.Replicated {
+	if cfg.Topology == sut.Replicated {
 		if err := d.waitReplicated(ctx, 30*time.Second, false); err != nil {
 			return nil, err
 		}
@@ -417,7 +418,7 @@ func (d *Deployment) addLinks() error {
 			}
 		}
 	}
-	if d.cfg.Topology != redisbackend.Replicated {
+	if d.cfg.Topology != sut.Replicated {
 		return nil
 	}
 	if len(d.Sentinels) > 0 {
@@ -502,7 +503,7 @@ func (d *Deployment) Announced() map[string]string {
 // the address of its "sentinels->" link, by IP (a name would block Redis in
 // DNS resolution across a partition).
 func (d *Deployment) renderConfigs() {
-	if d.cfg.Topology == redisbackend.Replicated {
+	if d.cfg.Topology == sut.Replicated {
 		d.primary = d.Nodes[0].name
 	}
 	for _, n := range d.Nodes {
@@ -543,7 +544,7 @@ func (d *Deployment) nodeConfig(n *Node, master string) string {
 			b.WriteString("\n")
 		}
 	}
-	if d.cfg.Topology == redisbackend.Replicated {
+	if d.cfg.Topology == sut.Replicated {
 		b.WriteString("repl-diskless-sync-delay 0\n")
 		if master != n.name {
 			if l := d.replicationLink(n.name, master); l != nil {

@@ -148,7 +148,7 @@ func client0(t *testing.T, d *docker.Deployment, node string) *redisClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redisbackend.NewRedisClient(addr, redisbackend.ClientOptions{Timeout: 300 * time.Millisecond, PoolSize: 1})
+	c := redisbackend.NewRedisClient(addr, sut.ClientOptions{Timeout: 300 * time.Millisecond, PoolSize: 1})
 	t.Cleanup(func() { _ = c.Close() })
 	return &redisClient{c}
 }
@@ -157,7 +157,7 @@ func client0(t *testing.T, d *docker.Deployment, node string) *redisClient {
 // its effect measured through the client's proxy.
 func TestNodeFaults(t *testing.T) {
 	dockertest.Require(t)
-	d := up(t, docker.Config{Nodes: 1, Clients: 1, Faketime: true, NetAdmin: true, Persistence: redisbackend.PersistAOFAlways})
+	d := up(t, docker.Config{Nodes: 1, Clients: 1, Faketime: true, NetAdmin: true, Persistence: sut.PersistAOFAlways})
 	ctx := context.Background()
 	n1 := d.Nodes[0]
 	c := client0(t, d, "n1")
@@ -338,7 +338,7 @@ func TestSeamCapabilities(t *testing.T) {
 // is paused.
 func TestSentinelFailover(t *testing.T) {
 	dockertest.Require(t)
-	d := up(t, docker.Config{Topology: redisbackend.Replicated, Clients: 1})
+	d := up(t, docker.Config{Topology: sut.Replicated, Clients: 1})
 	ctx := context.Background()
 	for _, n := range d.Nodes[1:] {
 		l, _ := d.Link(docker.SentinelsFrom, "n1")
@@ -349,8 +349,8 @@ func TestSentinelFailover(t *testing.T) {
 			t.Fatalf("%s: role %q, %v", n.Name(), r, err)
 		}
 	}
-	nodes := d.ClientNodes(0, redisbackend.ClientOptions{Timeout: 300 * time.Millisecond})
-	defer redisbackend.CloseNodes(nodes)
+	nodes := d.ClientNodes(0, sut.ClientOptions{Timeout: 300 * time.Millisecond})
+	defer sut.CloseClientNodes(nodes)
 	if len(nodes) != 1 || nodes[0].Name != redisbackend.MasterNodeName {
 		t.Fatalf("client nodes of a replicated topology: %v", nodes)
 	}

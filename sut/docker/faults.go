@@ -329,7 +329,7 @@ func (n *Node) writeClockLocked() error {
 // ahead of this process's clock (the round trip's midpoint taken as the
 // instant it was read).
 func (n *Node) ServerTime(ctx context.Context, timeout time.Duration) (time.Duration, error) {
-	cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{Timeout: timeout, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: timeout, PoolSize: 1})
 	defer cl.Close()
 	t0 := time.Now()
 	st, err := cl.Time(ctx).Result()
@@ -446,7 +446,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // ReplicationRole asks the node for its replication role (INFO replication's role
 // line: master or slave).
 func (n *Node) ReplicationRole(ctx context.Context) (string, error) {
-	cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{Timeout: time.Second, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 	defer cl.Close()
 	info, err := cl.Info(ctx, "replication").Result()
 	if err != nil {
@@ -486,7 +486,7 @@ func (d *Deployment) replicatedReady(ctx context.Context, sentinels bool) error 
 		if n.name == primary {
 			continue
 		}
-		cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{Timeout: time.Second, PoolSize: 1})
+		cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 		info, err := cl.Info(ctx, "replication").Result()
 		_ = cl.Close()
 		if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
 	"github.com/lockharness/lockharness/sut/docker/dockertest"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // The rules of the native partition, without containers: direct packets to
@@ -73,7 +72,7 @@ func TestCutRules(t *testing.T) {
 // leave open. Heal undoes it: the links come up and the write arrives.
 func TestNativePartition(t *testing.T) {
 	dockertest.Require(t)
-	d := up(t, docker.Config{Topology: redisbackend.Replicated, Failover: redisbackend.FailoverManual, Replicas: 2, Sentinels: 0, Clients: 1,
+	d := up(t, docker.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Replicas: 2, Sentinels: 0, Clients: 1,
 		ExtraConfig: "repl-ping-replica-period 1\nrepl-timeout 3\n"})
 	ctx := context.Background()
 	if !d.Capabilities().Has(sut.CanPartitionNodes) {

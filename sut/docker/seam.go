@@ -44,7 +44,7 @@ func (n *Node) Capabilities() sut.Capabilities {
 
 // Layout is the topology's shape.
 func (d *Deployment) Layout() sut.Layout {
-	l := sut.Layout{Clients: d.cfg.Clients, Replicated: d.cfg.Topology == redisbackend.Replicated}
+	l := sut.Layout{Clients: d.cfg.Clients, Replicated: d.cfg.Topology == sut.Replicated}
 	l.Elected = l.Replicated && len(d.Sentinels) > 0
 	for _, n := range d.Nodes {
 		l.Nodes = append(l.Nodes, n.name)
@@ -65,7 +65,7 @@ func (d *Deployment) Capabilities() sut.Capabilities {
 	if d.canCut() {
 		cs = append(cs, sut.CanPartitionNodes)
 	}
-	if d.cfg.Topology == redisbackend.Replicated {
+	if d.cfg.Topology == sut.Replicated {
 		cs = append(cs, sut.CanPromote)
 		if len(d.Sentinels) > 0 {
 			cs = append(cs, sut.CanElect)
@@ -157,7 +157,7 @@ func (d *Deployment) Primary() string {
 // SetPrimary records node as the master; the configs of every node are
 // rendered anew, so a node started again keeps the new roles.
 func (d *Deployment) SetPrimary(node string) error {
-	if d.cfg.Topology != redisbackend.Replicated {
+	if d.cfg.Topology != sut.Replicated {
 		return fmt.Errorf("set primary: topology %s has no master", d.cfg.Topology)
 	}
 	if _, err := d.Container(node); err != nil {
@@ -245,7 +245,7 @@ func (d *Deployment) Elected(ctx context.Context) (string, error) {
 // do runs one command on the node over a direct connection: the harness
 // acting as the operator, never through a faulted link.
 func (n *Node) do(ctx context.Context, args ...any) error {
-	cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{Timeout: time.Second, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 	defer cl.Close()
 	return cl.Do(ctx, args...).Err()
 }
@@ -292,11 +292,11 @@ func (d *Deployment) SetPersistence(ctx context.Context, mode string) error {
 }
 
 func (n *Node) setPersistence(ctx context.Context, mode string) error {
-	cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 	defer cl.Close()
 	var err error
 	switch mode {
-	case redisbackend.PersistNone:
+	case sut.PersistNone:
 		err = cl.ConfigSet(ctx, "appendonly", "no").Err()
 	default:
 		err = cl.ConfigSet(ctx, "appendfsync", strings.TrimPrefix(mode, "aof-")).Err()
@@ -324,7 +324,7 @@ func (n *Node) setPersistence(ctx context.Context, mode string) error {
 // Command sends an operator's command over a direct connection to the
 // container's address (no proxy, no fault) and returns the answer as text.
 func (n *Node) Command(ctx context.Context, args ...string) (string, error) {
-	cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 	defer cl.Close()
 	a := make([]any, len(args))
 	for i, s := range args {

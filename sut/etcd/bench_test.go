@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/etcd"
 	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // BenchmarkUp measures the start-up of a three-member group with one
@@ -19,7 +19,7 @@ func BenchmarkUp(b *testing.B) {
 	var up time.Duration
 	for b.Loop() {
 		start := time.Now()
-		c, err := etcd.Up(context.Background(), redisbackend.Config{Clients: 1})
+		c, err := etcd.Up(context.Background(), sut.Config{Clients: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

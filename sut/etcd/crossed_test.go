@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -25,7 +26,7 @@ func TestAMemberThatReachesAnotherGroupIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	other, err := Up(ctx, redisbackend.Config{Clients: 1})
+	other, err := Up(ctx, sut.Config{Clients: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // of etcd members (etcd-server's etcd binary) on loopback, every client's
 // link to every member and every member's link to every other member a
 // toxiproxy proxy of its own, plus a Redis storage node for the protected
-// resource. Its *Cluster is a redisbackend.Deployment whose nodes carry
+// resource. Its *Cluster is a sut.Deployment whose nodes carry
 // addresses only: the etcd locks (package locks) dial their own etcd
 // client through them.
 //
@@ -34,7 +34,6 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
@@ -56,7 +55,7 @@ const readyTimeout = 30 * time.Second
 
 // Cluster is a running etcd group.
 type Cluster struct {
-	cfg     redisbackend.Config
+	cfg     sut.Config
 	tempDir bool
 
 	// Servers are the etcd members n1…nN.
@@ -76,14 +75,14 @@ type Cluster struct {
 }
 
 var (
-	_ redisbackend.Deployment = (*Cluster)(nil)
-	_ sut.Hinter              = (*Cluster)(nil)
-	_ sut.Killer              = member{}
-	_ sut.Pauser              = member{}
+	_ sut.Deployment = (*Cluster)(nil)
+	_ sut.Hinter     = (*Cluster)(nil)
+	_ sut.Killer     = member{}
+	_ sut.Pauser     = member{}
 )
 
 // Local is the etcd Backend: Up.
-func Local(ctx context.Context, cfg redisbackend.Config) (redisbackend.Deployment, error) {
+func Local(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
 	c, err := Up(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -98,11 +97,11 @@ func Local(ctx context.Context, cfg redisbackend.Config) (redisbackend.Deploymen
 // package doc): the members lack CanSetClock, and a clock fault is refused
 // by sut.Check with the reason. A port taken between choosing it and
 // binding it makes Up start over, up to three times.
-func Up(ctx context.Context, cfg redisbackend.Config) (*Cluster, error) {
+func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
 	return redisbackend.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
-func up(ctx context.Context, cfg redisbackend.Config) (_ *Cluster, err error) {
+func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 3
 	}
@@ -112,7 +111,7 @@ func up(ctx context.Context, cfg redisbackend.Config) (_ *Cluster, err error) {
 	switch {
 	case cfg.Nodes < 1:
 		return nil, fmt.Errorf("etcd needs at least 1 member, got %d", cfg.Nodes)
-	case cfg.Topology == redisbackend.Replicated:
+	case cfg.Topology == sut.Replicated:
 		return nil, fmt.Errorf("etcd is a group of peers, not a master with replicas: leave out the replicated topology")
 	case cfg.BasePort != 0:
 		return nil, fmt.Errorf("etcd members take free ports: leave out the base port")
@@ -362,8 +361,8 @@ func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
 
 // ClientNodes are the members as client slot cl reaches them: addresses
 // for the etcd client the lock builds, and the per-request timeout.
-func (c *Cluster) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.Node {
-	return redisbackend.AddressNodes(c.Endpoints(cl), o)
+func (c *Cluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
+	return sut.AddressNodes(c.Endpoints(cl), o)
 }
 
 // StorageAddr is the Redis storage node's address (direct, never faulted).

@@ -13,7 +13,6 @@ import (
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/etcd"
 	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // client is an etcd client over client slot cl's own links.
@@ -35,7 +34,7 @@ func client(t *testing.T, c *etcd.Cluster, cl int) *clientv3.Client {
 // through its own links, and every link (client and peer) exists.
 func TestUpStartsAHealthyGroupLedByN1(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.Up(t, redisbackend.Config{Clients: 2})
+	c := etcdtest.Up(t, sut.Config{Clients: 2})
 	ctx := context.Background()
 	if err := c.Healthy(ctx); err != nil {
 		t.Fatal(err)
@@ -55,7 +54,7 @@ func TestUpStartsAHealthyGroupLedByN1(t *testing.T) {
 	if _, err := cli.Put(pctx, "k", "v"); err != nil {
 		t.Fatal(err)
 	}
-	if nodes := c.ClientNodes(0, redisbackend.ClientOptions{}); len(nodes) != 3 || nodes[0].Addr == "" || nodes[0].Client != nil {
+	if nodes := c.ClientNodes(0, sut.ClientOptions{}); len(nodes) != 3 || nodes[0].Addr == "" || nodes[0].Client != nil {
 		t.Errorf("client nodes %+v", nodes)
 	}
 }
@@ -66,7 +65,7 @@ func TestUpStartsAHealthyGroupLedByN1(t *testing.T) {
 // the group back healthy.
 func TestIsolatingTheLeaderElectsAnother(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.Up(t, redisbackend.Config{Clients: 1})
+	c := etcdtest.Up(t, sut.Config{Clients: 1})
 	ctx := context.Background()
 	for _, l := range c.Network().Links() {
 		if l.From() == "n1" || l.To() == "n1" {
@@ -133,7 +132,7 @@ func majorityLeader(ctx context.Context, c *etcd.Cluster) (string, error) {
 // a clock fault is refused with the reason.
 func TestKillPauseHealAndNoClock(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.Up(t, redisbackend.Config{Clients: 1})
+	c := etcdtest.Up(t, sut.Config{Clients: 1})
 	ctx := context.Background()
 	n2, _ := c.Node("n2")
 	k, err := sut.As[sut.Killer](n2, sut.CanKill)

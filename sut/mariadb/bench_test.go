@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/mariadb"
 	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // BenchmarkUp measures the start-up of the MariaDB deployment with one
@@ -18,7 +18,7 @@ import (
 // start-up alone.
 func BenchmarkUp(b *testing.B) {
 	mariadbtest.Require(b)
-	warm, err := mariadb.Up(context.Background(), redisbackend.Config{})
+	warm, err := mariadb.Up(context.Background(), sut.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func BenchmarkUp(b *testing.B) {
 	var up time.Duration
 	for b.Loop() {
 		start := time.Now()
-		c, err := mariadb.Up(context.Background(), redisbackend.Config{Clients: 1})
+		c, err := mariadb.Up(context.Background(), sut.Config{Clients: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,7 +2,7 @@
 // MariaDB server (Debian's mariadbd) on a free loopback port with its own
 // data directory, every client's link to it a toxiproxy proxy of its own
 // (so a partition or latency strikes one client), plus a Redis storage node
-// for the protected resource. Its *Cluster is a redisbackend.Deployment whose
+// for the protected resource. Its *Cluster is a sut.Deployment whose
 // node carries an address only: the MySQL locks (package locks) open their
 // own connections through it, as user locks.MySQLUser, to the database
 // locks.MySQLDatabase, whose tables (locks.MySQLLockTable, the rows the
@@ -55,7 +55,7 @@ const NodeName = "n1"
 
 // Cluster is a running MariaDB server with its links and storage.
 type Cluster struct {
-	cfg     redisbackend.Config
+	cfg     sut.Config
 	tempDir bool
 
 	// Server is the MariaDB server, n1.
@@ -75,16 +75,16 @@ type Cluster struct {
 }
 
 var (
-	_ redisbackend.Deployment = (*Cluster)(nil)
-	_ sut.Hinter              = (*Cluster)(nil)
-	_ sut.ConnectionKiller    = (*Cluster)(nil)
-	_ sut.Killer              = server{}
-	_ sut.Pauser              = server{}
-	_ sut.Clocked             = server{}
+	_ sut.Deployment       = (*Cluster)(nil)
+	_ sut.Hinter           = (*Cluster)(nil)
+	_ sut.ConnectionKiller = (*Cluster)(nil)
+	_ sut.Killer           = server{}
+	_ sut.Pauser           = server{}
+	_ sut.Clocked          = server{}
 )
 
 // Local is the MariaDB Backend: Up.
-func Local(ctx context.Context, cfg redisbackend.Config) (redisbackend.Deployment, error) {
+func Local(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
 	c, err := Up(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func Local(ctx context.Context, cfg redisbackend.Config) (redisbackend.Deploymen
 // links and the storage node, and waits until the server answers. On
 // error, whatever was started is stopped. A port taken between choosing it
 // and binding it makes Up start over, up to three times.
-func Up(ctx context.Context, cfg redisbackend.Config) (*Cluster, error) {
+func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
 	return redisbackend.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
@@ -106,7 +106,7 @@ func Up(ctx context.Context, cfg redisbackend.Config) (*Cluster, error) {
 // anyway. Its logger is process-wide; it is set once.
 var quietDriver sync.Once
 
-func up(ctx context.Context, cfg redisbackend.Config) (_ *Cluster, err error) {
+func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	quietDriver.Do(func() { _ = mysql.SetLogger(log.New(io.Discard, "", 0)) })
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 1
@@ -117,7 +117,7 @@ func up(ctx context.Context, cfg redisbackend.Config) (_ *Cluster, err error) {
 	switch {
 	case cfg.Nodes != 1:
 		return nil, fmt.Errorf("the MariaDB deployment is one server, got %d nodes", cfg.Nodes)
-	case cfg.Topology == redisbackend.Replicated:
+	case cfg.Topology == sut.Replicated:
 		return nil, fmt.Errorf("the MariaDB deployment is one server without replicas: leave out the replicated topology")
 	case cfg.BasePort != 0:
 		return nil, fmt.Errorf("the MariaDB server takes a free port: leave out the base port")
@@ -331,8 +331,8 @@ func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
 
 // ClientNodes is the server as client slot cl reaches it: an address for
 // the connections the lock opens, and the per-request timeout.
-func (c *Cluster) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.Node {
-	return redisbackend.AddressNodes(c.Endpoints(cl), o)
+func (c *Cluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
+	return sut.AddressNodes(c.Endpoints(cl), o)
 }
 
 // StorageAddr is the Redis storage node's address (direct, never faulted).

@@ -27,7 +27,7 @@ func open(t *testing.T, addr string) *sql.DB {
 // The server comes up with the schema, every client through its own link,
 // and a cut link stops that client alone.
 func TestUpLinksAndSchema(t *testing.T) {
-	c := mariadbtest.Up(t, redisbackend.Config{Clients: 2})
+	c := mariadbtest.Up(t, sut.Config{Clients: 2})
 	ctx := context.Background()
 	if err := c.Healthy(ctx); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestUpLinksAndSchema(t *testing.T) {
 // named lock, and ends it: the holder's next command fails and the row is
 // free for another at once.
 func TestKillHolder(t *testing.T) {
-	c := mariadbtest.Up(t, redisbackend.Config{Clients: 2})
+	c := mariadbtest.Up(t, sut.Config{Clients: 2})
 	ctx := context.Background()
 	db := open(t, c.Endpoints(0)[0].Addr)
 	if _, err := db.ExecContext(ctx, "INSERT INTO "+locks.MySQLLockTable+" VALUES ('k')"); err != nil {
@@ -128,7 +128,7 @@ func TestKillHolder(t *testing.T) {
 // Pause, kill and restart through the seam: a paused server answers
 // nothing; a killed one comes back (crash recovery) with its tables.
 func TestPauseKillRestart(t *testing.T) {
-	c := mariadbtest.Up(t, redisbackend.Config{})
+	c := mariadbtest.Up(t, sut.Config{})
 	ctx := context.Background()
 	n, err := c.Node(mariadb.NodeName)
 	if err != nil {
@@ -187,7 +187,7 @@ func TestClockJump(t *testing.T) {
 	if _, err := redisbackend.Libfaketime(); err != nil {
 		t.Skip(err)
 	}
-	c := mariadbtest.Up(t, redisbackend.Config{Faketime: true})
+	c := mariadbtest.Up(t, sut.Config{Faketime: true})
 	ctx := context.Background()
 	n, err := c.Node(mariadb.NodeName)
 	if err != nil {

@@ -18,7 +18,7 @@ type Clock = sut.Clock
 // RealClock is the clock of a node without clock faults.
 var RealClock = sut.RealClock
 
-// Faked reports whether the server runs under libfaketime (Config.Faketime).
+// Faked reports whether the server runs under libfaketime (sut.Config.Faketime).
 func (s *Server) Faked() bool { return s.ClockFile != "" }
 
 // Clock is the server's current fake clock.
@@ -49,7 +49,7 @@ func (s *Server) SetClock(skew time.Duration, rate float64) error {
 }
 
 // ErrNoFaketime is wrapped when a clock fault targets a node that does not
-// run under libfaketime (start the cluster with Config.Faketime).
+// run under libfaketime (start the cluster with sut.Config.Faketime).
 var ErrNoFaketime = errors.New("node does not run under libfaketime (set cluster Config.Faketime)")
 
 // writeClockLocked writes the clock file libfaketime reads on every clock
@@ -92,7 +92,7 @@ func FaketimeLine(c Clock, started time.Time) string {
 // midpoint of the round trip as the instant it was read, and the round
 // trip.
 func (s *Server) ServerTime(ctx context.Context, timeout time.Duration) (skew, rtt time.Duration, err error) {
-	cl := NewRedisClient(s.Addr(), ClientOptions{Timeout: timeout, PoolSize: 1})
+	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: timeout, PoolSize: 1})
 	defer cl.Close()
 	t0 := time.Now()
 	st, err := cl.Time(ctx).Result()

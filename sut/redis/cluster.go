@@ -5,7 +5,7 @@
 // link. Down stops everything; children also die with the harness (Pdeathsig).
 //
 // It is the local-process backend behind the seam: *Cluster is a
-// sut.Deployment (and a redisbackend.Deployment, which adds the go-redis
+// sut.Deployment (and a sut.Deployment, which adds the go-redis
 // clients the locks use). What is Redis's stays here: configs, Sentinel,
 // libfaketime, go-redis.
 package redis
@@ -27,186 +27,20 @@ import (
 	"github.com/lockharness/lockharness/sut"
 )
 
-// Topologies.
-const (
-	// Independent is N independent masters (what Redlock needs).
-	Independent = "independent"
-	// Replicated is one master with replicas, failed over by Sentinel or by
-	// the harness.
-	Replicated = "replicated"
-	// RedisCluster is a Redis Cluster: Masters masters sharing the 16384
-	// hash slots, each with Replicas replicas (rediscluster.go).
-	RedisCluster = "cluster"
-)
-
-// Failover modes of a replicated topology.
-const (
-	// FailoverSentinel: Sentinel watches the master and promotes a replica;
-	// clients find the master through Sentinel.
-	FailoverSentinel = "sentinel"
-	// FailoverManual: no Sentinel; the harness promotes a replica and moves
-	// the clients (a nemesis decides when).
-	FailoverManual = "manual"
-)
-
-// Persistence modes of the lock nodes.
-const (
-	PersistNone        = "none"
-	PersistAOFEverysec = "aof-everysec"
-	PersistAOFAlways   = "aof-always"
-)
-
 // MasterName is the name Sentinel monitors the master under.
 const MasterName = "mymaster"
-
-// Config describes a topology. The zero value, after WithDefaults, is one
-// independent node and one client.
-type Config struct {
-	// Nodes is the number of independent Redis masters the lock uses. A
-	// replicated topology has 1+Replicas nodes and ignores it.
-	Nodes int
-	// Clients is the number of client slots; each slot gets its own proxy to
-	// every node, so one client can be cut off while another is not.
-	Clients int
-	// Dir is the parent of the per-node directories. Empty: a new temporary
-	// directory, removed by Down.
-	Dir string
-	// BasePort, when non-zero, puts node i on BasePort+i, the storage node
-	// on BasePort+Nodes+1 and the sentinels after it; otherwise ports are
-	// chosen free.
-	BasePort int
-	// RedisServer is the redis-server binary; empty means look it up on PATH.
-	RedisServer string
-	// ExtraConfig is appended to every lock node's config (for example
-	// "appendonly yes").
-	ExtraConfig string
-
-	// Topology is Independent (default), Replicated or RedisCluster.
-	Topology string
-	// Replicas is the number of replicas of a replicated topology (default
-	// 2), or of each master of a Redis Cluster (default 1).
-	Replicas int
-	// Masters is the number of masters of a Redis Cluster (default 3).
-	Masters int
-	// ClusterNodeTimeout is a Redis Cluster's cluster-node-timeout: how
-	// long a node may not answer before the others fail it over (default
-	// 5s).
-	ClusterNodeTimeout time.Duration
-	// Sentinels is the number of sentinels with FailoverSentinel (default 3).
-	Sentinels int
-	// Failover is FailoverSentinel (default) or FailoverManual.
-	Failover string
-	// RedisSentinel is the redis-sentinel binary; empty means look it up.
-	RedisSentinel string
-	// SentinelDownAfter is Sentinel's down-after-milliseconds (default 1s).
-	SentinelDownAfter time.Duration
-	// SentinelFailoverTimeout is Sentinel's failover-timeout (default 3s).
-	SentinelFailoverTimeout time.Duration
-
-	// Faketime runs every lock node under libfaketime with its own control
-	// file, so clock faults can skew or drift one node's clock.
-	Faketime bool
-	// Persistence of the lock nodes: PersistNone (default),
-	// PersistAOFEverysec or PersistAOFAlways. It decides what a node killed
-	// and restarted remembers.
-	Persistence string
-}
-
-// WithDefaults fills in unset fields.
-func (c Config) WithDefaults() Config {
-	if c.Topology == "" {
-		c.Topology = Independent
-	}
-	if c.Clients == 0 {
-		c.Clients = 1
-	}
-	if c.Persistence == "" {
-		c.Persistence = PersistNone
-	}
-	if c.Topology == Replicated {
-		if c.Replicas == 0 {
-			c.Replicas = 2
-		}
-		c.Nodes = 1 + c.Replicas
-		if c.Failover == "" {
-			c.Failover = FailoverSentinel
-		}
-		if c.Failover == FailoverSentinel && c.Sentinels == 0 {
-			c.Sentinels = 3
-		}
-		if c.SentinelDownAfter == 0 {
-			c.SentinelDownAfter = time.Second
-		}
-		if c.SentinelFailoverTimeout == 0 {
-			c.SentinelFailoverTimeout = 3 * time.Second
-		}
-	}
-	if c.Topology == RedisCluster {
-		c = c.clusterDefaults()
-	}
-	if c.Nodes == 0 {
-		c.Nodes = 1
-	}
-	return c
-}
-
-// Validate rejects configurations that cannot be started.
-func (c Config) Validate() error {
-	switch c.Topology {
-	case Independent, Replicated:
-	case RedisCluster:
-		if err := c.validateRedisCluster(); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("unknown topology %q (want %s, %s or %s)", c.Topology, Independent, Replicated, RedisCluster)
-	}
-	if c.Topology != RedisCluster && (c.Masters != 0 || c.ClusterNodeTimeout != 0) {
-		return fmt.Errorf("masters and the cluster node timeout shape a Redis Cluster, and the topology is %s: add --topology %s or drop --masters", c.Topology, RedisCluster)
-	}
-	if c.Nodes < 1 {
-		return fmt.Errorf("nodes must be at least 1, got %d", c.Nodes)
-	}
-	if c.Clients < 1 {
-		return fmt.Errorf("clients must be at least 1, got %d", c.Clients)
-	}
-	if _, err := PersistenceConfig(c.Persistence); err != nil {
-		return err
-	}
-	if c.Topology == Replicated {
-		if c.Replicas < 1 {
-			return fmt.Errorf("replicated topology needs at least 1 replica, got %d", c.Replicas)
-		}
-		switch c.Failover {
-		case FailoverSentinel:
-			if c.Sentinels < 1 {
-				return fmt.Errorf("sentinel failover needs at least 1 sentinel, got %d", c.Sentinels)
-			}
-		case FailoverManual:
-			if c.Sentinels != 0 {
-				return fmt.Errorf("manual failover runs no sentinels, got %d", c.Sentinels)
-			}
-		default:
-			return fmt.Errorf("unknown failover %q (want %s or %s)", c.Failover, FailoverSentinel, FailoverManual)
-		}
-	}
-	if c.BasePort < 0 || c.BasePort > 65535-c.Nodes-c.Sentinels-1 {
-		return fmt.Errorf("base port %d out of range", c.BasePort)
-	}
-	return nil
-}
 
 // PersistenceConfig is the redis.conf fragment of a persistence mode.
 func PersistenceConfig(mode string) (string, error) {
 	switch mode {
-	case "", PersistNone:
+	case "", sut.PersistNone:
 		return "appendonly no\n", nil
-	case PersistAOFEverysec:
+	case sut.PersistAOFEverysec:
 		return "appendonly yes\nappendfsync everysec\n", nil
-	case PersistAOFAlways:
+	case sut.PersistAOFAlways:
 		return "appendonly yes\nappendfsync always\n", nil
 	}
-	return "", fmt.Errorf("unknown persistence %q (want %s, %s or %s)", mode, PersistNone, PersistAOFEverysec, PersistAOFAlways)
+	return "", sut.CheckPersistence(mode)
 }
 
 // Endpoint is one node as one client reaches it.
@@ -214,14 +48,14 @@ type Endpoint = sut.Endpoint
 
 // Cluster is a running topology.
 type Cluster struct {
-	cfg     Config
+	cfg     sut.Config
 	tempDir bool
 
 	// Nodes are the lock's Redis servers, n1…nN. In a replicated topology
 	// n1 is the first master and the others its replicas.
 	Nodes []*Server
 	// Sentinels watch a replicated topology's master (s1…sS), with
-	// FailoverSentinel.
+	// sut.FailoverSentinel.
 	Sentinels []*Server
 	// Storage holds the protected resource; no fault reaches it.
 	Storage *Server
@@ -245,17 +79,17 @@ type Cluster struct {
 // With free ports (no BasePort), a port taken by another process between
 // choosing it and the server binding it makes Up start over on new ports,
 // up to three times.
-func Up(ctx context.Context, cfg Config) (*Cluster, error) {
+func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
 	return RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
-func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Topology == RedisCluster {
-		return nil, fmt.Errorf("topology %s is started by UpRedisCluster (or Local), not Up", RedisCluster)
+	if cfg.Topology == sut.RedisCluster {
+		return nil, fmt.Errorf("topology %s is started by UpRedisCluster (or Local), not Up", sut.RedisCluster)
 	}
 	bin := cfg.RedisServer
 	if bin == "" {
@@ -330,7 +164,7 @@ func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	// The chosen ports stayed bound while the proxies took theirs, so no
 	// proxy got a node's port.
 	release()
-	if cfg.Topology == Replicated {
+	if cfg.Topology == sut.Replicated {
 		c.master = c.Nodes[0].Name
 	}
 	for _, s := range c.Nodes {
@@ -358,7 +192,7 @@ func up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if werr != nil {
 		return nil, werr
 	}
-	if cfg.Topology == Replicated {
+	if cfg.Topology == sut.Replicated {
 		if err := c.waitReplicated(ctx, 30*time.Second); err != nil {
 			return nil, err
 		}
@@ -389,7 +223,7 @@ func (c *Cluster) addLinks() error {
 			}
 		}
 	}
-	if c.cfg.Topology != Replicated {
+	if c.cfg.Topology != sut.Replicated {
 		return nil
 	}
 	for _, a := range c.Nodes {
@@ -434,7 +268,7 @@ func (c *Cluster) renderConfig(s *Server) string {
 	b.WriteString(RedisConfig(s.Port, s.Dir, s.Name))
 	pc, _ := PersistenceConfig(c.cfg.Persistence) // validated in Up
 	b.WriteString(pc)
-	if c.cfg.Topology == Replicated {
+	if c.cfg.Topology == sut.Replicated {
 		// A full sync starts at once instead of waiting 5 s for more replicas.
 		b.WriteString("repl-diskless-sync-delay 0\n")
 		if m := c.master; m != "" && m != s.Name {
@@ -563,7 +397,7 @@ func RedisConfig(port int, dir, name string) string {
 }
 
 // Config is the configuration the cluster runs with (defaults filled in).
-func (c *Cluster) Config() Config {
+func (c *Cluster) Config() sut.Config {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cfg

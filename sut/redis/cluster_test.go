@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 func TestUpDown(t *testing.T) {
 	ctx := context.Background()
-	c := redistest.Up(t, redisbackend.Config{Nodes: 3, Clients: 2})
+	c := redistest.Up(t, sut.Config{Nodes: 3, Clients: 2})
 	for cl := 0; cl < 2; cl++ {
 		eps := c.Endpoints(cl)
 		if len(eps) != 3 {
@@ -54,7 +55,7 @@ func TestUpDown(t *testing.T) {
 
 func TestMissingBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, err := redisbackend.Up(context.Background(), redisbackend.Config{Nodes: 1})
+	_, err := redisbackend.Up(context.Background(), sut.Config{Nodes: 1})
 	if !errors.Is(err, redisbackend.ErrMissingBinary) {
 		t.Fatalf("got %v, want ErrMissingBinary", err)
 	}

@@ -9,39 +9,6 @@ import (
 	"github.com/lockharness/lockharness/sut"
 )
 
-// Layout is the shape of the deployment c starts (defaults filled in), so
-// a fault schedule can be drawn before it runs.
-func (c Config) Layout() sut.Layout {
-	c = c.WithDefaults()
-	l := sut.Layout{Clients: c.Clients, Replicated: c.Topology == Replicated}
-	l.Elected = l.Replicated && c.Failover == FailoverSentinel
-	for i := 0; i < c.Nodes; i++ {
-		l.Nodes = append(l.Nodes, fmt.Sprintf("n%d", i+1))
-	}
-	for i := 0; i < c.Sentinels; i++ {
-		l.Sentinels = append(l.Sentinels, fmt.Sprintf("s%d", i+1))
-	}
-	return l
-}
-
-// Provide returns c arranged to meet needs where the local backend can and
-// the user has not chosen otherwise: a replicated topology when one is
-// needed and none was named, every lock node under libfaketime when clocks
-// are set. Whatever it cannot arrange, sut.Check refuses once the
-// deployment is up.
-func (c Config) Provide(needs sut.Needs) Config {
-	if needs.Replicated && c.Topology == "" {
-		c.Topology = Replicated
-	}
-	if (needs.Has(sut.CanFailoverShard) || needs.Has(sut.CanMoveSlots)) && c.Topology == "" {
-		c.Topology = RedisCluster
-	}
-	if needs.Has(sut.CanSetClock) {
-		c.Faketime = true
-	}
-	return c
-}
-
 // The local backend behind the seam: *Cluster is a sut.Deployment whose
 // nodes are redis-server and redis-sentinel processes on this host, its
 // links toxiproxy proxies embedded in this process.
@@ -172,7 +139,7 @@ func (n node) Resume(context.Context) error    { return n.Server.Resume() }
 // Command sends a command to the node over a direct connection (not
 // through any link) and returns its reply as text.
 func (n node) Command(ctx context.Context, args ...string) (string, error) {
-	cl := NewRedisClient(n.Addr(), ClientOptions{Timeout: time.Second, PoolSize: 1})
+	cl := NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 	defer cl.Close()
 	a := make([]any, len(args))
 	for i, x := range args {

@@ -6,28 +6,27 @@ import (
 	"testing"
 
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // The layout a config describes is the one the cluster it starts has.
 func TestLayout(t *testing.T) {
-	for _, cfg := range []redisbackend.Config{
+	for _, cfg := range []sut.Config{
 		{Nodes: 3, Clients: 2},
-		{Topology: redisbackend.Replicated},
-		{Topology: redisbackend.Replicated, Failover: redisbackend.FailoverManual, Replicas: 1},
+		{Topology: sut.Replicated},
+		{Topology: sut.Replicated, Failover: sut.FailoverManual, Replicas: 1},
 	} {
 		l := cfg.Layout()
 		c := cfg.WithDefaults()
 		if len(l.Nodes) != c.Nodes || len(l.Sentinels) != c.Sentinels || l.Clients != c.Clients ||
-			l.Replicated != (c.Topology == redisbackend.Replicated) || l.Elected != (c.Failover == redisbackend.FailoverSentinel) {
+			l.Replicated != (c.Topology == sut.Replicated) || l.Elected != (c.Failover == sut.FailoverSentinel) {
 			t.Errorf("%+v: layout %+v", cfg, l)
 		}
 	}
-	if got := (redisbackend.Config{}).Provide(sut.Needs{Replicated: true, Capabilities: []sut.Capability{sut.CanSetClock}}); got.Topology != redisbackend.Replicated || !got.Faketime {
+	if got := (sut.Config{}).Provide(sut.Needs{Replicated: true, Capabilities: []sut.Capability{sut.CanSetClock}}); got.Topology != sut.Replicated || !got.Faketime {
 		t.Errorf("provided %+v", got)
 	}
-	if got := (redisbackend.Config{Topology: redisbackend.Independent}).Provide(sut.Needs{Replicated: true}); got.Topology != redisbackend.Independent {
+	if got := (sut.Config{Topology: sut.Independent}).Provide(sut.Needs{Replicated: true}); got.Topology != sut.Independent {
 		t.Errorf("Provide overrode the chosen topology: %+v", got)
 	}
 }
@@ -37,7 +36,7 @@ func TestLayout(t *testing.T) {
 func TestLocalDeployment(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := redistest.Up(t, redisbackend.Config{Nodes: 2, Clients: 2, Faketime: true})
+	c := redistest.Up(t, sut.Config{Nodes: 2, Clients: 2, Faketime: true})
 	var d sut.Deployment = c
 	if l := d.Layout(); !reflect.DeepEqual(l.Nodes, []string{"n1", "n2"}) || l.Clients != 2 || l.Replicated {
 		t.Fatalf("layout %+v", l)

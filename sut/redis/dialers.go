@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 // The clients of a replicated deployment reach its master through their
@@ -82,8 +84,8 @@ func (t *trackedConn) Close() error {
 
 // NewMasterClient is a client of the master that d dials, with the
 // harness's client settings, named MasterNodeName.
-func NewMasterClient(d *MasterDialer, o ClientOptions) *redis.Client {
-	ro := o.WithDefaults().options(MasterNodeName + ":0")
+func NewMasterClient(d *MasterDialer, o sut.ClientOptions) *redis.Client {
+	ro := options(o.WithDefaults(), MasterNodeName+":0")
 	ro.Dialer = d.Dial
 	return redis.NewClient(ro)
 }
@@ -116,8 +118,8 @@ func AnnouncedLinks(announced map[string]string, linkAddr func(node string) (str
 // NewFailoverClient is go-redis's Sentinel client with the harness's
 // settings (no retries: a command whose reply was lost is info, never run
 // twice), asking the sentinels at sentinels and dialing through dial.
-func NewFailoverClient(masterName string, sentinels []string, dial func(ctx context.Context, network, addr string) (net.Conn, error), o ClientOptions) *redis.Client {
-	ro := o.WithDefaults().options("")
+func NewFailoverClient(masterName string, sentinels []string, dial func(ctx context.Context, network, addr string) (net.Conn, error), o sut.ClientOptions) *redis.Client {
+	ro := options(o.WithDefaults(), "")
 	return redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:      masterName,
 		SentinelAddrs:   sentinels,

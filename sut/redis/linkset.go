@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -54,17 +53,6 @@ func (s *LinkSet) Endpoints(cl int, nodes ...string) []sut.Endpoint {
 		if l := s.byName[sut.LinkName(sut.ClientName(cl), n)]; l != nil {
 			out = append(out, sut.Endpoint{Node: n, Addr: l.Addr()})
 		}
-	}
-	return out
-}
-
-// AddressNodes are endpoints as a lock of another system than Redis dials
-// them: an address and the per-request timeout, no Redis client.
-func AddressNodes(eps []sut.Endpoint, o ClientOptions) []locks.Node {
-	o = o.WithDefaults()
-	out := make([]locks.Node, 0, len(eps))
-	for _, ep := range eps {
-		out = append(out, locks.Node{Name: ep.Node, Addr: ep.Addr, Timeout: o.Timeout})
 	}
 	return out
 }

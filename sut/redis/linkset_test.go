@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 // A LinkSet finds links by their ends, lists them, and gives a client's
@@ -33,7 +35,7 @@ func TestLinkSet(t *testing.T) {
 	if len(eps) != 2 || eps[0].Node != "n2" || eps[1].Node != "n1" || eps[0].Addr == "" {
 		t.Errorf("endpoints %+v, want n2 then n1", eps)
 	}
-	nodes := AddressNodes(eps, ClientOptions{Timeout: time.Second})
+	nodes := sut.AddressNodes(eps, sut.ClientOptions{Timeout: time.Second})
 	if len(nodes) != 2 || nodes[0].Addr != eps[0].Addr || nodes[0].Timeout != time.Second || nodes[0].Client != nil {
 		t.Errorf("nodes %+v", nodes)
 	}

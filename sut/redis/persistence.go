@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 // SetPersistence switches every lock node to a persistence mode while it
@@ -29,13 +31,13 @@ func (c *Cluster) SetPersistence(ctx context.Context, mode string) error {
 }
 
 func (s *Server) setPersistence(ctx context.Context, mode string) error {
-	cl := NewRedisClient(s.Addr(), ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 	defer cl.Close()
 	var err error
 	switch mode {
-	case PersistNone:
+	case sut.PersistNone:
 		err = cl.ConfigSet(ctx, "appendonly", "no").Err()
-	case PersistAOFEverysec, PersistAOFAlways:
+	case sut.PersistAOFEverysec, sut.PersistAOFAlways:
 		err = cl.ConfigSet(ctx, "appendfsync", strings.TrimPrefix(mode, "aof-")).Err()
 		if err == nil {
 			err = cl.ConfigSet(ctx, "appendonly", "yes").Err()

@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -60,36 +59,6 @@ const (
 	BusFrom = "bus"
 )
 
-func (c Config) clusterDefaults() Config {
-	if c.Masters == 0 {
-		c.Masters = 3
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.ClusterNodeTimeout == 0 {
-		c.ClusterNodeTimeout = 5 * time.Second
-	}
-	c.Nodes = c.Masters * (1 + c.Replicas)
-	return c
-}
-
-func (c Config) validateRedisCluster() error {
-	switch {
-	case c.Masters < 3:
-		return fmt.Errorf("a Redis Cluster needs at least 3 masters (a failover needs a majority of them to vote), got %d", c.Masters)
-	case c.Replicas < 1:
-		return fmt.Errorf("a Redis Cluster here needs at least 1 replica per master (to fail over to), got %d", c.Replicas)
-	case c.Sentinels != 0 || c.Failover != "":
-		return fmt.Errorf("a Redis Cluster fails over by itself: it runs no sentinels and takes no --failover")
-	case c.ClusterNodeTimeout < 0:
-		return fmt.Errorf("cluster node timeout must not be negative, got %v", c.ClusterNodeTimeout)
-	case c.BasePort < 0 || c.BasePort > 65535-2*c.Nodes-1:
-		return fmt.Errorf("base port %d out of range", c.BasePort)
-	}
-	return nil
-}
-
 // ClusterMaster is the initial master of node i (1-based) of a Redis
 // Cluster with m masters, or "" when i is a master itself: replicas come
 // after the masters, r per master, in master order.
@@ -112,9 +81,9 @@ func slotRange(i, m int) (lo, hi int) {
 }
 
 // RCluster is a running Redis Cluster: a sut.Deployment, a
-// sut.Sharded and a redisbackend.Deployment.
+// sut.Sharded and a sut.Deployment.
 type RCluster struct {
-	cfg     Config
+	cfg     sut.Config
 	tempDir bool
 
 	// Nodes are the cluster's redis-servers, masters first.
@@ -135,11 +104,11 @@ type RCluster struct {
 }
 
 var (
-	_ Deployment    = (*RCluster)(nil)
-	_ sut.Sharded   = (*RCluster)(nil)
-	_ sut.Persister = (*RCluster)(nil)
-	_ sut.Hinter    = (*RCluster)(nil)
-	_ redis.Hook    = noRetryHook{}
+	_ sut.Deployment = (*RCluster)(nil)
+	_ sut.Sharded    = (*RCluster)(nil)
+	_ sut.Persister  = (*RCluster)(nil)
+	_ sut.Hinter     = (*RCluster)(nil)
+	_ redis.Hook     = noRetryHook{}
 )
 
 // UpRedisCluster starts a Redis Cluster: the proxies, every node with
@@ -148,12 +117,12 @@ var (
 // follow their masters, and waits until every node reports the cluster ok
 // and every replica's link up. On error everything started is stopped.
 // As Up, it starts over on new ports when a free port was taken.
-func UpRedisCluster(ctx context.Context, cfg Config) (*RCluster, error) {
+func UpRedisCluster(ctx context.Context, cfg sut.Config) (*RCluster, error) {
 	return RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*RCluster, error) { return upRedisCluster(ctx, cfg) })
 }
 
-func upRedisCluster(ctx context.Context, cfg Config) (_ *RCluster, err error) {
-	cfg.Topology = RedisCluster
+func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error) {
+	cfg.Topology = sut.RedisCluster
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -385,7 +354,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func adminResult(ctx context.Context, s *Server, args ...any) (any, error) {
-	cl := NewRedisClient(s.Addr(), ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 	defer cl.Close()
 	return cl.Do(ctx, args...).Result()
 }
@@ -708,7 +677,7 @@ func (c *RCluster) waitConsistent(ctx context.Context, timeout time.Duration) er
 
 // --- behind the seam ---
 
-// Layout: n1…nN, no single master (Replicated false: each master is the
+// Layout: n1…nN, no single master (sut.Replicated false: each master is the
 // master of its own slots; see sut.Sharded).
 func (c *RCluster) Layout() sut.Layout { return c.cfg.Layout() }
 
@@ -859,15 +828,15 @@ const ClusterNodeName = "cluster"
 // whatever MaxRetries says, and a SET NX sent twice answers the second
 // time that the lock is taken; so a network error reaches the lock as
 // an unknown outcome (OutcomeUnknownError) that the ClusterClient does
-// not retry. With ClientOptions.MaxRetries the retries stay on.
-func (c *RCluster) ClientNodes(cl int, o ClientOptions) []locks.Node {
+// not retry. With sut.ClientOptions.MaxRetries the retries stay on.
+func (c *RCluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
 	o = o.WithDefaults()
 	from := sut.ClientName(cl)
 	var seeds []string
 	for _, ep := range c.Endpoints(cl) {
 		seeds = append(seeds, ep.Addr)
 	}
-	ro := o.options("")
+	ro := options(o, "")
 	opts := &redis.ClusterOptions{
 		Addrs:                  seeds,
 		Dialer:                 c.clientDialer(from, o.Timeout),
@@ -889,7 +858,7 @@ func (c *RCluster) ClientNodes(cl int, o ClientOptions) []locks.Node {
 			return rc
 		}
 	}
-	return []locks.Node{{Name: ClusterNodeName, Client: redis.NewClusterClient(opts)}}
+	return []sut.ClientNode{{Name: ClusterNodeName, Client: redis.NewClusterClient(opts)}}
 }
 
 // clientDialer dials an address a node announces (CLUSTER SLOTS, MOVED,

@@ -16,7 +16,7 @@ import (
 func BenchmarkRedisClusterUp(b *testing.B) {
 	redistest.Require(b, "redis-server")
 	for i := 0; i < b.N; i++ {
-		c, err := redisbackend.UpRedisCluster(context.Background(), redisbackend.Config{})
+		c, err := redisbackend.UpRedisCluster(context.Background(), sut.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func BenchmarkRedisClusterFailover(b *testing.B) {
 	redistest.Require(b, "redis-server")
 	ctx := context.Background()
 	const timeout = time.Second
-	c, err := redisbackend.UpRedisCluster(ctx, redisbackend.Config{ClusterNodeTimeout: timeout})
+	c, err := redisbackend.UpRedisCluster(ctx, sut.Config{ClusterNodeTimeout: timeout})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,13 +66,13 @@ func BenchmarkRedisClusterFailover(b *testing.B) {
 func BenchmarkRedisClusterMoveSlot(b *testing.B) {
 	redistest.Require(b, "redis-server")
 	ctx := context.Background()
-	c, err := redisbackend.UpRedisCluster(ctx, redisbackend.Config{Clients: 1})
+	c, err := redisbackend.UpRedisCluster(ctx, sut.Config{Clients: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Down() })
-	nodes := c.ClientNodes(0, redisbackend.ClientOptions{Timeout: time.Second})
-	b.Cleanup(func() { redisbackend.CloseNodes(nodes) })
+	nodes := c.ClientNodes(0, sut.ClientOptions{Timeout: time.Second})
+	b.Cleanup(func() { sut.CloseClientNodes(nodes) })
 	slot := c.Slot("lock-0")
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()

@@ -60,17 +60,17 @@ func TestParseClusterNodes(t *testing.T) {
 }
 
 func TestRedisClusterConfig(t *testing.T) {
-	c := redisbackend.Config{Topology: redisbackend.RedisCluster}.WithDefaults()
+	c := sut.Config{Topology: sut.RedisCluster}.WithDefaults()
 	if c.Masters != 3 || c.Replicas != 1 || c.Nodes != 6 || c.ClusterNodeTimeout != 5*time.Second {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if l := c.Layout(); len(l.Nodes) != 6 || l.Replicated || l.Elected {
 		t.Fatalf("layout: %+v", l)
 	}
-	for _, bad := range []redisbackend.Config{
-		{Topology: redisbackend.RedisCluster, Masters: 2},
-		{Topology: redisbackend.RedisCluster, Failover: redisbackend.FailoverSentinel},
-		{Topology: redisbackend.Independent, Masters: 3},
+	for _, bad := range []sut.Config{
+		{Topology: sut.RedisCluster, Masters: 2},
+		{Topology: sut.RedisCluster, Failover: sut.FailoverSentinel},
+		{Topology: sut.Independent, Masters: 3},
 	} {
 		if err := bad.WithDefaults().Validate(); err == nil {
 			t.Errorf("%+v validated", bad)
@@ -82,7 +82,7 @@ func TestRedisClusterConfig(t *testing.T) {
 	if got := redisbackend.InitialSlotMaster(redisbackend.KeySlot("lock-0"), 3); got != "n1" {
 		t.Errorf("lock-0 starts on %s", got)
 	}
-	if p := (redisbackend.Config{}).Provide(sut.Needs{Capabilities: []sut.Capability{sut.CanFailoverShard}}); p.Topology != redisbackend.RedisCluster {
+	if p := (sut.Config{}).Provide(sut.Needs{Capabilities: []sut.Capability{sut.CanFailoverShard}}); p.Topology != sut.RedisCluster {
 		t.Errorf("a shard failover is provided %q", p.Topology)
 	}
 }
@@ -94,7 +94,7 @@ func TestRedisCluster(t *testing.T) {
 	redistest.Require(t, "redis-server")
 	ctx := context.Background()
 	t0 := time.Now()
-	c, err := redisbackend.UpRedisCluster(ctx, redisbackend.Config{Clients: 2})
+	c, err := redisbackend.UpRedisCluster(ctx, sut.Config{Clients: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestRedisCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl := redisbackend.NewRedisClient(s.Addr(), redisbackend.ClientOptions{Timeout: time.Second, PoolSize: 1})
+		cl := redisbackend.NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 		t.Cleanup(func() { _ = cl.Close() })
 		return cl
 	}
@@ -127,9 +127,9 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatalf("masters %v %v", ms, err)
 	}
 
-	c0 := c.ClientNodes(0, redisbackend.ClientOptions{Timeout: 300 * time.Millisecond})
-	c1 := c.ClientNodes(1, redisbackend.ClientOptions{Timeout: time.Second})
-	t.Cleanup(func() { redisbackend.CloseNodes(c0); redisbackend.CloseNodes(c1) })
+	c0 := c.ClientNodes(0, sut.ClientOptions{Timeout: 300 * time.Millisecond})
+	c1 := c.ClientNodes(1, sut.ClientOptions{Timeout: time.Second})
+	t.Cleanup(func() { sut.CloseClientNodes(c0); sut.CloseClientNodes(c1) })
 	if len(c0) != 1 || c0[0].Name != redisbackend.ClusterNodeName {
 		t.Fatalf("client nodes %+v", c0)
 	}

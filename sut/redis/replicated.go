@@ -14,7 +14,7 @@ import (
 )
 
 // Replicated reports whether the topology is one master with replicas.
-func (c *Cluster) Replicated() bool { return c.cfg.Topology == Replicated }
+func (c *Cluster) Replicated() bool { return c.cfg.Topology == sut.Replicated }
 
 // Master is the node the harness takes as the master of a replicated
 // topology: the first master until a failover moves it (SetPrimary, or
@@ -51,7 +51,7 @@ func (c *Cluster) Primary() string {
 }
 
 // SetPrimary records name as the master and moves the clients that follow
-// the harness's master (FailoverManual): their open connections are closed,
+// the harness's master (sut.FailoverManual): their open connections are closed,
 // so their next command dials the new master through their own link. It
 // also rewrites every node's config so a restart keeps the new roles. It
 // does not send REPLICAOF: see Promote and Follow.
@@ -134,7 +134,7 @@ func (s *Server) Replication(ctx context.Context) (ReplicationInfo, error) {
 // over a connection of its own: every backend's Role, whatever runs the
 // node.
 func RoleAt(ctx context.Context, node, addr string) (sut.RoleInfo, error) {
-	cl := NewRedisClient(addr, ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
+	cl := NewRedisClient(addr, sut.ClientOptions{Timeout: 500 * time.Millisecond, PoolSize: 1})
 	defer cl.Close()
 	txt, err := cl.Info(ctx, "replication").Result()
 	if err != nil {
@@ -167,7 +167,7 @@ func RoleAt(ctx context.Context, node, addr string) (sut.RoleInfo, error) {
 }
 
 func adminDo(ctx context.Context, s *Server, args ...any) error {
-	cl := NewRedisClient(s.Addr(), ClientOptions{Timeout: time.Second, PoolSize: 1})
+	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 	defer cl.Close()
 	return cl.Do(ctx, args...).Err()
 }

@@ -8,15 +8,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // up starts a cluster for a test and stops it in Cleanup.
-func up(t *testing.T, cfg redisbackend.Config) *redisbackend.Cluster { return redistest.Up(t, cfg) }
+func up(t *testing.T, cfg sut.Config) *redisbackend.Cluster { return redistest.Up(t, cfg) }
 
 func TestReplicatedSentinel(t *testing.T) {
-	c := up(t, redisbackend.Config{Topology: redisbackend.Replicated, Clients: 2})
+	c := up(t, sut.Config{Topology: sut.Replicated, Clients: 2})
 	ctx := context.Background()
 	if len(c.Nodes) != 3 || len(c.Sentinels) != 3 {
 		t.Fatalf("%d nodes, %d sentinels; want 3 and 3", len(c.Nodes), len(c.Sentinels))
@@ -37,8 +38,8 @@ func TestReplicatedSentinel(t *testing.T) {
 	if m, err := c.Elected(ctx); err != nil || m != "n1" {
 		t.Fatalf("sentinel master %q, %v; want n1", m, err)
 	}
-	nodes := c.ClientNodes(1, redisbackend.ClientOptions{Timeout: time.Second})
-	defer redisbackend.CloseNodes(nodes)
+	nodes := c.ClientNodes(1, sut.ClientOptions{Timeout: time.Second})
+	defer sut.CloseClientNodes(nodes)
 	if len(nodes) != 1 || nodes[0].Name != redisbackend.MasterNodeName {
 		t.Fatalf("client nodes %v, want one named master", nodes)
 	}
@@ -54,8 +55,8 @@ func TestReplicatedSentinel(t *testing.T) {
 	if err := cl.Cut(); err != nil {
 		t.Fatal(err)
 	}
-	fresh := c.ClientNodes(1, redisbackend.ClientOptions{Timeout: 300 * time.Millisecond})
-	defer redisbackend.CloseNodes(fresh)
+	fresh := c.ClientNodes(1, sut.ClientOptions{Timeout: 300 * time.Millisecond})
+	defer sut.CloseClientNodes(fresh)
 	if err := fresh[0].Client.Get(ctx, "k").Err(); err == nil {
 		t.Fatal("GET through a blackholed client link succeeded")
 	}
@@ -66,7 +67,7 @@ func TestReplicatedSentinel(t *testing.T) {
 }
 
 func TestReplicatedManual(t *testing.T) {
-	c := up(t, redisbackend.Config{Topology: redisbackend.Replicated, Failover: redisbackend.FailoverManual, Replicas: 1})
+	c := up(t, sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Replicas: 1})
 	ctx := context.Background()
 	// Each replica follows the master through its own link.
 	l, err := c.Link("n2", "n1")
@@ -76,8 +77,8 @@ func TestReplicatedManual(t *testing.T) {
 	if ri, err := c.Role(ctx, "n2"); err != nil || ri.MasterAddr != l.Addr() || !ri.LinkUp {
 		t.Fatalf("n2 replication %+v %v, want a replica of %s", ri, err, l.Addr())
 	}
-	nodes := c.ClientNodes(0, redisbackend.ClientOptions{})
-	defer redisbackend.CloseNodes(nodes)
+	nodes := c.ClientNodes(0, sut.ClientOptions{})
+	defer sut.CloseClientNodes(nodes)
 	cli := nodes[0].Client
 	if err := cli.Set(ctx, "k", "1", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestReplicatedManual(t *testing.T) {
 	if err != nil || ri.Role != "master" {
 		t.Fatalf("n2: %+v %v", ri, err)
 	}
-	n2 := redisbackend.NewRedisClient(c.Nodes[1].Addr(), redisbackend.ClientOptions{})
+	n2 := redisbackend.NewRedisClient(c.Nodes[1].Addr(), sut.ClientOptions{})
 	defer n2.Close()
 	if v, err := n2.Get(ctx, "k").Result(); err != nil || v != "2" {
 		t.Fatalf("n2 has k=%q (%v), want 2", v, err)
@@ -116,7 +117,7 @@ func TestFaketimeClock(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil && !testing.Short() {
 		t.Fatalf("gcc missing: %s", redisbackend.FaketimeHint)
 	}
-	c := up(t, redisbackend.Config{Nodes: 2, Faketime: true})
+	c := up(t, sut.Config{Nodes: 2, Faketime: true})
 	ctx := context.Background()
 	n1, n2 := c.Nodes[0], c.Nodes[1]
 	for _, n := range c.Nodes {
@@ -125,7 +126,7 @@ func TestFaketimeClock(t *testing.T) {
 		}
 	}
 	for _, n := range c.Nodes {
-		cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{})
+		cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{})
 		defer cl.Close()
 		if err := cl.Do(ctx, "set", "lock", "tok", "px", 30000).Err(); err != nil {
 			t.Fatal(err)
@@ -141,9 +142,9 @@ func TestFaketimeClock(t *testing.T) {
 	if obs < 59*time.Second {
 		t.Fatalf("observed skew %v after +1m", obs)
 	}
-	c1 := redisbackend.NewRedisClient(n1.Addr(), redisbackend.ClientOptions{})
+	c1 := redisbackend.NewRedisClient(n1.Addr(), sut.ClientOptions{})
 	defer c1.Close()
-	c2 := redisbackend.NewRedisClient(n2.Addr(), redisbackend.ClientOptions{})
+	c2 := redisbackend.NewRedisClient(n2.Addr(), sut.ClientOptions{})
 	defer c2.Close()
 	if n, _ := c1.Exists(ctx, "lock").Result(); n != 0 {
 		t.Fatal("lock still on n1 after its clock jumped past the TTL")

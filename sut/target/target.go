@@ -29,7 +29,6 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
@@ -37,8 +36,8 @@ import (
 
 // File is a target file: the deployment's shape and where its nodes are.
 type File struct {
-	// Topology is redisbackend.Independent (every node a master: Redlock) or
-	// redisbackend.Replicated (one master, its replicas, Sentinels).
+	// Topology is sut.Independent (every node a master: Redlock) or
+	// sut.Replicated (one master, its replicas, Sentinels).
 	Topology string `yaml:"topology"`
 	// MasterName is the name the sentinels monitor the master under
 	// (default redisbackend.MasterName, "mymaster").
@@ -92,7 +91,7 @@ func Load(path string) (File, error) {
 // WithDefaults fills in unset fields.
 func (f File) WithDefaults() File {
 	if f.Topology == "" {
-		f.Topology = redisbackend.Independent
+		f.Topology = sut.Independent
 	}
 	if f.MasterName == "" {
 		f.MasterName = redisbackend.MasterName
@@ -131,9 +130,9 @@ func (f File) Validate() error {
 			return err
 		}
 		switch {
-		case f.Topology == redisbackend.Independent && n.Role != "" && n.Role != "master":
+		case f.Topology == sut.Independent && n.Role != "" && n.Role != "master":
 			return fmt.Errorf("node %s: role %q in an independent topology (every node is a master; leave role out)", n.Name, n.Role)
-		case f.Topology == redisbackend.Replicated && n.Role != "master" && n.Role != "replica":
+		case f.Topology == sut.Replicated && n.Role != "master" && n.Role != "replica":
 			return fmt.Errorf("node %s: role %q, want master or replica", n.Name, n.Role)
 		}
 		if n.Role == "master" {
@@ -141,16 +140,16 @@ func (f File) Validate() error {
 		}
 	}
 	switch f.Topology {
-	case redisbackend.Independent:
+	case sut.Independent:
 		if len(f.Sentinels) > 0 {
 			return errors.New("sentinels in an independent topology: use topology: replicated")
 		}
-	case redisbackend.Replicated:
+	case sut.Replicated:
 		if masters != 1 {
 			return fmt.Errorf("replicated topology with %d masters, want exactly one node with role: master", masters)
 		}
 	default:
-		return fmt.Errorf("unknown topology %q (want %s or %s)", f.Topology, redisbackend.Independent, redisbackend.Replicated)
+		return fmt.Errorf("unknown topology %q (want %s or %s)", f.Topology, sut.Independent, sut.Replicated)
 	}
 	for i, s := range f.Sentinels {
 		if s.Role != "" && s.Role != "sentinel" {
@@ -351,19 +350,19 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 // topology must be one the target has (a lock or a fault that needs a
 // master with replicas needs a replicated target), and each run opens it
 // anew with as many client slots as the run has clients.
-func Backend(f File) redisbackend.Backend {
-	return func(ctx context.Context, c redisbackend.Config) (redisbackend.Deployment, error) {
+func Backend(f File) sut.Backend {
+	return func(ctx context.Context, c sut.Config) (sut.Deployment, error) {
 		c = c.WithDefaults()
-		if c.Topology == redisbackend.Replicated && f.Topology != redisbackend.Replicated {
+		if c.Topology == sut.Replicated && f.Topology != sut.Replicated {
 			return nil, fmt.Errorf("the run needs a master with replicas (its lock or its faults), and the target is %s (use a replicated target): %w", f.Topology, sut.ErrUnsupported)
 		}
-		if c.Topology == redisbackend.Replicated && c.Failover == redisbackend.FailoverManual {
+		if c.Topology == sut.Replicated && c.Failover == sut.FailoverManual {
 			return nil, fmt.Errorf("manual failover cuts a replica's replication link, and a target's replicas reach their master directly, not through the harness (use --backend docker or local): %w", sut.ErrUnsupported)
 		}
-		if f.Topology == redisbackend.Independent && c.Nodes > len(f.Nodes) {
+		if f.Topology == sut.Independent && c.Nodes > len(f.Nodes) {
 			return nil, fmt.Errorf("the run needs %d independent nodes, and the target has %d: %w", c.Nodes, len(f.Nodes), sut.ErrUnsupported)
 		}
-		if f.Topology == redisbackend.Independent {
+		if f.Topology == sut.Independent {
 			// The faults strike only the nodes the lock uses.
 			f.Nodes = f.Nodes[:c.Nodes]
 		}
@@ -390,7 +389,7 @@ func (d *Deployment) empty(ctx context.Context) error {
 		}
 	}
 	for _, a := range addrs {
-		cl := redisbackend.NewRedisClient(a, redisbackend.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+		cl := redisbackend.NewRedisClient(a, sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 		keys, err := cl.DBSize(ctx).Result()
 		if err == nil && keys > 0 && d.file.Flush {
 			err = cl.FlushAll(ctx).Err()
@@ -412,7 +411,7 @@ func (d *Deployment) File() File { return d.file }
 
 // Layout is the target's shape.
 func (d *Deployment) Layout() sut.Layout {
-	l := sut.Layout{Clients: d.clients, Replicated: d.file.Topology == redisbackend.Replicated}
+	l := sut.Layout{Clients: d.clients, Replicated: d.file.Topology == sut.Replicated}
 	l.Elected = l.Replicated && len(d.sents) > 0
 	for _, n := range d.nodes {
 		l.Nodes = append(l.Nodes, n.Name())
@@ -429,7 +428,7 @@ func (d *Deployment) Layout() sut.Layout {
 // replication links, so it cannot fail the master over by hand.
 func (d *Deployment) Capabilities() sut.Capabilities {
 	cs := sut.Capabilities{sut.CanCutLinks, sut.CanSlowLinks, sut.CanDropReplies}
-	if d.file.Topology == redisbackend.Replicated && len(d.sents) > 0 {
+	if d.file.Topology == sut.Replicated && len(d.sents) > 0 {
 		cs = append(cs, sut.CanElect)
 	}
 	if d.native != nil {
@@ -516,13 +515,13 @@ func (d *Deployment) Endpoints(cl int) []sut.Endpoint {
 // through its own proxies: one client per node (independent), or one
 // Sentinel client (replicated) that asks the sentinels through the client's
 // links and reaches the master they name through the client's link to it.
-// The caller closes them (redisbackend.CloseNodes).
-func (d *Deployment) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.Node {
+// The caller closes them (sut.CloseClientNodes).
+func (d *Deployment) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
 	from := sut.ClientName(cl)
-	if d.file.Topology != redisbackend.Replicated {
-		var out []locks.Node
+	if d.file.Topology != sut.Replicated {
+		var out []sut.ClientNode
 		for _, ep := range d.Endpoints(cl) {
-			out = append(out, locks.Node{Name: ep.Node, Client: redisbackend.NewRedisClient(ep.Addr, o)})
+			out = append(out, sut.ClientNode{Name: ep.Node, Client: redisbackend.NewRedisClient(ep.Addr, o)})
 		}
 		return out
 	}
@@ -536,7 +535,7 @@ func (d *Deployment) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.N
 	if len(d.sents) == 0 {
 		// No failure detector: the clients follow the file's master.
 		a, _ := linkAddr(d.Primary())
-		return []locks.Node{{Name: redisbackend.MasterNodeName, Client: redisbackend.NewRedisClient(a, o)}}
+		return []sut.ClientNode{{Name: redisbackend.MasterNodeName, Client: redisbackend.NewRedisClient(a, o)}}
 	}
 	var addrs []string
 	for _, s := range d.sents {
@@ -545,7 +544,7 @@ func (d *Deployment) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.N
 		}
 	}
 	dial := redisbackend.AnnounceDialer(redisbackend.AnnouncedLinks(d.Announced(), linkAddr), o.WithDefaults().Timeout)
-	return []locks.Node{{Name: redisbackend.MasterNodeName, Client: redisbackend.NewFailoverClient(d.file.MasterName, addrs, dial, o)}}
+	return []sut.ClientNode{{Name: redisbackend.MasterNodeName, Client: redisbackend.NewFailoverClient(d.file.MasterName, addrs, dial, o)}}
 }
 
 // StorageAddr is the file's storage address.
@@ -751,7 +750,7 @@ func (d *Deployment) Promote(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{Timeout: time.Second, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 	defer cl.Close()
 	if err := cl.Do(ctx, "replicaof", "no", "one").Err(); err != nil {
 		return fmt.Errorf("promote %s: %w", node, err)
@@ -770,7 +769,7 @@ func (d *Deployment) Follow(ctx context.Context, node, primary string) error {
 		return err
 	}
 	host, port, _ := net.SplitHostPort(p.Addr())
-	cl := redisbackend.NewRedisClient(n.Addr(), redisbackend.ClientOptions{Timeout: time.Second, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(n.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 	defer cl.Close()
 	if err := cl.Do(ctx, "replicaof", host, port).Err(); err != nil {
 		return fmt.Errorf("%s follow %s: %w", node, primary, err)

@@ -94,7 +94,7 @@ func TestTargetComposeSentinel(t *testing.T) {
 	if err := eventually(30*time.Second, func() error { return redisbackend.Ping(ctx, f.Storage, time.Second) }); err != nil {
 		t.Fatal(err)
 	}
-	st := redisbackend.NewRedisClient(f.Storage, redisbackend.ClientOptions{})
+	st := redisbackend.NewRedisClient(f.Storage, sut.ClientOptions{})
 	defer st.Close()
 	if err := st.Set(ctx, "lock-0", 41, 0).Err(); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestTargetComposeSentinel(t *testing.T) {
 
 	// A client's link, cut and healed.
 	ep := d.Endpoints(0)[0]
-	c := redisbackend.NewRedisClient(ep.Addr, redisbackend.ClientOptions{Timeout: 300 * time.Millisecond, PoolSize: 1})
+	c := redisbackend.NewRedisClient(ep.Addr, sut.ClientOptions{Timeout: 300 * time.Millisecond, PoolSize: 1})
 	defer c.Close()
 	l, err := d.Network().Link("c0", ep.Node)
 	if err != nil {
@@ -240,8 +240,8 @@ func TestTargetComposeSentinel(t *testing.T) {
 			t.Fatalf("after heal: %v", err)
 		}
 	}
-	nodes := d.ClientNodes(0, redisbackend.ClientOptions{Timeout: 300 * time.Millisecond})
-	defer redisbackend.CloseNodes(nodes)
+	nodes := d.ClientNodes(0, sut.ClientOptions{Timeout: 300 * time.Millisecond})
+	defer sut.CloseClientNodes(nodes)
 	if err := nodes[0].Client.Set(ctx, "k", "before", 0).Err(); err != nil {
 		t.Fatalf("SET through the target's Sentinel: %v", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/zookeeper"
 	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 )
@@ -25,7 +25,7 @@ func BenchmarkUp(b *testing.B) {
 			var up time.Duration
 			for b.Loop() {
 				start := time.Now()
-				c, err := zookeeper.Up(context.Background(), redisbackend.Config{Clients: 1, Faketime: ft})
+				c, err := zookeeper.Up(context.Background(), sut.Config{Clients: 1, Faketime: ft})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -8,7 +8,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 )
 
@@ -23,7 +22,7 @@ import (
 // clock passed without a ping.)
 func TestClockJumpReachesTheJVMAndSparesSessions(t *testing.T) {
 	t.Parallel()
-	c := zktest.Up(t, redisbackend.Config{Clients: 1, Faketime: true})
+	c := zktest.Up(t, sut.Config{Clients: 1, Faketime: true})
 	ctx := context.Background()
 	conn := client(t, c, 0)
 	sid := sessionOf(t, conn)

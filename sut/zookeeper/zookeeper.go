@@ -3,7 +3,7 @@
 // QuorumPeerMain on a JVM) on loopback, every client's link to every
 // server and every server's link to every other server a toxiproxy proxy
 // of its own, plus a Redis storage node for the protected resource. Its
-// *Cluster is a redisbackend.Deployment whose nodes carry addresses only: the
+// *Cluster is a sut.Deployment whose nodes carry addresses only: the
 // ZooKeeper locks (package locks) dial their own client through them.
 //
 // Server to server links: every server's zoo.cfg names every server at
@@ -52,7 +52,6 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
@@ -90,7 +89,7 @@ const readyTimeout = 60 * time.Second
 
 // Cluster is a running ZooKeeper ensemble.
 type Cluster struct {
-	cfg     redisbackend.Config
+	cfg     sut.Config
 	tempDir bool
 
 	// Servers are the ZooKeeper servers n1…nN.
@@ -110,15 +109,15 @@ type Cluster struct {
 }
 
 var (
-	_ redisbackend.Deployment = (*Cluster)(nil)
-	_ sut.Hinter              = (*Cluster)(nil)
-	_ sut.Killer              = member{}
-	_ sut.Pauser              = member{}
-	_ sut.Clocked             = member{}
+	_ sut.Deployment = (*Cluster)(nil)
+	_ sut.Hinter     = (*Cluster)(nil)
+	_ sut.Killer     = member{}
+	_ sut.Pauser     = member{}
+	_ sut.Clocked    = member{}
 )
 
 // Local is the ZooKeeper Backend: Up.
-func Local(ctx context.Context, cfg redisbackend.Config) (redisbackend.Deployment, error) {
+func Local(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
 	c, err := Up(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -132,11 +131,11 @@ func Local(ctx context.Context, cfg redisbackend.Config) (redisbackend.Deploymen
 // libfaketime and can have its clock set. On error, whatever was started
 // is stopped. A port taken between choosing it and binding it makes Up
 // start over, up to three times.
-func Up(ctx context.Context, cfg redisbackend.Config) (*Cluster, error) {
+func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
 	return redisbackend.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
-func up(ctx context.Context, cfg redisbackend.Config) (_ *Cluster, err error) {
+func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 3
 	}
@@ -146,7 +145,7 @@ func up(ctx context.Context, cfg redisbackend.Config) (_ *Cluster, err error) {
 	switch {
 	case cfg.Nodes < 1:
 		return nil, fmt.Errorf("zookeeper needs at least 1 server, got %d", cfg.Nodes)
-	case cfg.Topology == redisbackend.Replicated:
+	case cfg.Topology == sut.Replicated:
 		return nil, fmt.Errorf("zookeeper is an ensemble of peers, not a master with replicas: leave out the replicated topology")
 	case cfg.BasePort != 0:
 		return nil, fmt.Errorf("zookeeper servers take free ports: leave out the base port")
@@ -440,8 +439,8 @@ func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
 
 // ClientNodes are the servers as client slot cl reaches them: addresses
 // for the ZooKeeper client the lock builds, and the per-request timeout.
-func (c *Cluster) ClientNodes(cl int, o redisbackend.ClientOptions) []locks.Node {
-	return redisbackend.AddressNodes(c.Endpoints(cl), o)
+func (c *Cluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
+	return sut.AddressNodes(c.Endpoints(cl), o)
 }
 
 // StorageAddr is the Redis storage node's address (direct, never faulted).

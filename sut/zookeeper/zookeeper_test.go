@@ -10,7 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/zookeeper"
 	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 )
@@ -34,7 +33,7 @@ func client(t *testing.T, c *zookeeper.Cluster, cl int) *zk.Conn {
 // through its own links, and every link (client and peer) exists.
 func TestUpStartsAnEnsembleLedByN1(t *testing.T) {
 	t.Parallel()
-	c := zktest.Up(t, redisbackend.Config{Clients: 2})
+	c := zktest.Up(t, sut.Config{Clients: 2})
 	ctx := context.Background()
 	if err := c.Healthy(ctx); err != nil {
 		t.Fatal(err)
@@ -52,7 +51,7 @@ func TestUpStartsAnEnsembleLedByN1(t *testing.T) {
 	if _, err := conn.Create("/k", []byte("v"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if nodes := c.ClientNodes(0, redisbackend.ClientOptions{}); len(nodes) != 3 || nodes[0].Addr == "" || nodes[0].Client != nil {
+	if nodes := c.ClientNodes(0, sut.ClientOptions{}); len(nodes) != 3 || nodes[0].Addr == "" || nodes[0].Client != nil {
 		t.Errorf("client nodes %+v", nodes)
 	}
 }
@@ -70,7 +69,7 @@ func TestUpStartsAnEnsembleLedByN1(t *testing.T) {
 // machine.
 func TestIsolatingTheLeaderElectsAnother(t *testing.T) {
 	t.Parallel()
-	c := zktest.Up(t, redisbackend.Config{Clients: 1})
+	c := zktest.Up(t, sut.Config{Clients: 1})
 	ctx := context.Background()
 	for _, l := range c.Network().Links() {
 		if l.From() == "n1" || l.To() == "n1" {
@@ -113,7 +112,7 @@ func TestIsolatingTheLeaderElectsAnother(t *testing.T) {
 // without libfaketime a clock fault is refused with the way to get it.
 func TestKillPauseHeal(t *testing.T) {
 	t.Parallel()
-	c := zktest.Up(t, redisbackend.Config{Clients: 1})
+	c := zktest.Up(t, sut.Config{Clients: 1})
 	ctx := context.Background()
 	n2, _ := c.Node("n2")
 	k, err := sut.As[sut.Killer](n2, sut.CanKill)
@@ -151,7 +150,7 @@ func TestKillPauseHeal(t *testing.T) {
 // killed server rejoins as a follower when started again.
 func TestKillingTheLeaderElectsAnother(t *testing.T) {
 	t.Parallel()
-	c := zktest.Up(t, redisbackend.Config{Clients: 1})
+	c := zktest.Up(t, sut.Config{Clients: 1})
 	ctx := context.Background()
 	n1, _ := c.Node("n1")
 	if err := n1.(sut.Killer).Kill(ctx); err != nil {

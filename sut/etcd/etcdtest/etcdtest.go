@@ -8,8 +8,8 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/etcd"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // InstallHint is what a test says when a program it needs is missing.
@@ -31,7 +31,7 @@ func Require(tb testing.TB) {
 
 // Up starts an etcd group (after Require) and stops it in Cleanup,
 // reporting an error of Down.
-func Up(tb testing.TB, cfg redisbackend.Config) *etcd.Cluster {
+func Up(tb testing.TB, cfg sut.Config) *etcd.Cluster {
 	tb.Helper()
 	Require(tb)
 	c, err := etcd.Up(context.Background(), cfg)

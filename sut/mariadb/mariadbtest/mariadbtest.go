@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/mariadb"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
@@ -36,7 +37,7 @@ func Require(tb testing.TB) {
 
 // Up starts a MariaDB deployment (after Require) and stops it in Cleanup,
 // reporting an error of Down.
-func Up(tb testing.TB, cfg redisbackend.Config) *mariadb.Cluster {
+func Up(tb testing.TB, cfg sut.Config) *mariadb.Cluster {
 	tb.Helper()
 	Require(tb)
 	c, err := mariadb.Up(context.Background(), cfg)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -35,7 +36,7 @@ func Require(tb testing.TB, bins ...string) {
 
 // Up starts the topology cfg describes (after Require) and stops it in
 // Cleanup, reporting an error of Down.
-func Up(tb testing.TB, cfg redisbackend.Config) *redisbackend.Cluster {
+func Up(tb testing.TB, cfg sut.Config) *redisbackend.Cluster {
 	tb.Helper()
 	Require(tb)
 	c, err := redisbackend.Up(context.Background(), cfg)

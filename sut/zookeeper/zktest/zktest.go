@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"testing"
 
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/zookeeper"
 )
 
@@ -35,7 +35,7 @@ func Require(tb testing.TB) {
 
 // Up starts a ZooKeeper ensemble (after Require) and stops it in Cleanup,
 // reporting an error of Down.
-func Up(tb testing.TB, cfg redisbackend.Config) *zookeeper.Cluster {
+func Up(tb testing.TB, cfg sut.Config) *zookeeper.Cluster {
 	tb.Helper()
 	Require(tb)
 	c, err := zookeeper.Up(context.Background(), cfg)
