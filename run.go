@@ -25,6 +25,7 @@ import (
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/etcd"
+	"github.com/lockharness/lockharness/sut/local"
 	"github.com/lockharness/lockharness/sut/mariadb"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/zookeeper"
@@ -476,7 +477,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if ccfg.Dir == "" {
 		// Outside the store, so that a killed run leaves no node files
 		// (libfaketime control files among them) in its record.
-		if ccfg.Dir, err = redisbackend.NewNodeDir(); err != nil {
+		if ccfg.Dir, err = local.NewNodeDir(); err != nil {
 			return out, fmt.Errorf("setup: %w", err)
 		}
 		defer os.RemoveAll(ccfg.Dir) // after the cluster's Down below

@@ -16,6 +16,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
@@ -74,7 +75,7 @@ func untilDefinite(op func() error) error {
 
 // direct is a client to a node's own address, bypassing every proxy: the
 // test's view of what the node holds.
-func direct(tb testing.TB, s *redisbackend.Server) *redis.Client {
+func direct(tb testing.TB, s *local.Server) *redis.Client {
 	tb.Helper()
 	cl := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	tb.Cleanup(func() { _ = cl.Close() })
@@ -87,7 +88,7 @@ func multiNode(name string) bool { return name == "redlock" || name == "redsync"
 // withReplica attaches a replica to node n of c whose replication link goes
 // through a toxiproxy proxy of the test's own, and waits until it is in
 // sync. It returns the proxy (cut it to freeze replication) and the replica.
-func withReplica(tb testing.TB, n *redisbackend.Server) (*toxiproxy.Proxy, *redisbackend.Server) {
+func withReplica(tb testing.TB, n *local.Server) (*toxiproxy.Proxy, *local.Server) {
 	tb.Helper()
 	ctx := context.Background()
 	// A full sync waits repl-diskless-sync-delay (5s by default) for more
@@ -103,7 +104,7 @@ func withReplica(tb testing.TB, n *redisbackend.Server) (*toxiproxy.Proxy, *redi
 	}
 	tb.Cleanup(func() { srv.Collection.Clear() })
 	_, portStr, _ := strings.Cut(p.Listen, ":")
-	port, err := redisbackend.FreePort()
+	port, err := local.FreePort()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,8 +113,8 @@ func withReplica(tb testing.TB, n *redisbackend.Server) (*toxiproxy.Proxy, *redi
 		tb.Fatal(err)
 	}
 	dir := tb.TempDir()
-	r := &redisbackend.Server{Name: "r1", Port: port, Binary: bin, Dir: dir,
-		Config: redisbackend.RedisConfig(port, dir, "r1") + fmt.Sprintf("replicaof 127.0.0.1 %s\n", portStr)}
+	r := redisbackend.NewServer("r1", port, bin, dir)
+	r.Config = redisbackend.RedisConfig(port, dir, "r1") + fmt.Sprintf("replicaof 127.0.0.1 %s\n", portStr)
 	if err := r.Start(ctx, true); err != nil {
 		tb.Fatalf("start replica: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
@@ -162,7 +163,7 @@ func readReplica(ctx context.Context, cl *redis.Client, key string) string {
 	return get.Val()
 }
 
-func (f *rcFixture) mustServer(t *testing.T, name string) *redisbackend.Server {
+func (f *rcFixture) mustServer(t *testing.T, name string) *local.Server {
 	t.Helper()
 	s, err := f.c.Server(name)
 	if err != nil {

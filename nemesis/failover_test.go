@@ -8,6 +8,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // A lock written on the master while the replication link is frozen is
@@ -83,7 +84,7 @@ func TestFailoverSentinel(t *testing.T) {
 	if nm == old {
 		t.Fatal("no replica promoted")
 	}
-	if ri, err := nm.Replication(ctx); err != nil || ri.Role != "master" {
+	if ri, err := redisbackend.ReplicationOf(ctx, nm); err != nil || ri.Role != "master" {
 		t.Fatalf("%s after promotion: %+v %v", nm.Name, ri, err)
 	}
 	t.Logf("sentinel: %s paused, %s promoted after %v (%s)", old.Name, nm.Name, promoted.Round(time.Millisecond), op.Value.Detail)
@@ -102,7 +103,7 @@ func TestFailoverSentinel(t *testing.T) {
 	if op.Type != history.OK {
 		t.Fatalf("heal-master: %+v", op)
 	}
-	if ri, err := old.Replication(ctx); err != nil || ri.Role != "slave" {
+	if ri, err := redisbackend.ReplicationOf(ctx, old); err != nil || ri.Role != "slave" {
 		t.Fatalf("old master %s after heal: %+v %v", old.Name, ri, err)
 	}
 	t.Logf("sentinel: old master %s demoted %v after SIGCONT (%s)", old.Name, time.Since(t0).Round(time.Millisecond), op.Value.Detail)

@@ -12,6 +12,7 @@ import (
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
@@ -88,7 +89,7 @@ func last(rec *history.Recorder, f string) (history.Op, bool) {
 }
 
 // client dials s directly (not through any proxy), closed at cleanup.
-func client(t *testing.T, s *redisbackend.Server, timeout time.Duration) *redis.Client {
+func client(t *testing.T, s *local.Server, timeout time.Duration) *redis.Client {
 	t.Helper()
 	cl := redisbackend.NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: timeout, PoolSize: 1})
 	t.Cleanup(func() { _ = cl.Close() })

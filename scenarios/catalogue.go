@@ -9,7 +9,6 @@ import (
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -62,7 +61,7 @@ func allClientLinks(clients, nodes int) []string {
 	var out []string
 	for c := 0; c < clients; c++ {
 		for n := 1; n <= nodes; n++ {
-			out = append(out, redisbackend.LinkName(fmt.Sprintf("c%d", c), fmt.Sprintf("n%d", n)))
+			out = append(out, sut.LinkName(fmt.Sprintf("c%d", c), fmt.Sprintf("n%d", n)))
 		}
 	}
 	return out
@@ -168,10 +167,10 @@ func sentinelRun(extra string) lockharness.Config {
 		Cluster: sut.Config{Topology: sut.Replicated, Failover: sut.FailoverSentinel, ExtraConfig: extra,
 			SentinelFailoverTimeout: 2 * time.Second},
 		Script: []nemesis.Step{
-			at(600*ms, "partition", "start", []string{redisbackend.LinkName(redisbackend.SentinelsFrom, "n1")},
+			at(600*ms, "partition", "start", []string{sut.LinkName(sut.SentinelsFrom, "n1")},
 				map[string]string{"pattern": nemesis.PatternIsolate, "groups": "n1 cut off from its replicas and the sentinels; clients reach every node"}),
 			holderPause(1500*ms, 5700*ms),
-			at(6800*ms, "partition", "stop", []string{redisbackend.LinkName(redisbackend.SentinelsFrom, "n1")}, nil),
+			at(6800*ms, "partition", "stop", []string{sut.LinkName(sut.SentinelsFrom, "n1")}, nil),
 			at(6800*ms, "kill", "kill", n1, nil),
 			at(6800*ms, "kill", "restart", n1, nil),
 		},

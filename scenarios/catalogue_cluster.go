@@ -38,7 +38,7 @@ func clusterFailoverRun(mode string) lockharness.Config {
 		Workload: workload(2, 3*time.Second, 2*time.Second, 2*time.Second),
 		Cluster:  sut.Config{Topology: sut.RedisCluster},
 		Script: []nemesis.Step{
-			awaiting(at(500*ms, "latency", "start", []string{redisbackend.LinkName(redisbackend.PeersFrom, clusterMaster)},
+			awaiting(at(500*ms, "latency", "start", []string{sut.LinkName(redisbackend.PeersFrom, clusterMaster)},
 				map[string]string{"latency": "1500ms", "jitter": "0s"}), nemesis.Await{}),
 			awaiting(at(1700*ms, "cluster-failover", "failover", nil,
 				map[string]string{"key": clusterKey, "mode": mode}), nemesis.Await{LeaseLeft: 2500 * ms}),

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/scripts"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // BuildOptions is what BuildImage builds and where it reports.
@@ -102,7 +102,7 @@ func BuildImage(ctx context.Context, o BuildOptions) error {
 	if err := os.WriteFile(script, scripts.ImageBuild, 0o755); err != nil {
 		return fmt.Errorf("build image: %w", err)
 	}
-	if err := os.WriteFile(shim, redisbackend.ShimSource(), 0o644); err != nil {
+	if err := os.WriteFile(shim, local.ShimSource(), 0o644); err != nil {
 		return fmt.Errorf("build image: %w", err)
 	}
 	cmd := osexec.CommandContext(ctx, "bash", script, o.Name)

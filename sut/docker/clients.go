@@ -27,7 +27,7 @@ func (d *Deployment) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
 	o = o.WithDefaults()
 	from := sut.ClientName(cl)
 	linkAddr := func(name string) (string, bool) {
-		l := d.links[redisbackend.LinkName(from, name)]
+		l := d.links[sut.LinkName(from, name)]
 		if l == nil {
 			return "", false
 		}

@@ -27,6 +27,7 @@ import (
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -160,7 +161,7 @@ type Node struct {
 	serverDead   bool // supervised: its server killed and not started again
 	disconnected bool
 	isolated     bool
-	clock        redisbackend.Clock
+	clock        sut.Clock
 	startedAt    time.Time // when the server process (and libfaketime) started
 }
 
@@ -193,7 +194,7 @@ type Deployment struct {
 	subnet  netip.Prefix
 	gateway netip.Addr
 	proxies *toxiproxy.ApiServer
-	links   map[string]*redisbackend.Link
+	links   map[string]*local.Link
 
 	mu      sync.Mutex
 	primary string                       // replicated: the node the harness takes as master
@@ -252,7 +253,7 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 			return nil, err
 		}
 	}
-	d := &Deployment{cfg: cfg, image: im, runID: newRunID(), links: map[string]*redisbackend.Link{}, hostNetns: HostNetns()}
+	d := &Deployment{cfg: cfg, image: im, runID: newRunID(), links: map[string]*local.Link{}, hostNetns: HostNetns()}
 	d.cfg.NetAdmin = im.Iptables
 	defer func() {
 		if err != nil {
@@ -264,7 +265,7 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 		return nil, err
 	}
 	if cfg.Dir == "" {
-		dir, err := redisbackend.NewNodeDir()
+		dir, err := local.NewNodeDir()
 		if err != nil {
 			return nil, err
 		}
@@ -374,7 +375,7 @@ func (d *Deployment) plan() {
 	base := d.subnet.Addr().As4()
 	ip := func(last int) netip.Addr { b := base; b[3] = byte(last); return netip.AddrFrom4(b) }
 	mk := func(name, role string, last, port int) *Node {
-		return &Node{name: name, role: role, IP: ip(last), Port: port, Dir: filepath.Join(d.cfg.Dir, name), d: d, clock: redisbackend.RealClock}
+		return &Node{name: name, role: role, IP: ip(last), Port: port, Dir: filepath.Join(d.cfg.Dir, name), d: d, clock: sut.RealClock}
 	}
 	for i := 0; i < d.cfg.Nodes; i++ {
 		d.Nodes = append(d.Nodes, mk(fmt.Sprintf("n%d", i+1), RoleNode, 10+i, RedisPort))
@@ -402,7 +403,7 @@ func (d *Deployment) Container(name string) (*Node, error) {
 
 // SentinelsFrom is the "from" of the links the sentinels and the replicas
 // use to reach a node ("sentinels->n1"), as with local processes.
-const SentinelsFrom = redisbackend.SentinelsFrom
+const SentinelsFrom = sut.SentinelsFrom
 
 // addLinks creates every proxy before any container starts:
 //   - "cK->nI" (and "cK->sJ"): client slot K to node I, listening on
@@ -442,7 +443,7 @@ func (d *Deployment) addLinks() error {
 }
 
 func (d *Deployment) addLink(from string, to *Node, host string) error {
-	l, err := redisbackend.NewLink(d.proxies, from, to.name, net.JoinHostPort(host, "0"), to.Addr())
+	l, err := local.NewLink(d.proxies, from, to.name, net.JoinHostPort(host, "0"), to.Addr())
 	if err != nil {
 		return err
 	}
@@ -451,17 +452,17 @@ func (d *Deployment) addLink(from string, to *Node, host string) error {
 }
 
 // Link returns the link named from->to.
-func (d *Deployment) Link(from, to string) (*redisbackend.Link, error) {
-	l := d.links[redisbackend.LinkName(from, to)]
+func (d *Deployment) Link(from, to string) (*local.Link, error) {
+	l := d.links[sut.LinkName(from, to)]
 	if l == nil {
-		return nil, fmt.Errorf("no link %s in this deployment", redisbackend.LinkName(from, to))
+		return nil, fmt.Errorf("no link %s in this deployment", sut.LinkName(from, to))
 	}
 	return l, nil
 }
 
 // Links lists every link.
-func (d *Deployment) Links() []*redisbackend.Link {
-	out := make([]*redisbackend.Link, 0, len(d.links))
+func (d *Deployment) Links() []*local.Link {
+	out := make([]*local.Link, 0, len(d.links))
 	for _, l := range d.links {
 		out = append(out, l)
 	}
@@ -488,7 +489,7 @@ func (d *Deployment) StorageAddr() string { return d.Storage.Addr() }
 func (d *Deployment) Announced() map[string]string {
 	out := map[string]string{}
 	for _, n := range d.Nodes {
-		if l := d.links[redisbackend.LinkName(SentinelsFrom, n.name)]; l != nil {
+		if l := d.links[sut.LinkName(SentinelsFrom, n.name)]; l != nil {
 			out[l.Addr()] = n.name
 		}
 	}
@@ -551,7 +552,7 @@ func (d *Deployment) nodeConfig(n *Node, master string) string {
 				fmt.Fprintf(&b, "replicaof %s\n", strings.Replace(l.Addr(), ":", " ", 1))
 			}
 		}
-		if l := d.links[redisbackend.LinkName(SentinelsFrom, n.name)]; l != nil {
+		if l := d.links[sut.LinkName(SentinelsFrom, n.name)]; l != nil {
 			host, port, _ := strings.Cut(l.Addr(), ":")
 			fmt.Fprintf(&b, "replica-announce-ip %s\nreplica-announce-port %s\n", host, port)
 		}
@@ -559,11 +560,11 @@ func (d *Deployment) nodeConfig(n *Node, master string) string {
 	return b.String()
 }
 
-func (d *Deployment) replicationLink(replica, master string) *redisbackend.Link {
+func (d *Deployment) replicationLink(replica, master string) *local.Link {
 	if len(d.Sentinels) > 0 {
-		return d.links[redisbackend.LinkName(SentinelsFrom, master)]
+		return d.links[sut.LinkName(SentinelsFrom, master)]
 	}
-	return d.links[redisbackend.LinkName(replica, master)]
+	return d.links[sut.LinkName(replica, master)]
 }
 
 // nodeEnv runs the lock nodes under libfaketime, the malloc shim first,
@@ -583,7 +584,7 @@ func (d *Deployment) nodeEnv() map[string]string {
 }
 
 func (d *Deployment) sentinelConfig(s *Node) string {
-	l := d.links[redisbackend.LinkName(SentinelsFrom, d.Nodes[0].name)]
+	l := d.links[sut.LinkName(SentinelsFrom, d.Nodes[0].name)]
 	host, port, _ := strings.Cut(l.Addr(), ":")
 	quorum := len(d.Sentinels)/2 + 1
 	lines := []string{
@@ -601,7 +602,7 @@ func (d *Deployment) sentinelConfig(s *Node) string {
 		fmt.Sprintf("sentinel myid %s", sentinelID(s.name)),
 	}
 	for _, n := range d.Nodes[1:] {
-		if l := d.links[redisbackend.LinkName(SentinelsFrom, n.name)]; l != nil {
+		if l := d.links[sut.LinkName(SentinelsFrom, n.name)]; l != nil {
 			lines = append(lines, fmt.Sprintf("sentinel known-replica %s %s", redisbackend.MasterName, strings.Replace(l.Addr(), ":", " ", 1)))
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -99,7 +100,7 @@ func (n *Node) serverHostPID(ctx context.Context) int {
 // loop), at most 5 s.
 func (n *Node) waitGone(ctx context.Context, pid int) error {
 	return retry(ctx, 5*time.Second, 2*time.Millisecond, func() error {
-		if redisbackend.ProcessGone(pid) {
+		if local.ProcessGone(pid) {
 			return nil
 		}
 		return fmt.Errorf("kill %s: redis-server (pid %d) still runs", n.name, pid)
@@ -289,7 +290,7 @@ func (n *Node) exec(ctx context.Context, script string) error {
 func (n *Node) Faked() bool { return n.env != nil }
 
 // Clock is the node's current fake clock.
-func (n *Node) Clock() redisbackend.Clock {
+func (n *Node) Clock() sut.Clock {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.clock
@@ -300,14 +301,14 @@ func (n *Node) Clock() redisbackend.Clock {
 // the bind-mounted directory. ConfirmClock checks that it took effect.
 func (n *Node) SetClock(skew time.Duration, rate float64) error {
 	if !n.Faked() {
-		return fmt.Errorf("set clock of %s: %w", n.name, redisbackend.ErrNoFaketime)
+		return fmt.Errorf("set clock of %s: %w", n.name, local.ErrNoFaketime)
 	}
 	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
 		return fmt.Errorf("set clock of %s: rate must be positive, got %v", n.name, rate)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.clock = redisbackend.Clock{Skew: skew, Rate: rate, Since: time.Now()}
+	n.clock = sut.Clock{Skew: skew, Rate: rate, Since: time.Now()}
 	return n.writeClockLocked()
 }
 
@@ -316,7 +317,7 @@ func (n *Node) SetClock(skew time.Duration, rate float64) error {
 func (n *Node) writeClockLocked() error {
 	f := filepath.Join(n.Dir, "clock", "faketime")
 	tmp := f + ".tmp"
-	if err := os.WriteFile(tmp, []byte(redisbackend.FaketimeLine(n.clock, n.startedAt)), 0o666); err != nil {
+	if err := os.WriteFile(tmp, []byte(local.FaketimeLine(n.clock, n.startedAt)), 0o666); err != nil {
 		return fmt.Errorf("write clock of %s: %w", n.name, err)
 	}
 	if err := os.Rename(tmp, f); err != nil {

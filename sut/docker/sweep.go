@@ -10,7 +10,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // Sweep removes the containers and networks that harness processes on this
@@ -24,7 +24,7 @@ func Sweep(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer dc.Close()
-	return sweep(ctx, dc.Client, func(pid int) bool { return pid != os.Getpid() && redisbackend.ProcessGone(pid) })
+	return sweep(ctx, dc.Client, func(pid int) bool { return pid != os.Getpid() && local.ProcessGone(pid) })
 }
 
 // sweep removes resources labelled with this host whose LabelPID satisfies

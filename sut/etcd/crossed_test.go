@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // A member whose peer port reaches a member of another group (ports crossed
@@ -32,7 +32,7 @@ func TestAMemberThatReachesAnotherGroupIsBusy(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = other.Down() })
 
-	ports, held, err := redisbackend.FreePorts(2)
+	ports, held, err := local.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestAMemberThatReachesAnotherGroupIsBusy(t *testing.T) {
 	}
 	dir := t.TempDir()
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	x := &redisbackend.Server{Name: "x", Port: ports[0], Binary: bin, Dir: dir, Output: true,
+	x := &local.Server{Name: "x", Port: ports[0], Binary: bin, Dir: dir, Output: true,
 		Args: []string{
 			"--name", "x", "--data-dir", filepath.Join(dir, "data"),
 			"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
@@ -57,7 +57,7 @@ func TestAMemberThatReachesAnotherGroupIsBusy(t *testing.T) {
 	if err := x.Start(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.WaitReady(ctx, time.Minute); !errors.Is(err, redisbackend.ErrPortBusy) {
+	if err := x.WaitReady(ctx, time.Minute); !errors.Is(err, local.ErrPortBusy) {
 		t.Fatalf("a member whose peer is another group's: %v, want ErrPortBusy", err)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -59,15 +60,15 @@ type Cluster struct {
 	tempDir bool
 
 	// Servers are the etcd members n1…nN.
-	Servers []*redisbackend.Server
+	Servers []*local.Server
 	// Storage is the Redis server holding the protected resource; no
 	// fault reaches it.
-	Storage *redisbackend.Server
+	Storage *local.Server
 
 	clientPort map[string]int // member -> client port
 	peerPort   map[string]int // member -> peer port
 	proxies    *toxiproxy.ApiServer
-	links      *redisbackend.LinkSet
+	links      *local.LinkSet
 	dialers    []*peerDialer
 
 	downOnce sync.Once
@@ -98,7 +99,7 @@ func Local(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
 // by sut.Check with the reason. A port taken between choosing it and
 // binding it makes Up start over, up to three times.
 func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
-	return redisbackend.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
+	return local.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
 func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
@@ -124,19 +125,19 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, links: redisbackend.NewLinkSet("etcd cluster"), clientPort: map[string]int{}, peerPort: map[string]int{}}
+	c := &Cluster{cfg: cfg, links: local.NewLinkSet("etcd cluster"), clientPort: map[string]int{}, peerPort: map[string]int{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
 		}
 	}()
-	if c.cfg.Dir, c.tempDir, err = redisbackend.WorkDir(cfg.Dir, "lockharness-etcd-"); err != nil {
+	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-etcd-"); err != nil {
 		return nil, err
 	}
 
 	// Ports stay bound until the proxies have theirs, so no proxy takes a
 	// member's port.
-	ports, held, err := redisbackend.FreePorts(2*cfg.Nodes + 1)
+	ports, held, err := local.FreePorts(2*cfg.Nodes + 1)
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +155,9 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		c.peerPort[names[i]] = ports[2*i+1]
 	}
 	sp := ports[2*cfg.Nodes]
-	sdir := filepath.Join(c.cfg.Dir, "storage")
-	c.Storage = &redisbackend.Server{Name: "storage", Port: sp, Binary: redis, Dir: sdir, Config: redisbackend.RedisConfig(sp, sdir, "storage")}
+	c.Storage = redisbackend.Storage(redis, c.cfg.Dir, sp)
 
-	c.proxies = redisbackend.NewProxyServer()
+	c.proxies = local.NewProxyServer()
 	for cl := 0; cl < cfg.Clients; cl++ {
 		for _, n := range names {
 			if err := c.addLink(sut.ClientName(cl), n, c.clientPort[n]); err != nil {
@@ -192,7 +192,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	}
 	for i, n := range names {
 		dir := filepath.Join(c.cfg.Dir, n)
-		s := &redisbackend.Server{Name: n, Port: c.clientPort[n], Binary: bin, Dir: dir, Output: true,
+		s := &local.Server{Name: n, Port: c.clientPort[n], Binary: bin, Dir: dir, Output: true,
 			Args: []string{
 				"--name", n,
 				"--data-dir", filepath.Join(dir, "data"),
@@ -226,7 +226,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	if err := redisbackend.WaitAllReady(ctx, append([]*redisbackend.Server{c.Storage}, c.Servers...), readyTimeout); err != nil {
+	if err := local.WaitAllReady(ctx, append([]*local.Server{c.Storage}, c.Servers...), readyTimeout); err != nil {
 		return nil, err
 	}
 	if err := c.lead(ctx, names[0]); err != nil {
@@ -241,7 +241,7 @@ const clockHint = "etcd is a Go program and reads the clock through the vDSO, no
 func exec(name string) (string, error) {
 	p, err := redisbackend.LookBinary(name)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s not found on PATH; %s", redisbackend.ErrMissingBinary, name, InstallHint)
+		return "", fmt.Errorf("%w: %s not found on PATH; %s", local.ErrMissingBinary, name, InstallHint)
 	}
 	return p, nil
 }
@@ -252,7 +252,7 @@ func exec(name string) (string, error) {
 func (c *Cluster) peerURL(n string) string { return fmt.Sprintf("http://0.0.0.0:%d", c.peerPort[n]) }
 
 func (c *Cluster) addLink(from, to string, port int) error {
-	l, err := redisbackend.NewLink(c.proxies, from, to, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", port))
+	l, err := local.NewLink(c.proxies, from, to, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		return err
 	}
@@ -290,13 +290,13 @@ func Health(ctx context.Context, addr string) error {
 // port of one was taken by the other between being chosen and bound. Such
 // a group may never elect; ErrPortBusy starts it again on new ports at
 // once, where it used to wait 30s and fail.
-func memberReady(ctx context.Context, s *redisbackend.Server) error {
+func memberReady(ctx context.Context, s *local.Server) error {
 	err := Health(ctx, s.Addr())
 	if err == nil {
 		return nil
 	}
 	if b, rerr := os.ReadFile(s.LogPath()); rerr == nil && bytes.Contains(b, []byte("cluster ID mismatch")) {
-		return fmt.Errorf("%w: member %s on 127.0.0.1:%d hears from a member of another etcd group (request cluster ID mismatch in %s)", redisbackend.ErrPortBusy, s.Name, s.Port, s.LogPath())
+		return fmt.Errorf("%w: member %s on 127.0.0.1:%d hears from a member of another etcd group (request cluster ID mismatch in %s)", local.ErrPortBusy, s.Name, s.Port, s.LogPath())
 	}
 	return err
 }
@@ -336,7 +336,7 @@ func (c *Cluster) Hint(cp sut.Capability) string {
 
 // Node returns a member by name.
 func (c *Cluster) Node(name string) (sut.Node, error) {
-	if s, ok := redisbackend.FindServer(c.Servers, name); ok {
+	if s, ok := local.FindServer(c.Servers, name); ok {
 		return member{s}, nil
 	}
 	return nil, fmt.Errorf("no member %q in this etcd cluster", name)
@@ -356,7 +356,7 @@ func (c *Cluster) Network() sut.Network { return c.links }
 
 // Endpoints are the members as client slot cl reaches them.
 func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
-	return c.links.Endpoints(cl, redisbackend.Names(c.Servers)...)
+	return c.links.Endpoints(cl, local.Names(c.Servers)...)
 }
 
 // ClientNodes are the members as client slot cl reaches them: addresses
@@ -376,7 +376,7 @@ func (c *Cluster) Heal(ctx context.Context) (string, error) {
 	if err != nil {
 		return did, err
 	}
-	return did, redisbackend.WaitEach(ctx, c.Servers, readyTimeout, Health)
+	return did, local.WaitEach(ctx, c.Servers, readyTimeout, Health)
 }
 
 // Healthy reports what is still broken: a faulted link, a member down or
@@ -396,7 +396,7 @@ func (c *Cluster) Down() error {
 		for _, d := range c.dialers {
 			d.Close()
 		}
-		c.downErr = redisbackend.StopAll(c.proxies, append(append([]*redisbackend.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
+		c.downErr = local.StopAll(c.proxies, append(append([]*local.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
 }
@@ -404,7 +404,7 @@ func (c *Cluster) Down() error {
 // member is an etcd server behind the seam: a process that can be killed,
 // restarted (on its data directory: it rejoins with what it wrote) and
 // paused. Its clock cannot be set (see the package doc).
-type member struct{ *redisbackend.Server }
+type member struct{ *local.Server }
 
 func (m member) Name() string   { return m.Server.Name }
 func (m member) Kind() sut.Kind { return sut.KindLock }

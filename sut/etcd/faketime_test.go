@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // Why the etcd members have no CanSetClock: under libfaketime, 100 days
@@ -20,13 +20,13 @@ import (
 // is what libfaketime replaces.
 func TestLibfaketimeDoesNotReachEtcd(t *testing.T) {
 	etcdtest.Require(t)
-	lib, err := redisbackend.Libfaketime()
+	lib, err := local.Libfaketime()
 	if err != nil {
 		t.Skip(err)
 	}
 	ports := make([]int, 2)
 	for i := range ports {
-		if ports[i], err = redisbackend.FreePort(); err != nil {
+		if ports[i], err = local.FreePort(); err != nil {
 			t.Fatal(err)
 		}
 	}

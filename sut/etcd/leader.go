@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // admin is an etcd client of the member at addr, directly (no link), as an
@@ -83,7 +83,7 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 				if id != leader {
 					continue
 				}
-				s, _ := redisbackend.FindServer(c.Servers, from)
+				s, _ := local.FindServer(c.Servers, from)
 				cl, err := admin(s.Addr())
 				if err == nil {
 					mctx, cancel := context.WithTimeout(ctx, 3*time.Second)

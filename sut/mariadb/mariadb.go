@@ -41,6 +41,7 @@ import (
 
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -59,13 +60,13 @@ type Cluster struct {
 	tempDir bool
 
 	// Server is the MariaDB server, n1.
-	Server *redisbackend.Server
+	Server *local.Server
 	// Storage is the Redis server holding the protected resource; no
 	// fault reaches it.
-	Storage *redisbackend.Server
+	Storage *local.Server
 
 	proxies *toxiproxy.ApiServer
-	links   *redisbackend.LinkSet
+	links   *local.LinkSet
 
 	adminMu sync.Mutex
 	admin   *sql.DB // root, direct (never through a link)
@@ -97,7 +98,7 @@ func Local(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
 // error, whatever was started is stopped. A port taken between choosing it
 // and binding it makes Up start over, up to three times.
 func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
-	return redisbackend.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
+	return local.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
 // quietDriver silences the MySQL driver's own log: a readiness probe of a
@@ -130,13 +131,13 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, links: redisbackend.NewLinkSet("MariaDB deployment")}
+	c := &Cluster{cfg: cfg, links: local.NewLinkSet("MariaDB deployment")}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
 		}
 	}()
-	if c.cfg.Dir, c.tempDir, err = redisbackend.WorkDir(cfg.Dir, "lockharness-mariadb-"); err != nil {
+	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-mariadb-"); err != nil {
 		return nil, err
 	}
 	tmpl, err := template(ctx, bins)
@@ -148,19 +149,18 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 
-	ports, held, err := redisbackend.FreePorts(2)
+	ports, held, err := local.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	port, sp := ports[0], ports[1]
-	sdir := filepath.Join(c.cfg.Dir, "storage")
-	c.Storage = &redisbackend.Server{Name: "storage", Port: sp, Binary: redis, Dir: sdir, Config: redisbackend.RedisConfig(sp, sdir, "storage")}
-	c.Server = &redisbackend.Server{Name: NodeName, Port: port, Binary: bins.server, Dir: dir, Output: true,
+	c.Storage = redisbackend.Storage(redis, c.cfg.Dir, sp)
+	c.Server = &local.Server{Name: NodeName, Port: port, Binary: bins.server, Dir: dir, Output: true,
 		Config: optionFile(dir, port, cfg.ExtraConfig),
 	}
 	c.Server.Args = []string{"--defaults-file=" + c.Server.ConfigPath()}
 	if cfg.Faketime {
-		lib, err := redisbackend.Libfaketime()
+		lib, err := local.Libfaketime()
 		if err != nil {
 			return nil, err
 		}
@@ -169,9 +169,9 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	}
 	c.Server.Ready = func(ctx context.Context) error { return ping(ctx, c.Server.Addr()) }
 
-	c.proxies = redisbackend.NewProxyServer()
+	c.proxies = local.NewProxyServer()
 	for cl := 0; cl < cfg.Clients; cl++ {
-		l, err := redisbackend.NewLink(c.proxies, sut.ClientName(cl), NodeName, "127.0.0.1:0", c.Server.Addr())
+		l, err := local.NewLink(c.proxies, sut.ClientName(cl), NodeName, "127.0.0.1:0", c.Server.Addr())
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +186,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if err := c.Server.Start(ctx, false); err != nil {
 		return nil, err
 	}
-	if err := redisbackend.WaitAllReady(ctx, []*redisbackend.Server{c.Storage, c.Server}, readyTimeout); err != nil {
+	if err := local.WaitAllReady(ctx, []*local.Server{c.Storage, c.Server}, readyTimeout); err != nil {
 		return nil, err
 	}
 	if c.admin, err = openAdmin(c.Server.Addr(), locks.MySQLDatabase); err != nil {
@@ -372,7 +372,7 @@ func (c *Cluster) Down() error {
 		if db := c.Admin(); db != nil {
 			_ = db.Close()
 		}
-		c.downErr = redisbackend.StopAll(c.proxies, []*redisbackend.Server{c.Server, c.Storage}, c.cfg.Dir, c.tempDir)
+		c.downErr = local.StopAll(c.proxies, []*local.Server{c.Server, c.Storage}, c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
 }

@@ -9,9 +9,9 @@ import (
 
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	"github.com/lockharness/lockharness/sut/mariadb"
 	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 func open(t *testing.T, addr string) *sql.DB {
@@ -184,7 +184,7 @@ func TestPauseKillRestart(t *testing.T) {
 // mariadbd reads the time through libc, so libfaketime sets its clock:
 // a jump of an hour shows in NOW(), and back again.
 func TestClockJump(t *testing.T) {
-	if _, err := redisbackend.Libfaketime(); err != nil {
+	if _, err := local.Libfaketime(); err != nil {
 		t.Skip(err)
 	}
 	c := mariadbtest.Up(t, sut.Config{Faketime: true})

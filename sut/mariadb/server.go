@@ -17,14 +17,14 @@ import (
 
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // server is the MariaDB server behind the seam: a process that can be
 // killed (SIGKILL; InnoDB recovers from its redo log at the restart, and
 // every session and the locks it held are gone), paused, and, under
 // libfaketime, have its clock set.
-type server struct{ *redisbackend.Server }
+type server struct{ *local.Server }
 
 func (s server) Name() string   { return s.Server.Name }
 func (s server) Kind() sut.Kind { return sut.KindLock }
@@ -274,7 +274,7 @@ func findBinaries() (binaries, error) {
 				return p, nil
 			}
 		}
-		return "", fmt.Errorf("%w: %s not found on PATH or in /usr/sbin; %s", redisbackend.ErrMissingBinary, name, InstallHint)
+		return "", fmt.Errorf("%w: %s not found on PATH or in /usr/sbin; %s", local.ErrMissingBinary, name, InstallHint)
 	}
 	var b binaries
 	var err error
@@ -333,11 +333,11 @@ func template(ctx context.Context, b binaries) (string, error) {
 	if out, err := exec.CommandContext(ctx, b.install, args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("mariadb template: mariadb-install-db: %w: %s", err, lastLines(string(out), 5))
 	}
-	port, err := redisbackend.FreePort()
+	port, err := local.FreePort()
 	if err != nil {
 		return "", err
 	}
-	s := &redisbackend.Server{Name: "template", Port: port, Binary: b.server, Dir: work, Output: true, Config: optionFile(work, port, "")}
+	s := &local.Server{Name: "template", Port: port, Binary: b.server, Dir: work, Output: true, Config: optionFile(work, port, "")}
 	s.Args = []string{"--defaults-file=" + s.ConfigPath()}
 	defer s.Kill()
 	if err := s.Start(ctx, false); err != nil {
@@ -421,7 +421,7 @@ func lastLines(s string, n int) string {
 }
 
 // Available reports whether MariaDB's programs are installed (an error
-// wrapping redisbackend.ErrMissingBinary that says how to get them when not).
+// wrapping local.ErrMissingBinary that says how to get them when not).
 func Available() error {
 	_, err := findBinaries()
 	return err

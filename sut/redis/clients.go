@@ -70,14 +70,14 @@ func (c *Cluster) masterClient(cl int, o sut.ClientOptions) *redis.Client {
 	if len(c.Sentinels) > 0 {
 		var addrs []string
 		for _, s := range c.Sentinels {
-			if l := c.links[LinkName(from, s.Name)]; l != nil {
+			if l := c.links[sut.LinkName(from, s.Name)]; l != nil {
 				addrs = append(addrs, l.Addr())
 			}
 		}
 		return NewFailoverClient(MasterName, addrs, AnnounceDialer(func(addr string) (string, bool) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if l := c.links[LinkName(from, c.announce[addr])]; l != nil {
+			if l := c.links[sut.LinkName(from, c.announce[addr])]; l != nil {
 				return l.Addr(), true
 			}
 			return "", false
@@ -86,7 +86,7 @@ func (c *Cluster) masterClient(cl int, o sut.ClientOptions) *redis.Client {
 	d := NewMasterDialer(func() (string, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if l := c.links[LinkName(from, c.master)]; l != nil {
+		if l := c.links[sut.LinkName(from, c.master)]; l != nil {
 			return l.Addr(), nil
 		}
 		return "", fmt.Errorf("no link from %s to %s", from, c.master)

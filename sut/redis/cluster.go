@@ -1,13 +1,21 @@
-// Package cluster brings Redis topologies up and down: real redis-server
-// processes on loopback ports, each in its own directory, with every network
-// link a client (or a replica, or a sentinel) uses going through its own
-// toxiproxy proxy, embedded in this process, so faults can be injected per
-// link. Down stops everything; children also die with the harness (Pdeathsig).
+// Package redis is the local-process Redis backend behind the seam: it
+// brings Redis topologies up and down (independent masters, one master
+// with replicas failed over by hand or by Sentinel), real redis-server and
+// redis-sentinel processes on loopback ports, each in its own directory,
+// with every network link a client (or a replica, or a sentinel) uses
+// going through its own toxiproxy proxy, embedded in this process, so
+// faults can be injected per link. Down stops everything; children also
+// die with the harness (Pdeathsig). Import it as redisbackend beside
+// go-redis's redis.
 //
-// It is the local-process backend behind the seam: *Cluster is a
-// sut.Deployment (and a sut.Deployment, which adds the go-redis
-// clients the locks use). What is Redis's stays here: configs, Sentinel,
-// libfaketime, go-redis.
+// *Cluster is a sut.Deployment whose client nodes carry go-redis clients.
+// What is Redis's stays here: configs, Sentinel, persistence, what makes a
+// local.Server a Redis server (NewServer: PING readiness, TIME clock), the
+// Redis storage node every system's deployment keeps the protected
+// resource on (Storage), and the go-redis client helpers the Docker and
+// target backends share (NewRedisClient, dialers, the failover client).
+// The process, proxy and libfaketime toolkit is sut/local's; the Redis
+// Cluster backend, sut/rediscluster.
 package redis
 
 import (
@@ -16,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +32,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // MasterName is the name Sentinel monitors the master under.
@@ -53,15 +61,15 @@ type Cluster struct {
 
 	// Nodes are the lock's Redis servers, n1…nN. In a replicated topology
 	// n1 is the first master and the others its replicas.
-	Nodes []*Server
+	Nodes []*local.Server
 	// Sentinels watch a replicated topology's master (s1…sS), with
 	// sut.FailoverSentinel.
-	Sentinels []*Server
+	Sentinels []*local.Server
 	// Storage holds the protected resource; no fault reaches it.
-	Storage *Server
+	Storage *local.Server
 
 	proxies *toxiproxy.ApiServer
-	links   map[string]*Link // by name, "c0->n1"
+	links   map[string]*local.Link // by name, "c0->n1"
 
 	mu       sync.Mutex
 	master   string            // replicated: the node the harness takes as master
@@ -80,7 +88,7 @@ type Cluster struct {
 // choosing it and the server binding it makes Up start over on new ports,
 // up to three times.
 func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
-	return RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*Cluster, error) { return up(ctx, cfg) })
+	return local.RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
 func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
@@ -103,7 +111,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	c := &Cluster{cfg: cfg, links: map[string]*Link{}, announce: map[string]string{}}
+	c := &Cluster{cfg: cfg, links: map[string]*local.Link{}, announce: map[string]string{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
@@ -111,20 +119,20 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	}()
 	// Each server runs in its own directory and reads its config by path:
 	// a relative path would resolve against the wrong one.
-	if c.cfg.Dir, c.tempDir, err = WorkDir(cfg.Dir, "lockharness-"); err != nil {
+	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-"); err != nil {
 		return nil, err
 	}
 	var ftEnv func(clockFile string) []string
 	if cfg.Faketime {
-		lib, err := Libfaketime()
+		lib, err := local.Libfaketime()
 		if err != nil {
 			return nil, err
 		}
-		shim, err := BuildMallocShim(c.cfg.Dir)
+		shim, err := local.BuildMallocShim(c.cfg.Dir)
 		if err != nil {
 			return nil, err
 		}
-		ftEnv = func(f string) []string { return faketimeEnv(shim, lib, f) }
+		ftEnv = func(f string) []string { return local.FaketimeEnv(f, shim, lib) }
 	}
 	ports, held, err := c.ports()
 	if err != nil {
@@ -139,7 +147,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	defer release()
 	for i := 0; i < cfg.Nodes; i++ {
 		name := fmt.Sprintf("n%d", i+1)
-		s := &Server{Name: name, Port: ports[i], Binary: bin, Dir: filepath.Join(c.cfg.Dir, name)}
+		s := NewServer(name, ports[i], bin, filepath.Join(c.cfg.Dir, name))
 		if cfg.Faketime {
 			s.ClockFile = filepath.Join(s.Dir, "faketime")
 			s.Env = ftEnv(s.ClockFile)
@@ -147,17 +155,16 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		c.Nodes = append(c.Nodes, s)
 	}
 	sp := ports[cfg.Nodes]
-	c.Storage = &Server{Name: "storage", Port: sp, Binary: bin, Dir: filepath.Join(c.cfg.Dir, "storage"),
-		Config: RedisConfig(sp, filepath.Join(c.cfg.Dir, "storage"), "storage")}
+	c.Storage = Storage(bin, c.cfg.Dir, sp)
 	for i := 0; i < cfg.Sentinels; i++ {
 		name := fmt.Sprintf("s%d", i+1)
 		p := ports[cfg.Nodes+1+i]
-		c.Sentinels = append(c.Sentinels, &Server{Name: name, Port: p, Binary: sbin, Dir: filepath.Join(c.cfg.Dir, name)})
+		c.Sentinels = append(c.Sentinels, NewServer(name, p, sbin, filepath.Join(c.cfg.Dir, name)))
 	}
 
 	// Every proxy exists before any server starts: a replica whose first
 	// connection to its master is refused retries only after ≈1 s.
-	c.proxies = NewProxyServer()
+	c.proxies = local.NewProxyServer()
 	if err := c.addLinks(); err != nil {
 		return nil, err
 	}
@@ -174,7 +181,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		s.Config = c.sentinelConfig(s)
 	}
 
-	all := append(append([]*Server(nil), c.Nodes...), c.Storage)
+	all := append(append([]*local.Server(nil), c.Nodes...), c.Storage)
 	all = append(all, c.Sentinels...)
 	for _, s := range all {
 		if err := s.Start(ctx, false); err != nil {
@@ -183,7 +190,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	}
 	errs := make(chan error, len(all))
 	for _, s := range all {
-		go func(s *Server) { errs <- s.WaitReady(ctx, defaultReadyTimeout) }(s)
+		go func(s *local.Server) { errs <- s.WaitReady(ctx, defaultReadyTimeout) }(s)
 	}
 	var werr error
 	for range all {
@@ -246,7 +253,7 @@ func (c *Cluster) addLinks() error {
 	}
 	if len(c.Sentinels) > 0 {
 		for _, n := range c.Nodes {
-			l, err := c.AddLink(SentinelsFrom, n)
+			l, err := c.AddLink(sut.SentinelsFrom, n)
 			if err != nil {
 				return err
 			}
@@ -256,14 +263,10 @@ func (c *Cluster) addLinks() error {
 	return nil
 }
 
-// SentinelsFrom is the "from" of the links the sentinels use
-// ("sentinels->n1").
-const SentinelsFrom = sut.SentinelsFrom
-
 // renderConfig is node s's config in the topology's current state: base,
 // persistence, and in a replicated topology its role (a replica follows the
 // current master through its own link) and the address it announces.
-func (c *Cluster) renderConfig(s *Server) string {
+func (c *Cluster) renderConfig(s *local.Server) string {
 	var b strings.Builder
 	b.WriteString(RedisConfig(s.Port, s.Dir, s.Name))
 	pc, _ := PersistenceConfig(c.cfg.Persistence) // validated in Up
@@ -276,7 +279,7 @@ func (c *Cluster) renderConfig(s *Server) string {
 				fmt.Fprintf(&b, "replicaof %s\n", strings.Replace(l.Addr(), ":", " ", 1))
 			}
 		}
-		if l := c.links[LinkName(SentinelsFrom, s.Name)]; l != nil {
+		if l := c.links[sut.LinkName(sut.SentinelsFrom, s.Name)]; l != nil {
 			host, port, _ := strings.Cut(l.Addr(), ":")
 			fmt.Fprintf(&b, "replica-announce-ip %s\nreplica-announce-port %s\n", host, port)
 		}
@@ -290,18 +293,18 @@ func (c *Cluster) renderConfig(s *Server) string {
 
 // replicationLink is the link replica follows master through: its own
 // with manual failover, master's announced one with Sentinel.
-func (c *Cluster) replicationLink(replica, master string) *Link {
+func (c *Cluster) replicationLink(replica, master string) *local.Link {
 	if len(c.Sentinels) > 0 {
-		return c.links[LinkName(SentinelsFrom, master)]
+		return c.links[sut.LinkName(sut.SentinelsFrom, master)]
 	}
-	return c.links[LinkName(replica, master)]
+	return c.links[sut.LinkName(replica, master)]
 }
 
 // sentinelConfig is a fresh config for sentinel s (Sentinel rewrites its
 // file, so it is written anew at every start). It monitors the first master
 // through that master's announced address.
-func (c *Cluster) sentinelConfig(s *Server) string {
-	l := c.links[LinkName(SentinelsFrom, c.Nodes[0].Name)]
+func (c *Cluster) sentinelConfig(s *local.Server) string {
+	l := c.links[sut.LinkName(sut.SentinelsFrom, c.Nodes[0].Name)]
 	host, port, _ := strings.Cut(l.Addr(), ":")
 	quorum := len(c.Sentinels)/2 + 1
 	return strings.Join([]string{
@@ -325,16 +328,16 @@ func (c *Cluster) sentinelConfig(s *Server) string {
 
 // sentinelID is a fixed run id for sentinel s, so that the others can be
 // told about it before it starts.
-func sentinelID(s *Server) string {
+func sentinelID(s *local.Server) string {
 	return fmt.Sprintf("%040x", sha1.Sum([]byte("lockharness-"+s.Name)))[:40]
 }
 
 // knownPeers lists, for sentinel s, the replicas of the first master (at
 // the addresses they announce) and the other sentinels.
-func (c *Cluster) knownPeers(s *Server) string {
+func (c *Cluster) knownPeers(s *local.Server) string {
 	var b strings.Builder
 	for _, n := range c.Nodes[1:] {
-		if l := c.links[LinkName(SentinelsFrom, n.Name)]; l != nil {
+		if l := c.links[sut.LinkName(sut.SentinelsFrom, n.Name)]; l != nil {
 			fmt.Fprintf(&b, "sentinel known-replica %s %s\n", MasterName, strings.Replace(l.Addr(), ":", " ", 1))
 		}
 	}
@@ -350,34 +353,7 @@ func (c *Cluster) knownPeers(s *Server) string {
 // sentinel. Free ports come with their listeners still open, to be closed
 // just before the servers start.
 func (c *Cluster) ports() ([]int, []net.Listener, error) {
-	return allocPorts(c.cfg.BasePort, c.cfg.Nodes+1+c.cfg.Sentinels)
-}
-
-// allocPorts allocates n ports: base+1… when base is set (checked free),
-// else free ones, returned with their listeners still open.
-func allocPorts(base, n int) ([]int, []net.Listener, error) {
-	ports := make([]int, 0, n)
-	var held []net.Listener
-	for i := 0; i < n; i++ {
-		if base != 0 {
-			p := base + i + 1
-			if err := CheckPortFree(p); err != nil {
-				return nil, nil, err
-			}
-			ports = append(ports, p)
-			continue
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			for _, h := range held {
-				_ = h.Close()
-			}
-			return nil, nil, fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, held, nil
+	return local.Ports(c.cfg.BasePort, c.cfg.Nodes+1+c.cfg.Sentinels)
 }
 
 // RedisConfig is the base config of a node: loopback only, its own dir, no
@@ -411,7 +387,7 @@ func (c *Cluster) Dir() string { return c.cfg.Dir }
 func (c *Cluster) Endpoints(cl int) []Endpoint {
 	out := make([]Endpoint, 0, len(c.Nodes))
 	for _, n := range c.Nodes {
-		l := c.links[LinkName(fmt.Sprintf("c%d", cl), n.Name)]
+		l := c.links[sut.LinkName(fmt.Sprintf("c%d", cl), n.Name)]
 		if l == nil {
 			continue
 		}
@@ -424,7 +400,7 @@ func (c *Cluster) Endpoints(cl int) []Endpoint {
 func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
 
 // Server returns the lock node process with the given name.
-func (c *Cluster) Server(name string) (*Server, error) {
+func (c *Cluster) Server(name string) (*local.Server, error) {
 	for _, n := range c.Nodes {
 		if n.Name == name {
 			return n, nil
@@ -438,33 +414,8 @@ func (c *Cluster) Server(name string) (*Server, error) {
 // path.
 func (c *Cluster) Down() error {
 	c.downOnce.Do(func() {
-		servers := append(append([]*Server(nil), c.Sentinels...), c.Nodes...)
-		c.downErr = StopAll(c.proxies, append(servers, c.Storage), c.cfg.Dir, c.tempDir)
+		servers := append(append([]*local.Server(nil), c.Sentinels...), c.Nodes...)
+		c.downErr = local.StopAll(c.proxies, append(servers, c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
-}
-
-// StopAll ends a local deployment: it removes every proxy of proxies (nil:
-// none) first, so that nothing reaches a server being stopped, kills each
-// server (nil ones are skipped), and removes dir when removeDir (the
-// deployment made it). Every error is returned, joined.
-func StopAll(proxies *toxiproxy.ApiServer, servers []*Server, dir string, removeDir bool) error {
-	var errs []error
-	if proxies != nil {
-		proxies.Collection.Clear()
-	}
-	for _, s := range servers {
-		if s == nil {
-			continue
-		}
-		if err := s.Kill(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if removeDir {
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
@@ -56,7 +57,7 @@ func TestUpDown(t *testing.T) {
 func TestMissingBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := redisbackend.Up(context.Background(), sut.Config{Nodes: 1})
-	if !errors.Is(err, redisbackend.ErrMissingBinary) {
+	if !errors.Is(err, local.ErrMissingBinary) {
 		t.Fatalf("got %v, want ErrMissingBinary", err)
 	}
 }
@@ -72,7 +73,7 @@ func TestStartOnTakenPortIsBusy(t *testing.T) {
 	}
 	second := mk("second")
 	err := second.Start(ctx, true)
-	if !errors.Is(err, redisbackend.ErrPortBusy) {
+	if !errors.Is(err, local.ErrPortBusy) {
 		t.Fatalf("start on a taken port: %v, want ErrPortBusy", err)
 	}
 	if pid, err := redisbackend.ServerPID(ctx, first.Addr(), time.Second); err != nil || pid != first.PID() {
@@ -97,30 +98,31 @@ func TestReadyOfAnotherProcessIsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := &redisbackend.Server{Name: "second", Port: port, Binary: sleep, Args: []string{"60"}, Dir: t.TempDir(), Output: true}
+	second := &local.Server{Name: "second", Port: port, Binary: sleep, Args: []string{"60"}, Dir: t.TempDir(), Output: true}
 	second.Ready = func(ctx context.Context) error { return redisbackend.Ping(ctx, second.Addr(), 200*time.Millisecond) }
 	t.Cleanup(func() { _ = second.Kill() })
-	if err := second.Start(ctx, true); !errors.Is(err, redisbackend.ErrPortBusy) {
+	if err := second.Start(ctx, true); !errors.Is(err, local.ErrPortBusy) {
 		t.Fatalf("a server whose probe another process answers: %v, want ErrPortBusy", err)
 	}
 }
 
 // redisOnOnePort makes redis-servers that all want one free port, each in
 // its own directory and killed in Cleanup.
-func redisOnOnePort(t *testing.T) func(name string) *redisbackend.Server {
+func redisOnOnePort(t *testing.T) func(name string) *local.Server {
 	t.Helper()
 	redistest.Require(t)
 	bin, err := redisbackend.LookBinary("redis-server")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := redisbackend.FreePort()
+	port, err := local.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(name string) *redisbackend.Server {
+	return func(name string) *local.Server {
 		dir := t.TempDir()
-		s := &redisbackend.Server{Name: name, Port: port, Binary: bin, Dir: dir, Config: redisbackend.RedisConfig(port, dir, name)}
+		s := redisbackend.NewServer(name, port, bin, dir)
+		s.Config = redisbackend.RedisConfig(port, dir, name)
 		t.Cleanup(func() { _ = s.Kill() })
 		return s
 	}

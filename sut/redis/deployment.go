@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // The local backend behind the seam: *Cluster is a sut.Deployment whose
@@ -60,7 +61,7 @@ func (c *Cluster) Hint(cp sut.Capability) string {
 	return ""
 }
 
-// Node returns a lock node or a sentinel by name, behind the seam (Server
+// Node returns a lock node or a sentinel by name, behind the seam (local.Server
 // returns its process).
 func (c *Cluster) Node(name string) (sut.Node, error) {
 	for _, s := range c.Nodes {
@@ -113,10 +114,10 @@ func (n network) Link(from, to string) (sut.Link, error) {
 	return l, nil
 }
 
-// node is a Server behind the seam: a process that can be killed,
+// node is a local.Server behind the seam: a process that can be killed,
 // restarted, paused and, under libfaketime, have its clock set.
 type node struct {
-	*Server
+	*local.Server
 	kind sut.Kind
 }
 
@@ -153,7 +154,7 @@ func (n node) Command(ctx context.Context, args ...string) (string, error) {
 }
 
 // ServerOf is the process behind a node of a local cluster.
-func ServerOf(n sut.Node) (*Server, bool) {
+func ServerOf(n sut.Node) (*local.Server, bool) {
 	ln, ok := n.(node)
 	return ln.Server, ok
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // SetPersistence switches every lock node to a persistence mode while it
@@ -17,7 +18,7 @@ func (c *Cluster) SetPersistence(ctx context.Context, mode string) error {
 		return err
 	}
 	for _, s := range c.Nodes {
-		if err := s.setPersistence(ctx, mode); err != nil {
+		if err := setPersistence(ctx, s, mode); err != nil {
 			return err
 		}
 	}
@@ -30,7 +31,7 @@ func (c *Cluster) SetPersistence(ctx context.Context, mode string) error {
 	return nil
 }
 
-func (s *Server) setPersistence(ctx context.Context, mode string) error {
+func setPersistence(ctx context.Context, s *local.Server, mode string) error {
 	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 	defer cl.Close()
 	var err error

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // A Redis Cluster: Masters masters, n1…nM, each owning an equal range of
@@ -87,14 +88,14 @@ type RCluster struct {
 	tempDir bool
 
 	// Nodes are the cluster's redis-servers, masters first.
-	Nodes []*Server
+	Nodes []*local.Server
 	// Storage holds the protected resource; no fault reaches it.
-	Storage *Server
+	Storage *local.Server
 
 	bus      map[string]int // node -> its cluster bus port
 	proxies  *toxiproxy.ApiServer
-	links    map[string]*Link  // by name
-	announce map[string]string // announced address ("peers->nI") -> node
+	links    map[string]*local.Link // by name
+	announce map[string]string      // announced address ("peers->nI") -> node
 
 	mu  sync.Mutex
 	ids map[string]string // node -> cluster node id (kept in nodes.conf across restarts)
@@ -118,7 +119,7 @@ var (
 // and every replica's link up. On error everything started is stopped.
 // As Up, it starts over on new ports when a free port was taken.
 func UpRedisCluster(ctx context.Context, cfg sut.Config) (*RCluster, error) {
-	return RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*RCluster, error) { return upRedisCluster(ctx, cfg) })
+	return local.RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*RCluster, error) { return upRedisCluster(ctx, cfg) })
 }
 
 func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error) {
@@ -133,29 +134,29 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 			return nil, err
 		}
 	}
-	c := &RCluster{cfg: cfg, bus: map[string]int{}, links: map[string]*Link{}, announce: map[string]string{}, ids: map[string]string{}}
+	c := &RCluster{cfg: cfg, bus: map[string]int{}, links: map[string]*local.Link{}, announce: map[string]string{}, ids: map[string]string{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
 		}
 	}()
-	if c.cfg.Dir, c.tempDir, err = WorkDir(cfg.Dir, "lockharness-"); err != nil {
+	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-"); err != nil {
 		return nil, err
 	}
 	var ftEnv func(string) []string
 	if cfg.Faketime {
-		lib, err := Libfaketime()
+		lib, err := local.Libfaketime()
 		if err != nil {
 			return nil, err
 		}
-		shim, err := BuildMallocShim(c.cfg.Dir)
+		shim, err := local.BuildMallocShim(c.cfg.Dir)
 		if err != nil {
 			return nil, err
 		}
-		ftEnv = func(f string) []string { return faketimeEnv(shim, lib, f) }
+		ftEnv = func(f string) []string { return local.FaketimeEnv(f, shim, lib) }
 	}
 	// Data ports, the storage node's, then bus ports.
-	ports, held, err := allocPorts(cfg.BasePort, 2*cfg.Nodes+1)
+	ports, held, err := local.Ports(cfg.BasePort, 2*cfg.Nodes+1)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 	defer release()
 	for i := 0; i < cfg.Nodes; i++ {
 		name := fmt.Sprintf("n%d", i+1)
-		s := &Server{Name: name, Port: ports[i], Binary: bin, Dir: filepath.Join(c.cfg.Dir, name)}
+		s := NewServer(name, ports[i], bin, filepath.Join(c.cfg.Dir, name))
 		if cfg.Faketime {
 			s.ClockFile = filepath.Join(s.Dir, "faketime")
 			s.Env = ftEnv(s.ClockFile)
@@ -177,8 +178,7 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 		c.bus[name] = ports[cfg.Nodes+1+i]
 	}
 	sp := ports[cfg.Nodes]
-	c.Storage = &Server{Name: "storage", Port: sp, Binary: bin, Dir: filepath.Join(c.cfg.Dir, "storage"),
-		Config: RedisConfig(sp, filepath.Join(c.cfg.Dir, "storage"), "storage")}
+	c.Storage = Storage(bin, c.cfg.Dir, sp)
 
 	zerolog.SetGlobalLevel(zerolog.Disabled) // as in Up: the bandwidth toxic logs globally
 	c.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
@@ -189,7 +189,7 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 	for _, s := range c.Nodes {
 		s.Config = c.renderConfig(s)
 	}
-	all := append(append([]*Server(nil), c.Nodes...), c.Storage)
+	all := append(append([]*local.Server(nil), c.Nodes...), c.Storage)
 	for _, s := range all {
 		if err := s.Start(ctx, false); err != nil {
 			return nil, err
@@ -197,7 +197,7 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 	}
 	errs := make(chan error, len(all))
 	for _, s := range all {
-		go func(s *Server) { errs <- s.WaitReady(ctx, defaultReadyTimeout) }(s)
+		go func(s *local.Server) { errs <- s.WaitReady(ctx, defaultReadyTimeout) }(s)
 	}
 	var werr error
 	for range all {
@@ -218,9 +218,9 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 // addLinks creates "cK->nI" for every client and node, and each node's
 // announced "peers->nI" and "bus->nI".
 func (c *RCluster) addLinks() error {
-	add := func(from, to, upstream string) (*Link, error) {
-		name := LinkName(from, to)
-		l, err := NewLink(c.proxies, from, to, "127.0.0.1:0", upstream)
+	add := func(from, to, upstream string) (*local.Link, error) {
+		name := sut.LinkName(from, to)
+		l, err := local.NewLink(c.proxies, from, to, "127.0.0.1:0", upstream)
 		if err != nil {
 			return nil, err
 		}
@@ -247,14 +247,14 @@ func (c *RCluster) addLinks() error {
 	return nil
 }
 
-func proxyPort(l *Link) string {
+func proxyPort(l *local.Link) string {
 	_, p, _ := net.SplitHostPort(l.Addr())
 	return p
 }
 
 // renderConfig is node s's config: base, persistence, and cluster mode,
 // announcing its peers and bus links.
-func (c *RCluster) renderConfig(s *Server) string {
+func (c *RCluster) renderConfig(s *local.Server) string {
 	var b strings.Builder
 	b.WriteString(RedisConfig(s.Port, s.Dir, s.Name))
 	pc, _ := PersistenceConfig(c.cfg.Persistence) // validated
@@ -262,7 +262,7 @@ func (c *RCluster) renderConfig(s *Server) string {
 	fmt.Fprintf(&b, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout %d\n", c.cfg.ClusterNodeTimeout.Milliseconds())
 	fmt.Fprintf(&b, "cluster-port %d\ncluster-announce-ip 127.0.0.1\n", c.bus[s.Name])
 	fmt.Fprintf(&b, "cluster-announce-port %s\ncluster-announce-bus-port %s\n",
-		proxyPort(c.links[LinkName(PeersFrom, s.Name)]), proxyPort(c.links[LinkName(BusFrom, s.Name)]))
+		proxyPort(c.links[sut.LinkName(PeersFrom, s.Name)]), proxyPort(c.links[sut.LinkName(BusFrom, s.Name)]))
 	// Roles stay where the harness and the cluster's own failovers put
 	// them: no replica wanders off to an orphaned master.
 	b.WriteString("cluster-allow-replica-migration no\n")
@@ -299,7 +299,7 @@ func (c *RCluster) form(ctx context.Context) error {
 	first := c.Nodes[0]
 	for _, s := range c.Nodes[1:] {
 		if err := adminDo(ctx, first, "cluster", "meet", "127.0.0.1",
-			proxyPort(c.links[LinkName(PeersFrom, s.Name)]), proxyPort(c.links[LinkName(BusFrom, s.Name)])); err != nil {
+			proxyPort(c.links[sut.LinkName(PeersFrom, s.Name)]), proxyPort(c.links[sut.LinkName(BusFrom, s.Name)])); err != nil {
 			return fmt.Errorf("cluster meet %s: %w", s.Name, err)
 		}
 	}
@@ -353,14 +353,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func adminResult(ctx context.Context, s *Server, args ...any) (any, error) {
+func adminResult(ctx context.Context, s *local.Server, args ...any) (any, error) {
 	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 	defer cl.Close()
 	return cl.Do(ctx, args...).Result()
 }
 
 // view is what one node says about the cluster (CLUSTER NODES).
-func (c *RCluster) view(ctx context.Context, s *Server) ([]ClusterNode, error) {
+func (c *RCluster) view(ctx context.Context, s *local.Server) ([]ClusterNode, error) {
 	v, err := adminResult(ctx, s, "cluster", "nodes")
 	if err != nil {
 		return nil, fmt.Errorf("cluster nodes on %s: %w", s.Name, err)
@@ -462,7 +462,7 @@ func (c *RCluster) Failover(ctx context.Context, replica, mode string) error {
 	}
 	deadline := time.Now().Add(8 * time.Second)
 	for {
-		ri, rerr := s.Replication(ctx)
+		ri, rerr := ReplicationOf(ctx, s)
 		v, verr := c.view(ctx, s)
 		if rerr == nil && verr == nil && ri.Role == sut.RoleMaster {
 			for _, n := range v {
@@ -527,7 +527,7 @@ func (c *RCluster) MoveSlot(ctx context.Context, slot int, to string) (int, erro
 		moved += len(keys)
 	}
 	var errs []error
-	for _, s := range []*Server{dst, src} {
+	for _, s := range []*local.Server{dst, src} {
 		errs = append(errs, adminDo(ctx, s, "cluster", "setslot", slot, "node", dstID))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -546,7 +546,7 @@ func (c *RCluster) MoveSlot(ctx context.Context, slot int, to string) (int, erro
 }
 
 // Server returns the node process called name.
-func (c *RCluster) Server(name string) (*Server, error) {
+func (c *RCluster) Server(name string) (*local.Server, error) {
 	for _, n := range c.Nodes {
 		if n.Name == name {
 			return n, nil
@@ -642,7 +642,7 @@ func (c *RCluster) consistent(ctx context.Context) error {
 		}
 		m := c.nameOf(n.MasterID)
 		s, _ := c.Server(name)
-		ri, err := s.Replication(ctx)
+		ri, err := ReplicationOf(ctx, s)
 		if err != nil || ri.Role != sut.RoleReplica || !ri.LinkUp {
 			errs = append(errs, fmt.Errorf("replica %s of %s: link not up (%+v %v)", name, m, ri, err))
 			continue
@@ -726,7 +726,7 @@ func (c *RCluster) Network() sut.Network { return linkNet(c.links) }
 func (c *RCluster) Endpoints(cl int) []Endpoint {
 	out := make([]Endpoint, 0, len(c.Nodes))
 	for _, n := range c.Nodes {
-		if l := c.links[LinkName(sut.ClientName(cl), n.Name)]; l != nil {
+		if l := c.links[sut.LinkName(sut.ClientName(cl), n.Name)]; l != nil {
 			out = append(out, Endpoint{Node: n.Name, Addr: l.Addr()})
 		}
 	}
@@ -750,7 +750,7 @@ func (c *RCluster) SetPersistence(ctx context.Context, mode string) error {
 		return err
 	}
 	for _, s := range c.Nodes {
-		if err := s.setPersistence(ctx, mode); err != nil {
+		if err := setPersistence(ctx, s, mode); err != nil {
 			return err
 		}
 	}
@@ -810,7 +810,7 @@ func (c *RCluster) Healthy(ctx context.Context) error {
 // safe to call more than once.
 func (c *RCluster) Down() error {
 	c.downOnce.Do(func() {
-		c.downErr = StopAll(c.proxies, append(append([]*Server(nil), c.Nodes...), c.Storage), c.cfg.Dir, c.tempDir)
+		c.downErr = local.StopAll(c.proxies, append(append([]*local.Server(nil), c.Nodes...), c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
 }
@@ -867,7 +867,7 @@ func (c *RCluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
 func (c *RCluster) clientDialer(from string, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if name, ok := c.announce[addr]; ok {
-			if l := c.links[LinkName(from, name)]; l != nil {
+			if l := c.links[sut.LinkName(from, name)]; l != nil {
 				addr = l.Addr()
 			}
 		}
@@ -931,7 +931,7 @@ func unknownOutcome(err error) bool {
 }
 
 // linkNet is a set of links as a sut.Network.
-type linkNet map[string]*Link
+type linkNet map[string]*local.Link
 
 func (n linkNet) Links() []sut.Link {
 	names := make([]string, 0, len(n))
@@ -947,9 +947,9 @@ func (n linkNet) Links() []sut.Link {
 }
 
 func (n linkNet) Link(from, to string) (sut.Link, error) {
-	l := n[LinkName(from, to)]
+	l := n[sut.LinkName(from, to)]
 	if l == nil {
-		return nil, fmt.Errorf("no link %s in this topology", LinkName(from, to))
+		return nil, fmt.Errorf("no link %s in this topology", sut.LinkName(from, to))
 	}
 	return l, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // Replicated reports whether the topology is one master with replicas.
@@ -19,7 +20,7 @@ func (c *Cluster) Replicated() bool { return c.cfg.Topology == sut.Replicated }
 // Master is the node the harness takes as the master of a replicated
 // topology: the first master until a failover moves it (SetPrimary, or
 // RefreshMaster after Sentinel promoted another node). Nil when independent.
-func (c *Cluster) Master() *Server {
+func (c *Cluster) Master() *local.Server {
 	c.mu.Lock()
 	name := c.master
 	c.mu.Unlock()
@@ -31,9 +32,9 @@ func (c *Cluster) Master() *Server {
 }
 
 // Replicas are the nodes other than Master.
-func (c *Cluster) Replicas() []*Server {
+func (c *Cluster) Replicas() []*local.Server {
 	m := c.Master()
-	var out []*Server
+	var out []*local.Server
 	for _, n := range c.Nodes {
 		if n != m {
 			out = append(out, n)
@@ -119,14 +120,15 @@ func (c *Cluster) Role(ctx context.Context, name string) (ReplicationInfo, error
 	if err != nil {
 		return ReplicationInfo{}, err
 	}
-	return s.Replication(ctx)
+	return ReplicationOf(ctx, s)
 }
 
 // ReplicationInfo is the part of INFO replication the harness uses.
 type ReplicationInfo = sut.RoleInfo
 
-// Replication reads INFO replication over a direct connection.
-func (s *Server) Replication(ctx context.Context) (ReplicationInfo, error) {
+// ReplicationOf reads server s's INFO replication over a direct
+// connection.
+func ReplicationOf(ctx context.Context, s *local.Server) (ReplicationInfo, error) {
 	return RoleAt(ctx, s.Name, s.Addr())
 }
 
@@ -166,7 +168,7 @@ func RoleAt(ctx context.Context, node, addr string) (sut.RoleInfo, error) {
 	return ri, nil
 }
 
-func adminDo(ctx context.Context, s *Server, args ...any) error {
+func adminDo(ctx context.Context, s *local.Server, args ...any) error {
 	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 	defer cl.Close()
 	return cl.Do(ctx, args...).Err()
@@ -225,7 +227,7 @@ func (c *Cluster) waitReplicated(ctx context.Context, timeout time.Duration) err
 
 func (c *Cluster) replicatedReady(ctx context.Context) error {
 	for _, r := range c.Replicas() {
-		ri, err := r.Replication(ctx)
+		ri, err := ReplicationOf(ctx, r)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
@@ -115,7 +116,7 @@ func TestReplicatedManual(t *testing.T) {
 
 func TestFaketimeClock(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil && !testing.Short() {
-		t.Fatalf("gcc missing: %s", redisbackend.FaketimeHint)
+		t.Fatalf("gcc missing: %s", local.FaketimeHint)
 	}
 	c := up(t, sut.Config{Nodes: 2, Faketime: true})
 	ctx := context.Background()

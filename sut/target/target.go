@@ -31,6 +31,7 @@ import (
 
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -270,7 +271,7 @@ type Deployment struct {
 	nodes   []*Node
 	sents   []*Node
 	proxies *toxiproxy.ApiServer
-	links   map[string]*redisbackend.Link
+	links   map[string]*local.Link
 	// native cuts the members off from each other inside the target's own
 	// network; nil unless every member's container is named and the
 	// harness can reach their network namespaces (docker.HostNetns).
@@ -294,7 +295,7 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	if clients < 1 {
 		return nil, fmt.Errorf("clients must be at least 1, got %d", clients)
 	}
-	d := &Deployment{file: f, clients: clients, links: map[string]*redisbackend.Link{}}
+	d := &Deployment{file: f, clients: clients, links: map[string]*local.Link{}}
 	defer func() {
 		if err != nil {
 			_ = d.Down()
@@ -336,7 +337,7 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	d.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	for cl := 0; cl < clients; cl++ {
 		for _, n := range append(append([]*Node(nil), d.nodes...), d.sents...) {
-			l, err := redisbackend.NewLink(d.proxies, sut.ClientName(cl), n.Name(), "127.0.0.1:0", n.Addr())
+			l, err := local.NewLink(d.proxies, sut.ClientName(cl), n.Name(), "127.0.0.1:0", n.Addr())
 			if err != nil {
 				return nil, err
 			}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/local"
 )
 
 // FourLetter sends a four-letter word (srvr, ruok, …) to the server at
@@ -92,7 +92,7 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 	for {
 		l, err := c.Leader(ctx)
 		if err == nil && l == name {
-			if err := redisbackend.WaitEach(ctx, c.Servers, time.Until(deadline), serving); err != nil {
+			if err := local.WaitEach(ctx, c.Servers, time.Until(deadline), serving); err != nil {
 				return fmt.Errorf("make %s the zookeeper leader: %w", name, err)
 			}
 			if l, err = c.Leader(ctx); err == nil && l == name {
@@ -103,7 +103,7 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 			return fmt.Errorf("make %s the zookeeper leader: leader %q (%v)", name, l, err)
 		}
 		if err == nil && l != name {
-			s, _ := redisbackend.FindServer(c.Servers, l)
+			s, _ := local.FindServer(c.Servers, l)
 			if err := s.Kill(); err != nil {
 				return fmt.Errorf("make %s the zookeeper leader: restart %s: %w", name, l, err)
 			}
@@ -122,7 +122,7 @@ func (c *Cluster) lead(ctx context.Context, name string) error {
 // member is a ZooKeeper server behind the seam: a process that can be
 // killed, restarted (on its data directory: it rejoins with what it
 // logged), paused, and, under libfaketime, have its clock set.
-type member struct{ *redisbackend.Server }
+type member struct{ *local.Server }
 
 func (m member) Name() string   { return m.Server.Name }
 func (m member) Kind() sut.Kind { return sut.KindLock }
@@ -249,7 +249,7 @@ func lastSrvrStamp(path string) (time.Time, error) {
 // peerLink is one server's path to another: two proxies, to the other's
 // quorum port and to its election port, faulted together.
 type peerLink struct {
-	quorum, election *redisbackend.Link
+	quorum, election *local.Link
 }
 
 var (
@@ -265,24 +265,24 @@ func (p *peerLink) To() string   { return p.quorum.To() }
 // election connections to the election proxy.
 func (p *peerLink) Addr() string { return p.quorum.Addr() }
 
-func (p *peerLink) both(f func(l *redisbackend.Link) error) error {
+func (p *peerLink) both(f func(l *local.Link) error) error {
 	if err := f(p.quorum); err != nil {
 		return err
 	}
 	return f(p.election)
 }
 
-func (p *peerLink) Cut() error         { return p.both((*redisbackend.Link).Cut) }
-func (p *peerLink) DropReplies() error { return p.both((*redisbackend.Link).DropReplies) }
+func (p *peerLink) Cut() error         { return p.both((*local.Link).Cut) }
+func (p *peerLink) DropReplies() error { return p.both((*local.Link).DropReplies) }
 func (p *peerLink) Uncut(ctx context.Context) error {
-	return p.both(func(l *redisbackend.Link) error { return l.Uncut(ctx) })
+	return p.both(func(l *local.Link) error { return l.Uncut(ctx) })
 }
 func (p *peerLink) IsCut() bool { return p.quorum.IsCut() || p.election.IsCut() }
 func (p *peerLink) Slow(latency, jitter time.Duration) error {
-	return p.both(func(l *redisbackend.Link) error { return l.Slow(latency, jitter) })
+	return p.both(func(l *local.Link) error { return l.Slow(latency, jitter) })
 }
 func (p *peerLink) Unslow(ctx context.Context) error {
-	return p.both(func(l *redisbackend.Link) error { return l.Unslow(ctx) })
+	return p.both(func(l *local.Link) error { return l.Unslow(ctx) })
 }
 func (p *peerLink) Heal(ctx context.Context) {
 	p.quorum.Heal(ctx)

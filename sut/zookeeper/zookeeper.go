@@ -8,7 +8,7 @@
 //
 // Server to server links: every server's zoo.cfg names every server at
 // its real ports (server.N=host:quorum:election), and every server runs
-// with the connect shim preloaded (redisbackend.BuildConnectShim), which sends
+// with the connect shim preloaded (local.BuildConnectShim), which sends
 // each connect() it makes to another server's quorum or election port to
 // its own proxy to that server. So "n1->n2" is n1's path to n2 alone (one
 // proxy for the quorum port, one for the election port, cut and healed
@@ -53,6 +53,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
@@ -93,16 +94,16 @@ type Cluster struct {
 	tempDir bool
 
 	// Servers are the ZooKeeper servers n1…nN.
-	Servers []*redisbackend.Server
+	Servers []*local.Server
 	// Storage is the Redis server holding the protected resource; no
 	// fault reaches it.
-	Storage *redisbackend.Server
+	Storage *local.Server
 
 	clientPort   map[string]int // server -> client port
 	quorumPort   map[string]int
 	electionPort map[string]int
 	proxies      *toxiproxy.ApiServer
-	links        *redisbackend.LinkSet
+	links        *local.LinkSet
 
 	downOnce sync.Once
 	downErr  error
@@ -132,7 +133,7 @@ func Local(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
 // is stopped. A port taken between choosing it and binding it makes Up
 // start over, up to three times.
 func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
-	return redisbackend.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
+	return local.RetryBusyPorts(ctx, false, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
 func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
@@ -156,7 +157,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	}
 	for _, j := range []string{zookeeperJar, loggerJar} {
 		if _, err := os.Stat(j); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v; %s", redisbackend.ErrMissingBinary, j, err, InstallHint)
+			return nil, fmt.Errorf("%w: %s: %v; %s", local.ErrMissingBinary, j, err, InstallHint)
 		}
 	}
 	redis, err := redisbackend.LookBinary("redis-server")
@@ -166,25 +167,25 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	var ftEnv func(file string) []string
 	var ftLib string
 	if cfg.Faketime {
-		if ftLib, err = redisbackend.Libfaketime(); err != nil {
+		if ftLib, err = local.Libfaketime(); err != nil {
 			return nil, err
 		}
 		ftEnv = faketimeEnv
 	}
-	c := &Cluster{cfg: cfg, links: redisbackend.NewLinkSet("zookeeper ensemble"),
+	c := &Cluster{cfg: cfg, links: local.NewLinkSet("zookeeper ensemble"),
 		clientPort: map[string]int{}, quorumPort: map[string]int{}, electionPort: map[string]int{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
 		}
 	}()
-	if c.cfg.Dir, c.tempDir, err = redisbackend.WorkDir(cfg.Dir, "lockharness-zookeeper-"); err != nil {
+	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-zookeeper-"); err != nil {
 		return nil, err
 	}
 
 	// Ports stay bound until the proxies have theirs, so no proxy takes a
 	// server's port.
-	ports, held, err := redisbackend.FreePorts(3*cfg.Nodes + 1)
+	ports, held, err := local.FreePorts(3*cfg.Nodes + 1)
 	if err != nil {
 		return nil, err
 	}
@@ -203,17 +204,16 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		c.electionPort[names[i]] = ports[3*i+2]
 	}
 	sp := ports[3*cfg.Nodes]
-	sdir := filepath.Join(c.cfg.Dir, "storage")
-	c.Storage = &redisbackend.Server{Name: "storage", Port: sp, Binary: redis, Dir: sdir, Config: redisbackend.RedisConfig(sp, sdir, "storage")}
+	c.Storage = redisbackend.Storage(redis, c.cfg.Dir, sp)
 
-	shim, err := redisbackend.BuildConnectShim(c.cfg.Dir)
+	shim, err := local.BuildConnectShim(c.cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
-	c.proxies = redisbackend.NewProxyServer()
+	c.proxies = local.NewProxyServer()
 	for cl := 0; cl < cfg.Clients; cl++ {
 		for _, n := range names {
-			l, err := redisbackend.NewLink(c.proxies, sut.ClientName(cl), n, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.clientPort[n]))
+			l, err := local.NewLink(c.proxies, sut.ClientName(cl), n, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.clientPort[n]))
 			if err != nil {
 				return nil, err
 			}
@@ -226,13 +226,13 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 			if a == b {
 				continue
 			}
-			q, err := redisbackend.NewLink(c.proxies, a, b, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.quorumPort[b]))
+			q, err := local.NewLink(c.proxies, a, b, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.quorumPort[b]))
 			if err != nil {
 				return nil, err
 			}
 			// The election link's proxy needs a name of its own; it is
 			// never listed: peerLink faults both.
-			e, err := redisbackend.NewLink(c.proxies, a, b+"-election", "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.electionPort[b]))
+			e, err := local.NewLink(c.proxies, a, b+"-election", "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.electionPort[b]))
 			if err != nil {
 				return nil, err
 			}
@@ -255,7 +255,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		for j, o := range names {
 			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", serverID(j, cfg.Nodes), c.quorumPort[o], c.electionPort[o]))
 		}
-		s := &redisbackend.Server{Name: n, Port: c.clientPort[n], Binary: java, Dir: dir, Output: true,
+		s := &local.Server{Name: n, Port: c.clientPort[n], Binary: java, Dir: dir, Output: true,
 			Config: zooCfg(dir, c.clientPort[n], lines),
 		}
 		s.Args = javaArgs(s.ConfigPath())
@@ -268,7 +268,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 				route[fmt.Sprintf("127.0.0.1:%d", c.electionPort[o])] = pl.election.Addr()
 			}
 		}
-		routeEnv, err := redisbackend.ConnectMapEnv(route)
+		routeEnv, err := local.ConnectMapEnv(route)
 		if err != nil {
 			return nil, err
 		}
@@ -294,11 +294,11 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	if werr := redisbackend.WaitAllReady(ctx, append([]*redisbackend.Server{c.Storage}, c.Servers...), readyTimeout); werr != nil {
+	if werr := local.WaitAllReady(ctx, append([]*local.Server{c.Storage}, c.Servers...), readyTimeout); werr != nil {
 		// A server that cannot bind its election port says only that it
 		// leaves the election, in the last lines of its log.
 		if strings.Contains(werr.Error(), "participate in leader election") {
-			return nil, fmt.Errorf("%w: %v", redisbackend.ErrPortBusy, werr)
+			return nil, fmt.Errorf("%w: %v", local.ErrPortBusy, werr)
 		}
 		return nil, werr
 	}
@@ -414,7 +414,7 @@ func (c *Cluster) Hint(cp sut.Capability) string {
 
 // Node returns a server by name.
 func (c *Cluster) Node(name string) (sut.Node, error) {
-	if s, ok := redisbackend.FindServer(c.Servers, name); ok {
+	if s, ok := local.FindServer(c.Servers, name); ok {
 		return member{s}, nil
 	}
 	return nil, fmt.Errorf("no server %q in this zookeeper ensemble", name)
@@ -434,7 +434,7 @@ func (c *Cluster) Network() sut.Network { return c.links }
 
 // Endpoints are the servers as client slot cl reaches them.
 func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
-	return c.links.Endpoints(cl, redisbackend.Names(c.Servers)...)
+	return c.links.Endpoints(cl, local.Names(c.Servers)...)
 }
 
 // ClientNodes are the servers as client slot cl reaches them: addresses
@@ -453,7 +453,7 @@ func (c *Cluster) Heal(ctx context.Context) (string, error) {
 	if err != nil {
 		return did, err
 	}
-	return did, redisbackend.WaitEach(ctx, c.Servers, readyTimeout, serving)
+	return did, local.WaitEach(ctx, c.Servers, readyTimeout, serving)
 }
 
 // Healthy reports what is still broken: a faulted link, a server down or
@@ -472,7 +472,7 @@ func (c *Cluster) Healthy(ctx context.Context) error {
 // temporary directory. It is safe to call more than once.
 func (c *Cluster) Down() error {
 	c.downOnce.Do(func() {
-		c.downErr = redisbackend.StopAll(c.proxies, append(append([]*redisbackend.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
+		c.downErr = local.StopAll(c.proxies, append(append([]*local.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
 	})
 	return c.downErr
 }

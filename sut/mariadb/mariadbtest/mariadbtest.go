@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
 	"github.com/lockharness/lockharness/sut/mariadb"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // InstallHint is what a test says when a program it needs is missing.
@@ -28,7 +28,7 @@ func Require(tb testing.TB) {
 		tb.Fatalf("redis-server is not on PATH: %s", InstallHint)
 	}
 	if err := mariadb.Available(); err != nil {
-		if errors.Is(err, redisbackend.ErrMissingBinary) {
+		if errors.Is(err, local.ErrMissingBinary) {
 			tb.Fatalf("%v: %s", err, InstallHint)
 		}
 		tb.Fatal(err)

@@ -1,4 +1,4 @@
-package redis
+package local
 
 import (
 	"context"
@@ -14,13 +14,11 @@ import (
 	"github.com/lockharness/lockharness/sut"
 )
 
-const defaultReadyTimeout = 10 * time.Second
-
 // Link is one directed network path, from a client (or a replica, or a
 // sentinel) to a node, through its own toxiproxy proxy. Faults are toxics on
 // the link's proxy.
 //
-// *Link is the local backend's sut.Link.
+// *Link is the local backends' sut.Link.
 type Link struct {
 	name  string // "c0->n1"
 	from  string // "c0"
@@ -30,14 +28,11 @@ type Link struct {
 
 var _ sut.Link = (*Link)(nil)
 
-// LinkName is the name of the link from → to (sut.LinkName).
-func LinkName(from, to string) string { return sut.LinkName(from, to) }
-
 // Name is the link's name, "c0->n1".
 func (l *Link) Name() string { return l.name }
 
 // From is where the link starts: a client slot "c0", a replica "n2", or
-// SentinelsFrom.
+// sut.SentinelsFrom.
 func (l *Link) From() string { return l.from }
 
 // To is the node the link leads to.
@@ -46,20 +41,6 @@ func (l *Link) To() string { return l.to }
 // Addr is the address to dial to use this link: the proxy's, on loopback,
 // the same from every place on this host.
 func (l *Link) Addr() string { return l.proxy.Listen }
-
-// AddLink creates a proxy from "from" to server s.
-func (c *Cluster) AddLink(from string, s *Server) (*Link, error) {
-	name := LinkName(from, s.Name)
-	if _, dup := c.links[name]; dup {
-		return nil, fmt.Errorf("link %s already exists", name)
-	}
-	l, err := NewLink(c.proxies, from, s.Name, "127.0.0.1:0", s.Addr())
-	if err != nil {
-		return nil, err
-	}
-	c.links[name] = l
-	return l, nil
-}
 
 // NewProxyServer is an embedded toxiproxy server, logging nothing, for a
 // deployment's links (NewLink). Its Collection.Clear stops every proxy.
@@ -72,30 +53,12 @@ func NewProxyServer() *toxiproxy.ApiServer {
 // (host:0 picks a free port) and forwarding to upstream. Other backends
 // (containers) use it to front their nodes the same way.
 func NewLink(srv *toxiproxy.ApiServer, from, to, listen, upstream string) (*Link, error) {
-	name := LinkName(from, to)
+	name := sut.LinkName(from, to)
 	p := toxiproxy.NewProxy(srv, strings.ReplaceAll(name, "->", "_"), listen, upstream)
 	if err := srv.Collection.Add(p, true); err != nil {
 		return nil, fmt.Errorf("start proxy %s: %w", name, err)
 	}
 	return &Link{name: name, from: from, to: to, proxy: p}, nil
-}
-
-// Link returns the link named from->to.
-func (c *Cluster) Link(from, to string) (*Link, error) {
-	l := c.links[LinkName(from, to)]
-	if l == nil {
-		return nil, fmt.Errorf("no link %s in this topology", LinkName(from, to))
-	}
-	return l, nil
-}
-
-// Links lists every link.
-func (c *Cluster) Links() []*Link {
-	out := make([]*Link, 0, len(c.links))
-	for _, l := range c.links {
-		out = append(out, l)
-	}
-	return out
 }
 
 // AddToxic adds a toxic to the link, given as toxiproxy's JSON
@@ -161,13 +124,6 @@ func (l *Link) Faults() []string {
 
 // Faulted reports whether the link has any toxic on it.
 func (l *Link) Faulted() bool { return len(l.proxy.Toxics.GetToxicArray()) > 0 }
-
-// HealLinks removes every toxic from every link.
-func (c *Cluster) HealLinks(ctx context.Context) {
-	for _, l := range c.links {
-		l.Heal(ctx)
-	}
-}
 
 // RemoveToxic removes the named toxic from the link; a missing toxic is not
 // an error.

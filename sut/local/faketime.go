@@ -1,4 +1,4 @@
-package redis
+package local
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // glibcMallocSource routes the malloc family to glibc's allocator. Debian's
@@ -103,14 +104,16 @@ func buildShim(name string, source []byte, why, fallback string) (string, error)
 	return so, nil
 }
 
-// faketimeEnv is the environment that runs a redis-server under libfaketime
-// reading its offset and rate from clockFile. The malloc shim comes first.
-// FAKETIME_NO_CACHE makes a change visible at once (with the cache a jump
-// takes ≈1.7 s to be seen); FAKETIME_DONT_FAKE_MONOTONIC keeps Redis's
-// timers on real time, without which a backward jump stops housekeeping.
-func faketimeEnv(shim, lib, clockFile string) []string {
+// FaketimeEnv is the environment that runs a server under libfaketime
+// reading its offset and rate from clockFile, with preload (the malloc
+// shim a redis-server needs first, then libfaketime itself) in
+// LD_PRELOAD. FAKETIME_NO_CACHE makes a change visible at once (with the
+// cache a jump takes ≈1.7 s to be seen); FAKETIME_DONT_FAKE_MONOTONIC
+// keeps the server's timers on real time, without which a backward jump
+// stops Redis's housekeeping.
+func FaketimeEnv(clockFile string, preload ...string) []string {
 	return []string{
-		"LD_PRELOAD=" + shim + ":" + lib,
+		"LD_PRELOAD=" + strings.Join(preload, ":"),
 		"FAKETIME_TIMESTAMP_FILE=" + clockFile,
 		"FAKETIME_NO_CACHE=1",
 		"FAKETIME_DONT_FAKE_MONOTONIC=1",

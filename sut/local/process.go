@@ -1,11 +1,10 @@
-package redis
+package local
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -15,38 +14,38 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
-// ErrMissingBinary is wrapped when redis-server (or another program the
-// topology needs) is not on PATH.
+// ErrMissingBinary is wrapped when a program a deployment needs
+// (redis-server, etcd, java, …) is not on PATH.
 var ErrMissingBinary = errors.New("missing binary")
 
 // ErrPortBusy is wrapped when a requested port is already in use.
 var ErrPortBusy = errors.New("port busy")
 
-// InstallHint says how to get the Redis binaries.
-const InstallHint = "install them with `apt-get install -y redis-server redis-sentinel` (Debian/Ubuntu) or `make deps`, or put them on PATH"
-
 // LookBinary finds a program on PATH, with an error that says how to
-// install it.
-func LookBinary(name string) (string, error) {
+// install it (hint).
+func LookBinary(name, hint string) (string, error) {
 	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s not found on PATH; %s", ErrMissingBinary, name, InstallHint)
+		return "", fmt.Errorf("%w: %s not found on PATH; %s", ErrMissingBinary, name, hint)
 	}
 	return p, nil
 }
 
-// Server is one redis-server (or redis-sentinel) process: its port, its own
+// Server is one server process of a local deployment (a redis-server, an
+// etcd member, a JVM running ZooKeeper, a mariadbd): its port, its own
 // directory and config, and its process, which can be stopped, paused,
-// killed and restarted on the same port. Another system's server (etcd,
-// ZooKeeper, MariaDB) is one too, with its own Args, Ready probe and
-// captured Output.
+// killed and restarted on the same port. What is the system's own is given
+// by its backend: the program and its Args or Config, the Ready probe that
+// says it answers, and the ClockProbe that reads its clock.
 type Server struct {
 	Name string
 	Port int
 	Dir  string
-	// Binary is the path of redis-server (or redis-sentinel).
+	// Binary is the path of the program.
 	Binary string
 	// Config is the content of the config file written into Dir before each
 	// start (a Sentinel rewrites it, so it is written afresh).
@@ -60,9 +59,15 @@ type Server struct {
 	// Args, when set, are the program's arguments instead of the config
 	// file's path (a server configured by flags).
 	Args []string
-	// Ready, when set, says whether the server answers, instead of Redis's
-	// PING and process id check; WaitReady polls it.
-	Ready func(ctx context.Context) error
+	// Ready says whether the server answers (Redis's PING, etcd's health,
+	// a query); WaitReady polls it every ReadyEvery (50ms when zero). A
+	// Ready error that wraps ErrPortBusy ends the wait at once.
+	Ready      func(ctx context.Context) error
+	ReadyEvery time.Duration
+	// ClockProbe reads the server's own clock: how far it is ahead of this
+	// process's, and the round trip of the reading (ServerTime,
+	// ConfirmClock).
+	ClockProbe func(ctx context.Context, timeout time.Duration) (skew, rtt time.Duration, err error)
 	// Output, when set, sends the process's stdout and stderr to LogPath
 	// (appended), for a server that logs there instead of to its own file.
 	Output bool
@@ -71,7 +76,7 @@ type Server struct {
 	cmd       *exec.Cmd
 	exit      chan struct{} // closed when the current process has been reaped
 	paused    bool
-	clock     Clock
+	clock     sut.Clock
 	startedAt time.Time // when libfaketime (roughly) took its start instant
 }
 
@@ -110,7 +115,7 @@ func (s *Server) Running() bool {
 }
 
 // Start writes the config and starts the process, then waits until it
-// answers PING (or, with wait false, returns at once).
+// answers (Ready; with wait false, it returns at once).
 func (s *Server) Start(ctx context.Context, wait bool) error {
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return fmt.Errorf("start %s: %w", s.Name, err)
@@ -165,39 +170,36 @@ func (s *Server) Start(ctx context.Context, wait bool) error {
 	return s.WaitReady(ctx, 10*time.Second)
 }
 
-// WaitReady polls PING until the server answers +PONG (or Ready until it
-// succeeds), the process exits, or timeout passes. A Ready error that
-// wraps ErrPortBusy ends the wait at once.
+// WaitReady polls Ready until it succeeds, the process exits, or timeout
+// passes. A Ready error that wraps ErrPortBusy ends the wait at once.
 func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
+	if s.Ready == nil {
+		return fmt.Errorf("start %s: no readiness probe (Server.Ready)", s.Name)
+	}
 	deadline := time.Now().Add(timeout)
 	s.mu.Lock()
 	exit := s.exit
 	s.mu.Unlock()
+	every := s.ReadyEvery
+	if every == 0 {
+		// Often enough for a probe that costs something (a client
+		// connection, a query).
+		every = 50 * time.Millisecond
+	}
 	for {
-		if s.Ready != nil {
-			err := s.Ready(ctx)
-			if err == nil {
-				// Someone answers: make sure it is our process that
-				// listens (see listenerOwned).
-				if owned, known := listenerOwned(s.PID(), s.Port); known && !owned {
-					return fmt.Errorf("start %s: %w: 127.0.0.1:%d answers, but the listener is not our process's (%d): another server took the port", s.Name, ErrPortBusy, s.Port, s.PID())
-				}
-				return nil
+		err := s.Ready(ctx)
+		if err == nil {
+			// Someone answers: make sure it is our process that listens
+			// (see listenerOwned). Between choosing a free port and binding
+			// it, another deployment's server may have taken it; then ours
+			// exits, and the answer was the other's.
+			if owned, known := listenerOwned(s.PID(), s.Port); known && !owned {
+				return fmt.Errorf("start %s: %w: 127.0.0.1:%d answers, but the listener is not our process's (%d): another server took the port", s.Name, ErrPortBusy, s.Port, s.PID())
 			}
-			if errors.Is(err, ErrPortBusy) {
-				return fmt.Errorf("start %s: %w", s.Name, err)
-			}
-		} else if err := Ping(ctx, s.Addr(), 200*time.Millisecond); err == nil {
-			// Someone answers: make sure it is our process. Between choosing
-			// a free port and binding it, another cluster's server may have
-			// taken it; then ours exits, and the PONG was the other's.
-			pid, err := ServerPID(ctx, s.Addr(), 200*time.Millisecond)
-			if err == nil && pid == s.PID() {
-				return nil
-			}
-			if err == nil {
-				return fmt.Errorf("start %s: %w: 127.0.0.1:%d answers as process %d, not ours (%d)", s.Name, ErrPortBusy, s.Port, pid, s.PID())
-			}
+			return nil
+		}
+		if errors.Is(err, ErrPortBusy) {
+			return fmt.Errorf("start %s: %w", s.Name, err)
 		}
 		select {
 		case <-exit:
@@ -208,21 +210,12 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("start %s on port %d: process exited: %s", s.Name, s.Port, tail)
 		case <-ctx.Done():
 			return fmt.Errorf("start %s: %w", s.Name, ctx.Err())
-		case <-time.After(s.pollEvery()):
+		case <-time.After(every):
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("start %s on port %d: no PONG after %v: %s", s.Name, s.Port, timeout, s.logTail())
 		}
 	}
-}
-
-// pollEvery is how often WaitReady asks: often for Redis's cheap PING, less
-// for another system's probe (a client connection, a query).
-func (s *Server) pollEvery() time.Duration {
-	if s.Ready != nil {
-		return 50 * time.Millisecond
-	}
-	return 5 * time.Millisecond
 }
 
 // logTail returns the last lines of the server's log, for error messages.
@@ -321,89 +314,11 @@ func (s *Server) Paused() bool {
 
 // Restart starts the server again on the same port, with the same
 // directory (so whatever it persisted there is loaded) and its current
-// Config, and waits until it answers PING. It kills the process first if it
-// is still running.
+// Config, and waits until it answers (Ready). It kills the process first
+// if it is still running.
 func (s *Server) Restart(ctx context.Context) error {
 	if err := s.Kill(); err != nil {
 		return err
 	}
 	return s.Start(ctx, true)
-}
-
-// Ping sends PING over a fresh TCP connection and expects +PONG.
-func Ping(ctx context.Context, addr string, timeout time.Duration) error {
-	d := net.Dialer{Timeout: timeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	buf := make([]byte, 7)
-	n, err := c.Read(buf)
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(string(buf[:n]), "+PONG") {
-		return fmt.Errorf("unexpected reply %q", buf[:n])
-	}
-	return nil
-}
-
-// ServerPID asks the server at addr for its process id (INFO server).
-func ServerPID(ctx context.Context, addr string, timeout time.Duration) (int, error) {
-	d := net.Dialer{Timeout: timeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
-		return 0, err
-	}
-	r := bufio.NewReader(c)
-	head, err := r.ReadString('\n')
-	if err != nil {
-		return 0, err
-	}
-	if !strings.HasPrefix(head, "$") {
-		return 0, fmt.Errorf("INFO server: unexpected reply %q", strings.TrimSpace(head))
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("INFO server: bad length in %q", strings.TrimSpace(head))
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			return strconv.Atoi(v)
-		}
-	}
-	return 0, fmt.Errorf("INFO server: no process_id")
-}
-
-// FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// CheckPortFree fails with ErrPortBusy when port cannot be bound.
-func CheckPortFree(port int) error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("%w: 127.0.0.1:%d is in use (%v); stop whatever listens there or choose another --base-port", ErrPortBusy, port, err)
-	}
-	return l.Close()
 }

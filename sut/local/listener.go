@@ -1,4 +1,4 @@
-package redis
+package local
 
 import (
 	"bufio"
@@ -11,11 +11,12 @@ import (
 )
 
 // listenerOwned reports whether the socket listening on port (on any
-// address) is one of process pid's open files. A server of another system
-// (etcd, ZooKeeper, MariaDB) answers its probe without saying which process
-// it is, as Redis's INFO does; and between choosing a free port and binding
-// it, a server started beside ours (another test's group) may have taken
-// it, so that the probe that succeeds is the other's. known is false where
+// address) is one of process pid's open files. Most servers (etcd,
+// ZooKeeper, MariaDB) answer their probe without saying which process they
+// are (Redis's INFO does, and its probe checks it too); and between
+// choosing a free port and binding it, a server started beside ours
+// (another test's group) may have taken it, so that the probe that
+// succeeds is the other's. known is false where
 // /proc cannot tell (not Linux, or nobody listens on port): then nothing is
 // judged.
 func listenerOwned(pid, port int) (owned, known bool) {

@@ -1,4 +1,4 @@
-package redis
+package local
 
 import (
 	"context"
@@ -12,21 +12,15 @@ import (
 	"github.com/lockharness/lockharness/sut"
 )
 
-// Clock is a node's fake clock, as libfaketime runs it (see sut.Clock).
-type Clock = sut.Clock
-
-// RealClock is the clock of a node without clock faults.
-var RealClock = sut.RealClock
-
 // Faked reports whether the server runs under libfaketime (sut.Config.Faketime).
 func (s *Server) Faked() bool { return s.ClockFile != "" }
 
 // Clock is the server's current fake clock.
-func (s *Server) Clock() Clock {
+func (s *Server) Clock() sut.Clock {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.clock.Rate == 0 {
-		return RealClock
+		return sut.RealClock
 	}
 	return s.clock
 }
@@ -44,7 +38,7 @@ func (s *Server) SetClock(skew time.Duration, rate float64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clock = Clock{Skew: skew, Rate: rate, Since: time.Now()}
+	s.clock = sut.Clock{Skew: skew, Rate: rate, Since: time.Now()}
 	return s.writeClockLocked()
 }
 
@@ -76,9 +70,9 @@ func (s *Server) writeClockLocked() error {
 // loaded it, so the offset that gives the wanted skew at Since is
 // skew + (Since−start)·(1−rate). The line always names the rate:
 // libfaketime keeps the last rate when a line has none.
-func FaketimeLine(c Clock, started time.Time) string {
+func FaketimeLine(c sut.Clock, started time.Time) string {
 	if c.Rate == 0 {
-		c = RealClock
+		c = sut.RealClock
 	}
 	off := c.Skew.Seconds()
 	if r := c.EffectiveRate(); r != 1 && !c.Since.IsZero() {
@@ -87,26 +81,17 @@ func FaketimeLine(c Clock, started time.Time) string {
 	return fmt.Sprintf("%+.6f x%.6f\n", off, c.EffectiveRate())
 }
 
-// ServerTime reads the server's clock with TIME over a direct connection
-// and returns how far it is ahead of this process's clock, taking the
-// midpoint of the round trip as the instant it was read, and the round
-// trip.
+// ServerTime reads the server's own clock (ClockProbe): how far it is
+// ahead of this process's clock, and the round trip of the reading.
 func (s *Server) ServerTime(ctx context.Context, timeout time.Duration) (skew, rtt time.Duration, err error) {
-	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: timeout, PoolSize: 1})
-	defer cl.Close()
-	t0 := time.Now()
-	st, err := cl.Time(ctx).Result()
-	t1 := time.Now()
-	if err != nil {
-		return 0, 0, fmt.Errorf("TIME on %s: %w", s.Name, err)
+	if s.ClockProbe == nil {
+		return 0, 0, fmt.Errorf("read the clock of %s: no clock probe (Server.ClockProbe)", s.Name)
 	}
-	rtt = t1.Sub(t0)
-	mid := t0.Add(rtt / 2)
-	return st.Sub(mid), rtt, nil
+	return s.ClockProbe(ctx, timeout)
 }
 
-// ConfirmClock polls TIME until the server's clock reads what Clock says it
-// should (within tolerance plus the round trip), or timeout passes, and
+// ConfirmClock polls the server's clock (ServerTime) until it reads what
+// Clock says it should (within tolerance plus the round trip), or timeout passes, and
 // returns the skew it observed. A clock fault is recorded only once it is
 // confirmed: libfaketime reads its file lazily, and a stopped process does
 // not read it at all.

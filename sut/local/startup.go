@@ -1,4 +1,4 @@
-package redis
+package local
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
 )
 
 // RetryBusyPorts calls up until it does not fail with ErrPortBusy, three
@@ -103,4 +105,29 @@ func WaitAllReady(ctx context.Context, servers []*Server, timeout time.Duration)
 		all = errors.Join(all, err)
 	}
 	return all
+}
+
+// StopAll ends a local deployment: it removes every proxy of proxies (nil:
+// none) first, so that nothing reaches a server being stopped, kills each
+// server (nil ones are skipped), and removes dir when removeDir (the
+// deployment made it). Every error is returned, joined.
+func StopAll(proxies *toxiproxy.ApiServer, servers []*Server, dir string, removeDir bool) error {
+	var errs []error
+	if proxies != nil {
+		proxies.Collection.Clear()
+	}
+	for _, s := range servers {
+		if s == nil {
+			continue
+		}
+		if err := s.Kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if removeDir {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,16 +1,14 @@
-package redis
+package local
 
 import (
 	"fmt"
-	"net"
 
 	"github.com/lockharness/lockharness/sut"
 )
 
 // LinkSet is a deployment's links by name (sut.LinkName): its
 // sut.Network, and the endpoints its clients reach through their own
-// links. The backends of servers behind proxies (etcd, ZooKeeper,
-// MariaDB) share it.
+// links. Every local backend keeps its links in one (Group.Links).
 type LinkSet struct {
 	what   string
 	byName map[string]sut.Link
@@ -56,8 +54,3 @@ func (s *LinkSet) Endpoints(cl int, nodes ...string) []sut.Endpoint {
 	}
 	return out
 }
-
-// FreePorts picks n free loopback ports, their listeners still open: a
-// backend closes them just before its proxies and servers bind, so that no
-// proxy takes a server's port.
-func FreePorts(n int) ([]int, []net.Listener, error) { return allocPorts(0, n) }
