@@ -28,6 +28,7 @@ import (
 	"github.com/lockharness/lockharness/sut/local"
 	"github.com/lockharness/lockharness/sut/mariadb"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	sutsystems "github.com/lockharness/lockharness/sut/systems"
 	"github.com/lockharness/lockharness/sut/zookeeper"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -393,7 +394,7 @@ func (c Config) backend(info locks.Info) sut.Backend {
 	if c.Backend != nil {
 		return c.Backend
 	}
-	return redisbackend.Local
+	return sutsystems.RedisLocal
 }
 
 // Outcome is what a run produced.

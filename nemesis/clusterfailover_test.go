@@ -15,12 +15,13 @@ import (
 	"github.com/lockharness/lockharness/sut/local"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
+	"github.com/lockharness/lockharness/sut/rediscluster"
 )
 
 // rcFixture is a running Redis Cluster with a runner, a recorder and a
 // ClusterClient through client 0's links.
 type rcFixture struct {
-	c   *redisbackend.RCluster
+	c   *rediscluster.Cluster
 	r   *nemesis.Runner
 	env nemesis.Env
 	rec *history.Recorder
@@ -32,7 +33,7 @@ func startRC(t *testing.T) *rcFixture {
 	redistest.Require(t, "redis-server")
 	ctx := context.Background()
 	t0 := time.Now()
-	c, err := redisbackend.UpRedisCluster(ctx, sut.Config{Clients: 1})
+	c, err := rediscluster.Up(ctx, sut.Config{Clients: 1})
 	if err != nil {
 		t.Fatalf("redis cluster up: %v", err)
 	}
@@ -118,7 +119,7 @@ func TestClusterFailoverForceLosesWhatGracefulKeeps(t *testing.T) {
 		}
 		rep := f.direct(t, sh.Replicas[0])
 		waitFor(t, 5*time.Second, "v1 replicated", func() bool { return readReplica(ctx, rep, rcKey) == "v1" })
-		lag, err := f.c.Network().Link(redisbackend.PeersFrom, sh.Master)
+		lag, err := f.c.Network().Link(rediscluster.PeersFrom, sh.Master)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/rediscluster"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -16,7 +16,7 @@ import (
 // n1's announced link "peers->n1".
 var (
 	clusterKey    = workloads.Key(0)
-	clusterMaster = redisbackend.InitialSlotMaster(redisbackend.KeySlot(clusterKey), 3)
+	clusterMaster = rediscluster.InitialSlotMaster(rediscluster.KeySlot(clusterKey), 3)
 )
 
 // clusterFailoverRun: a Redis Cluster (3 masters + 3 replicas), two
@@ -38,7 +38,7 @@ func clusterFailoverRun(mode string) lockharness.Config {
 		Workload: workload(2, 3*time.Second, 2*time.Second, 2*time.Second),
 		Cluster:  sut.Config{Topology: sut.RedisCluster},
 		Script: []nemesis.Step{
-			awaiting(at(500*ms, "latency", "start", []string{sut.LinkName(redisbackend.PeersFrom, clusterMaster)},
+			awaiting(at(500*ms, "latency", "start", []string{sut.LinkName(rediscluster.PeersFrom, clusterMaster)},
 				map[string]string{"latency": "1500ms", "jitter": "0s"}), nemesis.Await{}),
 			awaiting(at(1700*ms, "cluster-failover", "failover", nil,
 				map[string]string{"key": clusterKey, "mode": mode}), nemesis.Await{LeaseLeft: 2500 * ms}),

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -9,11 +8,11 @@ import (
 	"github.com/lockharness/lockharness/sut"
 )
 
-// options are the harness's go-redis settings for addr. Retries are
+// Options are the harness's go-redis settings for addr. Retries are
 // disabled (MaxRetries -1): go-redis retries a command whose reply was lost,
 // which executes a write twice; the harness records such a command as info
 // instead.
-func options(o sut.ClientOptions, addr string) *redis.Options {
+func Options(o sut.ClientOptions, addr string) *redis.Options {
 	o = o.WithDefaults()
 	retries := -1
 	if o.MaxRetries > 0 {
@@ -36,7 +35,7 @@ func options(o sut.ClientOptions, addr string) *redis.Options {
 // NewRedisClient returns a go-redis client for addr with the harness's
 // settings (retries disabled, see sut.ClientOptions).
 func NewRedisClient(addr string, o sut.ClientOptions) *redis.Client {
-	return redis.NewClient(options(o, addr))
+	return redis.NewClient(Options(o, addr))
 }
 
 // MasterNodeName is the name of the one lock node of a replicated topology:
@@ -95,20 +94,4 @@ func (c *Cluster) masterClient(cl int, o sut.ClientOptions) *redis.Client {
 	c.dialers = append(c.dialers, d)
 	c.mu.Unlock()
 	return NewMasterClient(d, o)
-}
-
-// Local is the local-process Backend: Up.
-func Local(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
-	if cfg.Topology == sut.RedisCluster {
-		rc, err := UpRedisCluster(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return rc, nil
-	}
-	c, err := Up(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }

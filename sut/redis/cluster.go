@@ -51,9 +51,6 @@ func PersistenceConfig(mode string) (string, error) {
 	return "", sut.CheckPersistence(mode)
 }
 
-// Endpoint is one node as one client reaches it.
-type Endpoint = sut.Endpoint
-
 // Cluster is a running topology.
 type Cluster struct {
 	cfg     sut.Config
@@ -97,7 +94,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if cfg.Topology == sut.RedisCluster {
-		return nil, fmt.Errorf("topology %s is started by UpRedisCluster (or Local), not Up", sut.RedisCluster)
+		return nil, fmt.Errorf("topology %s is started by rediscluster.Up, not Up", sut.RedisCluster)
 	}
 	bin := cfg.RedisServer
 	if bin == "" {
@@ -384,14 +381,14 @@ func (c *Cluster) Dir() string { return c.cfg.Dir }
 
 // Endpoints lists the nodes as client slot cl reaches them: through its own
 // proxies.
-func (c *Cluster) Endpoints(cl int) []Endpoint {
-	out := make([]Endpoint, 0, len(c.Nodes))
+func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
+	out := make([]sut.Endpoint, 0, len(c.Nodes))
 	for _, n := range c.Nodes {
 		l := c.links[sut.LinkName(fmt.Sprintf("c%d", cl), n.Name)]
 		if l == nil {
 			continue
 		}
-		out = append(out, Endpoint{Node: n.Name, Addr: l.Addr()})
+		out = append(out, sut.Endpoint{Node: n.Name, Addr: l.Addr()})
 	}
 	return out
 }

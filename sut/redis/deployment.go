@@ -114,6 +114,10 @@ func (n network) Link(from, to string) (sut.Link, error) {
 	return l, nil
 }
 
+// NewNode is redis-server (or redis-sentinel) s behind the seam, a node of
+// kind (NewNode(s, sut.KindLock) for a Redis Cluster's node).
+func NewNode(s *local.Server, kind sut.Kind) sut.Node { return node{Server: s, kind: kind} }
+
 // node is a local.Server behind the seam: a process that can be killed,
 // restarted, paused and, under libfaketime, have its clock set.
 type node struct {

@@ -85,7 +85,7 @@ func (t *trackedConn) Close() error {
 // NewMasterClient is a client of the master that d dials, with the
 // harness's client settings, named MasterNodeName.
 func NewMasterClient(d *MasterDialer, o sut.ClientOptions) *redis.Client {
-	ro := options(o.WithDefaults(), MasterNodeName+":0")
+	ro := Options(o.WithDefaults(), MasterNodeName+":0")
 	ro.Dialer = d.Dial
 	return redis.NewClient(ro)
 }
@@ -119,7 +119,7 @@ func AnnouncedLinks(announced map[string]string, linkAddr func(node string) (str
 // settings (no retries: a command whose reply was lost is info, never run
 // twice), asking the sentinels at sentinels and dialing through dial.
 func NewFailoverClient(masterName string, sentinels []string, dial func(ctx context.Context, network, addr string) (net.Conn, error), o sut.ClientOptions) *redis.Client {
-	ro := options(o.WithDefaults(), "")
+	ro := Options(o.WithDefaults(), "")
 	return redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:      masterName,
 		SentinelAddrs:   sentinels,

@@ -18,7 +18,7 @@ func (c *Cluster) SetPersistence(ctx context.Context, mode string) error {
 		return err
 	}
 	for _, s := range c.Nodes {
-		if err := setPersistence(ctx, s, mode); err != nil {
+		if err := SetServerPersistence(ctx, s, mode); err != nil {
 			return err
 		}
 	}
@@ -31,7 +31,9 @@ func (c *Cluster) SetPersistence(ctx context.Context, mode string) error {
 	return nil
 }
 
-func setPersistence(ctx context.Context, s *local.Server, mode string) error {
+// SetServerPersistence switches server s to a persistence mode while it
+// runs (CONFIG SET) and waits until the AOF it starts is written.
+func SetServerPersistence(ctx context.Context, s *local.Server, mode string) error {
 	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 	defer cl.Close()
 	var err error

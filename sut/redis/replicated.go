@@ -86,7 +86,7 @@ func (c *Cluster) Promote(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
-	if err := adminDo(ctx, s, "replicaof", "no", "one"); err != nil {
+	if err := AdminDo(ctx, s, "replicaof", "no", "one"); err != nil {
 		return fmt.Errorf("promote %s: %w", name, err)
 	}
 	return nil
@@ -107,7 +107,7 @@ func (c *Cluster) Follow(ctx context.Context, name, master string) error {
 		return fmt.Errorf("%s follow %s: no replication link", name, master)
 	}
 	host, port, _ := strings.Cut(l.Addr(), ":")
-	if err := adminDo(ctx, s, "replicaof", host, port); err != nil {
+	if err := AdminDo(ctx, s, "replicaof", host, port); err != nil {
 		return fmt.Errorf("%s follow %s: %w", name, master, err)
 	}
 	return nil
@@ -168,7 +168,9 @@ func RoleAt(ctx context.Context, node, addr string) (sut.RoleInfo, error) {
 	return ri, nil
 }
 
-func adminDo(ctx context.Context, s *local.Server, args ...any) error {
+// AdminDo sends server s a command over a direct connection, as an
+// operator: never through a link.
+func AdminDo(ctx context.Context, s *local.Server, args ...any) error {
 	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 	defer cl.Close()
 	return cl.Do(ctx, args...).Err()

@@ -1,4 +1,4 @@
-package redis_test
+package rediscluster_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/lockharness/lockharness/sut"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
+	"github.com/lockharness/lockharness/sut/rediscluster"
 )
 
 func TestKeySlot(t *testing.T) {
@@ -22,14 +23,14 @@ func TestKeySlot(t *testing.T) {
 		"123456789":            0x31C3, // CRC16/XMODEM's check value
 		"lock-0":               1955,
 		"foo":                  12182,
-		"{user1000}.following": redisbackend.KeySlot("user1000"),
-		"{}x":                  redisbackend.KeySlot("{}x"), // an empty tag hashes the whole key
+		"{user1000}.following": rediscluster.KeySlot("user1000"),
+		"{}x":                  rediscluster.KeySlot("{}x"), // an empty tag hashes the whole key
 	} {
-		if got := redisbackend.KeySlot(key); got != want {
+		if got := rediscluster.KeySlot(key); got != want {
 			t.Errorf("KeySlot(%q) = %d, want %d", key, got, want)
 		}
 	}
-	if redisbackend.KeySlot("{}x") == redisbackend.KeySlot("") {
+	if rediscluster.KeySlot("{}x") == rediscluster.KeySlot("") {
 		t.Error("an empty hash tag must not count")
 	}
 }
@@ -38,7 +39,7 @@ func TestParseClusterNodes(t *testing.T) {
 	txt := "07c37dfeb235213a872192d90877d0cd55635b91 127.0.0.1:30004@31004 slave e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 0 1426238317239 4 connected\n" +
 		"e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001 myself,master - 0 0 1 connected 0-5460 [5461->-292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f]\n" +
 		"292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f 127.0.0.1:30003@31003 master - 0 1426238318243 3 connected 5461 5462-10922 [100-<-e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca]\n"
-	ns, err := redisbackend.ParseClusterNodes(txt)
+	ns, err := rediscluster.ParseClusterNodes(txt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestParseClusterNodes(t *testing.T) {
 	if m := ns[2]; !m.Serves(5461) || !m.Serves(10922) || m.Importing[100] != ns[1].ID || len(m.Slots) != 2 {
 		t.Errorf("third line: %+v", m)
 	}
-	if _, err := redisbackend.ParseClusterNodes("abc 1.2.3.4:1@2 master"); err == nil {
+	if _, err := rediscluster.ParseClusterNodes("abc 1.2.3.4:1@2 master"); err == nil {
 		t.Error("a short line parsed")
 	}
 }
@@ -76,10 +77,10 @@ func TestRedisClusterConfig(t *testing.T) {
 			t.Errorf("%+v validated", bad)
 		}
 	}
-	if got := redisbackend.ClusterMaster(5, 3, 1); got != "n2" {
+	if got := rediscluster.ClusterMaster(5, 3, 1); got != "n2" {
 		t.Errorf("n5 follows %s", got)
 	}
-	if got := redisbackend.InitialSlotMaster(redisbackend.KeySlot("lock-0"), 3); got != "n1" {
+	if got := rediscluster.InitialSlotMaster(rediscluster.KeySlot("lock-0"), 3); got != "n1" {
 		t.Errorf("lock-0 starts on %s", got)
 	}
 	if p := (sut.Config{}).Provide(sut.Needs{Capabilities: []sut.Capability{sut.CanFailoverShard}}); p.Topology != sut.RedisCluster {
@@ -94,7 +95,7 @@ func TestRedisCluster(t *testing.T) {
 	redistest.Require(t, "redis-server")
 	ctx := context.Background()
 	t0 := time.Now()
-	c, err := redisbackend.UpRedisCluster(ctx, sut.Config{Clients: 2})
+	c, err := rediscluster.Up(ctx, sut.Config{Clients: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +114,8 @@ func TestRedisCluster(t *testing.T) {
 		return cl
 	}
 	for _, k := range []string{"lock-0", "lock-1", "fence:lock-0"} {
-		if got, err := direct("n1").ClusterKeySlot(ctx, k).Result(); err != nil || int(got) != redisbackend.KeySlot(k) {
-			t.Errorf("CLUSTER KEYSLOT %s = %d (%v), KeySlot %d", k, got, err, redisbackend.KeySlot(k))
+		if got, err := direct("n1").ClusterKeySlot(ctx, k).Result(); err != nil || int(got) != rediscluster.KeySlot(k) {
+			t.Errorf("CLUSTER KEYSLOT %s = %d (%v), KeySlot %d", k, got, err, rediscluster.KeySlot(k))
 		}
 	}
 	const key = "lock-0"
@@ -130,7 +131,7 @@ func TestRedisCluster(t *testing.T) {
 	c0 := c.ClientNodes(0, sut.ClientOptions{Timeout: 300 * time.Millisecond})
 	c1 := c.ClientNodes(1, sut.ClientOptions{Timeout: time.Second})
 	t.Cleanup(func() { sut.CloseClientNodes(c0); sut.CloseClientNodes(c1) })
-	if len(c0) != 1 || c0[0].Name != redisbackend.ClusterNodeName {
+	if len(c0) != 1 || c0[0].Name != rediscluster.ClusterNodeName {
 		t.Fatalf("client nodes %+v", c0)
 	}
 	if err := c1[0].Client.Set(ctx, key, "t1", time.Minute).Err(); err != nil {
@@ -161,7 +162,7 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c0[0].Client.Set(ctx, key, "t2", time.Minute).Err()
-	var unknown *redisbackend.OutcomeUnknownError
+	var unknown *rediscluster.OutcomeUnknownError
 	if !errors.As(err, &unknown) || locks.Outcome(err) != history.Info {
 		t.Fatalf("SET with its reply lost: %v (%T), outcome %v", err, err, locks.Outcome(err))
 	}

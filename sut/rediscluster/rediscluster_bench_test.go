@@ -1,4 +1,4 @@
-package redis_test
+package rediscluster_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
+	"github.com/lockharness/lockharness/sut/rediscluster"
 )
 
 // BenchmarkRedisClusterUp is how long a Redis Cluster of 3 masters and 3
@@ -16,7 +16,7 @@ import (
 func BenchmarkRedisClusterUp(b *testing.B) {
 	redistest.Require(b, "redis-server")
 	for i := 0; i < b.N; i++ {
-		c, err := redisbackend.UpRedisCluster(context.Background(), sut.Config{})
+		c, err := rediscluster.Up(context.Background(), sut.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func BenchmarkRedisClusterFailover(b *testing.B) {
 	redistest.Require(b, "redis-server")
 	ctx := context.Background()
 	const timeout = time.Second
-	c, err := redisbackend.UpRedisCluster(ctx, sut.Config{ClusterNodeTimeout: timeout})
+	c, err := rediscluster.Up(ctx, sut.Config{ClusterNodeTimeout: timeout})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func BenchmarkRedisClusterFailover(b *testing.B) {
 func BenchmarkRedisClusterMoveSlot(b *testing.B) {
 	redistest.Require(b, "redis-server")
 	ctx := context.Background()
-	c, err := redisbackend.UpRedisCluster(ctx, sut.Config{Clients: 1})
+	c, err := rediscluster.Up(ctx, sut.Config{Clients: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func BenchmarkRedisClusterMoveSlot(b *testing.B) {
 	}
 }
 
-func settle(b *testing.B, c *redisbackend.RCluster) {
+func settle(b *testing.B, c *rediscluster.Cluster) {
 	b.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for c.Healthy(context.Background()) != nil {

@@ -1,4 +1,32 @@
-package redis
+// Package rediscluster is the local-process Redis Cluster backend behind
+// the seam (topology sut.RedisCluster): Masters masters, n1…nM, each owning an equal range of
+// the 16384 hash slots, and Replicas replicas of each (3 + 3: n4 follows
+// n1, n5 n2, n6 n3), real redis-server processes with cluster-enabled.
+//
+// Links. Every node announces to the cluster (cluster-announce-*) two
+// proxies instead of its own ports, so that what the nodes say to each
+// other goes through links the harness can fault:
+//   - "peers->nI" fronts nI's data port: its replicas replicate from it
+//     through this link, and CLUSTER SLOTS and MOVED name it. It is shared
+//     by whoever follows nI (one replica in 3 + 3), as "sentinels->nI" is
+//     in a Sentinel topology: slowing or cutting it delays or stops nI's
+//     replication stream, and nothing else;
+//   - "bus->nI" fronts nI's cluster bus port: every other node's gossip,
+//     failure reports and failover votes reach nI through it. Cutting it
+//     makes the others see nI fail (the cluster fails it over after
+//     cluster-node-timeout).
+//
+// Clients get their own "cK->nI" links as in every topology; their
+// go-redis ClusterClient learns the announced "peers->nI" addresses from
+// CLUSTER SLOTS and MOVED, and its dialer maps each to the client's own
+// link to that node, so a fault on one client's links touches no other.
+//
+// The generic nemeses see n1…nN as independent nodes (Layout.Replicated is
+// false): kill, pause and clock strike any node, partition cuts client
+// links; a fault on a peers or bus link is scripted by its name. The
+// slot-aware faults (failover of a slot's master, slot moves) are
+// sut.Sharded's.
+package rediscluster
 
 import (
 	"context"
@@ -18,34 +46,11 @@ import (
 
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/local"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
-// A Redis Cluster: Masters masters, n1…nM, each owning an equal range of
-// the 16384 hash slots, and Replicas replicas of each (3 + 3: n4 follows
-// n1, n5 n2, n6 n3), real redis-server processes with cluster-enabled.
-//
-// Links. Every node announces to the cluster (cluster-announce-*) two
-// proxies instead of its own ports, so that what the nodes say to each
-// other goes through links the harness can fault:
-//   - "peers->nI" fronts nI's data port: its replicas replicate from it
-//     through this link, and CLUSTER SLOTS and MOVED name it. It is shared
-//     by whoever follows nI (one replica in 3 + 3), as "sentinels->nI" is
-//     in a Sentinel topology: slowing or cutting it delays or stops nI's
-//     replication stream, and nothing else;
-//   - "bus->nI" fronts nI's cluster bus port: every other node's gossip,
-//     failure reports and failover votes reach nI through it. Cutting it
-//     makes the others see nI fail (the cluster fails it over after
-//     cluster-node-timeout).
-// Clients get their own "cK->nI" links as in every topology; their
-// go-redis ClusterClient learns the announced "peers->nI" addresses from
-// CLUSTER SLOTS and MOVED, and its dialer maps each to the client's own
-// link to that node, so a fault on one client's links touches no other.
-//
-// The generic nemeses see n1…nN as independent nodes (Layout.Replicated is
-// false): kill, pause and clock strike any node, partition cuts client
-// links; a fault on a peers or bus link is scripted by its name. The
-// slot-aware faults (failover of a slot's master, slot moves) are
-// sut.Sharded's.
+// readyTimeout bounds a node's start.
+const readyTimeout = 10 * time.Second
 
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
@@ -81,9 +86,9 @@ func slotRange(i, m int) (lo, hi int) {
 	return (i - 1) * clusterSlots / m, i*clusterSlots/m - 1
 }
 
-// RCluster is a running Redis Cluster: a sut.Deployment, a
+// Cluster is a running Redis Cluster: a sut.Deployment, a
 // sut.Sharded and a sut.Deployment.
-type RCluster struct {
+type Cluster struct {
 	cfg     sut.Config
 	tempDir bool
 
@@ -105,24 +110,24 @@ type RCluster struct {
 }
 
 var (
-	_ sut.Deployment = (*RCluster)(nil)
-	_ sut.Sharded    = (*RCluster)(nil)
-	_ sut.Persister  = (*RCluster)(nil)
-	_ sut.Hinter     = (*RCluster)(nil)
+	_ sut.Deployment = (*Cluster)(nil)
+	_ sut.Sharded    = (*Cluster)(nil)
+	_ sut.Persister  = (*Cluster)(nil)
+	_ sut.Hinter     = (*Cluster)(nil)
 	_ redis.Hook     = noRetryHook{}
 )
 
-// UpRedisCluster starts a Redis Cluster: the proxies, every node with
+// Up starts a Redis Cluster: the proxies, every node with
 // cluster-enabled, then it assigns the slots, introduces the nodes to each
 // other (CLUSTER MEET through their bus links), makes the replicas
 // follow their masters, and waits until every node reports the cluster ok
 // and every replica's link up. On error everything started is stopped.
 // As Up, it starts over on new ports when a free port was taken.
-func UpRedisCluster(ctx context.Context, cfg sut.Config) (*RCluster, error) {
-	return local.RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*RCluster, error) { return upRedisCluster(ctx, cfg) })
+func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
+	return local.RetryBusyPorts(ctx, cfg.BasePort != 0, func() (*Cluster, error) { return up(ctx, cfg) })
 }
 
-func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error) {
+func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	cfg.Topology = sut.RedisCluster
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -130,11 +135,11 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 	}
 	bin := cfg.RedisServer
 	if bin == "" {
-		if bin, err = LookBinary("redis-server"); err != nil {
+		if bin, err = redisbackend.LookBinary("redis-server"); err != nil {
 			return nil, err
 		}
 	}
-	c := &RCluster{cfg: cfg, bus: map[string]int{}, links: map[string]*local.Link{}, announce: map[string]string{}, ids: map[string]string{}}
+	c := &Cluster{cfg: cfg, bus: map[string]int{}, links: map[string]*local.Link{}, announce: map[string]string{}, ids: map[string]string{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
@@ -169,7 +174,7 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 	defer release()
 	for i := 0; i < cfg.Nodes; i++ {
 		name := fmt.Sprintf("n%d", i+1)
-		s := NewServer(name, ports[i], bin, filepath.Join(c.cfg.Dir, name))
+		s := redisbackend.NewServer(name, ports[i], bin, filepath.Join(c.cfg.Dir, name))
 		if cfg.Faketime {
 			s.ClockFile = filepath.Join(s.Dir, "faketime")
 			s.Env = ftEnv(s.ClockFile)
@@ -178,7 +183,7 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 		c.bus[name] = ports[cfg.Nodes+1+i]
 	}
 	sp := ports[cfg.Nodes]
-	c.Storage = Storage(bin, c.cfg.Dir, sp)
+	c.Storage = redisbackend.Storage(bin, c.cfg.Dir, sp)
 
 	zerolog.SetGlobalLevel(zerolog.Disabled) // as in Up: the bandwidth toxic logs globally
 	c.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
@@ -197,7 +202,7 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 	}
 	errs := make(chan error, len(all))
 	for _, s := range all {
-		go func(s *local.Server) { errs <- s.WaitReady(ctx, defaultReadyTimeout) }(s)
+		go func(s *local.Server) { errs <- s.WaitReady(ctx, readyTimeout) }(s)
 	}
 	var werr error
 	for range all {
@@ -217,7 +222,7 @@ func upRedisCluster(ctx context.Context, cfg sut.Config) (_ *RCluster, err error
 
 // addLinks creates "cK->nI" for every client and node, and each node's
 // announced "peers->nI" and "bus->nI".
-func (c *RCluster) addLinks() error {
+func (c *Cluster) addLinks() error {
 	add := func(from, to, upstream string) (*local.Link, error) {
 		name := sut.LinkName(from, to)
 		l, err := local.NewLink(c.proxies, from, to, "127.0.0.1:0", upstream)
@@ -254,10 +259,10 @@ func proxyPort(l *local.Link) string {
 
 // renderConfig is node s's config: base, persistence, and cluster mode,
 // announcing its peers and bus links.
-func (c *RCluster) renderConfig(s *local.Server) string {
+func (c *Cluster) renderConfig(s *local.Server) string {
 	var b strings.Builder
-	b.WriteString(RedisConfig(s.Port, s.Dir, s.Name))
-	pc, _ := PersistenceConfig(c.cfg.Persistence) // validated
+	b.WriteString(redisbackend.RedisConfig(s.Port, s.Dir, s.Name))
+	pc, _ := redisbackend.PersistenceConfig(c.cfg.Persistence) // validated
 	b.WriteString(pc)
 	fmt.Fprintf(&b, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout %d\n", c.cfg.ClusterNodeTimeout.Milliseconds())
 	fmt.Fprintf(&b, "cluster-port %d\ncluster-announce-ip 127.0.0.1\n", c.bus[s.Name])
@@ -279,26 +284,26 @@ func (c *RCluster) renderConfig(s *local.Server) string {
 // create does but with a fixed layout: distinct config epochs, the slot
 // ranges on the masters, CLUSTER MEET through the bus links, then each
 // replica CLUSTER REPLICATE its master once it knows it.
-func (c *RCluster) form(ctx context.Context) error {
+func (c *Cluster) form(ctx context.Context) error {
 	for i, s := range c.Nodes {
 		id, err := adminResult(ctx, s, "cluster", "myid")
 		if err != nil {
 			return fmt.Errorf("cluster myid on %s: %w", s.Name, err)
 		}
 		c.ids[s.Name] = fmt.Sprint(id)
-		if err := adminDo(ctx, s, "cluster", "set-config-epoch", i+1); err != nil {
+		if err := redisbackend.AdminDo(ctx, s, "cluster", "set-config-epoch", i+1); err != nil {
 			return fmt.Errorf("cluster set-config-epoch on %s: %w", s.Name, err)
 		}
 	}
 	for i := 1; i <= c.cfg.Masters; i++ {
 		lo, hi := slotRange(i, c.cfg.Masters)
-		if err := adminDo(ctx, c.Nodes[i-1], "cluster", "addslotsrange", lo, hi); err != nil {
+		if err := redisbackend.AdminDo(ctx, c.Nodes[i-1], "cluster", "addslotsrange", lo, hi); err != nil {
 			return fmt.Errorf("cluster addslotsrange %d %d on n%d: %w", lo, hi, i, err)
 		}
 	}
 	first := c.Nodes[0]
 	for _, s := range c.Nodes[1:] {
-		if err := adminDo(ctx, first, "cluster", "meet", "127.0.0.1",
+		if err := redisbackend.AdminDo(ctx, first, "cluster", "meet", "127.0.0.1",
 			proxyPort(c.links[sut.LinkName(PeersFrom, s.Name)]), proxyPort(c.links[sut.LinkName(BusFrom, s.Name)])); err != nil {
 			return fmt.Errorf("cluster meet %s: %w", s.Name, err)
 		}
@@ -311,7 +316,7 @@ func (c *RCluster) form(ctx context.Context) error {
 		}
 		for {
 			// A replica can only follow a master it has heard of.
-			err := adminDo(ctx, s, "cluster", "replicate", c.id(m))
+			err := redisbackend.AdminDo(ctx, s, "cluster", "replicate", c.id(m))
 			if err == nil {
 				break
 			}
@@ -326,14 +331,14 @@ func (c *RCluster) form(ctx context.Context) error {
 	return nil
 }
 
-func (c *RCluster) id(name string) string {
+func (c *Cluster) id(name string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ids[name]
 }
 
 // nameOf is the node whose cluster id is id, or "".
-func (c *RCluster) nameOf(id string) string {
+func (c *Cluster) nameOf(id string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for n, i := range c.ids {
@@ -354,13 +359,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func adminResult(ctx context.Context, s *local.Server, args ...any) (any, error) {
-	cl := NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: 1})
 	defer cl.Close()
 	return cl.Do(ctx, args...).Result()
 }
 
 // view is what one node says about the cluster (CLUSTER NODES).
-func (c *RCluster) view(ctx context.Context, s *local.Server) ([]ClusterNode, error) {
+func (c *Cluster) view(ctx context.Context, s *local.Server) ([]ClusterNode, error) {
 	v, err := adminResult(ctx, s, "cluster", "nodes")
 	if err != nil {
 		return nil, fmt.Errorf("cluster nodes on %s: %w", s.Name, err)
@@ -370,7 +375,7 @@ func (c *RCluster) view(ctx context.Context, s *local.Server) ([]ClusterNode, er
 
 // selfClaims is each reachable node's own line of its CLUSTER NODES, by
 // node name: what it says it is.
-func (c *RCluster) selfClaims(ctx context.Context) (map[string]ClusterNode, map[string][]ClusterNode, error) {
+func (c *Cluster) selfClaims(ctx context.Context) (map[string]ClusterNode, map[string][]ClusterNode, error) {
 	self := map[string]ClusterNode{}
 	views := map[string][]ClusterNode{}
 	var errs []error
@@ -395,12 +400,12 @@ func (c *RCluster) selfClaims(ctx context.Context) (map[string]ClusterNode, map[
 }
 
 // Slot is the hash slot of key (CLUSTER KEYSLOT).
-func (c *RCluster) Slot(key string) int { return KeySlot(key) }
+func (c *Cluster) Slot(key string) int { return KeySlot(key) }
 
 // Shard is the master that serves slot by its own account (with the
 // highest config epoch, should two claim it during a failover) and the
 // nodes that say they replicate it.
-func (c *RCluster) Shard(ctx context.Context, slot int) (sut.Shard, error) {
+func (c *Cluster) Shard(ctx context.Context, slot int) (sut.Shard, error) {
 	self, _, err := c.selfClaims(ctx)
 	sh := sut.Shard{Slot: slot}
 	var epoch int64 = -1
@@ -423,7 +428,7 @@ func (c *RCluster) Shard(ctx context.Context, slot int) (sut.Shard, error) {
 }
 
 // Masters are the nodes that say they are masters serving slots.
-func (c *RCluster) Masters(ctx context.Context) ([]string, error) {
+func (c *Cluster) Masters(ctx context.Context) ([]string, error) {
 	self, _, err := c.selfClaims(ctx)
 	var out []string
 	for name, n := range self {
@@ -444,7 +449,7 @@ func (c *RCluster) Masters(ctx context.Context) ([]string, error) {
 // failover that cannot finish (the replica never catches up) gives up
 // after Redis's manual failover timeout (5 s); so does this, a little
 // later.
-func (c *RCluster) Failover(ctx context.Context, replica, mode string) error {
+func (c *Cluster) Failover(ctx context.Context, replica, mode string) error {
 	s, err := c.Server(replica)
 	if err != nil {
 		return err
@@ -457,12 +462,12 @@ func (c *RCluster) Failover(ctx context.Context, replica, mode string) error {
 	default:
 		return fmt.Errorf("unknown cluster failover mode %q (want %q, %s or %s)", mode, sut.FailoverGraceful, sut.FailoverForce, sut.FailoverTakeover)
 	}
-	if err := adminDo(ctx, s, args...); err != nil {
+	if err := redisbackend.AdminDo(ctx, s, args...); err != nil {
 		return fmt.Errorf("%s on %s: %w", strings.ToUpper(fmt.Sprint(args...)), replica, err)
 	}
 	deadline := time.Now().Add(8 * time.Second)
 	for {
-		ri, rerr := ReplicationOf(ctx, s)
+		ri, rerr := redisbackend.ReplicationOf(ctx, s)
 		v, verr := c.view(ctx, s)
 		if rerr == nil && verr == nil && ri.Role == sut.RoleMaster {
 			for _, n := range v {
@@ -486,7 +491,7 @@ func (c *RCluster) Failover(ctx context.Context, replica, mode string) error {
 // client asking for a key already moved gets ASK), then SETSLOT NODE on
 // to, the owner and every other master. MIGRATE goes owner to to directly:
 // the operator's path, not a faulted link.
-func (c *RCluster) MoveSlot(ctx context.Context, slot int, to string) (int, error) {
+func (c *Cluster) MoveSlot(ctx context.Context, slot int, to string) (int, error) {
 	sh, err := c.Shard(ctx, slot)
 	if err != nil {
 		return 0, err
@@ -503,10 +508,10 @@ func (c *RCluster) MoveSlot(ctx context.Context, slot int, to string) (int, erro
 		return 0, err
 	}
 	srcID, dstID := c.id(sh.Master), c.id(to)
-	if err := adminDo(ctx, dst, "cluster", "setslot", slot, "importing", srcID); err != nil {
+	if err := redisbackend.AdminDo(ctx, dst, "cluster", "setslot", slot, "importing", srcID); err != nil {
 		return 0, fmt.Errorf("SETSLOT %d IMPORTING on %s: %w", slot, to, err)
 	}
-	if err := adminDo(ctx, src, "cluster", "setslot", slot, "migrating", dstID); err != nil {
+	if err := redisbackend.AdminDo(ctx, src, "cluster", "setslot", slot, "migrating", dstID); err != nil {
 		return 0, fmt.Errorf("SETSLOT %d MIGRATING on %s: %w", slot, sh.Master, err)
 	}
 	moved := 0
@@ -521,14 +526,14 @@ func (c *RCluster) MoveSlot(ctx context.Context, slot int, to string) (int, erro
 		}
 		args := []any{"migrate", "127.0.0.1", dst.Port, "", 0, 2000, "keys"}
 		args = append(args, keys...)
-		if err := adminDo(ctx, src, args...); err != nil && !errors.Is(err, redis.Nil) {
+		if err := redisbackend.AdminDo(ctx, src, args...); err != nil && !errors.Is(err, redis.Nil) {
 			return moved, fmt.Errorf("MIGRATE slot %d from %s to %s: %w", slot, sh.Master, to, err)
 		}
 		moved += len(keys)
 	}
 	var errs []error
 	for _, s := range []*local.Server{dst, src} {
-		errs = append(errs, adminDo(ctx, s, "cluster", "setslot", slot, "node", dstID))
+		errs = append(errs, redisbackend.AdminDo(ctx, s, "cluster", "setslot", slot, "node", dstID))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return moved, fmt.Errorf("SETSLOT %d NODE %s: %w", slot, to, err)
@@ -537,7 +542,7 @@ func (c *RCluster) MoveSlot(ctx context.Context, slot int, to string) (int, erro
 		for _, m := range ms {
 			if m != to && m != sh.Master {
 				if s, err := c.Server(m); err == nil {
-					_ = adminDo(ctx, s, "cluster", "setslot", slot, "node", dstID) // gossip would tell it too
+					_ = redisbackend.AdminDo(ctx, s, "cluster", "setslot", slot, "node", dstID) // gossip would tell it too
 				}
 			}
 		}
@@ -546,7 +551,7 @@ func (c *RCluster) MoveSlot(ctx context.Context, slot int, to string) (int, erro
 }
 
 // Server returns the node process called name.
-func (c *RCluster) Server(name string) (*local.Server, error) {
+func (c *Cluster) Server(name string) (*local.Server, error) {
 	for _, n := range c.Nodes {
 		if n.Name == name {
 			return n, nil
@@ -560,7 +565,7 @@ func (c *RCluster) Server(name string) (*local.Server, error) {
 // ok, every slot served by exactly one master by its own account and by
 // every node's, no slot half moved, and every master followed by at least
 // one replica whose link is up.
-func (c *RCluster) consistent(ctx context.Context) error {
+func (c *Cluster) consistent(ctx context.Context) error {
 	self, views, err := c.selfClaims(ctx)
 	if err != nil {
 		return err
@@ -642,7 +647,7 @@ func (c *RCluster) consistent(ctx context.Context) error {
 		}
 		m := c.nameOf(n.MasterID)
 		s, _ := c.Server(name)
-		ri, err := ReplicationOf(ctx, s)
+		ri, err := redisbackend.ReplicationOf(ctx, s)
 		if err != nil || ri.Role != sut.RoleReplica || !ri.LinkUp {
 			errs = append(errs, fmt.Errorf("replica %s of %s: link not up (%+v %v)", name, m, ri, err))
 			continue
@@ -659,7 +664,7 @@ func (c *RCluster) consistent(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (c *RCluster) waitConsistent(ctx context.Context, timeout time.Duration) error {
+func (c *Cluster) waitConsistent(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := c.consistent(ctx)
@@ -679,19 +684,19 @@ func (c *RCluster) waitConsistent(ctx context.Context, timeout time.Duration) er
 
 // Layout: n1…nN, no single master (sut.Replicated false: each master is the
 // master of its own slots; see sut.Sharded).
-func (c *RCluster) Layout() sut.Layout { return c.cfg.Layout() }
+func (c *Cluster) Layout() sut.Layout { return c.cfg.Layout() }
 
 // Capabilities: every link a proxy (cut, slow, drop replies), persistence
 // by CONFIG SET, and the slot-aware faults. Not CanPromote nor CanElect:
 // the cluster elects its own masters, and the single-master failover
 // nemesis does not apply (its Needs.Replicated refuses it).
-func (c *RCluster) Capabilities() sut.Capabilities {
+func (c *Cluster) Capabilities() sut.Capabilities {
 	return sut.Capabilities{sut.CanCutLinks, sut.CanSlowLinks, sut.CanDropReplies, sut.CanSetPersistence,
 		sut.CanFailoverShard, sut.CanMoveSlots}
 }
 
 // Hint says how to get what a Redis Cluster lacks.
-func (c *RCluster) Hint(cp sut.Capability) string {
+func (c *Cluster) Hint(cp sut.Capability) string {
 	switch cp {
 	case sut.CanSetClock:
 		return "start the nodes under libfaketime (cluster Config.Faketime; `harness run` does it for --nemesis clock)"
@@ -702,42 +707,42 @@ func (c *RCluster) Hint(cp sut.Capability) string {
 }
 
 // Node returns a node by name.
-func (c *RCluster) Node(name string) (sut.Node, error) {
+func (c *Cluster) Node(name string) (sut.Node, error) {
 	s, err := c.Server(name)
 	if err != nil {
 		return nil, err
 	}
-	return node{Server: s, kind: sut.KindLock}, nil
+	return redisbackend.NewNode(s, sut.KindLock), nil
 }
 
 // Members are the nodes in name order.
-func (c *RCluster) Members() []sut.Node {
+func (c *Cluster) Members() []sut.Node {
 	out := make([]sut.Node, 0, len(c.Nodes))
 	for _, s := range c.Nodes {
-		out = append(out, node{Server: s, kind: sut.KindLock})
+		out = append(out, redisbackend.NewNode(s, sut.KindLock))
 	}
 	return out
 }
 
 // Network is the cluster's links.
-func (c *RCluster) Network() sut.Network { return linkNet(c.links) }
+func (c *Cluster) Network() sut.Network { return linkNet(c.links) }
 
 // Endpoints are the nodes through client cl's own links.
-func (c *RCluster) Endpoints(cl int) []Endpoint {
-	out := make([]Endpoint, 0, len(c.Nodes))
+func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
+	out := make([]sut.Endpoint, 0, len(c.Nodes))
 	for _, n := range c.Nodes {
 		if l := c.links[sut.LinkName(sut.ClientName(cl), n.Name)]; l != nil {
-			out = append(out, Endpoint{Node: n.Name, Addr: l.Addr()})
+			out = append(out, sut.Endpoint{Node: n.Name, Addr: l.Addr()})
 		}
 	}
 	return out
 }
 
 // StorageAddr is the storage node's address (direct, never faulted).
-func (c *RCluster) StorageAddr() string { return c.Storage.Addr() }
+func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
 
 // Persistence is the nodes' persistence mode now.
-func (c *RCluster) Persistence() string {
+func (c *Cluster) Persistence() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cfg.Persistence
@@ -745,12 +750,12 @@ func (c *RCluster) Persistence() string {
 
 // SetPersistence switches every node's persistence (CONFIG SET) and keeps
 // it in their configs for restarts.
-func (c *RCluster) SetPersistence(ctx context.Context, mode string) error {
-	if _, err := PersistenceConfig(mode); err != nil {
+func (c *Cluster) SetPersistence(ctx context.Context, mode string) error {
+	if _, err := redisbackend.PersistenceConfig(mode); err != nil {
 		return err
 	}
 	for _, s := range c.Nodes {
-		if err := setPersistence(ctx, s, mode); err != nil {
+		if err := redisbackend.SetServerPersistence(ctx, s, mode); err != nil {
 			return err
 		}
 	}
@@ -767,7 +772,7 @@ func (c *RCluster) SetPersistence(ctx context.Context, mode string) error {
 // paused and dead nodes, clocks), ends any half-done slot move (SETSLOT
 // STABLE), and waits until the cluster is consistent again: its own
 // failovers may have moved masters, which stay where they are.
-func (c *RCluster) Heal(ctx context.Context) (string, error) {
+func (c *Cluster) Heal(ctx context.Context) (string, error) {
 	did, err := sut.HealAll(ctx, c)
 	if err != nil {
 		return did, err
@@ -776,7 +781,7 @@ func (c *RCluster) Heal(ctx context.Context) (string, error) {
 	for name, n := range self {
 		for _, sl := range append(keysOf(n.Migrating), keysOf(n.Importing)...) {
 			s, _ := c.Server(name)
-			if err := adminDo(ctx, s, "cluster", "setslot", sl, "stable"); err != nil {
+			if err := redisbackend.AdminDo(ctx, s, "cluster", "setslot", sl, "stable"); err != nil {
 				return did, fmt.Errorf("SETSLOT %d STABLE on %s: %w", sl, name, err)
 			}
 			did += fmt.Sprintf(", slot %d stable on %s", sl, name)
@@ -799,7 +804,7 @@ func keysOf(m map[int]string) []int {
 
 // Healthy reports what is still broken: sut.CheckHealthy's checks and
 // the cluster's consistency.
-func (c *RCluster) Healthy(ctx context.Context) error {
+func (c *Cluster) Healthy(ctx context.Context) error {
 	if err := sut.CheckHealthy(ctx, c); err != nil {
 		return err
 	}
@@ -808,7 +813,7 @@ func (c *RCluster) Healthy(ctx context.Context) error {
 
 // Down stops every proxy and server and removes the temporary directory;
 // safe to call more than once.
-func (c *RCluster) Down() error {
+func (c *Cluster) Down() error {
 	c.downOnce.Do(func() {
 		c.downErr = local.StopAll(c.proxies, append(append([]*local.Server(nil), c.Nodes...), c.Storage), c.cfg.Dir, c.tempDir)
 	})
@@ -829,14 +834,14 @@ const ClusterNodeName = "cluster"
 // time that the lock is taken; so a network error reaches the lock as
 // an unknown outcome (OutcomeUnknownError) that the ClusterClient does
 // not retry. With sut.ClientOptions.MaxRetries the retries stay on.
-func (c *RCluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
+func (c *Cluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
 	o = o.WithDefaults()
 	from := sut.ClientName(cl)
 	var seeds []string
 	for _, ep := range c.Endpoints(cl) {
 		seeds = append(seeds, ep.Addr)
 	}
-	ro := options(o, "")
+	ro := redisbackend.Options(o, "")
 	opts := &redis.ClusterOptions{
 		Addrs:                  seeds,
 		Dialer:                 c.clientDialer(from, o.Timeout),
@@ -864,7 +869,7 @@ func (c *RCluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
 // clientDialer dials an address a node announces (CLUSTER SLOTS, MOVED,
 // ASK) through client from's own link to that node; a seed (the client's
 // link itself) as it is.
-func (c *RCluster) clientDialer(from string, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func (c *Cluster) clientDialer(from string, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if name, ok := c.announce[addr]; ok {
 			if l := c.links[sut.LinkName(from, name)]; l != nil {
