@@ -21,7 +21,7 @@ func TestAMemberThatReachesAnotherGroupIsBusy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: runs real etcd processes")
 	}
-	bin, err := exec("etcd")
+	bin, err := local.LookBinary("etcd", InstallHint)
 	if err != nil {
 		t.Fatal(err)
 	}

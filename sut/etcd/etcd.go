@@ -22,17 +22,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/local"
@@ -54,25 +50,13 @@ const (
 // readyTimeout bounds a start: a cluster needs a quorum and an election.
 const readyTimeout = 30 * time.Second
 
-// Cluster is a running etcd group.
+// Cluster is a running etcd group: its members are the Group's Servers,
+// n1…nN.
 type Cluster struct {
-	cfg     sut.Config
-	tempDir bool
-
-	// Servers are the etcd members n1…nN.
-	Servers []*local.Server
-	// Storage is the Redis server holding the protected resource; no
-	// fault reaches it.
-	Storage *local.Server
+	local.Group
 
 	clientPort map[string]int // member -> client port
 	peerPort   map[string]int // member -> peer port
-	proxies    *toxiproxy.ApiServer
-	links      *local.LinkSet
-	dialers    []*peerDialer
-
-	downOnce sync.Once
-	downErr  error
 }
 
 var (
@@ -117,7 +101,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	case cfg.BasePort != 0:
 		return nil, fmt.Errorf("etcd members take free ports: leave out the base port")
 	}
-	bin, err := exec("etcd")
+	bin, err := local.LookBinary("etcd", InstallHint)
 	if err != nil {
 		return nil, err
 	}
@@ -125,108 +109,44 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, links: local.NewLinkSet("etcd cluster"), clientPort: map[string]int{}, peerPort: map[string]int{}}
+	c := &Cluster{Group: local.Group{What: "etcd cluster", Noun: "member", Clients: cfg.Clients, Peers: true,
+		ReadyTimeout: readyTimeout, AsNode: func(s *local.Server) sut.Node { return member{s} }, Serving: Health},
+		clientPort: map[string]int{}, peerPort: map[string]int{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
 		}
 	}()
-	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-etcd-"); err != nil {
+	if err := c.Open(cfg.Dir, "lockharness-etcd-"); err != nil {
 		return nil, err
 	}
-
-	// Ports stay bound until the proxies have theirs, so no proxy takes a
-	// member's port.
-	ports, held, err := local.FreePorts(2*cfg.Nodes + 1)
+	ports, err := c.HoldPorts(2*cfg.Nodes + 1)
 	if err != nil {
 		return nil, err
 	}
-	release := func() {
-		for _, l := range held {
-			_ = l.Close()
-		}
-		held = nil
-	}
-	defer release()
 	names := make([]string, cfg.Nodes)
 	for i := range names {
 		names[i] = fmt.Sprintf("n%d", i+1)
 		c.clientPort[names[i]] = ports[2*i]
 		c.peerPort[names[i]] = ports[2*i+1]
 	}
-	sp := ports[2*cfg.Nodes]
-	c.Storage = redisbackend.Storage(redis, c.cfg.Dir, sp)
-
-	c.proxies = local.NewProxyServer()
+	c.Storage = redisbackend.Storage(redis, c.Dir, ports[2*cfg.Nodes])
 	for cl := 0; cl < cfg.Clients; cl++ {
 		for _, n := range names {
-			if err := c.addLink(sut.ClientName(cl), n, c.clientPort[n]); err != nil {
+			if _, err := c.AddLink(sut.ClientName(cl), n, fmt.Sprintf("127.0.0.1:%d", c.clientPort[n])); err != nil {
 				return nil, err
 			}
 		}
 	}
-	for _, a := range names {
-		route := map[int]string{}
-		for _, b := range names {
-			if a == b {
-				continue
-			}
-			if err := c.addLink(a, b, c.peerPort[b]); err != nil {
-				return nil, err
-			}
-			l, _ := c.links.Link(a, b)
-			route[c.peerPort[b]] = l.Addr()
-		}
-		d, err := newPeerDialer(a, route)
+	token := fmt.Sprintf("lockharness-%d-%d", os.Getpid(), time.Now().UnixNano())
+	for _, n := range names {
+		d, err := c.peerDialer(n, names)
 		if err != nil {
 			return nil, err
 		}
-		c.dialers = append(c.dialers, d)
+		c.Servers = append(c.Servers, c.member(n, bin, token, names, d))
 	}
-	release()
-
-	token := fmt.Sprintf("lockharness-%d-%d", os.Getpid(), time.Now().UnixNano())
-	var initial []string
-	for _, n := range names {
-		initial = append(initial, fmt.Sprintf("%s=%s", n, c.peerURL(n)))
-	}
-	for i, n := range names {
-		dir := filepath.Join(c.cfg.Dir, n)
-		s := &local.Server{Name: n, Port: c.clientPort[n], Binary: bin, Dir: dir, Output: true,
-			Args: []string{
-				"--name", n,
-				"--data-dir", filepath.Join(dir, "data"),
-				"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", c.clientPort[n]),
-				"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", c.clientPort[n]),
-				"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", c.peerPort[n]),
-				"--initial-advertise-peer-urls", c.peerURL(n),
-				"--initial-cluster", strings.Join(initial, ","),
-				"--initial-cluster-state", "new",
-				"--initial-cluster-token", token,
-				"--heartbeat-interval", fmt.Sprint(HeartbeatInterval.Milliseconds()),
-				"--election-timeout", fmt.Sprint(ElectionTimeout.Milliseconds()),
-				// A member back from a partition does not depose a working
-				// leader with the terms it ran up alone (etcd 3.5's default).
-				"--pre-vote",
-				"--logger", "zap", "--log-outputs", "stderr",
-			},
-			// Peer traffic through this member's own SOCKS proxy; nothing
-			// inherited may exempt an address from it.
-			Env: []string{"HTTP_PROXY=" + c.dialers[i].URL(), "http_proxy=" + c.dialers[i].URL(), "NO_PROXY=", "no_proxy="},
-		}
-		s.Ready = func(ctx context.Context) error { return memberReady(ctx, s) }
-		c.Servers = append(c.Servers, s)
-	}
-
-	if err := c.Storage.Start(ctx, false); err != nil {
-		return nil, err
-	}
-	for _, s := range c.Servers {
-		if err := s.Start(ctx, false); err != nil {
-			return nil, err
-		}
-	}
-	if err := local.WaitAllReady(ctx, append([]*local.Server{c.Storage}, c.Servers...), readyTimeout); err != nil {
+	if err := c.Start(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.lead(ctx, names[0]); err != nil {
@@ -235,30 +155,68 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	return c, nil
 }
 
-const clockHint = "etcd is a Go program and reads the clock through the vDSO, not libc, so libfaketime cannot set it (its leases run on the monotonic clock)"
-
-// exec finds a program on PATH, saying how to install etcd when it is not.
-func exec(name string) (string, error) {
-	p, err := redisbackend.LookBinary(name)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s not found on PATH; %s", local.ErrMissingBinary, name, InstallHint)
+// peerDialer makes member a's links to the other members and the SOCKS
+// proxy that sends its peer traffic through them; Down closes it.
+func (c *Cluster) peerDialer(a string, names []string) (*peerDialer, error) {
+	route := map[int]string{}
+	for _, b := range names {
+		if a == b {
+			continue
+		}
+		l, err := c.AddLink(a, b, fmt.Sprintf("127.0.0.1:%d", c.peerPort[b]))
+		if err != nil {
+			return nil, err
+		}
+		route[c.peerPort[b]] = l.Addr()
 	}
-	return p, nil
+	d, err := newPeerDialer(a, route)
+	if err != nil {
+		return nil, err
+	}
+	c.OnDown(d.Close)
+	return d, nil
 }
+
+// member is the server of member n: etcd with its flags, its peer traffic
+// through d.
+func (c *Cluster) member(n, bin, token string, names []string, d *peerDialer) *local.Server {
+	var initial []string
+	for _, o := range names {
+		initial = append(initial, fmt.Sprintf("%s=%s", o, c.peerURL(o)))
+	}
+	dir := filepath.Join(c.Dir, n)
+	s := &local.Server{Name: n, Port: c.clientPort[n], Binary: bin, Dir: dir, Output: true,
+		Args: []string{
+			"--name", n,
+			"--data-dir", filepath.Join(dir, "data"),
+			"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", c.clientPort[n]),
+			"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", c.clientPort[n]),
+			"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", c.peerPort[n]),
+			"--initial-advertise-peer-urls", c.peerURL(n),
+			"--initial-cluster", strings.Join(initial, ","),
+			"--initial-cluster-state", "new",
+			"--initial-cluster-token", token,
+			"--heartbeat-interval", fmt.Sprint(HeartbeatInterval.Milliseconds()),
+			"--election-timeout", fmt.Sprint(ElectionTimeout.Milliseconds()),
+			// A member back from a partition does not depose a working
+			// leader with the terms it ran up alone (etcd 3.5's default).
+			"--pre-vote",
+			"--logger", "zap", "--log-outputs", "stderr",
+		},
+		// Peer traffic through this member's own SOCKS proxy; nothing
+		// inherited may exempt an address from it.
+		Env: []string{"HTTP_PROXY=" + d.URL(), "http_proxy=" + d.URL(), "NO_PROXY=", "no_proxy="},
+	}
+	s.Ready = func(ctx context.Context) error { return memberReady(ctx, s) }
+	return s
+}
+
+const clockHint = "etcd is a Go program and reads the clock through the vDSO, not libc, so libfaketime cannot set it (its leases run on the monotonic clock)"
 
 // peerURL is the peer URL member n advertises: its real port at 0.0.0.0,
 // an address Go's proxy rules do not exempt, so every member reaches it
 // through its own SOCKS proxy (see peerDialer), which maps the port.
 func (c *Cluster) peerURL(n string) string { return fmt.Sprintf("http://0.0.0.0:%d", c.peerPort[n]) }
-
-func (c *Cluster) addLink(from, to string, port int) error {
-	l, err := local.NewLink(c.proxies, from, to, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return err
-	}
-	c.links.Add(l)
-	return nil
-}
 
 // Health asks the member at addr (its client address) whether it is
 // healthy: it answers and knows a leader (etcd's /health).
@@ -305,20 +263,6 @@ func memberReady(ctx context.Context, s *local.Server) error {
 // harness's environment.
 var directHTTP = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 
-// Layout is the group's shape: members that talk among themselves.
-func (c *Cluster) Layout() sut.Layout {
-	l := sut.Layout{Clients: c.cfg.Clients, Peers: true}
-	for _, s := range c.Servers {
-		l.Nodes = append(l.Nodes, s.Name)
-	}
-	return l
-}
-
-// Capabilities: every link is a proxy.
-func (c *Cluster) Capabilities() sut.Capabilities {
-	return sut.Capabilities{sut.CanCutLinks, sut.CanSlowLinks, sut.CanDropReplies}
-}
-
 // Hint says why a capability is missing.
 func (c *Cluster) Hint(cp sut.Capability) string {
 	switch cp {
@@ -334,72 +278,14 @@ func (c *Cluster) Hint(cp sut.Capability) string {
 	return ""
 }
 
-// Node returns a member by name.
-func (c *Cluster) Node(name string) (sut.Node, error) {
-	if s, ok := local.FindServer(c.Servers, name); ok {
-		return member{s}, nil
-	}
-	return nil, fmt.Errorf("no member %q in this etcd cluster", name)
-}
-
-// Members are the members in name order.
-func (c *Cluster) Members() []sut.Node {
-	out := make([]sut.Node, len(c.Servers))
-	for i, s := range c.Servers {
-		out[i] = member{s}
-	}
-	return out
-}
-
-// Network is the group's links.
-func (c *Cluster) Network() sut.Network { return c.links }
-
-// Endpoints are the members as client slot cl reaches them.
-func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
-	return c.links.Endpoints(cl, local.Names(c.Servers)...)
-}
-
-// ClientNodes are the members as client slot cl reaches them: addresses
-// for the etcd client the lock builds, and the per-request timeout.
-func (c *Cluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
-	return sut.AddressNodes(c.Endpoints(cl), o)
-}
-
-// StorageAddr is the Redis storage node's address (direct, never faulted).
-func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
-
 // Heal undoes every fault (sut.HealAll), then waits until every member
 // is healthy again: a restarted or reconnected member has caught up with
 // a leader.
-func (c *Cluster) Heal(ctx context.Context) (string, error) {
-	did, err := sut.HealAll(ctx, c)
-	if err != nil {
-		return did, err
-	}
-	return did, local.WaitEach(ctx, c.Servers, readyTimeout, Health)
-}
+func (c *Cluster) Heal(ctx context.Context) (string, error) { return c.HealAll(ctx, c) }
 
 // Healthy reports what is still broken: a faulted link, a member down or
 // paused (sut.CheckHealthy), or a member without a leader.
-func (c *Cluster) Healthy(ctx context.Context) error {
-	errs := []error{sut.CheckHealthy(ctx, c)}
-	for _, s := range c.Servers {
-		errs = append(errs, Health(ctx, s.Addr()))
-	}
-	return errors.Join(errs...)
-}
-
-// Down stops every proxy and kills every server, then removes the
-// temporary directory. It is safe to call more than once.
-func (c *Cluster) Down() error {
-	c.downOnce.Do(func() {
-		for _, d := range c.dialers {
-			d.Close()
-		}
-		c.downErr = local.StopAll(c.proxies, append(append([]*local.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
-	})
-	return c.downErr
-}
+func (c *Cluster) Healthy(ctx context.Context) error { return c.CheckHealthy(ctx, c) }
 
 // member is an etcd server behind the seam: a process that can be killed,
 // restarted (on its data directory: it rejoins with what it wrote) and

@@ -36,7 +36,6 @@ import (
 	"sync"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lockharness/lockharness/locks"
@@ -54,25 +53,16 @@ const readyTimeout = 30 * time.Second
 // NodeName is the server's name: the deployment has one lock node.
 const NodeName = "n1"
 
-// Cluster is a running MariaDB server with its links and storage.
+// Cluster is a running MariaDB server with its links and storage: the
+// Group's one server.
 type Cluster struct {
-	cfg     sut.Config
-	tempDir bool
+	local.Group
 
 	// Server is the MariaDB server, n1.
 	Server *local.Server
-	// Storage is the Redis server holding the protected resource; no
-	// fault reaches it.
-	Storage *local.Server
-
-	proxies *toxiproxy.ApiServer
-	links   *local.LinkSet
 
 	adminMu sync.Mutex
 	admin   *sql.DB // root, direct (never through a link)
-
-	downOnce sync.Once
-	downErr  error
 }
 
 var (
@@ -131,68 +121,70 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, links: local.NewLinkSet("MariaDB deployment")}
+	c := &Cluster{Group: local.Group{What: "MariaDB deployment", Clients: cfg.Clients, ReadyTimeout: readyTimeout,
+		AsNode: func(s *local.Server) sut.Node { return server{Server: s} }}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
 		}
 	}()
-	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-mariadb-"); err != nil {
+	c.OnDown(func() {
+		if db := c.Admin(); db != nil {
+			_ = db.Close()
+		}
+	})
+	if err := c.Open(cfg.Dir, "lockharness-mariadb-"); err != nil {
 		return nil, err
 	}
 	tmpl, err := template(ctx, bins)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(c.cfg.Dir, NodeName)
+	dir := filepath.Join(c.Dir, NodeName)
 	if err := copyDir(tmpl, filepath.Join(dir, "data")); err != nil {
 		return nil, err
 	}
-
-	ports, held, err := local.FreePorts(2)
+	ports, err := c.HoldPorts(2)
 	if err != nil {
 		return nil, err
 	}
-	port, sp := ports[0], ports[1]
-	c.Storage = redisbackend.Storage(redis, c.cfg.Dir, sp)
-	c.Server = &local.Server{Name: NodeName, Port: port, Binary: bins.server, Dir: dir, Output: true,
-		Config: optionFile(dir, port, cfg.ExtraConfig),
+	c.Storage = redisbackend.Storage(redis, c.Dir, ports[1])
+	if c.Server, err = newServer(bins.server, dir, ports[0], cfg); err != nil {
+		return nil, err
 	}
-	c.Server.Args = []string{"--defaults-file=" + c.Server.ConfigPath()}
-	if cfg.Faketime {
-		lib, err := local.Libfaketime()
-		if err != nil {
-			return nil, err
-		}
-		c.Server.ClockFile = filepath.Join(dir, "faketime.rc")
-		c.Server.Env = faketimeEnv(lib, c.Server.ClockFile)
-	}
-	c.Server.Ready = func(ctx context.Context) error { return ping(ctx, c.Server.Addr()) }
-
-	c.proxies = local.NewProxyServer()
+	c.Servers = []*local.Server{c.Server}
 	for cl := 0; cl < cfg.Clients; cl++ {
-		l, err := local.NewLink(c.proxies, sut.ClientName(cl), NodeName, "127.0.0.1:0", c.Server.Addr())
-		if err != nil {
+		if _, err := c.AddLink(sut.ClientName(cl), NodeName, c.Server.Addr()); err != nil {
 			return nil, err
 		}
-		c.links.Add(l)
 	}
-	for _, l := range held {
-		_ = l.Close()
-	}
-	if err := c.Storage.Start(ctx, false); err != nil {
-		return nil, err
-	}
-	if err := c.Server.Start(ctx, false); err != nil {
-		return nil, err
-	}
-	if err := local.WaitAllReady(ctx, []*local.Server{c.Storage, c.Server}, readyTimeout); err != nil {
+	if err := c.Start(ctx); err != nil {
 		return nil, err
 	}
 	if c.admin, err = openAdmin(c.Server.Addr(), locks.MySQLDatabase); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newServer is mariadbd on port in dir, with cfg's extra options and,
+// with cfg.Faketime, under libfaketime; it is ready when it answers a
+// query as the locks ask it.
+func newServer(bin, dir string, port int, cfg sut.Config) (*local.Server, error) {
+	s := &local.Server{Name: NodeName, Port: port, Binary: bin, Dir: dir, Output: true,
+		Config: optionFile(dir, port, cfg.ExtraConfig),
+	}
+	s.Args = []string{"--defaults-file=" + s.ConfigPath()}
+	if cfg.Faketime {
+		lib, err := local.Libfaketime()
+		if err != nil {
+			return nil, err
+		}
+		s.ClockFile = filepath.Join(dir, "faketime.rc")
+		s.Env = local.FaketimeEnv(s.ClockFile, lib)
+	}
+	s.Ready = func(ctx context.Context) error { return ping(ctx, s.Addr()) }
+	return s, nil
 }
 
 // optionFile is the server's option file: loopback TCP on port, its own
@@ -226,19 +218,6 @@ func optionFile(dir string, port int, extra string) string {
 		lines = append(lines, extra)
 	}
 	return strings.Join(lines, "\n") + "\n"
-}
-
-// faketimeEnv runs mariadbd under libfaketime, reading its offset from
-// clockFile on every clock call (FAKETIME_NO_CACHE). Monotonic time is
-// left real. mariadbd does not link jemalloc, so it needs no malloc shim
-// (Redis does: see cluster's faketime.go).
-func faketimeEnv(lib, clockFile string) []string {
-	return []string{
-		"LD_PRELOAD=" + lib,
-		"FAKETIME_TIMESTAMP_FILE=" + clockFile,
-		"FAKETIME_NO_CACHE=1",
-		"FAKETIME_DONT_FAKE_MONOTONIC=1",
-	}
 }
 
 func currentUser() string {
@@ -283,14 +262,9 @@ func ping(ctx context.Context, addr string) error {
 	return db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+locks.MySQLLockTable).Scan(&n)
 }
 
-// Layout is one node and the client slots.
-func (c *Cluster) Layout() sut.Layout {
-	return sut.Layout{Nodes: []string{NodeName}, Clients: c.cfg.Clients}
-}
-
 // Capabilities: every link is a proxy; the server ends sessions on demand.
 func (c *Cluster) Capabilities() sut.Capabilities {
-	return sut.Capabilities{sut.CanCutLinks, sut.CanSlowLinks, sut.CanDropReplies, sut.CanKillConnections}
+	return append(c.Group.Capabilities(), sut.CanKillConnections)
 }
 
 // Hint says why a capability is missing.
@@ -318,26 +292,6 @@ func (c *Cluster) Node(name string) (sut.Node, error) {
 	return nil, fmt.Errorf("no node %q in this MariaDB deployment (it has %s)", name, NodeName)
 }
 
-// Members is the server.
-func (c *Cluster) Members() []sut.Node { return []sut.Node{server{Server: c.Server}} }
-
-// Network is the clients' links.
-func (c *Cluster) Network() sut.Network { return c.links }
-
-// Endpoints is the server as client slot cl reaches it.
-func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
-	return c.links.Endpoints(cl, NodeName)
-}
-
-// ClientNodes is the server as client slot cl reaches it: an address for
-// the connections the lock opens, and the per-request timeout.
-func (c *Cluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
-	return sut.AddressNodes(c.Endpoints(cl), o)
-}
-
-// StorageAddr is the Redis storage node's address (direct, never faulted).
-func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
-
 // Admin is root's pool of direct connections to the server (never
 // through a link), for tests and operators' queries.
 func (c *Cluster) Admin() *sql.DB {
@@ -348,31 +302,8 @@ func (c *Cluster) Admin() *sql.DB {
 
 // Heal undoes every fault (sut.HealAll) and waits until the server
 // answers again.
-func (c *Cluster) Heal(ctx context.Context) (string, error) {
-	did, err := sut.HealAll(ctx, c)
-	if err != nil {
-		return did, err
-	}
-	return did, c.Server.WaitReady(ctx, readyTimeout)
-}
+func (c *Cluster) Heal(ctx context.Context) (string, error) { return c.HealAll(ctx, c) }
 
 // Healthy reports what is still broken: a faulted link, the server down
 // or paused (sut.CheckHealthy), or a server that does not answer.
-func (c *Cluster) Healthy(ctx context.Context) error {
-	if err := sut.CheckHealthy(ctx, c); err != nil {
-		return err
-	}
-	return ping(ctx, c.Server.Addr())
-}
-
-// Down stops every proxy and kills both servers, then removes the
-// temporary directory. It is safe to call more than once.
-func (c *Cluster) Down() error {
-	c.downOnce.Do(func() {
-		if db := c.Admin(); db != nil {
-			_ = db.Close()
-		}
-		c.downErr = local.StopAll(c.proxies, []*local.Server{c.Server, c.Storage}, c.cfg.Dir, c.tempDir)
-	})
-	return c.downErr
-}
+func (c *Cluster) Healthy(ctx context.Context) error { return c.CheckHealthy(ctx, c) }

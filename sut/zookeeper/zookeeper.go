@@ -42,15 +42,11 @@ package zookeeper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/local"
@@ -88,25 +84,14 @@ const (
 // election.
 const readyTimeout = 60 * time.Second
 
-// Cluster is a running ZooKeeper ensemble.
+// Cluster is a running ZooKeeper ensemble: its servers are the Group's
+// Servers, n1…nN.
 type Cluster struct {
-	cfg     sut.Config
-	tempDir bool
-
-	// Servers are the ZooKeeper servers n1…nN.
-	Servers []*local.Server
-	// Storage is the Redis server holding the protected resource; no
-	// fault reaches it.
-	Storage *local.Server
+	local.Group
 
 	clientPort   map[string]int // server -> client port
 	quorumPort   map[string]int
 	electionPort map[string]int
-	proxies      *toxiproxy.ApiServer
-	links        *local.LinkSet
-
-	downOnce sync.Once
-	downErr  error
 }
 
 var (
@@ -151,51 +136,31 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	case cfg.BasePort != 0:
 		return nil, fmt.Errorf("zookeeper servers take free ports: leave out the base port")
 	}
-	java, err := redisbackend.LookBinary("java")
-	if err != nil {
-		return nil, fmt.Errorf("%w; %s", err, InstallHint)
-	}
-	for _, j := range []string{zookeeperJar, loggerJar} {
-		if _, err := os.Stat(j); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v; %s", local.ErrMissingBinary, j, err, InstallHint)
-		}
-	}
-	redis, err := redisbackend.LookBinary("redis-server")
+	java, redis, err := binaries()
 	if err != nil {
 		return nil, err
 	}
-	var ftEnv func(file string) []string
 	var ftLib string
 	if cfg.Faketime {
 		if ftLib, err = local.Libfaketime(); err != nil {
 			return nil, err
 		}
-		ftEnv = faketimeEnv
 	}
-	c := &Cluster{cfg: cfg, links: local.NewLinkSet("zookeeper ensemble"),
+	c := &Cluster{Group: local.Group{What: "zookeeper ensemble", Noun: "server", Clients: cfg.Clients, Peers: true,
+		ReadyTimeout: readyTimeout, AsNode: func(s *local.Server) sut.Node { return member{s} }, Serving: serving},
 		clientPort: map[string]int{}, quorumPort: map[string]int{}, electionPort: map[string]int{}}
 	defer func() {
 		if err != nil {
 			_ = c.Down()
 		}
 	}()
-	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-zookeeper-"); err != nil {
+	if err := c.Open(cfg.Dir, "lockharness-zookeeper-"); err != nil {
 		return nil, err
 	}
-
-	// Ports stay bound until the proxies have theirs, so no proxy takes a
-	// server's port.
-	ports, held, err := local.FreePorts(3*cfg.Nodes + 1)
+	ports, err := c.HoldPorts(3*cfg.Nodes + 1)
 	if err != nil {
 		return nil, err
 	}
-	release := func() {
-		for _, l := range held {
-			_ = l.Close()
-		}
-		held = nil
-	}
-	defer release()
 	names := make([]string, cfg.Nodes)
 	for i := range names {
 		names[i] = fmt.Sprintf("n%d", i+1)
@@ -203,98 +168,23 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		c.quorumPort[names[i]] = ports[3*i+1]
 		c.electionPort[names[i]] = ports[3*i+2]
 	}
-	sp := ports[3*cfg.Nodes]
-	c.Storage = redisbackend.Storage(redis, c.cfg.Dir, sp)
-
-	shim, err := local.BuildConnectShim(c.cfg.Dir)
+	c.Storage = redisbackend.Storage(redis, c.Dir, ports[3*cfg.Nodes])
+	shim, err := local.BuildConnectShim(c.Dir)
 	if err != nil {
 		return nil, err
 	}
-	c.proxies = local.NewProxyServer()
-	for cl := 0; cl < cfg.Clients; cl++ {
-		for _, n := range names {
-			l, err := local.NewLink(c.proxies, sut.ClientName(cl), n, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.clientPort[n]))
-			if err != nil {
-				return nil, err
-			}
-			c.links.Add(l)
-		}
+	peer, err := c.addLinks(names)
+	if err != nil {
+		return nil, err
 	}
-	peer := map[string]*peerLink{}
-	for _, a := range names {
-		for _, b := range names {
-			if a == b {
-				continue
-			}
-			q, err := local.NewLink(c.proxies, a, b, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.quorumPort[b]))
-			if err != nil {
-				return nil, err
-			}
-			// The election link's proxy needs a name of its own; it is
-			// never listed: peerLink faults both.
-			e, err := local.NewLink(c.proxies, a, b+"-election", "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.electionPort[b]))
-			if err != nil {
-				return nil, err
-			}
-			pl := &peerLink{quorum: q, election: e}
-			peer[pl.Name()] = pl
-			c.links.Add(pl)
-		}
-	}
-	release()
-
-	for i, n := range names {
-		dir := filepath.Join(c.cfg.Dir, n)
-		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
-			return nil, fmt.Errorf("make %s: %w", dir, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(fmt.Sprintln(serverID(i, cfg.Nodes))), 0o644); err != nil {
-			return nil, fmt.Errorf("write myid of %s: %w", n, err)
-		}
-		var lines []string
-		for j, o := range names {
-			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", serverID(j, cfg.Nodes), c.quorumPort[o], c.electionPort[o]))
-		}
-		s := &local.Server{Name: n, Port: c.clientPort[n], Binary: java, Dir: dir, Output: true,
-			Config: zooCfg(dir, c.clientPort[n], lines),
-		}
-		s.Args = javaArgs(s.ConfigPath())
-		// Every connection n makes to another server's quorum or election
-		// port goes through n's link to it (see the package doc).
-		route := map[string]string{}
-		for _, o := range names {
-			if pl := peer[sut.LinkName(n, o)]; pl != nil {
-				route[fmt.Sprintf("127.0.0.1:%d", c.quorumPort[o])] = pl.quorum.Addr()
-				route[fmt.Sprintf("127.0.0.1:%d", c.electionPort[o])] = pl.election.Addr()
-			}
-		}
-		routeEnv, err := local.ConnectMapEnv(route)
+	for i := range names {
+		s, err := c.server(i, names, peer, java, shim, ftLib)
 		if err != nil {
 			return nil, err
 		}
-		preload := shim
-		if ftEnv != nil {
-			s.ClockFile = filepath.Join(dir, "faketime")
-			s.Env = ftEnv(s.ClockFile)
-			preload += ":" + ftLib
-		}
-		s.Env = append(s.Env, "LD_PRELOAD="+preload, routeEnv)
-		s.Ready = func(ctx context.Context) error {
-			_, err := Mode(ctx, s.Addr())
-			return err
-		}
 		c.Servers = append(c.Servers, s)
 	}
-
-	if err := c.Storage.Start(ctx, false); err != nil {
-		return nil, err
-	}
-	for _, s := range c.Servers {
-		if err := s.Start(ctx, false); err != nil {
-			return nil, err
-		}
-	}
-	if werr := local.WaitAllReady(ctx, append([]*local.Server{c.Storage}, c.Servers...), readyTimeout); werr != nil {
+	if werr := c.Start(ctx); werr != nil {
 		// A server that cannot bind its election port says only that it
 		// leaves the election, in the last lines of its log.
 		if strings.Contains(werr.Error(), "participate in leader election") {
@@ -306,6 +196,105 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// binaries finds java, ZooKeeper's jars and redis-server (the storage
+// node), saying how to install what is missing.
+func binaries() (java, redis string, err error) {
+	// The message says how to install the Redis binaries, then ZooKeeper,
+	// as it always has.
+	java, err = redisbackend.LookBinary("java")
+	if err != nil {
+		return "", "", fmt.Errorf("%w; %s", err, InstallHint)
+	}
+	for _, j := range []string{zookeeperJar, loggerJar} {
+		if _, err := os.Stat(j); err != nil {
+			return "", "", fmt.Errorf("%w: %s: %v; %s", local.ErrMissingBinary, j, err, InstallHint)
+		}
+	}
+	redis, err = redisbackend.LookBinary("redis-server")
+	return java, redis, err
+}
+
+// addLinks makes every client's link to every server, and every server's
+// link to every other (a peerLink: its quorum and election proxies).
+func (c *Cluster) addLinks(names []string) (map[string]*peerLink, error) {
+	for cl := 0; cl < c.Clients; cl++ {
+		for _, n := range names {
+			if _, err := c.AddLink(sut.ClientName(cl), n, fmt.Sprintf("127.0.0.1:%d", c.clientPort[n])); err != nil {
+				return nil, err
+			}
+		}
+	}
+	peer := map[string]*peerLink{}
+	for _, a := range names {
+		for _, b := range names {
+			if a == b {
+				continue
+			}
+			q, err := local.NewLink(c.Proxies, a, b, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.quorumPort[b]))
+			if err != nil {
+				return nil, err
+			}
+			// The election link's proxy needs a name of its own; it is
+			// never listed: peerLink faults both.
+			e, err := local.NewLink(c.Proxies, a, b+"-election", "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", c.electionPort[b]))
+			if err != nil {
+				return nil, err
+			}
+			pl := &peerLink{quorum: q, election: e}
+			peer[pl.Name()] = pl
+			c.Links.Add(pl)
+		}
+	}
+	return peer, nil
+}
+
+// server is the i-th server, n = names[i], a JVM (java): its data
+// directory with its myid, its zoo.cfg, the JVM's arguments, and its
+// environment: the connect shim routing n's connections to the other
+// servers through n's links (see the package doc) and, with ftLib,
+// libfaketime.
+func (c *Cluster) server(i int, names []string, peer map[string]*peerLink, java, shim, ftLib string) (*local.Server, error) {
+	n := names[i]
+	dir := filepath.Join(c.Dir, n)
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return nil, fmt.Errorf("make %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "myid"), []byte(fmt.Sprintln(serverID(i, len(names)))), 0o644); err != nil {
+		return nil, fmt.Errorf("write myid of %s: %w", n, err)
+	}
+	var lines []string
+	for j, o := range names {
+		lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", serverID(j, len(names)), c.quorumPort[o], c.electionPort[o]))
+	}
+	s := &local.Server{Name: n, Port: c.clientPort[n], Binary: java, Dir: dir, Output: true,
+		Config: zooCfg(dir, c.clientPort[n], lines),
+	}
+	s.Args = javaArgs(s.ConfigPath())
+	route := map[string]string{}
+	for _, o := range names {
+		if pl := peer[sut.LinkName(n, o)]; pl != nil {
+			route[fmt.Sprintf("127.0.0.1:%d", c.quorumPort[o])] = pl.quorum.Addr()
+			route[fmt.Sprintf("127.0.0.1:%d", c.electionPort[o])] = pl.election.Addr()
+		}
+	}
+	routeEnv, err := local.ConnectMapEnv(route)
+	if err != nil {
+		return nil, err
+	}
+	preload := shim
+	if ftLib != "" {
+		s.ClockFile = filepath.Join(dir, "faketime")
+		s.Env = faketimeEnv(s.ClockFile)
+		preload += ":" + ftLib
+	}
+	s.Env = append(s.Env, "LD_PRELOAD="+preload, routeEnv)
+	s.Ready = func(ctx context.Context) error {
+		_, err := Mode(ctx, s.Addr())
+		return err
+	}
+	return s, nil
 }
 
 // serverID is the ZooKeeper id (myid, server.N) of the i-th server of n:
@@ -383,20 +372,6 @@ func faketimeEnv(clockFile string) []string {
 	}
 }
 
-// Layout is the ensemble's shape: servers that talk among themselves.
-func (c *Cluster) Layout() sut.Layout {
-	l := sut.Layout{Clients: c.cfg.Clients, Peers: true}
-	for _, s := range c.Servers {
-		l.Nodes = append(l.Nodes, s.Name)
-	}
-	return l
-}
-
-// Capabilities: every link is a proxy.
-func (c *Cluster) Capabilities() sut.Capabilities {
-	return sut.Capabilities{sut.CanCutLinks, sut.CanSlowLinks, sut.CanDropReplies}
-}
-
 // Hint says why a capability is missing.
 func (c *Cluster) Hint(cp sut.Capability) string {
 	switch cp {
@@ -412,67 +387,11 @@ func (c *Cluster) Hint(cp sut.Capability) string {
 	return ""
 }
 
-// Node returns a server by name.
-func (c *Cluster) Node(name string) (sut.Node, error) {
-	if s, ok := local.FindServer(c.Servers, name); ok {
-		return member{s}, nil
-	}
-	return nil, fmt.Errorf("no server %q in this zookeeper ensemble", name)
-}
-
-// Members are the servers in name order.
-func (c *Cluster) Members() []sut.Node {
-	out := make([]sut.Node, len(c.Servers))
-	for i, s := range c.Servers {
-		out[i] = member{s}
-	}
-	return out
-}
-
-// Network is the ensemble's links.
-func (c *Cluster) Network() sut.Network { return c.links }
-
-// Endpoints are the servers as client slot cl reaches them.
-func (c *Cluster) Endpoints(cl int) []sut.Endpoint {
-	return c.links.Endpoints(cl, local.Names(c.Servers)...)
-}
-
-// ClientNodes are the servers as client slot cl reaches them: addresses
-// for the ZooKeeper client the lock builds, and the per-request timeout.
-func (c *Cluster) ClientNodes(cl int, o sut.ClientOptions) []sut.ClientNode {
-	return sut.AddressNodes(c.Endpoints(cl), o)
-}
-
-// StorageAddr is the Redis storage node's address (direct, never faulted).
-func (c *Cluster) StorageAddr() string { return c.Storage.Addr() }
-
 // Heal undoes every fault (sut.HealAll), then waits until every server
 // serves again: a restarted or reconnected server has rejoined a leader.
-func (c *Cluster) Heal(ctx context.Context) (string, error) {
-	did, err := sut.HealAll(ctx, c)
-	if err != nil {
-		return did, err
-	}
-	return did, local.WaitEach(ctx, c.Servers, readyTimeout, serving)
-}
+func (c *Cluster) Heal(ctx context.Context) (string, error) { return c.HealAll(ctx, c) }
 
 // Healthy reports what is still broken: a faulted link, a server down or
 // paused (sut.CheckHealthy), or a server that neither leads nor
 // follows.
-func (c *Cluster) Healthy(ctx context.Context) error {
-	errs := []error{sut.CheckHealthy(ctx, c)}
-	for _, s := range c.Servers {
-		_, err := Mode(ctx, s.Addr())
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// Down stops every proxy and kills every server, then removes the
-// temporary directory. It is safe to call more than once.
-func (c *Cluster) Down() error {
-	c.downOnce.Do(func() {
-		c.downErr = local.StopAll(c.proxies, append(append([]*local.Server(nil), c.Servers...), c.Storage), c.cfg.Dir, c.tempDir)
-	})
-	return c.downErr
-}
+func (c *Cluster) Healthy(ctx context.Context) error { return c.CheckHealthy(ctx, c) }
