@@ -24,12 +24,9 @@ import (
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/sut"
-	"github.com/lockharness/lockharness/sut/etcd"
 	"github.com/lockharness/lockharness/sut/local"
-	"github.com/lockharness/lockharness/sut/mariadb"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
-	sutsystems "github.com/lockharness/lockharness/sut/systems"
-	"github.com/lockharness/lockharness/sut/zookeeper"
+	"github.com/lockharness/lockharness/sut/systems"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -250,8 +247,8 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("--client-retries must not be negative, got %d: use 0 to keep go-redis's retries off, or e.g. --client-retries 3", c.ClientRetries)
 	}
 	if sys := info.SystemName(); sys != locks.SystemRedis {
-		if _, ok := systems()[sys]; !ok {
-			return info, 0, usage("lock %s runs on %s, which this harness cannot start (it starts: redis, %s)", info.Name, sys, strings.Join(systemNames(), ", "))
+		if _, err := systems.Builtin().Lookup(sys); err != nil {
+			return info, 0, usage("lock %s runs on %s, which this harness cannot start (it starts: %s)", info.Name, sys, strings.Join(systems.Builtin().Names(), ", "))
 		}
 		if c.Backend != nil {
 			// Unsupported as well as a usage error: a catalogue run on
@@ -367,34 +364,21 @@ func (c Config) checkFailpoints(info locks.Info) error {
 	return nil
 }
 
-// systems are the local backends of the systems under test other than
-// Redis, by locks.Info.System. Each starts its servers as local processes
-// with every link a proxy, and a Redis storage node for the protected
-// resource (sut.Deployment.StorageAddr).
-func systems() map[string]sut.Backend {
-	return map[string]sut.Backend{locks.SystemEtcd: etcd.Local, locks.SystemMariaDB: mariadb.Local, locks.SystemZooKeeper: zookeeper.Local}
-}
-
-func systemNames() []string {
-	var out []string
-	for s := range systems() {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
+// system is the system the lock runs on (locks.Info.System), as
+// sut/systems registers it; resolve has checked that it is there.
+func (c Config) system(info locks.Info) sut.System {
+	s, _ := systems.Builtin().Lookup(info.SystemName())
+	return s
 }
 
 // backend is what starts the run's deployment: the lock's system's local
-// backend (systems), or for a Redis lock Backend, by default local
-// redis-server processes. resolve has checked that it exists.
+// backend, or for a Redis lock Backend when set. resolve has checked that
+// the system exists.
 func (c Config) backend(info locks.Info) sut.Backend {
-	if sys := info.SystemName(); sys != locks.SystemRedis {
-		return systems()[sys]
-	}
-	if c.Backend != nil {
+	if info.SystemName() == locks.SystemRedis && c.Backend != nil {
 		return c.Backend
 	}
-	return sutsystems.RedisLocal
+	return c.system(info).Local
 }
 
 // Outcome is what a run produced.

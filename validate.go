@@ -71,7 +71,8 @@ func (c Config) checkStartable(nodes int) error {
 	}
 	cc := c.Cluster
 	cc.Nodes, cc.Clients = nodes, clients
-	if err := cc.WithDefaults().Validate(); err != nil {
+	info, _ := c.Registry.Lookup(c.Lock) // resolve has found it
+	if err := c.system(info).Check(cc.WithDefaults()); err != nil {
 		return usage("%v: see `harness run --help` for --topology, --replicas, --failover, --persistence and --base-port", err)
 	}
 	var lim syscall.Rlimit

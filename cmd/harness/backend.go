@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
-	"github.com/lockharness/lockharness/sut/target"
+	"github.com/lockharness/lockharness/sut/systems"
 )
 
 // Backends a run can test.
@@ -44,14 +44,19 @@ func (b backendFlags) resolve() (sut.Backend, error) {
 		if b.backend != backendLocal {
 			return nil, fmt.Errorf("--target runs against a deployment that is already running: leave out --backend %s", b.backend)
 		}
-		f, err := target.Load(b.target)
-		if err != nil {
-			return nil, err
-		}
-		return target.Backend(f), nil
+		return redisBackend(systems.Target, b.target)
 	}
 	if b.backend == backendDocker {
-		return docker.Backend(b.image), nil
+		return redisBackend(systems.Docker, b.image)
 	}
 	return nil, nil
+}
+
+// redisBackend is Redis's backend called name (sut/systems), made from arg.
+func redisBackend(name, arg string) (sut.Backend, error) {
+	redis, err := systems.Builtin().Lookup(systems.Redis)
+	if err != nil {
+		return nil, err
+	}
+	return redis.Backend(name, arg)
 }

@@ -65,6 +65,25 @@ const (
 	BusFrom = "bus"
 )
 
+// Validate refuses a Redis Cluster config (defaults filled in) this
+// backend cannot start: what only a Redis Cluster judges, before
+// sut.Config.Validate.
+func Validate(c sut.Config) error {
+	switch {
+	case c.Masters < 3:
+		return fmt.Errorf("a Redis Cluster needs at least 3 masters (a failover needs a majority of them to vote), got %d", c.Masters)
+	case c.Replicas < 1:
+		return fmt.Errorf("a Redis Cluster here needs at least 1 replica per master (to fail over to), got %d", c.Replicas)
+	case c.Sentinels != 0 || c.Failover != "":
+		return fmt.Errorf("a Redis Cluster fails over by itself: it runs no sentinels and takes no --failover")
+	case c.ClusterNodeTimeout < 0:
+		return fmt.Errorf("cluster node timeout must not be negative, got %v", c.ClusterNodeTimeout)
+	case c.BasePort < 0 || c.BasePort > 65535-2*c.Nodes-1:
+		return fmt.Errorf("base port %d out of range", c.BasePort)
+	}
+	return nil
+}
+
 // ClusterMaster is the initial master of node i (1-based) of a Redis
 // Cluster with m masters, or "" when i is a master itself: replicas come
 // after the masters, r per master, in master order.
@@ -130,6 +149,9 @@ func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
 func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	cfg.Topology = sut.RedisCluster
 	cfg = cfg.WithDefaults()
+	if err := Validate(cfg); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

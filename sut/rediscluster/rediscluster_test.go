@@ -73,7 +73,12 @@ func TestRedisClusterConfig(t *testing.T) {
 		{Topology: sut.RedisCluster, Failover: sut.FailoverSentinel},
 		{Topology: sut.Independent, Masters: 3},
 	} {
-		if err := bad.WithDefaults().Validate(); err == nil {
+		bad = bad.WithDefaults()
+		err := bad.Validate()
+		if bad.Topology == sut.RedisCluster {
+			err = errors.Join(rediscluster.Validate(bad), err)
+		}
+		if err == nil {
 			t.Errorf("%+v validated", bad)
 		}
 	}
