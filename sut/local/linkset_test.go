@@ -3,9 +3,6 @@ package local
 import (
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/lockharness/lockharness/sut"
 )
 
 // A LinkSet finds links by their ends, lists them, and gives a client's
@@ -34,9 +31,5 @@ func TestLinkSet(t *testing.T) {
 	eps := s.Endpoints(0, "n2", "n3", "n1")
 	if len(eps) != 2 || eps[0].Node != "n2" || eps[1].Node != "n1" || eps[0].Addr == "" {
 		t.Errorf("endpoints %+v, want n2 then n1", eps)
-	}
-	nodes := sut.AddressNodes(eps, sut.ClientOptions{Timeout: time.Second})
-	if len(nodes) != 2 || nodes[0].Addr != eps[0].Addr || nodes[0].Timeout != time.Second || nodes[0].Client != nil {
-		t.Errorf("nodes %+v", nodes)
 	}
 }

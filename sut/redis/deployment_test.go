@@ -9,28 +9,6 @@ import (
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
-// The layout a config describes is the one the cluster it starts has.
-func TestLayout(t *testing.T) {
-	for _, cfg := range []sut.Config{
-		{Nodes: 3, Clients: 2},
-		{Topology: sut.Replicated},
-		{Topology: sut.Replicated, Failover: sut.FailoverManual, Replicas: 1},
-	} {
-		l := cfg.Layout()
-		c := cfg.WithDefaults()
-		if len(l.Nodes) != c.Nodes || len(l.Sentinels) != c.Sentinels || l.Clients != c.Clients ||
-			l.Replicated != (c.Topology == sut.Replicated) || l.Elected != (c.Failover == sut.FailoverSentinel) {
-			t.Errorf("%+v: layout %+v", cfg, l)
-		}
-	}
-	if got := (sut.Config{}).Provide(sut.Needs{Replicated: true, Capabilities: []sut.Capability{sut.CanSetClock}}); got.Topology != sut.Replicated || !got.Faketime {
-		t.Errorf("provided %+v", got)
-	}
-	if got := (sut.Config{Topology: sut.Independent}).Provide(sut.Needs{Replicated: true}); got.Topology != sut.Independent {
-		t.Errorf("Provide overrode the chosen topology: %+v", got)
-	}
-}
-
 // A running local cluster behind the seam: its layout, its members with
 // their capabilities, its links, and an operator's command to a node.
 func TestLocalDeployment(t *testing.T) {
