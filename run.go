@@ -43,9 +43,9 @@ type Config struct {
 	Workload workloads.Config `json:"workload"`
 	Cluster  sut.Config       `json:"cluster"`
 	// Backend starts the Redis deployment the run tests; nil means local
-	// redis-server processes (redisbackend.Local). A lock for another system
-	// (locks.Info.System) runs on that system's local backend (systems),
-	// and refuses a Backend.
+	// redis-server processes (Redis's local backend, sut/systems). A lock
+	// for another system (locks.Info.System) runs on that system's local
+	// backend, and refuses a Backend.
 	Backend sut.Backend `json:"-"`
 	// Nemesis chooses and tunes the faults; no names, no faults. Its seed
 	// is the run's.
@@ -208,7 +208,7 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, &UsageError{Err: err}
 	}
 	if p := c.Nemesis.Persistence; p != "" {
-		if _, err := redisbackend.PersistenceConfig(p); err != nil {
+		if err := sut.CheckPersistence(p); err != nil {
 			return info, 0, &UsageError{Err: err}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 // failover moves the master of a replicated topology.
 //
-// Manual (cluster FailoverManual): freeze one replica's replication link,
+// Manual (sut.FailoverManual): freeze one replica's replication link,
 // promote that replica after a window (REPLICAOF NO ONE), move the clients
 // to it, and later demote the old master. Writes acknowledged by the old
 // master during the window never reach the new one: a lock granted there

@@ -9,7 +9,7 @@
 // those it ends, the clocks it set), and heals everything at the end.
 //
 // The nemeses reach the system under test only through the seam, package
-// deploy: they work on any backend that offers the capabilities they ask
+// sut: they work on any backend that offers the capabilities they ask
 // for, and are refused at Setup by one that does not.
 package nemesis
 
@@ -232,7 +232,7 @@ func ParsePausePoint(s string) (PausePoint, error) {
 // Env is what the nemesis acts on and records to.
 type Env struct {
 	// Deployment is the system under test. Every fault reaches it through
-	// the seam (package deploy): a nemesis asks for the capabilities it
+	// the seam (package sut): a nemesis asks for the capabilities it
 	// uses at Setup and is refused there when the deployment lacks them.
 	Deployment sut.Deployment
 	Recorder   *history.Recorder // nil: actions are not recorded

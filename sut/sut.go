@@ -16,14 +16,16 @@
 // Besides the interfaces, the seam holds what every backend and the
 // harness share: the deployment request (Config, the topology, failover
 // and persistence names), the client node a lock is built over
-// (ClientNode, ClientOptions) and a Backend, which starts a Deployment
-// from a Config. It starts nothing itself: the backends live in the
+// (ClientNode, ClientOptions), a Backend, which starts a Deployment from
+// a Config, and the System and Registry types that name the systems and
+// their backends. It starts nothing itself: the backends live in the
 // packages below it (sut/redis, sut/rediscluster, sut/etcd,
 // sut/zookeeper, sut/mariadb: local processes built with the toolkit
 // sut/local; sut/docker: containers; sut/target: a deployment the user
-// runs).
+// runs), and sut/systems registers them all.
 //
-// Writing a backend: a Backend returns a Deployment; its nodes implement
+// Writing a backend: a Backend returns a Deployment (ClientNodes included)
+// and leaves nothing running when it fails; the Deployment's nodes implement
 // Node and, for each capability they claim, the interface behind it
 // (Killer, Pauser, Clocked, Commander); a replicated deployment implements
 // Replication, one whose persistence can change Persister, one that can
@@ -31,9 +33,9 @@
 // one whose server can end a lock holder's session ConnectionKiller, and
 // Hinter says how to get what it lacks. HealAll and CheckHealthy heal and
 // check any deployment through these interfaces alone, so a backend's Heal
-// and Healthy may be just them. Start from the local Redis backend,
-// package sut/redis (deployment.go), or, for a system of servers behind
-// proxies, from sut/etcd.
+// and Healthy may be just them. A system of local server processes
+// embeds sut/local's Group, which does most of it (start from sut/etcd);
+// register the system in sut/systems.
 //
 // Names. Lock nodes are "n1"…"nN", sentinels "s1"…, client slots "c0"….
 // A link is named "from->to" (LinkName): "c0->n1" is client 0's path to
@@ -428,7 +430,7 @@ func (e *UnsupportedError) Error() string {
 func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
 
 // Hinter is implemented by a deployment that can say how to get a
-// capability it lacks ("set cluster Config.Faketime"), for the message of
+// capability it lacks ("set sut.Config.Faketime"), for the message of
 // an UnsupportedError.
 type Hinter interface {
 	Hint(c Capability) string

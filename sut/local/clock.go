@@ -44,7 +44,7 @@ func (s *Server) SetClock(skew time.Duration, rate float64) error {
 
 // ErrNoFaketime is wrapped when a clock fault targets a node that does not
 // run under libfaketime (start the cluster with sut.Config.Faketime).
-var ErrNoFaketime = errors.New("node does not run under libfaketime (set cluster Config.Faketime)")
+var ErrNoFaketime = errors.New("node does not run under libfaketime (set sut.Config.Faketime)")
 
 // writeClockLocked writes the clock file libfaketime reads on every clock
 // call (see FaketimeLine). It is replaced atomically, since a missing file

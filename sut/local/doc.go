@@ -5,8 +5,10 @@
 // toxiproxy), the preloaded C shims built with gcc at run time (the malloc
 // shim libfaketime needs with Debian's redis-server, the connect shim that
 // routes a server's peer connections through its links: shim/*.c), the
-// run's node directory, and the start-up helpers (RetryBusyPorts,
-// WaitAllReady, StopAll).
+// run's node directory, the start-up helpers (RetryBusyPorts,
+// WaitAllReady, StopAll), and Group, what every local backend's
+// deployment embeds: its servers and storage node, links, directory,
+// start, heal, health check and teardown.
 //
 // It knows no system: what a server is (its program and arguments, the
 // probe that says it answers, the one that reads its clock) is given by

@@ -271,7 +271,7 @@ func (c *Cluster) Capabilities() sut.Capabilities {
 func (c *Cluster) Hint(cp sut.Capability) string {
 	switch cp {
 	case sut.CanSetClock:
-		return "start the server under libfaketime (cluster Config.Faketime; `harness run` does it for --nemesis clock)"
+		return "start the server under libfaketime (sut.Config.Faketime; `harness run` does it for --nemesis clock)"
 	case sut.CanCommand:
 		return "the operator commands the nemeses send are Redis's; MariaDB takes SQL (its KILL CONNECTION is the kill-connection nemesis)"
 	case sut.CanSetPersistence:

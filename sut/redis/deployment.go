@@ -46,7 +46,7 @@ func (c *Cluster) Capabilities() sut.Capabilities {
 func (c *Cluster) Hint(cp sut.Capability) string {
 	switch cp {
 	case sut.CanSetClock:
-		return "start the nodes under libfaketime (cluster Config.Faketime; `harness run` does it for --nemesis clock)"
+		return "start the nodes under libfaketime (sut.Config.Faketime; `harness run` does it for --nemesis clock)"
 	case sut.CanPromote:
 		return "use a replicated topology (--topology replicated)"
 	case sut.CanElect:

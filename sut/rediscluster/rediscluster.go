@@ -721,7 +721,7 @@ func (c *Cluster) Capabilities() sut.Capabilities {
 func (c *Cluster) Hint(cp sut.Capability) string {
 	switch cp {
 	case sut.CanSetClock:
-		return "start the nodes under libfaketime (cluster Config.Faketime; `harness run` does it for --nemesis clock)"
+		return "start the nodes under libfaketime (sut.Config.Faketime; `harness run` does it for --nemesis clock)"
 	case sut.CanPromote, sut.CanElect:
 		return "a Redis Cluster elects its own masters: use --nemesis cluster-failover, or --topology replicated for a single master"
 	}

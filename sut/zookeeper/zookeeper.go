@@ -376,7 +376,7 @@ func faketimeEnv(clockFile string) []string {
 func (c *Cluster) Hint(cp sut.Capability) string {
 	switch cp {
 	case sut.CanSetClock:
-		return "start the servers under libfaketime (cluster Config.Faketime; `harness run` does it for --nemesis clock)"
+		return "start the servers under libfaketime (sut.Config.Faketime; `harness run` does it for --nemesis clock)"
 	case sut.CanCommand:
 		return "the operator commands the nemeses send are Redis's; ZooKeeper takes none"
 	case sut.CanSetPersistence:

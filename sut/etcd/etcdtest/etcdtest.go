@@ -1,4 +1,4 @@
-// Package etcdtest gives tests a real etcd group, as clustertest gives them
+// Package etcdtest gives tests a real etcd group, as redistest gives them
 // Redis: it skips under -short, fails with the command that installs what
 // is missing, and stops every process in Cleanup.
 package etcdtest

@@ -1,4 +1,4 @@
-// Package mariadbtest gives tests a real MariaDB server, as clustertest
+// Package mariadbtest gives tests a real MariaDB server, as redistest
 // gives them Redis: it skips under -short, fails with the command that
 // installs what is missing, and stops every process in Cleanup.
 package mariadbtest

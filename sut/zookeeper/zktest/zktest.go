@@ -1,4 +1,4 @@
-// Package zktest gives tests a real ZooKeeper ensemble, as clustertest
+// Package zktest gives tests a real ZooKeeper ensemble, as redistest
 // gives them Redis: it skips under -short, fails with the command that
 // installs what is missing, and stops every process in Cleanup.
 package zktest
