@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,35 @@ func TestScenarioDoc(t *testing.T) {
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("docs/scenarios.md is out of date with the catalogue (%s): regenerate it with go test ./scenarios -run TestScenarioDoc -update",
 			firstDifference(got, want.Bytes()))
+	}
+}
+
+// TestScenarioCountInDocs: wherever the front page or the manual says how
+// many scenarios the catalogue holds ("56 scenarios"), it says the
+// catalogue's length. Counts of a subset are written otherwise ("the
+// scenarios of part one"); measurements.md records what was run at the
+// time, with its date, and is not held to today's count.
+func TestScenarioCountInDocs(t *testing.T) {
+	n := len(Catalogue())
+	count := regexp.MustCompile(`\b(\d+) scenarios\b`)
+	pages, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join("..", "README.md"))
+	for _, page := range pages {
+		if filepath.Base(page) == "measurements.md" {
+			continue
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range count.FindAllSubmatch(b, -1) {
+			if got, _ := strconv.Atoi(string(m[1])); got != n {
+				t.Errorf("%s says %q, and the catalogue holds %d scenarios", page, m[0], n)
+			}
+		}
 	}
 }
 
