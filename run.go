@@ -662,16 +662,12 @@ func finalReadsBudget(n int) time.Duration {
 	return min(d, time.Minute)
 }
 
-// check judges the run's history. The history file holds every event, so
-// the checker reads it in windows (checker.CheckFile): the check of a run
-// of any length costs what a window of it does, not the whole history.
-// A recorder that kept its events in memory is checked from them.
+// check judges the run's history (checker.Check): from its file, read in
+// windows, so that the check of a run of any length costs what a window
+// of it does, not the whole history; from the recorder's events when it
+// kept them in memory.
 func (r *runner) check(ctx context.Context, cfg checker.Config) (checker.Result, error) {
-	if path, ok := r.rec.File(); ok {
-		res, _, err := checker.CheckFile(ctx, path, cfg)
-		return res, err
-	}
-	return checker.Check(ctx, r.rec.Ops(), cfg), nil
+	return checker.Check(ctx, r.rec.Source(), cfg)
 }
 
 // render draws the run's report from its history file, read event by
@@ -679,8 +675,9 @@ func (r *runner) check(ctx context.Context, cfg checker.Config) (checker.Result,
 // not the length of the run; from the recorder's events when it kept them
 // in memory.
 func (r *runner) render(ctx context.Context, dir string, meta reports.RunMeta, res checker.Result) (reports.Results, error) {
-	if path, ok := r.rec.File(); ok {
-		return reports.RenderFile(ctx, dir, meta, path, res)
+	src := r.rec.Source()
+	if _, ok := src.InMemory(); !ok {
+		return reports.RenderFile(ctx, dir, meta, src.Path(), res)
 	}
 	ops := r.rec.Ops()
 	if err := reports.Render(ctx, dir, meta, ops, res); err != nil {

@@ -100,9 +100,9 @@ func TestRenderOfHoldsInAFileIsRender(t *testing.T) {
 			writeHistory(t, mem, ops)
 			writeHistory(t, file, ops)
 			cfg := checker.Config{Timeout: time.Minute}
-			res := checker.Check(context.Background(), ops, cfg)
+			res, _ := checker.Check(context.Background(), history.Events(ops), cfg)
 			cfg.HoldsInMemory, cfg.SpillDir = 3, t.TempDir()
-			spilled, _, err := checker.CheckFile(context.Background(), filepath.Join(file, HistoryFile), cfg)
+			spilled, err := checker.Check(context.Background(), history.File(filepath.Join(file, HistoryFile)), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,8 +26,7 @@ func Render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res
 // results.json byte for byte.
 func Rebuild(ctx context.Context, dir string, cfg checker.Config) (Results, error) {
 	check := func(ctx context.Context, path string) (checker.Result, error) {
-		res, _, err := checker.CheckFile(ctx, path, cfg)
-		return res, err
+		return checker.Check(ctx, history.File(path), cfg)
 	}
 	return rebuild(ctx, dir, check, checker.VisualizeKey)
 }

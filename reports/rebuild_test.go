@@ -55,7 +55,7 @@ func TestRebuildReproducesResults(t *testing.T) {
 			ctx := context.Background()
 			cfg := checker.Config{}
 			// What the run itself wrote.
-			ran := checker.Check(ctx, ops, cfg)
+			ran, _ := checker.Check(ctx, history.Events(ops), cfg)
 			if !tc.withRun {
 				meta = DeriveMeta(dir, ops)
 			}

@@ -98,14 +98,15 @@ func checkHistory(ctx context.Context, path string, cfg checker.Config) (reports
 		if err := checkable(h.Ops); err != nil {
 			return out, false, &codeError{exitError, fmt.Errorf("%s: %w", path, err)}
 		}
-		out.Result = checker.Check(ctx, h.Ops, cfg)
+		out.Result, _ = checker.Check(ctx, history.Events(h.Ops), cfg)
 		out.Why = reports.Explain(h.Ops, out.Result)
 		return out, h.Truncated, nil
 	}
 	if err := checkableFile(ctx, path); err != nil {
 		return out, false, err
 	}
-	res, truncated, err := checker.CheckFile(ctx, path, cfg)
+	res, err := checker.Check(ctx, history.File(path), cfg)
+	truncated := res.Seen.Truncated
 	if err != nil {
 		return out, truncated, historyError(err)
 	}

@@ -104,7 +104,7 @@ func rebuild(ctx context.Context, dir string, cfg checker.Config) (reports.Resul
 			// Read event by event: a history of any length is checked
 			// and drawn in bounded memory.
 			if err = checkableFile(ctx, path); err == nil {
-				res, _, err = checker.CheckFile(ctx, path, cfg)
+				res, err = checker.Check(ctx, history.File(path), cfg)
 			}
 			return
 		}
@@ -117,7 +117,7 @@ func rebuild(ctx context.Context, dir string, cfg checker.Config) (reports.Resul
 			return
 		}
 		ops = rr.Ops
-		res = checker.Check(ctx, ops, cfg)
+		res, err = checker.Check(ctx, history.Events(ops), cfg)
 	}
 	if !untilInterrupted(ctx, check) || ctx.Err() != nil {
 		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while reading and checking the history: %s left as it was", context.Cause(ctx), dir)}
