@@ -88,7 +88,7 @@ func Check(ctx context.Context, src history.Source, cfg Config) (Result, error) 
 func checkWhole(ctx context.Context, ops []history.Op, truncated bool, cfg Config) Result {
 	a := newAccumulator(ctx, cfg, 0)
 	for i := range ops {
-		a.seen.see(&ops[i])
+		a.seen.Add(&ops[i])
 	}
 	a.seen.Complete, a.seen.Truncated = true, truncated
 	a.window(ops, true, 0)

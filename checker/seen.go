@@ -57,8 +57,10 @@ func (s *Seen) Event(i int64) (op history.Op, invoked int64, ok bool) {
 	return e.op, e.invoked, ok
 }
 
-// see takes one event of the history into s.
-func (s *Seen) see(op *history.Op) {
+// Add takes the next event of the history into s, as the check does with
+// every event it reads: whoever has a Seen of a check that was cut short
+// completes it so (Complete is theirs to set).
+func (s *Seen) Add(op *history.Op) {
 	s.Events++
 	s.End = max(s.End, op.Time)
 	if op.Process.IsNemesis() {

@@ -186,7 +186,7 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	cut := newCutter(a.c.pk)
 	var w windowRun
 	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
-		a.seen.see(op)
+		a.seen.Add(op)
 		if cut.since >= target && cut.ok(*op) {
 			a.cut(cut, &w.st)
 		}

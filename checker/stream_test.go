@@ -251,7 +251,7 @@ func withPauses(rng *rand.Rand, ops []history.Op) []history.Op {
 	return out
 }
 
-// TestWindowedCheckIsTheWholeCheck: the windowed check (CheckFile's) gives
+// TestWindowedCheckIsTheWholeCheck: the windowed check (a history file's) gives
 // the whole check's result, cut at every point it allows, on the real
 // fixtures, on simulated runs of a correct lock, on the same runs broken
 // (a lost update, an overlapping grant, a fencing token handed out twice,
@@ -347,15 +347,15 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 	}
 }
 
-// TestCheckFileReadsInWindows: CheckFile on a history file gives Check's
-// result, in windows.
+// TestCheckFileReadsInWindows: Check of a history file gives the check of
+// its events in memory, in windows.
 func TestCheckFileReadsInWindows(t *testing.T) {
 	ops := simValidRun(rand.New(rand.NewPCG(3, 4)), simConfig{procs: 5, keys: 2, events: 20_000, ttl: 5e6, pInfo: 0.02, heal: true})
 	path := writeHistoryFile(t, ops)
 	whole := checkOps(ctx, ops, Config{Timeout: time.Minute})
 	res, truncated, err := checkFile(ctx, path, Config{Timeout: time.Minute}, 1000)
 	if err != nil || truncated {
-		t.Fatalf("CheckFile: %v (truncated %v)", err, truncated)
+		t.Fatalf("check of the file: %v (truncated %v)", err, truncated)
 	}
 	sameResult(t, "file", whole, res)
 	if _, st, _ := windowed(ops, 1000); st.cuts == 0 {

@@ -380,13 +380,3 @@ func byModel(ops []porcupine.Operation) [][]porcupine.Operation {
 	}
 	return out
 }
-
-// VisualizeKey writes porcupine's view of key's history ops, as a check
-// with Config.Views keeps it of a key it refutes.
-func VisualizeKey(ops []history.Op, key string, w io.Writer) error {
-	p, err := prepare(ops)
-	if err != nil {
-		return fmt.Errorf("visualize %s: %w", key, err)
-	}
-	return viewOf(ops, p, buildClaims(p), sections(p), key, 0).draw(context.Background()).WriteHTML(w)
-}

@@ -49,7 +49,7 @@ func explainOverlap(t *testing.T, ops []history.Op) string {
 	res := checkOps(ops)
 	for i, v := range res.Violations {
 		if v.Kind == checker.KindOverlap {
-			return Explain(ops, res)[i]
+			return Explain(record(RunMeta{}), res)[i]
 		}
 	}
 	t.Fatalf("no overlap found in %v", res.Violations)
@@ -130,7 +130,7 @@ func TestExplainNeedsNodes(t *testing.T) {
 	if len(res.Violations) == 0 {
 		t.Fatal("no violation")
 	}
-	if got := Explain(ops, res); got != nil {
+	if got := Explain(record(RunMeta{}), res); got != nil {
 		t.Fatalf("explained grants without nodes: %v", got)
 	}
 }
