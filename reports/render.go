@@ -75,15 +75,14 @@ func Render(ctx context.Context, dir string, rec Record, src history.Source, res
 		}
 		res.Seen = seen
 	}
-	res = Normalize(res)
-	out := results(rec, res)
+	v := newView(rec, Normalize(res), src)
+	out := v.results()
 	// results.json is part of the report: write it in its canonical form,
 	// so that the run's file and a rebuilt one are the same.
 	if err := writeResultsFile(dir, out); err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
-	v, err := newView(rec, res, src)
-	if err != nil {
+	if err := v.scanHolds(); err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
 	zoomed := v.zoomed()
@@ -119,13 +118,10 @@ func seeAll(ctx context.Context, src history.Source, s checker.Seen) (checker.Se
 	return s, err
 }
 
-// results is what results.json says of the check res (normalized) of a
-// run with the record rec: the verdicts and findings, the explanations
-// and the fault sizes.
-func results(rec Record, res checker.Result) Results {
-	faults := newFaultBook(rec.FaultKinds).faultsUntil(res.Seen.Nemesis, res.Seen.End)
-	return Results{Meta: rec.RunMeta, Result: res, Why: explain(&res.Seen, res, faults),
-		Sizes: faultSizes(faults, res.Seen.ClientFaults, rec)}
+// results is what results.json says of the check: the verdicts and
+// findings (normalized), the explanations and the fault sizes.
+func (v *runView) results() Results {
+	return Results{Meta: v.meta, Result: v.res, Why: v.why, Sizes: faultSizes(v.faults, v.res.Seen.ClientFaults, v.rec)}
 }
 
 // saveStep draws one figure into dir, as base.png and base.svg, unless

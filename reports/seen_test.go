@@ -67,8 +67,8 @@ func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
 	if !res.Seen.Complete {
 		res.Seen = seenOf(ops)
 	}
-	v, err := newView(record(meta), Normalize(res), history.Events(ops))
-	if err != nil { // holds in memory cannot fail
+	v := newView(record(meta), Normalize(res), history.Events(ops))
+	if err := v.scanHolds(); err != nil { // holds in memory cannot fail
 		panic(err)
 	}
 	d := newDigest(unkept(v.res))

@@ -37,27 +37,31 @@ type runView struct {
 
 // newView is the view of the history src from what its check res (in
 // the canonical form of Normalize: the timelines take its holds in order
-// of start) saw, with the record rec. It is complete once a pass over the
-// history has given it its digest (digested).
-func newView(rec Record, res checker.Result, src history.Source) (*runView, error) {
+// of start) saw, with the record rec. It is complete once it has gone
+// through the holds (scanHolds) and a pass over the history has given it
+// its digest (digested).
+func newView(rec Record, res checker.Result, src history.Source) *runView {
 	book := newFaultBook(rec.FaultKinds)
 	v := &runView{rec: rec, meta: rec.RunMeta, book: book, res: res, src: src, marks: map[spanKey]*marks{},
 		faults: book.faultsUntil(res.Seen.Nemesis, res.Seen.End), end: res.Seen.End,
 		heldBy: map[int]bool{}, heldKeys: map[string]bool{}}
 	v.heal, v.healed = finalHeal(res.Seen.Nemesis)
 	v.why = explain(&res.Seen, res, v.faults)
-	if err := res.EachHold(func(h checker.Hold) error {
+	for _, vi := range res.Violations {
+		v.end = max(v.end, vi.End)
+	}
+	return v
+}
+
+// scanHolds goes through the result's holds for the processes and keys
+// that held, and the end of the last.
+func (v *runView) scanHolds() error {
+	return v.res.EachHold(func(h checker.Hold) error {
 		v.heldBy[h.Process] = true
 		v.heldKeys[h.Key] = true
 		v.end = max(v.end, h.Start, h.End)
 		return nil
-	}); err != nil {
-		return nil, err
-	}
-	for _, vi := range res.Violations {
-		v.end = max(v.end, vi.End)
-	}
-	return v, nil
+	})
 }
 
 // digested completes the view with the digest of a pass over its
