@@ -73,7 +73,7 @@ type linCheck struct {
 	deadline time.Time
 }
 
-func newLinCheck(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) *linCheck {
+func newLinCheck(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) linCheck {
 	ops = slices.Clone(ops)
 	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 	step := model.Step
@@ -83,7 +83,7 @@ func newLinCheck(ctx context.Context, model porcupine.Model, ops []porcupine.Ope
 		}
 		return step(s, in, out)
 	}
-	return &linCheck{ctx: ctx, model: model, ops: ops, timeout: timeout, deadline: time.Now().Add(timeout)}
+	return linCheck{ctx: ctx, model: model, ops: ops, timeout: timeout, deadline: time.Now().Add(timeout)}
 }
 
 // unknown is the result of a check that was cancelled or ran out of time.
