@@ -460,8 +460,13 @@ func (a *accumulator) judge(ops []history.Op, p *prepared, byKey map[string][]cl
 			a.live, a.liveVs, lvs = cr, vs, vs
 		}
 	})
-	a.seen.name(ops, pp.vs, rp.violations(), lvs)
-	a.views(ops, p, byKey, w.last, pp.nonlin, rp.nonlin)
+	// What the report draws of the window: a failure here costs the
+	// picture, never the verdict.
+	guard(func() (CheckResult, error) {
+		a.seen.name(ops, pp.vs, rp.violations(), lvs)
+		a.views(ops, p, byKey, w.last, pp.nonlin, rp.nonlin)
+		return CheckResult{}, nil
+	})
 }
 
 // carryClaims carries what the next windows need of this one's claims and
@@ -547,7 +552,7 @@ func (a *accumulator) result() Result {
 	}
 	judgeExposure(&res, cov, a.covErr, a.cfg)
 	res.Seen.prune(res.Violations, res.NonLinearizableKeys)
-	a.drawViews(&res)
+	guard(func() (CheckResult, error) { a.drawViews(&res); return CheckResult{}, nil })
 	return res
 }
 
