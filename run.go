@@ -586,6 +586,13 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, fmt.Errorf("nemesis: %w", nemErr)
 	}
 
+	return r.checkAndReport(outer, interrupted, dir, start, cl.Layout().Nodes, out)
+}
+
+// checkAndReport judges the run's history and writes its record: run.json,
+// results.json (once) and the report that draws what the check found. The
+// history file is read twice: once by the check, once by the report.
+func (r *runner) checkAndReport(outer context.Context, interrupted bool, dir string, start time.Time, nodes []string, out Outcome) (Outcome, error) {
 	r.phase("check")
 	// Ctrl-C during the check or the report stops them; a run already
 	// interrupted checks and reports its prefix regardless (a second
@@ -594,34 +601,31 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if interrupted {
 		finish = context.WithoutCancel(outer)
 	}
+	src := r.rec.Source()
 	checkCtx, cancel := context.WithTimeout(finish, 4*r.cfg.CheckTimeout)
-	res, err := r.check(checkCtx, checker.Config{Timeout: r.cfg.CheckTimeout,
-		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous, SpillDir: dir})
+	res, err := checker.Check(checkCtx, src, checker.Config{Timeout: r.cfg.CheckTimeout,
+		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous, SpillDir: dir, Views: true})
 	cancel()
 	if err != nil {
 		return out, fmt.Errorf("check: %w", err)
 	}
-	partial := ""
-	if finish.Err() != nil {
-		partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(finish))
-	}
 
 	r.phase("report")
-	meta, err := r.meta(start)
+	rec, err := r.record(start, nodes)
 	if err != nil {
 		return out, err
 	}
-	if err := reports.WriteJSON(dir, reports.MetaFile, meta); err != nil {
+	if err := reports.WriteJSON(dir, reports.MetaFile, rec); err != nil {
 		return out, err
 	}
-	meta.Partial = partial
-	if out.Results, err = reports.WriteResults(dir, meta, res); err != nil {
-		return out, err
+	if finish.Err() != nil {
+		rec.Partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(finish))
+		if out.Results, err = reports.WriteResults(dir, rec.RunMeta, res); err != nil {
+			return out, err
+		}
+		return out, fmt.Errorf("%w: %s; results.json holds them, `harness report %s` checks again and draws the report", ErrInterrupted, rec.Partial, dir)
 	}
-	if partial != "" {
-		return out, fmt.Errorf("%w: %s; results.json holds them, `harness report %s` checks again and draws the report", ErrInterrupted, partial, dir)
-	}
-	if out.Results, err = r.render(finish, dir, meta, res); err != nil {
+	if out.Results, err = reports.Render(finish, dir, rec, src, res); err != nil {
 		if finish.Err() != nil {
 			// A page next to figures it does not match is worse than none.
 			_ = os.Remove(filepath.Join(dir, reports.IndexFile))
@@ -629,7 +633,6 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		}
 		return out, fmt.Errorf("report: %w", err)
 	}
-
 	if err := reports.PointLatest(r.cfg.Store, dir); err != nil {
 		return out, err
 	}
@@ -646,36 +649,6 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 func finalReadsBudget(n int) time.Duration {
 	d := 5*time.Second + time.Duration(max(n-10_000, 0))*100*time.Microsecond
 	return min(d, time.Minute)
-}
-
-// check judges the run's history. The history file holds every event, so
-// the checker reads it in windows (checker.CheckFile): the check of a run
-// of any length costs what a window of it does, not the whole history.
-// A recorder that kept its events in memory is checked from them.
-func (r *runner) check(ctx context.Context, cfg checker.Config) (checker.Result, error) {
-	if path, ok := r.rec.File(); ok {
-		res, _, err := checker.CheckFile(ctx, path, cfg)
-		return res, err
-	}
-	return checker.Check(ctx, r.rec.Ops(), cfg), nil
-}
-
-// render draws the run's report from its history file, read event by
-// event (reports.RenderFile), so that it too costs what its figures do,
-// not the length of the run; from the recorder's events when it kept them
-// in memory.
-func (r *runner) render(ctx context.Context, dir string, meta reports.RunMeta, res checker.Result) (reports.Results, error) {
-	if path, ok := r.rec.File(); ok {
-		return reports.RenderFile(ctx, dir, meta, path, res)
-	}
-	ops := r.rec.Ops()
-	if err := reports.Render(ctx, dir, meta, ops, res); err != nil {
-		return reports.Results{}, err
-	}
-	out := reports.Results{Meta: meta, Result: reports.Normalize(res)}
-	out.Why = reports.Explain(ops, out.Result)
-	out.Sizes = reports.FaultSizes(ops, meta)
-	return out, nil
 }
 
 // Requirements is the exposure the run must reach: Require when given,

@@ -50,6 +50,14 @@ func run(t *testing.T, cfg lockharness.Config) reports.Results {
 	if _, err := os.Stat(filepath.Join(cfg.Store, "latest", reports.ResultsFile)); err != nil {
 		t.Errorf("store/latest does not point at the run: %v", err)
 	}
+	// The run's record says what its report needs: the lock's lease, the
+	// deployment's nodes, the workload's clients and keys, the fault kinds.
+	rec, ok, err := reports.ReadRecord(out.Dir)
+	wl := cfg.Workload.WithDefaults()
+	if f := rec.Facts; err != nil || !ok || f == nil || len(f.Nodes) == 0 || f.Clients != wl.Clients || f.Keys != wl.Keys ||
+		(f.TTL != wl.TTL && !f.NoLease) || len(rec.FaultKinds) == 0 {
+		t.Errorf("run.json records %+v and %d fault kinds (%v, %v)", rec.Facts, len(rec.FaultKinds), ok, err)
+	}
 	return res
 }
 

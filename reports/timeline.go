@@ -216,7 +216,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 
 	// Fault windows: shaded across every row, and a labelled bar in a lane.
 	for _, f := range faults {
-		s.shade(seconds(f.Start), seconds(f.End), faultColour(f.Family, 38))
+		s.shade(seconds(f.Start), seconds(f.End), v.faultColour(f.Family, 38))
 		families[f.Family] = true
 	}
 	// Grid and separators.
@@ -231,7 +231,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	for i, pl := range place {
 		y := laneY[pl.lane]
 		st, en := seconds(pl.f.Start), seconds(pl.f.End)
-		s.rect(st, en, y-0.32, y+0.32, faultColour(pl.f.Family, 150), 1)
+		s.rect(st, en, y-0.32, y+0.32, v.faultColour(pl.f.Family, 150), 1)
 		clip := xmax
 		for _, q := range place[i+1:] {
 			if q.lane == pl.lane {
@@ -255,7 +255,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 			if f.HasOffset {
 				a = uint8(min(230, 70+math.Abs(f.Offset.Seconds())*3))
 			}
-			s.rect(seconds(f.Start), seconds(f.End), y-0.35, y+0.35, faultColour("clock", a), 1)
+			s.rect(seconds(f.Start), seconds(f.End), y-0.35, y+0.35, v.faultColour("clock", a), 1)
 			txt := f.Detail
 			if f.HasOffset {
 				txt = fmtOffset(f.Offset)
@@ -486,7 +486,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		if f == "clock" {
 			name = "clock offset"
 		}
-		leg.Add(name, boxThumb(faultColour(f, 120)))
+		leg.Add(name, boxThumb(v.faultColour(f, 120)))
 	}
 	if v.healed && v.heal >= from && v.heal <= to {
 		leg.Add("final heal", lineThumb(colInk, 1, 4, 3))

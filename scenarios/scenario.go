@@ -163,7 +163,7 @@ type Outcome struct {
 	// Elapsed is the wall time of the run, setup to report.
 	Elapsed time.Duration
 	// Sizes says how large each fault was against the lock's TTL
-	// (reports.FaultSizes).
+	// (reports.Render).
 	Sizes []string
 }
 

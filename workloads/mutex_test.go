@@ -172,7 +172,7 @@ func TestWatchdogRenewalsHaveTheirOwnThreads(t *testing.T) {
 	if renews < 10 {
 		t.Fatalf("%d renew events in 1.5s of 120ms holds with a 50ms watchdog", renews)
 	}
-	r := checker.Check(context.Background(), ops, checker.Config{})
+	r, _ := checker.Check(context.Background(), history.Events(ops), checker.Config{})
 	if v := r.Checkers[checker.LockPromise]; v.Verdict != checker.Valid {
 		t.Fatalf("lock promise %s: %s; %+v", v.Verdict, v.Reason, r.Violations)
 	}
@@ -206,7 +206,8 @@ func TestPauseHolderWaitsForAHolder(t *testing.T) {
 		}
 	}
 	stop()
-	cov := checker.Check(context.Background(), rec.Ops(), checker.Config{}).Coverage
+	res, _ := checker.Check(context.Background(), history.Events(rec.Ops()), checker.Config{})
+	cov := res.Coverage
 	if cov.Pauses.Total != n || cov.Pauses.StruckHolder != n {
 		t.Fatalf("pauses %+v, want %d that struck a holder", cov.Pauses, n)
 	}
@@ -258,7 +259,7 @@ func TestAwaitHolderWatchesWithoutDisturbing(t *testing.T) {
 			t.Fatalf("awaiting paused a client: %v", op)
 		}
 	}
-	if res := checker.Check(context.Background(), rec.Ops(), checker.Config{}); res.Verdict != checker.Valid {
+	if res, _ := checker.Check(context.Background(), history.Events(rec.Ops()), checker.Config{}); res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v after awaiting holders, want valid", res.Verdict)
 	}
 }
