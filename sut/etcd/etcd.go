@@ -87,19 +87,8 @@ func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
 }
 
 func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
-	if cfg.Nodes == 0 {
-		cfg.Nodes = 3
-	}
-	if cfg.Clients == 0 {
-		cfg.Clients = 1
-	}
-	switch {
-	case cfg.Nodes < 1:
-		return nil, fmt.Errorf("etcd needs at least 1 member, got %d", cfg.Nodes)
-	case cfg.Topology == sut.Replicated:
-		return nil, fmt.Errorf("etcd is a group of peers, not a master with replicas: leave out the replicated topology")
-	case cfg.BasePort != 0:
-		return nil, fmt.Errorf("etcd members take free ports: leave out the base port")
+	if cfg, err = withDefaults(cfg); err != nil {
+		return nil, err
 	}
 	bin, err := local.LookBinary("etcd", InstallHint)
 	if err != nil {
@@ -153,6 +142,26 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// withDefaults fills in the nodes (3 members) and clients (1) cfg leaves
+// unset, and refuses what an etcd group cannot be.
+func withDefaults(cfg sut.Config) (sut.Config, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Clients == 0 {
+		cfg.Clients = 1
+	}
+	switch {
+	case cfg.Nodes < 1:
+		return cfg, fmt.Errorf("etcd needs at least 1 member, got %d", cfg.Nodes)
+	case cfg.Topology == sut.Replicated:
+		return cfg, fmt.Errorf("etcd is a group of peers, not a master with replicas: leave out the replicated topology")
+	case cfg.BasePort != 0:
+		return cfg, fmt.Errorf("etcd members take free ports: leave out the base port")
+	}
+	return cfg, nil
 }
 
 // peerDialer makes member a's links to the other members and the SOCKS

@@ -99,19 +99,8 @@ var quietDriver sync.Once
 
 func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	quietDriver.Do(func() { _ = mysql.SetLogger(log.New(io.Discard, "", 0)) })
-	if cfg.Nodes == 0 {
-		cfg.Nodes = 1
-	}
-	if cfg.Clients == 0 {
-		cfg.Clients = 1
-	}
-	switch {
-	case cfg.Nodes != 1:
-		return nil, fmt.Errorf("the MariaDB deployment is one server, got %d nodes", cfg.Nodes)
-	case cfg.Topology == sut.Replicated:
-		return nil, fmt.Errorf("the MariaDB deployment is one server without replicas: leave out the replicated topology")
-	case cfg.BasePort != 0:
-		return nil, fmt.Errorf("the MariaDB server takes a free port: leave out the base port")
+	if cfg, err = withDefaults(cfg); err != nil {
+		return nil, err
 	}
 	bins, err := findBinaries()
 	if err != nil {
@@ -165,6 +154,26 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// withDefaults fills in the nodes (one server) and clients (1) cfg leaves
+// unset, and refuses what a MariaDB deployment cannot be.
+func withDefaults(cfg sut.Config) (sut.Config, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 1
+	}
+	if cfg.Clients == 0 {
+		cfg.Clients = 1
+	}
+	switch {
+	case cfg.Nodes != 1:
+		return cfg, fmt.Errorf("the MariaDB deployment is one server, got %d nodes", cfg.Nodes)
+	case cfg.Topology == sut.Replicated:
+		return cfg, fmt.Errorf("the MariaDB deployment is one server without replicas: leave out the replicated topology")
+	case cfg.BasePort != 0:
+		return cfg, fmt.Errorf("the MariaDB server takes a free port: leave out the base port")
+	}
+	return cfg, nil
 }
 
 // newServer is mariadbd on port in dir, with cfg's extra options and,

@@ -122,29 +122,12 @@ func Up(ctx context.Context, cfg sut.Config) (*Cluster, error) {
 }
 
 func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
-	if cfg.Nodes == 0 {
-		cfg.Nodes = 3
-	}
-	if cfg.Clients == 0 {
-		cfg.Clients = 1
-	}
-	switch {
-	case cfg.Nodes < 1:
-		return nil, fmt.Errorf("zookeeper needs at least 1 server, got %d", cfg.Nodes)
-	case cfg.Topology == sut.Replicated:
-		return nil, fmt.Errorf("zookeeper is an ensemble of peers, not a master with replicas: leave out the replicated topology")
-	case cfg.BasePort != 0:
-		return nil, fmt.Errorf("zookeeper servers take free ports: leave out the base port")
-	}
-	java, redis, err := binaries()
-	if err != nil {
+	if cfg, err = withDefaults(cfg); err != nil {
 		return nil, err
 	}
-	var ftLib string
-	if cfg.Faketime {
-		if ftLib, err = local.Libfaketime(); err != nil {
-			return nil, err
-		}
+	java, redis, ftLib, err := binaries(cfg.Faketime)
+	if err != nil {
+		return nil, err
 	}
 	c := &Cluster{Group: local.Group{What: "zookeeper ensemble", Noun: "server", Clients: cfg.Clients, Peers: true,
 		ReadyTimeout: readyTimeout, AsNode: func(s *local.Server) sut.Node { return member{s} }, Serving: serving},
@@ -198,22 +181,50 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// binaries finds java, ZooKeeper's jars and redis-server (the storage
-// node), saying how to install what is missing.
-func binaries() (java, redis string, err error) {
+// withDefaults fills in the nodes (3 servers) and clients (1) cfg leaves
+// unset, and refuses what a ensemble cannot be.
+func withDefaults(cfg sut.Config) (sut.Config, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Clients == 0 {
+		cfg.Clients = 1
+	}
+	switch {
+	case cfg.Nodes < 1:
+		return cfg, fmt.Errorf("zookeeper needs at least 1 server, got %d", cfg.Nodes)
+	case cfg.Topology == sut.Replicated:
+		return cfg, fmt.Errorf("zookeeper is an ensemble of peers, not a master with replicas: leave out the replicated topology")
+	case cfg.BasePort != 0:
+		return cfg, fmt.Errorf("zookeeper servers take free ports: leave out the base port")
+	}
+	return cfg, nil
+}
+
+// binaries finds java, ZooKeeper's jars, redis-server (the storage node)
+// and, with faketime, libfaketime (ftLib), saying how to install what is
+// missing.
+func binaries(faketime bool) (java, redis, ftLib string, err error) {
 	// The message says how to install the Redis binaries, then ZooKeeper,
 	// as it always has.
 	java, err = redisbackend.LookBinary("java")
 	if err != nil {
-		return "", "", fmt.Errorf("%w; %s", err, InstallHint)
+		return "", "", "", fmt.Errorf("%w; %s", err, InstallHint)
 	}
 	for _, j := range []string{zookeeperJar, loggerJar} {
 		if _, err := os.Stat(j); err != nil {
-			return "", "", fmt.Errorf("%w: %s: %v; %s", local.ErrMissingBinary, j, err, InstallHint)
+			return "", "", "", fmt.Errorf("%w: %s: %v; %s", local.ErrMissingBinary, j, err, InstallHint)
 		}
 	}
-	redis, err = redisbackend.LookBinary("redis-server")
-	return java, redis, err
+	if redis, err = redisbackend.LookBinary("redis-server"); err != nil {
+		return "", "", "", err
+	}
+	if faketime {
+		if ftLib, err = local.Libfaketime(); err != nil {
+			return "", "", "", err
+		}
+	}
+	return java, redis, ftLib, nil
 }
 
 // addLinks makes every client's link to every server, and every server's
