@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster/clustertest"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // harnessBin is the harness binary built once for the tests that run it as
@@ -165,7 +165,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 	}
 }
 
-func requireRedis(t *testing.T) { clustertest.Require(t) }
+func requireRedis(t *testing.T) { redistest.Require(t) }
 
 // startRunning starts the harness binary and returns once its run's
 // servers (lock node + storage) are up under store and the workload has
