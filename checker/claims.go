@@ -78,8 +78,8 @@ type claimEvent struct {
 func buildClaims(p *prepared) map[string][]claim {
 	out := map[string][]claim{}
 	for k, evs := range claimEvents(p) {
-		if cs := claimsOf(k, evs); len(cs) > 0 { // a key without claims has no entry
-			out[k.key] = append(out[k.key], cs...)
+		if cs := appendClaims(out[k.key], k, evs); len(cs) > 0 { // a key without claims has no entry
+			out[k.key] = cs
 		}
 	}
 	for _, cs := range out {
@@ -114,12 +114,13 @@ func claimEvents(p *prepared) map[procKey][]claimEvent {
 	return events
 }
 
-// claimsOf are the claims process and key k's events make (see claim),
-// in history order: a release ends the claim in force, a grant continues
-// a live claim or starts a new one.
-func claimsOf(k procKey, evs []claimEvent) []claim {
+// appendClaims appends to out the claims process and key k's events make
+// (see claim), in history order: a release ends the claim in force, a
+// grant continues a live claim or starts a new one. (Appending to the
+// key's claims, not making the process's first, saves a copy of every
+// claim.)
+func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 	slices.SortFunc(evs, func(a, b claimEvent) int { return cmp.Compare(a.at.i, b.at.i) })
-	var out []claim
 	var cur *claim
 	closeAt := func(t instant, rel int64) {
 		cur.end = minInstant(deadlineAt(cur.deadline), t)
