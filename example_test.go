@@ -11,13 +11,14 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/workloads"
 )
 
 // ownLock is a lock of your own: here SET NX PX with a per-client token and
 // a release that checks it.
 type ownLock struct {
-	node  locks.Node
+	node  sut.ClientNode
 	ttl   time.Duration
 	token string
 }
@@ -62,7 +63,7 @@ func ExampleRun() {
 		Name:        "own",
 		Description: "SET NX PX with a per-client token, checked release",
 		MaxNodes:    1,
-		New: func(nodes []locks.Node, opts locks.Options) (locks.Lock, error) {
+		New: func(nodes []sut.ClientNode, opts locks.Options) (locks.Lock, error) {
 			opts = opts.WithDefaults()
 			return &ownLock{node: nodes[0], ttl: opts.TTL, token: fmt.Sprintf("%x", opts.Rand.Uint64())}, nil
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -27,7 +28,7 @@ import (
 // whether its victim was still inside its critical section (had not begun
 // to release): only that breaks a promise.
 type getDelLock struct {
-	node  locks.Node
+	node  sut.ClientNode
 	ttl   time.Duration
 	rng   *rand.Rand
 	truth *staleDels
@@ -139,7 +140,7 @@ func TestGetDelLockLosesLeasesAndIsCaught(t *testing.T) {
 		reg := locks.Builtin()
 		err := reg.Register(locks.Info{
 			Name: "get-del", Description: "GET then DEL as two commands", MaxNodes: 1,
-			New: func(nodes []locks.Node, opts locks.Options) (locks.Lock, error) {
+			New: func(nodes []sut.ClientNode, opts locks.Options) (locks.Lock, error) {
 				opts = opts.WithDefaults()
 				return &getDelLock{node: nodes[0], ttl: opts.TTL, rng: opts.Rand, truth: truth}, nil
 			},

@@ -3,8 +3,8 @@ package lockharness_test
 import (
 	"testing"
 
-	"github.com/lockharness/lockharness/cluster/clustertest"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // TestMain makes -short skip the runnable examples, which start real Redis.
-func TestMain(m *testing.M) { clustertest.Main(m, "^ExampleRun$") }
+func TestMain(m *testing.M) { redistest.Main(m, "^ExampleRun$") }

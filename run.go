@@ -19,15 +19,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/etcd"
-	"github.com/lockharness/lockharness/cluster/mariadb"
-	"github.com/lockharness/lockharness/cluster/zookeeper"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/systems"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -42,12 +41,12 @@ type Config struct {
 	Nodes int `json:"nodes"`
 
 	Workload workloads.Config `json:"workload"`
-	Cluster  cluster.Config   `json:"cluster"`
+	Cluster  sut.Config       `json:"cluster"`
 	// Backend starts the Redis deployment the run tests; nil means local
-	// redis-server processes (cluster.Local). A lock for another system
-	// (locks.Info.System) runs on that system's local backend (systems),
-	// and refuses a Backend.
-	Backend cluster.Backend `json:"-"`
+	// redis-server processes (Redis's local backend, sut/systems). A lock
+	// for another system (locks.Info.System) runs on that system's local
+	// backend, and refuses a Backend.
+	Backend sut.Backend `json:"-"`
 	// Nemesis chooses and tunes the faults; no names, no faults. Its seed
 	// is the run's.
 	Nemesis nemesis.Config `json:"nemesis"`
@@ -145,7 +144,7 @@ func (c Config) WithDefaults() Config {
 	// set.
 	needs := c.needs()
 	if info, err := c.Registry.Lookup(c.Lock); err == nil && info.NeedsReplicas {
-		needs = needs.Merge(deploy.Needs{Replicated: true})
+		needs = needs.Merge(sut.Needs{Replicated: true})
 	}
 	c.Cluster = c.Cluster.Provide(needs)
 	return c
@@ -165,8 +164,8 @@ func (c Config) nemesisNames() []string {
 
 // needs is what the run's nemeses need of the deployment; unknown names
 // need nothing here (resolve refuses them).
-func (c Config) needs() deploy.Needs {
-	var out deploy.Needs
+func (c Config) needs() sut.Needs {
+	var out sut.Needs
 	for _, n := range c.nemesisNames() {
 		if info, err := nemesis.Lookup(n); err == nil {
 			out = out.Merge(info.Needs)
@@ -177,13 +176,13 @@ func (c Config) needs() deploy.Needs {
 
 // checkDeployment refuses a deployment that cannot support one of the
 // run's nemeses, naming what is missing (exit 2, before the run starts).
-func (c Config) checkDeployment(d deploy.Deployment) error {
+func (c Config) checkDeployment(d sut.Deployment) error {
 	for _, n := range c.nemesisNames() {
 		info, err := nemesis.Lookup(n)
 		if err != nil {
 			continue
 		}
-		if err := deploy.Check(d, "the "+n+" nemesis", info.Needs); err != nil {
+		if err := sut.Check(d, "the "+n+" nemesis", info.Needs); err != nil {
 			return &UsageError{Err: err}
 		}
 	}
@@ -209,7 +208,7 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, &UsageError{Err: err}
 	}
 	if p := c.Nemesis.Persistence; p != "" {
-		if _, err := cluster.PersistenceConfig(p); err != nil {
+		if err := sut.CheckPersistence(p); err != nil {
 			return info, 0, &UsageError{Err: err}
 		}
 	}
@@ -248,28 +247,28 @@ func (c Config) resolve() (locks.Info, int, error) {
 		return info, 0, usage("--client-retries must not be negative, got %d: use 0 to keep go-redis's retries off, or e.g. --client-retries 3", c.ClientRetries)
 	}
 	if sys := info.SystemName(); sys != locks.SystemRedis {
-		if _, ok := systems()[sys]; !ok {
-			return info, 0, usage("lock %s runs on %s, which this harness cannot start (it starts: redis, %s)", info.Name, sys, strings.Join(systemNames(), ", "))
+		if _, err := systems.Builtin().Lookup(sys); err != nil {
+			return info, 0, usage("lock %s runs on %s, which this harness cannot start (it starts: %s)", info.Name, sys, strings.Join(systems.Builtin().Names(), ", "))
 		}
 		if c.Backend != nil {
 			// Unsupported as well as a usage error: a catalogue run on
 			// another backend skips the scenario instead of failing it.
-			return info, 0, &UsageError{Err: fmt.Errorf("lock %s runs on %s, started as local processes; the backend chosen (--backend, --target) starts Redis: leave it out (%w)", info.Name, sys, deploy.ErrUnsupported)}
+			return info, 0, &UsageError{Err: fmt.Errorf("lock %s runs on %s, started as local processes; the backend chosen (--backend, --target) starts Redis: leave it out (%w)", info.Name, sys, sut.ErrUnsupported)}
 		}
-		if c.Cluster.Topology == cluster.Replicated {
+		if c.Cluster.Topology == sut.Replicated {
 			return info, 0, usage("lock %s runs on %s, a group of peers, not a Redis master with replicas: leave out --topology replicated and the failover nemesis", info.Name, sys)
 		}
-		if n := c.needs(); c.Cluster.Topology == cluster.RedisCluster || n.Has(deploy.CanFailoverShard) || n.Has(deploy.CanMoveSlots) {
+		if n := c.needs(); c.Cluster.Topology == sut.RedisCluster || n.Has(sut.CanFailoverShard) || n.Has(sut.CanMoveSlots) {
 			return info, 0, usage("lock %s runs on %s, not on a Redis Cluster: leave out --topology cluster and the cluster-failover nemesis", info.Name, sys)
 		}
 	}
-	if n := c.needs(); (n.Has(deploy.CanFailoverShard) || n.Has(deploy.CanMoveSlots)) && c.Cluster.Topology != cluster.RedisCluster {
+	if n := c.needs(); (n.Has(sut.CanFailoverShard) || n.Has(sut.CanMoveSlots)) && c.Cluster.Topology != sut.RedisCluster {
 		return info, 0, usage("the cluster-failover nemesis strikes a Redis Cluster, and the topology is %s: use --topology cluster (or leave --topology out)", c.Cluster.Topology)
 	}
-	if c.Cluster.Topology == cluster.RedisCluster {
+	if c.Cluster.Topology == sut.RedisCluster {
 		return c.resolveRedisCluster(info)
 	}
-	if c.Cluster.Topology == cluster.Replicated {
+	if c.Cluster.Topology == sut.Replicated {
 		// One master with replicas: a lock over independent nodes has no
 		// place here.
 		if c.Nodes > 1 || info.MinNodes > 1 || (info.MaxNodes == 0 && c.Nodes == 0) {
@@ -320,11 +319,11 @@ func (c Config) checkRenews(info locks.Info) error {
 	if !c.Workload.RenewBeforeWrite {
 		return nil
 	}
-	nodes := make([]locks.Node, max(info.MinNodes, 1))
+	nodes := make([]sut.ClientNode, max(info.MinNodes, 1))
 	for i := range nodes {
-		nodes[i] = locks.Node{Name: fmt.Sprintf("n%d", i+1), Addr: "127.0.0.1:0", Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
+		nodes[i] = sut.ClientNode{Name: fmt.Sprintf("n%d", i+1), Addr: "127.0.0.1:0", Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
 	}
-	defer cluster.CloseNodes(nodes)
+	defer sut.CloseClientNodes(nodes)
 	l, err := info.New(nodes, locks.Options{})
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", info.Name, err)
@@ -365,34 +364,21 @@ func (c Config) checkFailpoints(info locks.Info) error {
 	return nil
 }
 
-// systems are the local backends of the systems under test other than
-// Redis, by locks.Info.System. Each starts its servers as local processes
-// with every link a proxy, and a Redis storage node for the protected
-// resource (cluster.Deployment.StorageAddr).
-func systems() map[string]cluster.Backend {
-	return map[string]cluster.Backend{locks.SystemEtcd: etcd.Local, locks.SystemMariaDB: mariadb.Local, locks.SystemZooKeeper: zookeeper.Local}
-}
-
-func systemNames() []string {
-	var out []string
-	for s := range systems() {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
+// system is the system the lock runs on (locks.Info.System), as
+// sut/systems registers it; resolve has checked that it is there.
+func (c Config) system(info locks.Info) sut.System {
+	s, _ := systems.Builtin().Lookup(info.SystemName())
+	return s
 }
 
 // backend is what starts the run's deployment: the lock's system's local
-// backend (systems), or for a Redis lock Backend, by default local
-// redis-server processes. resolve has checked that it exists.
-func (c Config) backend(info locks.Info) cluster.Backend {
-	if sys := info.SystemName(); sys != locks.SystemRedis {
-		return systems()[sys]
-	}
-	if c.Backend != nil {
+// backend, or for a Redis lock Backend when set. resolve has checked that
+// the system exists.
+func (c Config) backend(info locks.Info) sut.Backend {
+	if info.SystemName() == locks.SystemRedis && c.Backend != nil {
 		return c.Backend
 	}
-	return cluster.Local
+	return c.system(info).Local
 }
 
 // Outcome is what a run produced.
@@ -476,7 +462,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if ccfg.Dir == "" {
 		// Outside the store, so that a killed run leaves no node files
 		// (libfaketime control files among them) in its record.
-		if ccfg.Dir, err = cluster.NewNodeDir(); err != nil {
+		if ccfg.Dir, err = local.NewNodeDir(); err != nil {
 			return out, fmt.Errorf("setup: %w", err)
 		}
 		defer os.RemoveAll(ccfg.Dir) // after the cluster's Down below
@@ -496,15 +482,15 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	defer r.rec.Close() // flushes what an early return leaves; idempotent
 	start := time.Now()
 
-	storage := cluster.NewRedisClient(cl.StorageAddr(), cluster.ClientOptions{Timeout: 2 * time.Second, PoolSize: r.cfg.Workload.Clients + 2})
+	storage := redisbackend.NewRedisClient(cl.StorageAddr(), sut.ClientOptions{Timeout: 2 * time.Second, PoolSize: r.cfg.Workload.Clients + 2})
 	defer storage.Close()
-	slotNodes := make([][]locks.Node, r.cfg.Workload.Clients)
+	slotNodes := make([][]sut.ClientNode, r.cfg.Workload.Clients)
 	for i := range slotNodes {
-		slotNodes[i] = cl.ClientNodes(i, cluster.ClientOptions{Timeout: clientTimeout(r.cfg), MaxRetries: r.cfg.ClientRetries})
+		slotNodes[i] = cl.ClientNodes(i, sut.ClientOptions{Timeout: clientTimeout(r.cfg), MaxRetries: r.cfg.ClientRetries})
 	}
 	defer func() {
 		for _, ns := range slotNodes {
-			cluster.CloseNodes(ns)
+			sut.CloseClientNodes(ns)
 		}
 	}()
 	nem, err := nemesis.New(r.cfg.Nemesis)
@@ -513,7 +499,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	}
 	wl, err := workloads.NewMutex(r.cfg.Workload, workloads.Env{
 		Recorder: r.rec, Lock: r.lock, Storage: storage,
-		Nodes: func(slot int) []locks.Node { return slotNodes[slot] },
+		Nodes: func(slot int) []sut.ClientNode { return slotNodes[slot] },
 	})
 	if err != nil {
 		return out, &UsageError{Err: err}
@@ -521,7 +507,7 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 
 	env := nemesis.Env{Deployment: cl, Recorder: r.rec, Clients: wl}
 	if err := nem.Setup(ctx, env); err != nil {
-		if errors.Is(err, deploy.ErrUnsupported) {
+		if errors.Is(err, sut.ErrUnsupported) {
 			return out, &UsageError{Err: err}
 		}
 		return out, fmt.Errorf("setup: %w", err)
@@ -600,6 +586,13 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		return out, fmt.Errorf("nemesis: %w", nemErr)
 	}
 
+	return r.checkAndReport(outer, interrupted, dir, start, cl.Layout().Nodes, out)
+}
+
+// checkAndReport judges the run's history and writes its record: run.json,
+// results.json (once) and the report that draws what the check found. The
+// history file is read twice: once by the check, once by the report.
+func (r *runner) checkAndReport(outer context.Context, interrupted bool, dir string, start time.Time, nodes []string, out Outcome) (Outcome, error) {
 	r.phase("check")
 	// Ctrl-C during the check or the report stops them; a run already
 	// interrupted checks and reports its prefix regardless (a second
@@ -608,34 +601,31 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 	if interrupted {
 		finish = context.WithoutCancel(outer)
 	}
+	src := r.rec.Source()
 	checkCtx, cancel := context.WithTimeout(finish, 4*r.cfg.CheckTimeout)
-	res, err := r.check(checkCtx, checker.Config{Timeout: r.cfg.CheckTimeout,
-		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous, SpillDir: dir})
+	res, err := checker.Check(checkCtx, src, checker.Config{Timeout: r.cfg.CheckTimeout,
+		Require: r.cfg.Requirements(), AllowVacuous: r.cfg.AllowVacuous, SpillDir: dir, Views: true})
 	cancel()
 	if err != nil {
 		return out, fmt.Errorf("check: %w", err)
 	}
-	partial := ""
-	if finish.Err() != nil {
-		partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(finish))
-	}
 
 	r.phase("report")
-	meta, err := r.meta(start)
+	rec, err := r.record(start, nodes)
 	if err != nil {
 		return out, err
 	}
-	if err := reports.WriteJSON(dir, reports.MetaFile, meta); err != nil {
+	if err := reports.WriteJSON(dir, reports.MetaFile, rec); err != nil {
 		return out, err
 	}
-	meta.Partial = partial
-	if out.Results, err = reports.WriteResults(dir, meta, res); err != nil {
-		return out, err
+	if finish.Err() != nil {
+		rec.Partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(finish))
+		if out.Results, err = reports.WriteResults(dir, rec.RunMeta, res); err != nil {
+			return out, err
+		}
+		return out, fmt.Errorf("%w: %s; results.json holds them, `harness report %s` checks again and draws the report", ErrInterrupted, rec.Partial, dir)
 	}
-	if partial != "" {
-		return out, fmt.Errorf("%w: %s; results.json holds them, `harness report %s` checks again and draws the report", ErrInterrupted, partial, dir)
-	}
-	if out.Results, err = r.render(finish, dir, meta, res); err != nil {
+	if out.Results, err = reports.Render(finish, dir, rec, src, res); err != nil {
 		if finish.Err() != nil {
 			// A page next to figures it does not match is worse than none.
 			_ = os.Remove(filepath.Join(dir, reports.IndexFile))
@@ -643,7 +633,6 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 		}
 		return out, fmt.Errorf("report: %w", err)
 	}
-
 	if err := reports.PointLatest(r.cfg.Store, dir); err != nil {
 		return out, err
 	}
@@ -660,36 +649,6 @@ func (r *runner) run(ctx context.Context) (out Outcome, err error) {
 func finalReadsBudget(n int) time.Duration {
 	d := 5*time.Second + time.Duration(max(n-10_000, 0))*100*time.Microsecond
 	return min(d, time.Minute)
-}
-
-// check judges the run's history. The history file holds every event, so
-// the checker reads it in windows (checker.CheckFile): the check of a run
-// of any length costs what a window of it does, not the whole history.
-// A recorder that kept its events in memory is checked from them.
-func (r *runner) check(ctx context.Context, cfg checker.Config) (checker.Result, error) {
-	if path, ok := r.rec.File(); ok {
-		res, _, err := checker.CheckFile(ctx, path, cfg)
-		return res, err
-	}
-	return checker.Check(ctx, r.rec.Ops(), cfg), nil
-}
-
-// render draws the run's report from its history file, read event by
-// event (reports.RenderFile), so that it too costs what its figures do,
-// not the length of the run; from the recorder's events when it kept them
-// in memory.
-func (r *runner) render(ctx context.Context, dir string, meta reports.RunMeta, res checker.Result) (reports.Results, error) {
-	if path, ok := r.rec.File(); ok {
-		return reports.RenderFile(ctx, dir, meta, path, res)
-	}
-	ops := r.rec.Ops()
-	if err := reports.Render(ctx, dir, meta, ops, res); err != nil {
-		return reports.Results{}, err
-	}
-	out := reports.Results{Meta: meta, Result: reports.Normalize(res)}
-	out.Why = reports.Explain(ops, out.Result)
-	out.Sizes = reports.FaultSizes(ops, meta)
-	return out, nil
 }
 
 // Requirements is the exposure the run must reach: Require when given,

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // A Redis Cluster is chosen by --topology cluster or by the
@@ -14,13 +14,13 @@ import (
 // anything starts, saying what to do instead.
 func TestRedisClusterTopologyChoice(t *testing.T) {
 	cfg := Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"cluster-failover"}}}.WithDefaults()
-	if cfg.Cluster.Topology != cluster.RedisCluster {
+	if cfg.Cluster.Topology != sut.RedisCluster {
 		t.Fatalf("the cluster-failover nemesis got topology %q", cfg.Cluster.Topology)
 	}
 	if _, nodes, err := cfg.resolve(); err != nil || nodes != 1 {
 		t.Fatalf("token on a Redis Cluster: %d nodes, %v", nodes, err)
 	}
-	rc := cluster.Config{Topology: cluster.RedisCluster}
+	rc := sut.Config{Topology: sut.RedisCluster}
 	for _, c := range []struct {
 		name string
 		cfg  Config
@@ -30,7 +30,7 @@ func TestRedisClusterTopologyChoice(t *testing.T) {
 		{"two-key lock", Config{Lock: "fenced", Cluster: rc}, "token, set-nx-ex"},
 		{"nodes", Config{Lock: "token", Nodes: 3, Cluster: rc}, "leave --nodes out"},
 		{"single-master failover", Config{Lock: "token", Cluster: rc, Nemesis: nemesis.Config{Names: []string{"failover"}}}, "--nemesis cluster-failover"},
-		{"cluster fault elsewhere", Config{Lock: "token", Cluster: cluster.Config{Topology: cluster.Independent},
+		{"cluster fault elsewhere", Config{Lock: "token", Cluster: sut.Config{Topology: sut.Independent},
 			Nemesis: nemesis.Config{Names: []string{"cluster-failover"}}}, "--topology cluster"},
 	} {
 		_, _, err := c.cfg.WithDefaults().resolve()
@@ -39,7 +39,7 @@ func TestRedisClusterTopologyChoice(t *testing.T) {
 			t.Errorf("%s: %v, want a usage error saying %q", c.name, err, c.want)
 		}
 	}
-	if err := (Config{Lock: "token", Cluster: cluster.Config{Topology: cluster.Independent, Masters: 3}}).WithDefaults().checkStartable(1); err == nil {
+	if err := (Config{Lock: "token", Cluster: sut.Config{Topology: sut.Independent, Masters: 3}}).WithDefaults().checkStartable(1); err == nil {
 		t.Error("--masters without --topology cluster was accepted")
 	}
 }

@@ -9,13 +9,13 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster/docker"
-	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
-	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
-	"github.com/lockharness/lockharness/cluster/zookeeper/zktest"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/docker"
+	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
+	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
+	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -24,7 +24,7 @@ import (
 // system's lock.
 func TestRunRefusesASystemItCannotStart(t *testing.T) {
 	reg := locks.NewRegistry()
-	never := func([]locks.Node, locks.Options) (locks.Lock, error) {
+	never := func([]sut.ClientNode, locks.Options) (locks.Lock, error) {
 		return nil, errors.New("never built")
 	}
 	if err := reg.Register(locks.Info{Name: "elsewhere", System: "nosuch", New: never}); err != nil {
@@ -42,7 +42,7 @@ func TestRunRefusesASystemItCannotStart(t *testing.T) {
 	_, err = lockharness.Run(context.Background(), lockharness.Config{
 		Lock: "etcd", Seed: 1, TimeLimit: time.Second, Store: t.TempDir(), Backend: docker.Backend(""),
 	})
-	if !errors.As(err, &ue) || !errors.Is(err, deploy.ErrUnsupported) || !strings.Contains(err.Error(), "runs on etcd, started as local processes") {
+	if !errors.As(err, &ue) || !errors.Is(err, sut.ErrUnsupported) || !strings.Contains(err.Error(), "runs on etcd, started as local processes") {
 		t.Fatalf("etcd lock on the Docker backend: %v, want a usage error that is also unsupported", err)
 	}
 	if info, _ := reg.Lookup("elsewhere"); info.SystemName() != "nosuch" {

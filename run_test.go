@@ -10,21 +10,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster/clustertest"
-	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
-
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 	"github.com/lockharness/lockharness/workloads"
 )
 
-func requireRedis(t *testing.T) { clustertest.Require(t) }
+func requireRedis(t *testing.T) { redistest.Require(t) }
 
 // run runs cfg into a temporary store and reads back results.json, so the
 // test sees what a user would.
@@ -50,6 +49,14 @@ func run(t *testing.T, cfg lockharness.Config) reports.Results {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Store, "latest", reports.ResultsFile)); err != nil {
 		t.Errorf("store/latest does not point at the run: %v", err)
+	}
+	// The run's record says what its report needs: the lock's lease, the
+	// deployment's nodes, the workload's clients and keys, the fault kinds.
+	rec, ok, err := reports.ReadRecord(out.Dir)
+	wl := cfg.Workload.WithDefaults()
+	if f := rec.Facts; err != nil || !ok || f == nil || len(f.Nodes) == 0 || f.Clients != wl.Clients || f.Keys != wl.Keys ||
+		(f.TTL != wl.TTL && !f.NoLease) || len(rec.FaultKinds) == 0 {
+		t.Errorf("run.json records %+v and %d fault kinds (%v, %v)", rec.Facts, len(rec.FaultKinds), ok, err)
 	}
 	return res
 }
@@ -209,20 +216,20 @@ func TestEveryNemesisRuns(t *testing.T) {
 				// stops, when every 1s lease granted there has run out: it
 				// would strike no holder. The manual one promotes 0.5s
 				// after freezing the replication link.
-				cfg.Cluster.Failover = cluster.FailoverManual
+				cfg.Cluster.Failover = sut.FailoverManual
 			}
-			if n.Needs.Has(deploy.CanKillConnections) {
+			if n.Needs.Has(sut.CanKillConnections) {
 				// Only a session lock has a connection whose end frees it.
 				mariadbtest.Require(t)
 				cfg.Lock = "mysql-for-update"
 			}
 			out, err := lockharness.Run(context.Background(), cfg)
-			if n.Needs.Has(deploy.CanPartitionNodes) {
+			if n.Needs.Has(sut.CanPartitionNodes) {
 				// Local processes share the host's network: refused
 				// before the run, saying where it runs (the Docker
 				// backend's tests run it).
-				var ue *deploy.UnsupportedError
-				if !errors.As(err, &ue) || ue.Capability != deploy.CanPartitionNodes || !strings.Contains(err.Error(), "--backend docker") {
+				var ue *sut.UnsupportedError
+				if !errors.As(err, &ue) || ue.Capability != sut.CanPartitionNodes || !strings.Contains(err.Error(), "--backend docker") {
 					t.Fatalf("native partition on local processes: %v, want an UnsupportedError naming --backend docker", err)
 				}
 				return
@@ -292,10 +299,10 @@ func TestRequirementsFollowTheNemeses(t *testing.T) {
 func TestRunRefusesAFaultTheDeploymentCannotDo(t *testing.T) {
 	requireRedis(t)
 	t.Parallel()
-	var started *cluster.Cluster
-	noClock := func(ctx context.Context, cfg cluster.Config) (cluster.Deployment, error) {
+	var started *redisbackend.Cluster
+	noClock := func(ctx context.Context, cfg sut.Config) (sut.Deployment, error) {
 		cfg.Faketime = false
-		c, err := cluster.Up(ctx, cfg)
+		c, err := redisbackend.Up(ctx, cfg)
 		started = c
 		return c, err
 	}
@@ -305,7 +312,7 @@ func TestRunRefusesAFaultTheDeploymentCannotDo(t *testing.T) {
 		Nemesis: nemesis.Config{Names: []string{"clock"}},
 	})
 	var ue *lockharness.UsageError
-	if !errors.As(err, &ue) || !errors.Is(err, deploy.ErrUnsupported) || !strings.Contains(err.Error(), "the clock nemesis needs setting nodes' clocks") {
+	if !errors.As(err, &ue) || !errors.Is(err, sut.ErrUnsupported) || !strings.Contains(err.Error(), "the clock nemesis needs setting nodes' clocks") {
 		t.Fatalf("run: %v, want a usage error naming the clock nemesis's need", err)
 	}
 	if started == nil {

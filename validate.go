@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // MaxClients bounds --clients: every client has its own proxies and
@@ -71,7 +71,8 @@ func (c Config) checkStartable(nodes int) error {
 	}
 	cc := c.Cluster
 	cc.Nodes, cc.Clients = nodes, clients
-	if err := cc.WithDefaults().Validate(); err != nil {
+	info, _ := c.Registry.Lookup(c.Lock) // resolve has found it
+	if err := c.system(info).Check(cc.WithDefaults()); err != nil {
 		return usage("%v: see `harness run --help` for --topology, --replicas, --failover, --persistence and --base-port", err)
 	}
 	var lim syscall.Rlimit
@@ -97,7 +98,7 @@ func (c Config) checkStartable(nodes int) error {
 // being replaced), its socket and the proxy's two ends; the storage
 // client's connections; and a margin for the history, logs and the Go
 // runtime.
-func filesNeeded(cc cluster.Config, clients int) int {
+func filesNeeded(cc sut.Config, clients int) int {
 	const perLink = 1 + 2*3
 	return clients*cc.Nodes*perLink + cc.Sentinels*clients*3 + clients + 2 + 64
 }

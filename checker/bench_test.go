@@ -10,6 +10,8 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/lockharness/lockharness/history"
 )
 
 // The histories are simulated runs of a correct lock (see simValidRun):
@@ -53,7 +55,7 @@ func benchCheck(b *testing.B, cfg simConfig) {
 	peak := peakHeap(b)
 	b.ResetTimer()
 	for range b.N {
-		r := Check(ctx, ops, Config{Timeout: time.Minute})
+		r := checkOps(ctx, ops, Config{Timeout: time.Minute})
 		if r.Verdict != Valid {
 			b.Fatalf("verdict %s: %+v", r.Verdict, r.Checkers)
 		}
@@ -64,7 +66,7 @@ func benchCheck(b *testing.B, cfg simConfig) {
 }
 
 // BenchmarkCheckFile1MOps is BenchmarkCheck1MOps read from a file in
-// windows (CheckFile, as a run checks its history); peak-heap-MB beside
+// windows (Check of a file, as a run checks its history); peak-heap-MB beside
 // BenchmarkCheck1MOps's shows what the windows save: the whole check holds
 // the history and everything derived from it, the windowed one a window.
 func BenchmarkCheckFile1MOps(b *testing.B) {
@@ -86,7 +88,7 @@ func BenchmarkCheckFile20kKeys(b *testing.B) {
 }
 
 // benchCheckFile writes the simulated run cfg to a file and checks it
-// with CheckFile.
+// with Check, in windows.
 func benchCheckFile(b *testing.B, cfg simConfig) {
 	ops := simValidRun(rand.New(rand.NewPCG(1, 2)), cfg)
 	path := filepath.Join(b.TempDir(), "history.jsonl")
@@ -113,7 +115,7 @@ func benchCheckFile(b *testing.B, cfg simConfig) {
 	peak := peakHeap(b)
 	b.ResetTimer()
 	for range b.N {
-		r, _, err := CheckFile(ctx, path, Config{Timeout: time.Minute})
+		r, err := Check(ctx, history.File(path), Config{Timeout: time.Minute})
 		if err != nil || r.Verdict != Valid {
 			b.Fatalf("verdict %s (%v): %+v", r.Verdict, err, r.Checkers)
 		}

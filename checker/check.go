@@ -26,13 +26,19 @@ type Config struct {
 	// AllowVacuous keeps a valid verdict valid when a requirement is
 	// unmet; Result.Vacuous still says which.
 	AllowVacuous bool
-	// SpillDir is where a windowed check (CheckFile) keeps the holds of a
-	// long history, past the first 65,536: in a file it removes as soon as
-	// it has opened it. Empty is the system's temporary directory.
+	// SpillDir is where the windowed check of a history file keeps the
+	// holds of a long history, past the first 65,536: in a file it
+	// removes as soon as it has opened it. Empty is the system's temporary
+	// directory.
 	SpillDir string
-	// HoldsInMemory is how many holds CheckFile keeps in memory before it
-	// writes them to SpillDir; 0 is 65,536 (about 4 MB).
+	// HoldsInMemory is how many holds the windowed check keeps in memory
+	// before it writes them to SpillDir; 0 is 65,536 (about 4 MB).
 	HoldsInMemory int
+	// Views keeps, for each key porcupine refutes, porcupine's view of it
+	// (Result.View), the picture the report draws, when the history has at
+	// most MaxViewEvents events. The porcupine runs behind the views come
+	// after the verdict, each bounded by ten seconds.
+	Views bool
 }
 
 // holdLimit is how many holds a check keeps in memory before it writes
@@ -58,12 +64,33 @@ const (
 	Liveness    = "liveness"
 )
 
-// Check judges a history with the three checkers of DESIGN.md and composes
-// their verdicts. It never panics: a checker that panics, runs out of time
-// or is cancelled is Unknown, and an unusable history makes every checker
-// Unknown with the reason.
-func Check(ctx context.Context, ops []history.Op, cfg Config) Result {
+// Check judges the history src with the three checkers of DESIGN.md and
+// composes their verdicts. A history file is read in windows, so that the
+// memory of the check does not grow with the length of the history (see
+// stream.go); events in memory are checked whole. The result keeps, in
+// Seen, what the check saw that whoever shows the verdict needs: the
+// nemesis events, the events the violations name, porcupine's views
+// (Config.Views).
+//
+// It never panics: a checker that panics, runs out of time or is
+// cancelled is Unknown, and an unusable history makes every checker
+// Unknown with the reason. When ctx is done the reading stops and the
+// checkers that had not finished are unknown. err is for a history file
+// that cannot be read (a missing file, a line that is not an event).
+func Check(ctx context.Context, src history.Source, cfg Config) (Result, error) {
+	if ops, ok := src.InMemory(); ok {
+		return checkWhole(ctx, ops, src.Truncated(), cfg), nil
+	}
+	return checkSource(ctx, src, cfg, windowTarget)
+}
+
+// checkWhole checks the whole history ops at once.
+func checkWhole(ctx context.Context, ops []history.Op, truncated bool, cfg Config) Result {
 	a := newAccumulator(ctx, cfg, 0)
+	for i := range ops {
+		a.seen.Add(&ops[i])
+	}
+	a.seen.Complete, a.seen.Truncated = true, truncated
 	a.window(ops, true, 0)
 	return a.result()
 }

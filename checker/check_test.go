@@ -23,7 +23,7 @@ var ctx = context.Background()
 
 func check(t *testing.T, ops []history.Op) Result {
 	t.Helper()
-	return Check(ctx, ops, Config{Timeout: time.Minute})
+	return checkOps(ctx, ops, Config{Timeout: time.Minute})
 }
 
 func kinds(vs []Violation, fatal bool) []string {
@@ -425,7 +425,7 @@ func TestReadOfAValueNobodyWroteIsNotLinearizable(t *testing.T) {
 
 func TestTimeoutIsUnknownNeverValid(t *testing.T) {
 	ops := simValidRun(rand.New(rand.NewPCG(1, 1)), simConfig{procs: 5, keys: 1, events: 20000, ttl: 1e9})
-	r := Check(ctx, ops, Config{Timeout: time.Nanosecond})
+	r := checkOps(ctx, ops, Config{Timeout: time.Nanosecond})
 	want(t, r, Unknown, map[string]Verdict{LockPromise: Unknown, Resource: Unknown, Liveness: Valid})
 	if !strings.Contains(r.Checkers[LockPromise].Reason, "timed out") {
 		t.Errorf("reason %q", r.Checkers[LockPromise].Reason)
@@ -436,7 +436,7 @@ func TestCancelledContextIsUnknown(t *testing.T) {
 	ops := simValidRun(rand.New(rand.NewPCG(1, 1)), simConfig{procs: 5, keys: 1, events: 2000, ttl: 1e9})
 	c, cancel := context.WithCancelCause(ctx)
 	cancel(errors.New("ctrl-c"))
-	r := Check(c, ops, Config{})
+	r := checkOps(c, ops, Config{})
 	want(t, r, Unknown, map[string]Verdict{LockPromise: Unknown, Resource: Unknown, Liveness: Unknown})
 	if !strings.Contains(r.Checkers[LockPromise].Reason, "ctrl-c") {
 		t.Errorf("reason %q", r.Checkers[LockPromise].Reason)
@@ -456,7 +456,7 @@ func TestInvalidBeatsUnknown(t *testing.T) {
 	b := &hb{}
 	b.inv(0, 1, "acquire", "lock-0", nil).ok(ms, 1, "acquire", "lock-0", lease(0))
 	b.inv(2*ms, 2, "acquire", "lock-0", nil).ok(3*ms, 2, "acquire", "lock-0", lease(0))
-	r := Check(ctx, b.ops, Config{Timeout: time.Nanosecond})
+	r := checkOps(ctx, b.ops, Config{Timeout: time.Nanosecond})
 	want(t, r, Invalid, map[string]Verdict{LockPromise: Invalid})
 }
 
@@ -482,7 +482,7 @@ func TestUnusableHistories(t *testing.T) {
 	for want, build := range cases {
 		b := &hb{}
 		build(b)
-		r := Check(ctx, b.ops, Config{})
+		r := checkOps(ctx, b.ops, Config{})
 		if r.Verdict != Unknown {
 			t.Errorf("%s: verdict %s", want, r.Verdict)
 		}
@@ -527,7 +527,10 @@ func TestViolationsAreSortedByStart(t *testing.T) {
 	}
 }
 
-func TestVisualizeKey(t *testing.T) {
+// A check with Views keeps porcupine's view of the key it refuted: the
+// lease-mutex model with the failed acquire as a no-op, the counter that
+// lost an update, the fault and the overlap.
+func TestCheckKeepsTheViewOfARefutedKey(t *testing.T) {
 	b := &hb{}
 	b.nem(0, history.Invoke, "start-partition").nem(ms, history.OK, "start-partition")
 	b.inv(2*ms, 1, "acquire", "lock-0", nil).ok(3*ms, 1, "acquire", "lock-0", lease(0))
@@ -538,32 +541,60 @@ func TestVisualizeKey(t *testing.T) {
 	b.inv(12*ms, 1, "write", "lock-0", wr(1, 0)).ok(13*ms, 1, "write", "lock-0", ctr(1))
 	b.inv(14*ms, 2, "write", "lock-0", wr(1, 0)).ok(15*ms, 2, "write", "lock-0", ctr(1))
 	b.nem(16*ms, history.Invoke, "stop-partition").nem(17*ms, history.OK, "stop-partition")
+	if r := checkOps(ctx, b.ops, Config{}); len(r.Seen.views) > 0 {
+		t.Errorf("a check without Views kept %d views", len(r.Seen.views))
+	}
+	r := checkOps(ctx, b.ops, Config{Views: true})
+	v, ok := r.View("lock-0")
+	if !ok || !slices.Equal(r.NonLinearizableKeys, []string{"lock-0"}) {
+		t.Fatalf("no view of lock-0 (refuted: %v)", r.NonLinearizableKeys)
+	}
 	var buf bytes.Buffer
-	if err := VisualizeKey(b.ops, "lock-0", &buf); err != nil {
+	if err := v.WriteHTML(&buf); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()
 	for _, s := range []string{"<html", "start-partition", "p2 acquire ok", "p3 acquire fail", "counter: p2 read 0", "both held lock-0"} {
 		if !strings.Contains(html, s) {
-			t.Errorf("visualisation lacks %q", s)
+			t.Errorf("view lacks %q", s)
 		}
 	}
-	if err := VisualizeKey([]history.Op{{Index: 0, Type: history.OK, F: "acquire", Process: 1}}, "lock-0", &buf); err == nil {
-		t.Error("no error for an unusable history")
+	if _, ok := r.View("lock-1"); ok {
+		t.Error("a view of a key the check did not refute")
+	}
+	bad := checkOps(ctx, []history.Op{{Index: 0, Type: history.OK, F: "acquire", Process: 1}}, Config{Views: true})
+	if bad.Verdict != Unknown || len(bad.Seen.views) > 0 {
+		t.Errorf("an unusable history: verdict %s, %d views", bad.Verdict, len(bad.Seen.views))
 	}
 }
 
-func TestVisualizeLongKeyShowsAWindow(t *testing.T) {
+// A check keeps no view of a history longer than MaxViewEvents: it lets
+// go of those it had once the history it has read is longer.
+func TestViewsStopPastTheirBound(t *testing.T) {
+	a := newAccumulator(ctx, Config{Views: true}, 0)
+	a.viewIn = map[string]*viewInput{"lock-0": {key: "lock-0"}}
+	a.seen.Events = MaxViewEvents + 1
+	a.views(nil, nil, nil, false, []string{"lock-1"})
+	if !a.viewsOff || len(a.viewIn) > 0 {
+		t.Errorf("views past %d events: off %v, %d kept", MaxViewEvents, a.viewsOff, len(a.viewIn))
+	}
+}
+
+func TestViewOfALongKeyShowsAWindow(t *testing.T) {
 	ops := simValidRun(rand.New(rand.NewPCG(3, 1)), simConfig{procs: 5, keys: 1, events: 40000, ttl: 1e9, heal: true})
+	p, err := prepare(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
-	if err := VisualizeKey(ops, "lock-0", &buf); err != nil {
+	if err := viewOf(ops, p, buildClaims(p), sections(p), "lock-0", 0).draw(ctx).WriteHTML(&buf); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "a window around its first violation") {
 		t.Error("no window note")
 	}
 	if buf.Len() > 8<<20 {
-		t.Errorf("visualisation is %d bytes", buf.Len())
+		t.Errorf("view is %d bytes", buf.Len())
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 
 func checkReq(t *testing.T, ops []history.Op, allow bool, reqs ...Requirement) Result {
 	t.Helper()
-	return Check(ctx, ops, Config{Timeout: time.Minute, Require: reqs, AllowVacuous: allow})
+	return checkOps(ctx, ops, Config{Timeout: time.Minute, Require: reqs, AllowVacuous: allow})
 }
 
 var partitionReq = Requirement{Name: "the partition nemesis", Faults: []string{"start-partition"}}

@@ -19,7 +19,10 @@ func ExampleCheck() {
 		{Index: 3, Time: 3*sec + 410e6, Process: 4, Type: history.OK, F: history.FAcquire, Key: "lock-0",
 			Value: &history.Value{Token: "b", Deadline: 5 * sec}},
 	}
-	res := checker.Check(context.Background(), ops, checker.Config{})
+	res, err := checker.Check(context.Background(), history.Events(ops), checker.Config{})
+	if err != nil {
+		panic(err) // events in memory are never an error
+	}
 	fmt.Println(res.Verdict, res.NonLinearizableKeys)
 	for _, v := range res.Violations {
 		fmt.Println(v.Kind, v.Processes)

@@ -48,7 +48,7 @@ func TestRealHistories(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ops := readFixture(t, c.name)
-			r := Check(ctx, ops, Config{Timeout: time.Minute})
+			r := checkOps(ctx, ops, Config{Timeout: time.Minute})
 			want(t, r, c.verdict, c.checkers)
 			if got := kinds(r.Violations, true); !slices.Equal(got, c.fatal) {
 				t.Errorf("fatal kinds %v, want %v", got, c.fatal)

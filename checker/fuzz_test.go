@@ -94,7 +94,7 @@ func FuzzCheck(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		r := Check(ctx, rr.Ops, Config{Timeout: 100 * time.Millisecond})
+		r := checkOps(ctx, rr.Ops, Config{Timeout: 100 * time.Millisecond})
 		switch r.Verdict {
 		case Valid, Invalid, Unknown:
 		default:

@@ -1,12 +1,22 @@
 package checker
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/lockharness/lockharness/history"
 )
+
+// checkOps is Check of events in memory, which never fails to read them.
+func checkOps(ctx context.Context, ops []history.Op, cfg Config) Result {
+	r, err := Check(ctx, history.Events(ops), cfg)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
 
 // hb builds hand-made histories: events must be added in time order.
 type hb struct{ ops []history.Op }

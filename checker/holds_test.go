@@ -50,7 +50,7 @@ func allHolds(t *testing.T, res *Result) []Hold {
 func TestHoldsPastTheLimitGoToAFile(t *testing.T) {
 	ops := simValidRun(rand.New(rand.NewPCG(3, 4)), simConfig{procs: 5, keys: 2, events: 20_000, ttl: 5e6, pInfo: 0.02, heal: true})
 	path := writeHistoryFile(t, ops)
-	whole := Check(ctx, ops, Config{Timeout: time.Minute})
+	whole := checkOps(ctx, ops, Config{Timeout: time.Minute})
 	if len(whole.Holds) < 1000 {
 		t.Fatalf("only %d holds", len(whole.Holds))
 	}
@@ -95,7 +95,7 @@ func TestHoldsPastTheLimitGoToAFile(t *testing.T) {
 func TestHoldsStayInMemoryWhenTheFileCannotBeWritten(t *testing.T) {
 	ops := simValidRun(rand.New(rand.NewPCG(3, 4)), simConfig{procs: 5, keys: 2, events: 5_000, ttl: 5e6, pInfo: 0.02, heal: true})
 	path := writeHistoryFile(t, ops)
-	whole := Check(ctx, ops, Config{Timeout: time.Minute})
+	whole := checkOps(ctx, ops, Config{Timeout: time.Minute})
 	res, _, err := checkFile(ctx, path, Config{Timeout: time.Minute, SpillDir: filepath.Join(t.TempDir(), "missing"), HoldsInMemory: 50}, 500)
 	if err != nil {
 		t.Fatal(err)

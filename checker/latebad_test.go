@@ -22,7 +22,7 @@ func TestLateViolationInALongHistory(t *testing.T) {
 		b.ops[i].Index = int64(i)
 	}
 	start := time.Now()
-	r := Check(ctx, b.ops, Config{Timeout: 20 * time.Second})
+	r := checkOps(ctx, b.ops, Config{Timeout: 20 * time.Second})
 	t.Logf("%d events checked in %v; lock-promise: %s", len(b.ops), time.Since(start), r.Checkers[LockPromise].Reason)
 	want(t, r, Invalid, map[string]Verdict{LockPromise: Invalid})
 	_ = history.OK

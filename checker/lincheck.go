@@ -48,9 +48,34 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 	if len(ops) == 0 {
 		return linResult{res: porcupine.Ok}
 	}
+	l := newLinCheck(ctx, model, ops, timeout)
+	switch sequential(ctx, l.model, l.ops, l.deadline) {
+	case seqOk:
+		return linResult{res: porcupine.Ok}
+	case seqOutOfTime:
+		return l.unknown()
+	}
+	chunks := quiescentChunks(l.ops)
+	if len(chunks) == 1 {
+		return l.whole(len(l.ops))
+	}
+	return l.chunked(chunks)
+}
+
+// linCheck is one run of checkLinearizable: the operations sorted by
+// call, the model whose steps accept everything once ctx is done, and
+// the deadline.
+type linCheck struct {
+	ctx      context.Context
+	model    porcupine.Model
+	ops      []porcupine.Operation
+	timeout  time.Duration
+	deadline time.Time
+}
+
+func newLinCheck(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) linCheck {
 	ops = slices.Clone(ops)
 	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
-	deadline := time.Now().Add(timeout)
 	step := model.Step
 	model.Step = func(s, in, out any) (bool, any) {
 		if ctx.Err() != nil {
@@ -58,71 +83,67 @@ func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupi
 		}
 		return step(s, in, out)
 	}
-	unknown := func() linResult {
-		if ctx.Err() != nil {
-			return linResult{res: porcupine.Unknown, reason: "cancelled: " + context.Cause(ctx).Error()}
-		}
-		return linResult{res: porcupine.Unknown, reason: "porcupine timed out after " + timeout.String()}
-	}
-	// whole checks the prefix ops[:n] from the initial state: a prefix cut
-	// at a quiescent point is linearizable if the whole history is.
-	whole := func(n int) linResult {
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			return unknown()
-		}
-		if n > maxWhole {
-			return linResult{res: porcupine.Unknown, reason: fmt.Sprintf("porcupine would have to re-check %d operations in one go (more than %d)", n, maxWhole)}
-		}
-		res, info := porcupineCheck(ctx, model, ops[:n], left)
-		if ctx.Err() != nil || res == porcupine.Unknown {
-			return unknown()
-		}
-		return linResult{res: res, ops: ops[:n], info: info}
-	}
+	return linCheck{ctx: ctx, model: model, ops: ops, timeout: timeout, deadline: time.Now().Add(timeout)}
+}
 
-	switch sequential(ctx, model, ops, deadline) {
-	case seqOk:
-		return linResult{res: porcupine.Ok}
-	case seqOutOfTime:
-		return unknown()
+// unknown is the result of a check that was cancelled or ran out of time.
+func (l *linCheck) unknown() linResult {
+	if l.ctx.Err() != nil {
+		return linResult{res: porcupine.Unknown, reason: "cancelled: " + context.Cause(l.ctx).Error()}
 	}
+	return linResult{res: porcupine.Unknown, reason: "porcupine timed out after " + l.timeout.String()}
+}
 
-	chunks := quiescentChunks(ops)
-	if len(chunks) == 1 {
-		return whole(len(ops))
+// whole checks the prefix ops[:n] from the initial state: a prefix cut at
+// a quiescent point is linearizable if the whole history is.
+func (l *linCheck) whole(n int) linResult {
+	left := time.Until(l.deadline)
+	if left <= 0 || l.ctx.Err() != nil {
+		return l.unknown()
 	}
-	init := model.Init
-	state := init()
+	if n > maxWhole {
+		return linResult{res: porcupine.Unknown, reason: fmt.Sprintf("porcupine would have to re-check %d operations in one go (more than %d)", n, maxWhole)}
+	}
+	res, info := porcupineCheck(l.ctx, l.model, l.ops[:n], left)
+	if l.ctx.Err() != nil || res == porcupine.Unknown {
+		return l.unknown()
+	}
+	return linResult{res: res, ops: l.ops[:n], info: info}
+}
+
+// chunked checks the chunks one after the other, each from the state the
+// linearization of the one before ended in.
+func (l *linCheck) chunked(chunks [][]porcupine.Operation) linResult {
+	state := l.model.Init()
 	done := 0
 	for i, ch := range chunks {
 		done += len(ch)
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			return unknown()
+		left := time.Until(l.deadline)
+		if left <= 0 || l.ctx.Err() != nil {
+			return l.unknown()
 		}
-		m := model
+		m := l.model
 		s0 := state
 		m.Init = func() any { return s0 }
-		res, info := porcupineCheck(ctx, m, ch, left)
-		if ctx.Err() != nil || res == porcupine.Unknown {
-			return unknown()
+		res, info := porcupineCheck(l.ctx, m, ch, left)
+		if l.ctx.Err() != nil || res == porcupine.Unknown {
+			return l.unknown()
 		}
 		if res == porcupine.Illegal {
 			if i == 0 {
 				return linResult{res: res, ops: ch, info: info}
 			}
-			if r := whole(done); r.res != porcupine.Ok {
+			if r := l.whole(done); r.res != porcupine.Ok {
 				return r
 			}
-			return whole(len(ops)) // the prefix passed another way: check it all
+			return l.whole(len(l.ops)) // the prefix passed another way: check it all
 		}
 		lins := info.PartialLinearizations()
 		if len(lins) != 1 || len(lins[0]) == 0 || len(lins[0][0]) != len(ch) {
-			return whole(len(ops)) // not the shape porcupine documents; do not guess
+			return l.whole(len(l.ops)) // not the shape porcupine documents; do not guess
 		}
 		for _, id := range lins[0][0] {
-			_, state = model.Step(state, ch[id].Input, ch[id].Output)
+			_, state = l.model.Step(state, ch[id].Input, ch[id].Output)
 		}
 	}
 	return linResult{res: porcupine.Ok}

@@ -49,7 +49,7 @@ func TestLostUpdatesPastTheCapAreCounted(t *testing.T) {
 func TestLostUpdateIsProofWhenPorcupineRunsOutOfTime(t *testing.T) {
 	b := &hb{}
 	b.lostUpdates(0, 1)
-	r := Check(ctx, b.ops, Config{Timeout: time.Nanosecond})
+	r := checkOps(ctx, b.ops, Config{Timeout: time.Nanosecond})
 	if got := r.Checkers[Resource]; got.Verdict != Invalid || got.Reason != resourceInvalid {
 		t.Errorf("resource %s (%s), want invalid", got.Verdict, got.Reason)
 	}

@@ -128,8 +128,8 @@ type Result struct {
 	Counts map[string]map[string]int `json:"counts"`
 	// Violations, ordered by start time.
 	Violations []Violation `json:"violations"`
-	// Holds are the lock-promise claims, for plots. A windowed check of a
-	// long history (CheckFile) keeps them in a file instead, and Holds is
+	// Holds are the lock-promise claims, for plots. The windowed check of
+	// a long history file keeps them in a file instead, and Holds is
 	// empty: read them with EachHold.
 	Holds   []Hold    `json:"holds,omitempty"`
 	spilled *holdFile // the holds, when kept in a file
@@ -139,4 +139,7 @@ type Result struct {
 	// refuted it (an overlap or foreign release, two accepted writes of the
 	// same read).
 	NonLinearizableKeys []string `json:"non_linearizable_keys,omitempty"`
+	// Seen is what the check saw of the history besides its verdict, for
+	// whoever shows it (see Seen).
+	Seen Seen `json:"-"`
 }

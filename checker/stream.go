@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"sort"
 
@@ -14,7 +13,7 @@ import (
 
 // A long run's history does not fit in memory at once: a minute of fifty
 // clients is 2.5 million events, and holding them with what the checkers
-// derive from them costs a gigabyte. CheckFile therefore reads the history
+// derive from them costs a gigabyte. Check therefore reads a history file
 // in windows of about windowTarget events and keeps, between windows, only
 // what the checkers need of the past (the carry): memory is bounded by the
 // longest window, not by the length of the run.
@@ -131,66 +130,34 @@ import (
 // crash early in a run, a client running two operations at once), the
 // window grows to the end and memory is what the whole check costs.
 
-// windowTarget is how many events a window of CheckFile holds at least
-// before it is cut at the next point allowed.
+// windowTarget is how many events a window of the check of a history
+// file holds at least before it is cut at the next point allowed.
 const windowTarget = 1 << 16
 
-// CheckFile judges the history at path as Check does, reading it in
-// windows so that its memory does not grow with the length of the history
-// (see above). truncated reports a last line cut off by a killed run (and
-// dropped, as history.ReadFile does). When ctx is done the reading stops
-// and the checkers that had not finished are unknown, as with Check; err
-// is for a history that cannot be read. A history the windows cannot judge
-// exactly (its events out of index order after a cut, or no final heal
-// after a cut) is read again and checked whole.
-func CheckFile(ctx context.Context, path string, cfg Config) (res Result, truncated bool, err error) {
-	return checkFile(ctx, path, cfg, windowTarget)
-}
-
-func checkFile(ctx context.Context, path string, cfg Config, target int) (Result, bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Result{}, false, fmt.Errorf("open history: %w", err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return Result{}, false, fmt.Errorf("history %s is a directory: give the history.jsonl inside it", path)
-	}
-	sc := history.NewScanner(f)
-	next := func() (history.Op, bool) {
-		if !sc.Scan(ctx) {
-			return history.Op{}, false
-		}
-		return sc.Op(), true
-	}
-	res, exact := checkWindows(ctx, next, cfg, target)
+// checkSource is Check of a history file, read in windows of at least
+// target events (see above). A history the windows cannot judge exactly
+// (its events out of index order after a cut, or no final heal after a
+// cut) is read again and checked whole.
+func checkSource(ctx context.Context, src history.Source, cfg Config, target int) (Result, error) {
+	w := checkWindows(ctx, src, cfg, target)
 	if ctx.Err() != nil {
 		// Stopped: the checkers that had not finished are unknown, as
-		// Check's are when ctx is done.
-		if res.Checkers == nil {
-			res = Check(ctx, nil, cfg)
+		// they are when ctx is done during a whole check.
+		if w.res.Checkers == nil {
+			w.res = checkWhole(ctx, nil, false, cfg)
+			w.res.Seen.Complete = false
 		}
-		return res, sc.Truncated(), nil
+		w.res.Seen.Truncated = w.truncated
+		return w.res, nil
 	}
-	if err := sc.Err(); err != nil {
-		return res, sc.Truncated(), fmt.Errorf("%s: %w", path, err)
+	if w.err != nil || w.exact {
+		return w.res, w.err
 	}
-	if exact {
-		return res, sc.Truncated(), nil
-	}
-	h, err := history.ReadFileContext(ctx, path)
+	h, err := src.ReadAll(ctx)
 	if err != nil {
-		return Result{}, h.Truncated, err
+		return Result{Seen: Seen{Truncated: h.Truncated}}, err
 	}
-	return Check(ctx, h.Ops, cfg), h.Truncated, nil
-}
-
-// checkWindows checks the events next yields in windows of at least
-// target events; false when the windows cannot be exact and the history
-// must be checked whole.
-func checkWindows(ctx context.Context, next func() (history.Op, bool), cfg Config, target int) (Result, bool) {
-	res, exact, _ := checkWindowsStats(ctx, next, cfg, target)
-	return res, exact
+	return checkWhole(ctx, h.Ops, h.Truncated, cfg), nil
 }
 
 // windowStats says how a history was cut: the windows before the last,
@@ -200,38 +167,59 @@ type windowStats struct {
 	recovery       int // cuts after the final heal
 }
 
-// checkWindowsStats is checkWindows, saying how it cut the history.
-func checkWindowsStats(ctx context.Context, next func() (history.Op, bool), cfg Config, target int) (Result, bool, windowStats) {
+// windowRun is what checking a history in windows gave: its result, and
+// whether it is exact (else the history must be checked whole); whether
+// the last line was cut off; the error that stopped the reading; how the
+// history was cut.
+type windowRun struct {
+	res       Result
+	exact     bool
+	truncated bool
+	err       error
+	st        windowStats
+}
+
+// checkWindows checks the events of src in windows of at least target
+// events.
+func checkWindows(ctx context.Context, src history.Source, cfg Config, target int) windowRun {
 	a := newAccumulator(ctx, cfg, cfg.holdLimit())
 	cut := newCutter(a.c.pk)
-	var st windowStats
-	for {
-		op, ok := next()
-		if !ok {
-			break
+	var w windowRun
+	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
+		a.seen.Add(op)
+		if cut.since >= target && cut.ok(*op) {
+			a.cut(cut, &w.st)
 		}
-		if cut.since >= target && cut.ok(op) {
-			win, counters, deferred := cut.take()
-			if len(win) > 0 {
-				a.window(win, false, cut.last.Time)
-				commit(a.c, counters)
-				st.cuts++
-				st.deferred += deferred
-				if a.c.heal >= 0 {
-					st.recovery++
-				}
-			}
-		}
-		cut.observe(op)
-		if cut.disorder && st.cuts > 0 {
-			return Result{}, false, st
-		}
+		cut.observe(*op)
+		return !cut.disorder || w.st.cuts == 0
+	})
+	if cut.disorder && w.st.cuts > 0 {
+		return w // read again and checked whole
 	}
+	a.seen.Complete = w.err == nil && ctx.Err() == nil
+	a.seen.Truncated = w.truncated
 	a.window(cut.rest(), true, 0)
+	w.res = a.result()
 	// Liveness is judged over the recovery after the final heal, which
 	// the windows carry (carry.rec); without one the whole history is
 	// the recovery, which the windows did not carry.
-	return a.result(), st.cuts == 0 || a.c.heal >= 0, st
+	w.exact = w.st.cuts == 0 || a.c.heal >= 0
+	return w
+}
+
+// cut checks the window the cutter may end now, if it holds any event.
+func (a *accumulator) cut(cut *cutter, st *windowStats) {
+	win, counters, deferred := cut.take()
+	if len(win) == 0 {
+		return
+	}
+	a.window(win, false, cut.last.Time)
+	commit(a.c, counters)
+	st.cuts++
+	st.deferred += deferred
+	if a.c.heal >= 0 {
+		st.recovery++
+	}
 }
 
 // carry is what the checkers keep of the windows before the current one.
@@ -353,9 +341,10 @@ func (c caps) set(k capKey, n int) {
 // accumulator checks a history window by window and composes the
 // windows' findings into the history's Result.
 type accumulator struct {
-	ctx context.Context
-	cfg Config
-	c   *carry
+	ctx  context.Context
+	cfg  Config
+	c    *carry
+	seen Seen
 
 	counts   map[string]map[string]int
 	shared   *CheckResult // the history is unusable
@@ -367,6 +356,8 @@ type accumulator struct {
 	liveVs   []Violation
 	cov      Coverage
 	covErr   string
+	viewIn   map[string]*viewInput // what each refuted key's view is drawn from (Config.Views)
+	viewsOff bool                  // the history is too long for views
 }
 
 // newAccumulator starts a check. A windowed one keeps at most holdLimit
@@ -384,11 +375,37 @@ func newAccumulator(ctx context.Context, cfg Config, holdLimit int) *accumulator
 // of keys it left for later may end it before then, yet its claims may
 // run until then, and the checkers clip at the window's end (p.last).
 func (a *accumulator) window(ops []history.Op, last bool, until int64) {
-	w := window{c: a.c, last: last}
 	if a.shared != nil {
 		a.addCounts(guardCounts(ops, nil))
 		return
 	}
+	p, byKey, ok := a.prepare(ops, until)
+	if !ok {
+		return
+	}
+	w := window{c: a.c, last: last}
+	a.judge(ops, p, byKey, w)
+	if a.covErr == "" {
+		g := guard(func() (CheckResult, error) {
+			a.cov.add(coverage(p, byKey, w))
+			return CheckResult{}, nil
+		})
+		if g.Verdict == Unknown {
+			a.covErr = g.Reason
+		}
+	}
+	if p.heal >= 0 {
+		// The recovery began here: the windows after this one go on
+		// with it (liveness, coverage).
+		a.c.heal = p.heal
+	}
+	a.carryClaims(p, byKey)
+}
+
+// prepare pairs the window's calls, builds its claims and keeps its holds,
+// and counts its completions; false when the history is unusable (every
+// checker is then unknown, with the reason).
+func (a *accumulator) prepare(ops []history.Op, until int64) (*prepared, map[string][]claim, bool) {
 	var p *prepared
 	var byKey map[string][]claim
 	var hs []Hold
@@ -406,10 +423,17 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 	a.addCounts(guardCounts(ops, p))
 	if shared.Verdict == Unknown {
 		a.shared = &shared
-		return
+		return nil, nil, false
 	}
 	a.holds.add(hs...)
+	return p, byKey, true
+}
 
+// judge runs the three checkers on the window, each guarded (one that
+// failed in an earlier window runs no more), and keeps what whoever shows
+// the verdict needs of it: the events its violations name, what the views
+// of the keys it refuted are drawn from.
+func (a *accumulator) judge(ops []history.Op, p *prepared, byKey map[string][]claim, w window) {
 	run := func(name string, f func()) {
 		if _, done := a.failed[name]; done {
 			return
@@ -425,39 +449,37 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 			a.failed[name] = cr
 		}
 	}
-	run(LockPromise, func() { a.promise.add(checkPromise(a.ctx, p, byKey, a.cfg, w)) })
-	run(Resource, func() { a.resource.add(checkResource(a.ctx, p, byKey, a.cfg, w)) })
+	var pp promisePart
+	var rp resourcePart
+	var lvs []Violation
+	run(LockPromise, func() { pp = checkPromise(a.ctx, p, byKey, a.cfg, w); a.promise.add(pp) })
+	run(Resource, func() { rp = checkResource(a.ctx, p, byKey, a.cfg, w); a.resource.add(rp) })
 	run(Liveness, func() {
 		cr, vs := checkLiveness(p, byKey, w)
-		if last {
-			a.live, a.liveVs = cr, vs
+		if w.last {
+			a.live, a.liveVs, lvs = cr, vs, vs
 		}
 	})
-	if a.covErr == "" {
-		g := guard(func() (CheckResult, error) {
-			a.cov.add(coverage(p, byKey, w))
-			return CheckResult{}, nil
-		})
-		if g.Verdict == Unknown {
-			a.covErr = g.Reason
-		}
-	}
-	if p.heal >= 0 {
-		// The recovery began here: the windows after this one go on
-		// with it (liveness, coverage).
-		a.c.heal = p.heal
-	}
-	// The latest claim of each process and key, for the next window's
-	// stale writes.
+	// What the report draws of the window: a failure here costs the
+	// picture, never the verdict.
+	guard(func() (CheckResult, error) {
+		a.seen.name(ops, pp.vs, rp.violations(), lvs)
+		a.views(ops, p, byKey, w.last, pp.nonlin, rp.nonlin)
+		return CheckResult{}, nil
+	})
+}
+
+// carryClaims carries what the next windows need of this one's claims and
+// grants: the latest claim of each process and key (for stale writes),
+// and its latest grant's token (an acquire ok, or a renew ok not
+// absorbed: markRenewals' rule; for lost-lease evidence).
+func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
 	for _, cs := range byKey {
 		for _, cl := range cs {
 			pc := a.c.at(procKey{cl.proc, cl.key})
 			pc.claimEnd, pc.claimGrant, pc.hasClaim = cl.end.t, cl.grant, true
 		}
 	}
-	// The latest grant of each process and key (an acquire ok, or a renew
-	// ok not absorbed: markRenewals' rule), for the next window's
-	// lost-lease evidence.
 	latest := map[procKey]int64{}
 	for i := range p.calls {
 		c := &p.calls[i]
@@ -500,14 +522,15 @@ func (c *Coverage) add(d Coverage) {
 	c.Crashes.WhileHolding += d.Crashes.WhileHolding
 }
 
-// result composes the windows' findings.
+// result composes the windows' findings, with what the check saw.
 func (a *accumulator) result() Result {
-	res := Result{Checkers: map[string]CheckResult{}, Violations: []Violation{}, Counts: a.counts}
+	res := Result{Checkers: map[string]CheckResult{}, Violations: []Violation{}, Counts: a.counts, Seen: a.seen}
 	if a.shared != nil {
 		for _, name := range []string{LockPromise, Resource, Liveness} {
 			res.Checkers[name] = *a.shared
 		}
 		res.Verdict = Unknown
+		res.Seen.prune(nil, nil)
 		return res
 	}
 	if a.holds.finish() {
@@ -515,6 +538,28 @@ func (a *accumulator) result() Result {
 	} else {
 		res.spilled = a.holds
 	}
+	a.compose(&res)
+	cov := a.cov
+	if a.covErr == "" {
+		g := guard(func() (CheckResult, error) {
+			cov.Faults = faultCoverage(a.c.nem, a.c.faults)
+			pauseCoverage(a.c.pauses, &cov.Pauses)
+			return CheckResult{}, nil
+		})
+		if g.Verdict == Unknown {
+			a.covErr = g.Reason
+		}
+	}
+	judgeExposure(&res, cov, a.covErr, a.cfg)
+	res.Seen.prune(res.Violations, res.NonLinearizableKeys)
+	guard(func() (CheckResult, error) { a.drawViews(&res); return CheckResult{}, nil })
+	return res
+}
+
+// compose puts each checker's verdict, violations and refuted keys into
+// res: the windows' findings, or the failure of a checker that could not
+// finish.
+func (a *accumulator) compose(res *Result) {
 	pick := func(name string, ok func() (CheckResult, []Violation, []string)) {
 		if cr, bad := a.failed[name]; bad {
 			res.Checkers[name] = cr
@@ -535,19 +580,6 @@ func (a *accumulator) result() Result {
 	sortViolations(res.Violations)
 	sort.Strings(res.NonLinearizableKeys)
 	res.Verdict = Combine(res.Checkers[LockPromise].Verdict, res.Checkers[Resource].Verdict, res.Checkers[Liveness].Verdict)
-	cov := a.cov
-	if a.covErr == "" {
-		g := guard(func() (CheckResult, error) {
-			cov.Faults = faultCoverage(a.c.nem, a.c.faults)
-			pauseCoverage(a.c.pauses, &cov.Pauses)
-			return CheckResult{}, nil
-		})
-		if g.Verdict == Unknown {
-			a.covErr = g.Reason
-		}
-	}
-	judgeExposure(&res, cov, a.covErr, a.cfg)
-	return res
 }
 
 // checkerRank orders the checkers' violations among equal starts.
@@ -845,16 +877,7 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 	}
 	pk := procKey{owner, op.Key}
 	if op.Type == history.Invoke {
-		c.invoke(op, pendOp{key: op.Key, owner: owner, in: op.Value})
-		k.pending++
-		switch op.F {
-		case history.FRelease:
-			delete(k.leases, owner)
-			r := c.relOf(pk)
-			r.held, r.released, r.relDone = false, true, math.MaxInt64
-		case history.FRenew:
-			c.renewInv[op.Process] = op.Index
-		}
+		c.invokeKey(k, op, owner, pk)
 		return
 	}
 	if op.F == history.FRelease {
@@ -867,64 +890,95 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 	in := c.complete(op, owner)
 	switch op.F {
 	case history.FAcquire, history.FRenew:
-		if op.Type != history.OK {
-			return
+		if op.Type == history.OK {
+			c.granted(k, op, owner, pk)
 		}
-		// A renewer's renewal invoked after its process let go (its
-		// release had completed, or it never held) is an orphan lock (see
-		// findOrphans), a bug: its episodes merge across claims in ways
-		// windows cannot follow, so the key splits no more (its events
-		// then wait for the last window). A renewal concurrent with the
-		// release is absorbed by it and no orphan.
-		switch r := c.rel[pk]; {
-		case op.F == history.FAcquire:
-			c.relOf(pk).held = true
-		case op.Owner != nil && (r == nil || !r.held):
-			if r == nil || !r.released || c.renewInv[op.Process] > r.relDone {
-				k.never = true
-			}
-		}
-		d := int64(never)
-		if op.Value != nil && op.Value.Deadline != 0 {
-			d = op.Value.Deadline
-		}
-		if cur, ok := k.leases[owner]; ok {
-			d = max(d, cur)
-		}
-		k.leases[owner] = d
 	case history.FRead:
 		if op.Type == history.OK && op.Value != nil && op.Value.Counter != nil {
-			v := *op.Value.Counter
-			k.open[owner] = v
-			k.top = max(k.top, v)
-			if k.unsettled && v > k.unsettledRead {
-				k.unsettled = false // every unknown write on the key took effect or never will
-			}
+			k.read(owner, *op.Value.Counter)
 		}
 	case history.FWrite:
-		read, hasRead := k.open[owner]
-		delete(k.open, owner)
-		if op.Type == history.Fail || op.Type == history.OK && op.Value != nil && op.Value.Rejected {
-			return // the counter is as the read left it
+		k.wrote(op, owner, in)
+	}
+}
+
+// invokeKey follows a client invocation on key k.
+func (c *cutter) invokeKey(k *keyState, op history.Op, owner int, pk procKey) {
+	c.invoke(op, pendOp{key: op.Key, owner: owner, in: op.Value})
+	k.pending++
+	switch op.F {
+	case history.FRelease:
+		delete(k.leases, owner)
+		r := c.relOf(pk)
+		r.held, r.released, r.relDone = false, true, math.MaxInt64
+	case history.FRenew:
+		c.renewInv[op.Process] = op.Index
+	}
+}
+
+// granted follows an acquire or renew ok on key k: the lease it grants
+// (until its deadline) keeps k from splitting.
+func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
+	// A renewer's renewal invoked after its process let go (its release
+	// had completed, or it never held) is an orphan lock (see
+	// findOrphans), a bug: its episodes merge across claims in ways
+	// windows cannot follow, so the key splits no more (its events then
+	// wait for the last window). A renewal concurrent with the release is
+	// absorbed by it and no orphan.
+	switch r := c.rel[pk]; {
+	case op.F == history.FAcquire:
+		c.relOf(pk).held = true
+	case op.Owner != nil && (r == nil || !r.held):
+		if r == nil || !r.released || c.renewInv[op.Process] > r.relDone {
+			k.never = true
 		}
-		wrote := read + 1
-		if in != nil && in.Counter != nil {
-			wrote = *in.Counter
-		} else if op.Value != nil && op.Value.Counter != nil {
-			wrote = *op.Value.Counter
-		}
-		if !hasRead || wrote <= read {
-			k.never = true // the counter's value at a split could be ambiguous
-			return
-		}
-		if op.Type == history.OK {
-			k.top = max(k.top, wrote)
-			return
-		}
-		// Unknown: it may take effect later, until a read shows the
-		// counter past the value it needs.
-		if !k.unsettled || read > k.unsettledRead {
-			k.unsettledRead, k.unsettled = read, true
-		}
+	}
+	d := int64(never)
+	if op.Value != nil && op.Value.Deadline != 0 {
+		d = op.Value.Deadline
+	}
+	if cur, ok := k.leases[owner]; ok {
+		d = max(d, cur)
+	}
+	k.leases[owner] = d
+}
+
+// read follows a read of the counter that returned v: a section is open
+// until its write.
+func (k *keyState) read(owner int, v int64) {
+	k.open[owner] = v
+	k.top = max(k.top, v)
+	if k.unsettled && v > k.unsettledRead {
+		k.unsettled = false // every unknown write on the key took effect or never will
+	}
+}
+
+// wrote follows the completion of a write (invoked with in): it closes
+// the section, and what it wrote, or may have, decides whether the
+// counter's value at a split is certain.
+func (k *keyState) wrote(op history.Op, owner int, in *history.Value) {
+	read, hasRead := k.open[owner]
+	delete(k.open, owner)
+	if op.Type == history.Fail || op.Type == history.OK && op.Value != nil && op.Value.Rejected {
+		return // the counter is as the read left it
+	}
+	wrote := read + 1
+	if in != nil && in.Counter != nil {
+		wrote = *in.Counter
+	} else if op.Value != nil && op.Value.Counter != nil {
+		wrote = *op.Value.Counter
+	}
+	if !hasRead || wrote <= read {
+		k.never = true // the counter's value at a split could be ambiguous
+		return
+	}
+	if op.Type == history.OK {
+		k.top = max(k.top, wrote)
+		return
+	}
+	// Unknown: it may take effect later, until a read shows the counter
+	// past the value it needs.
+	if !k.unsettled || read > k.unsettledRead {
+		k.unsettledRead, k.unsettled = read, true
 	}
 }

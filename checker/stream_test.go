@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -18,23 +19,25 @@ import (
 // windowed checks ops in windows of at least target events (1: a cut at
 // every point the cutter allows); st says how it cut them.
 func windowed(ops []history.Op, target int) (Result, windowStats, bool) {
-	i := 0
-	next := func() (history.Op, bool) {
-		if i == len(ops) {
-			return history.Op{}, false
-		}
-		i++
-		return ops[i-1], true
-	}
-	res, exact, st := checkWindowsStats(ctx, next, Config{Timeout: time.Minute}, target)
-	return res, st, exact
+	w := checkWindows(ctx, history.Events(ops), Config{Timeout: time.Minute}, target)
+	return w.res, w.st, w.exact
+}
+
+// checkFile checks the history file at path in windows of at least
+// target events, and says whether its last line was cut off.
+func checkFile(ctx context.Context, path string, cfg Config, target int) (Result, bool, error) {
+	r, err := checkSource(ctx, history.File(path), cfg, target)
+	return r, r.Seen.Truncated, err
 }
 
 // sameResult fails unless the windowed result is the whole one: every
 // verdict and reason, the counts, coverage, holds, statistics and
-// non-linearizable keys, and the violations, in the same order.
+// non-linearizable keys, the violations, in the same order, and what the
+// check saw (sameSeen).
 func sameResult(t *testing.T, name string, whole, win Result) {
 	t.Helper()
+	sameSeen(t, name, whole.Seen, win.Seen)
+	whole.Seen, win.Seen = Seen{}, Seen{}
 	if !reflect.DeepEqual(whole, win) {
 		ja, _ := json.MarshalIndent(whole, "", " ")
 		jb, _ := json.MarshalIndent(win, "", " ")
@@ -46,6 +49,25 @@ func sameResult(t *testing.T, name string, whole, win Result) {
 			ja, jb = ja[:4000], jb[:4000]
 		}
 		t.Fatalf("%s: windowed check differs from the whole check\nwhole: %s\nwindowed: %s", name, ja, jb)
+	}
+}
+
+// sameSeen fails unless the windows saw what the whole check saw: the
+// same events, end, nemesis events and client faults; and each event a
+// violation names that the windows kept is the whole check's, invoked at
+// the same time. The whole check keeps every such event; the windows
+// those of a violation found in the window that held them.
+func sameSeen(t *testing.T, name string, whole, win Seen) {
+	t.Helper()
+	for i, e := range win.named {
+		if w, ok := whole.named[i]; !ok || !reflect.DeepEqual(w, e) {
+			t.Fatalf("%s: the windows kept event %d as %+v, the whole check %+v (kept %v)", name, i, e, w, ok)
+		}
+	}
+	whole.named, win.named = nil, nil
+	if !reflect.DeepEqual(whole, win) {
+		t.Fatalf("%s: the windows saw %d events to %d (%d nemesis, %d client faults, complete %v), the whole check %d to %d (%d, %d, %v)", name,
+			win.Events, win.End, len(win.Nemesis), len(win.ClientFaults), win.Complete, whole.Events, whole.End, len(whole.Nemesis), len(whole.ClientFaults), whole.Complete)
 	}
 }
 
@@ -229,7 +251,7 @@ func withPauses(rng *rand.Rand, ops []history.Op) []history.Op {
 	return out
 }
 
-// TestWindowedCheckIsTheWholeCheck: the windowed check (CheckFile's) gives
+// TestWindowedCheckIsTheWholeCheck: the windowed check (a history file's) gives
 // the whole check's result, cut at every point it allows, on the real
 // fixtures, on simulated runs of a correct lock, on the same runs broken
 // (a lost update, an overlapping grant, a fencing token handed out twice,
@@ -280,7 +302,7 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 	var many struct{ cases, cut, cuts, deferred int }
 	verdicts, manyVerdicts := map[Verdict]int{}, map[Verdict]int{}
 	for i, c := range cases {
-		whole := Check(ctx, c.ops, Config{Timeout: time.Minute})
+		whole := checkOps(ctx, c.ops, Config{Timeout: time.Minute})
 		for _, target := range []int{1, 7} {
 			win, st, ok := windowed(c.ops, target)
 			if !ok {
@@ -325,15 +347,15 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 	}
 }
 
-// TestCheckFileReadsInWindows: CheckFile on a history file gives Check's
-// result, in windows.
+// TestCheckFileReadsInWindows: Check of a history file gives the check of
+// its events in memory, in windows.
 func TestCheckFileReadsInWindows(t *testing.T) {
 	ops := simValidRun(rand.New(rand.NewPCG(3, 4)), simConfig{procs: 5, keys: 2, events: 20_000, ttl: 5e6, pInfo: 0.02, heal: true})
 	path := writeHistoryFile(t, ops)
-	whole := Check(ctx, ops, Config{Timeout: time.Minute})
+	whole := checkOps(ctx, ops, Config{Timeout: time.Minute})
 	res, truncated, err := checkFile(ctx, path, Config{Timeout: time.Minute}, 1000)
 	if err != nil || truncated {
-		t.Fatalf("CheckFile: %v (truncated %v)", err, truncated)
+		t.Fatalf("check of the file: %v (truncated %v)", err, truncated)
 	}
 	sameResult(t, "file", whole, res)
 	if _, st, _ := windowed(ops, 1000); st.cuts == 0 {
@@ -351,7 +373,7 @@ func TestWindowsGoOnPastAKeyHeldAllRun(t *testing.T) {
 		t.Fatalf("the run alone: %+v cuts (exact %v)", alone, ok)
 	}
 	held := withHeldKey(ops, 99, "held", 5e6)
-	whole := Check(ctx, held, Config{Timeout: time.Minute})
+	whole := checkOps(ctx, held, Config{Timeout: time.Minute})
 	if whole.Verdict != Valid {
 		t.Fatalf("verdict %s: %+v", whole.Verdict, whole.Checkers)
 	}
@@ -416,7 +438,7 @@ func TestWindowsSpellOutTheWholeChecksFirstFindings(t *testing.T) {
 		kind string
 		max  int
 	}{{"fences repeat", fences, KindFenceBackwards, maxBackwards}, {"leases end at once", short, KindStaleWrite, maxStale}} {
-		whole := Check(ctx, c.ops, Config{Timeout: time.Minute})
+		whole := checkOps(ctx, c.ops, Config{Timeout: time.Minute})
 		n := 0
 		for _, v := range whole.Violations {
 			if v.Kind == c.kind {

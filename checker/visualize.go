@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"time"
 
@@ -12,45 +13,119 @@ import (
 	"github.com/lockharness/lockharness/history"
 )
 
-// maxVisOps bounds the operations of one model shown in a visualisation;
-// beyond it a window around the first violation is shown.
+// MaxViewEvents bounds the history of which a check keeps porcupine's
+// views (Config.Views): a view is drawn from the key's history, kept in
+// memory until the check ends, and a longer history has its violations on
+// the report's timeline and in words instead.
+const MaxViewEvents = 400_000
+
+// maxVisOps bounds the operations of one model shown in a view; beyond it
+// a window around the first violation is shown.
 const maxVisOps = 4000
 
-// visTimeout bounds the porcupine runs behind a visualisation.
+// visTimeout bounds the porcupine runs behind a view.
 const visTimeout = 10 * time.Second
 
-// VisualizeKey writes porcupine's HTML visualisation of key's history: the
-// lease-mutex model (failed and unknown acquires included, as no-ops), plus
-// the counter model when its check fails, annotated with the nemesis's
-// events, client crashes and pauses, and the violations the checkers found.
-// Porcupine's clock is the history index (see instant); every operation's
-// tooltip gives its run-clock times. A key with more than a few thousand
-// operations is shown in a window around its first violation, starting from
-// a state that allows anything (a free lock, any counter value), so the
-// picture stays small enough for a browser.
-func VisualizeKey(ops []history.Op, key string, w io.Writer) error {
-	p, err := prepare(ops)
-	if err != nil {
-		return fmt.Errorf("visualize %s: %w", key, err)
+// View is porcupine's picture of one key's history (see Config.Views): the
+// lease-mutex model (failed and unknown acquires included, as no-ops),
+// plus the counter model when its check fails, annotated with the
+// nemesis's events, client crashes and pauses, and the violations the
+// checkers found. Porcupine's clock is the history index (see instant);
+// every operation's tooltip gives its run-clock times. A key with more
+// than a few thousand operations is shown in a window around its first
+// violation, starting from a state that allows anything (a free lock, any
+// counter value), so the picture stays small enough for a browser. The
+// picture is of the key's part of the window the check refuted it in: of
+// its whole history, unless the history was long enough to be checked in
+// windows.
+type View struct {
+	key   string
+	model porcupine.Model
+	info  porcupine.LinearizationInfo
+}
+
+// WriteHTML writes the view as porcupine's HTML page.
+func (v *View) WriteHTML(w io.Writer) error {
+	if err := porcupine.Visualize(v.model, v.info, w); err != nil {
+		return fmt.Errorf("visualize %s: %w", v.key, err)
 	}
-	ctx := context.Background()
-	byKey := buildClaims(p)
-	var vs []Violation
-	for _, v := range analyseClaims(p, byKey).violations {
+	return nil
+}
+
+// View is porcupine's view of key, kept by a check with Config.Views of
+// a history of at most MaxViewEvents events, for each key in
+// NonLinearizableKeys; false for any other key, and when the check was
+// cut short before it drew the view.
+func (r *Result) View(key string) (*View, bool) {
+	v, ok := r.Seen.views[key]
+	return v, ok
+}
+
+// viewInput is what a view is drawn from, taken from the window of the
+// history in which the check refuted the key: its operations on either
+// model, its violations of the lock promise, and what happened around
+// them. The porcupine runs wait for the end of the check (draw), so that
+// they never hold up the verdict.
+type viewInput struct {
+	key         string
+	lease       []porcupine.Operation
+	sects       []Section
+	counterInit CounterState
+	vs          []Violation
+	nemesis     []nemesisEvent
+	marks       []history.Op // client crashes, and pauses of the key's clients
+	lastIndex   int64
+}
+
+// viewOf is what key's view is drawn from in the window ops (prepared p,
+// claims byKey), whose counter starts at counter and whose critical
+// sections are secs.
+func viewOf(ops []history.Op, p *prepared, byKey map[string][]claim, secs map[string][]Section, key string, counter int64) *viewInput {
+	in := &viewInput{key: key, lease: leaseOps(p, key, true), sects: secs[key],
+		counterInit: CounterState{A: counter, N: 1}, nemesis: p.nemesis, lastIndex: p.lastIndex}
+	for _, v := range analyseClaims(p, map[string][]claim{key: byKey[key]}).violations {
 		if v.Key == key {
-			vs = append(vs, v)
+			in.vs = append(in.vs, v)
 		}
 	}
-	lease := leaseOps(p, key, true)
-	sects := sections(p)[key]
-	counter := counterOps(sects)
-	counterBad := checkLinearizable(ctx, CounterModel(), counter, visTimeout)
-	counterShown := counterBad.res != porcupine.Ok && len(counter) > 0
+	for i := range ops {
+		op := &ops[i]
+		if op.Process.IsNemesis() || op.Type == history.Invoke {
+			continue
+		}
+		if op.F == history.FCrash || (op.F == history.FPause && op.Key == key) {
+			in.marks = append(in.marks, *op)
+		}
+	}
+	return in
+}
 
-	// Where to look: the first violation of the lock promise, else the
-	// first section porcupine could not place, else the beginning.
+// draw runs porcupine on the view's operations and annotates what it
+// found.
+func (in *viewInput) draw(ctx context.Context) *View {
+	counter := counterOps(in.sects)
+	counterBad := checkLinearizable(ctx, counterModel(in.counterInit), counter, visTimeout)
+	counterShown := counterBad.res != porcupine.Ok && len(counter) > 0
+	lo, hi := int64(0), in.lastIndex
+	windowed := len(in.lease) > maxVisOps || (counterShown && len(counter) > maxVisOps)
+	leaseInit, counterInit := leaseFree, in.counterInit
+	if windowed {
+		lo, hi = visWindow(in.lease, in.focus(counterBad))
+		counterInit = CounterState{} // allow anything at the cut
+	}
+	all := in.operations(counter, counterShown, lo, hi)
+	model := combinedModel(leaseInit, counterInit)
+	_, info := porcupineCheck(ctx, model, all, visTimeout)
+	info.AddAnnotations(in.annotations(windowed, lo, hi))
+	return &View{key: in.key, model: model, info: info}
+}
+
+// focus is where a long view looks: the first violation of the lock
+// promise, else the first section porcupine could not place, else the
+// beginning (-1).
+func (in *viewInput) focus(counterBad linResult) int64 {
 	focus := int64(-1)
-	for _, v := range vs {
+	for _, v := range in.vs {
 		if len(v.Events) > 0 && (focus < 0 || v.Events[0] < focus) {
 			focus = v.Events[0]
 		}
@@ -60,74 +135,123 @@ func VisualizeKey(ops []history.Op, key string, w io.Writer) error {
 			focus = op.Call
 		}
 	}
-	lo, hi := int64(0), p.lastIndex
-	windowed := false
-	leaseInit, counterInit := leaseFree, CounterState{A: 0, N: 1}
-	if len(lease) > maxVisOps || (counterShown && len(counter) > maxVisOps) {
-		windowed = true
-		lo, hi = visWindow(lease, focus)
-		leaseInit, counterInit = leaseFree, CounterState{} // allow anything at the cut
-	}
+	return focus
+}
+
+// operations are the view's lease operations called within [lo, hi], and
+// its counter sections there when shown, each with its run-clock times.
+func (in *viewInput) operations(counter []porcupine.Operation, counterShown bool, lo, hi int64) []porcupine.Operation {
 	var all []porcupine.Operation
-	for _, op := range lease {
+	for _, op := range in.lease {
 		if op.Call >= lo && op.Call <= hi {
-			op.Metadata = opTimes(op.Input.(LeaseOp).Call, op.Input.(LeaseOp).Return, op.Call, op.Return)
+			lop := op.Input.(LeaseOp)
+			op.Metadata = opTimes(lop.Call, lop.Return, op.Call, op.Return)
 			all = append(all, op)
 		}
 	}
 	if counterShown {
 		for i, op := range counter {
 			if op.Call >= lo && op.Call <= hi {
-				op.Metadata = opTimes(sects[i].Start, sects[i].End, op.Call, op.Return)
+				op.Metadata = opTimes(in.sects[i].Start, in.sects[i].End, op.Call, op.Return)
 				all = append(all, op)
 			}
 		}
 	}
+	return all
+}
 
-	model := combinedModel(leaseInit, counterInit)
-	_, info := porcupine.CheckOperationsVerbose(model, all, visTimeout)
-
+// annotations mark, within [lo, hi], the nemesis's events, client crashes
+// and pauses, and the violations; and say so when the view is a window.
+func (in *viewInput) annotations(windowed bool, lo, hi int64) []porcupine.Annotation {
 	var anns []porcupine.Annotation
-	in := func(i int64) bool { return i >= lo && i <= hi }
+	inside := func(i int64) bool { return i >= lo && i <= hi }
 	if windowed {
 		anns = append(anns, porcupine.Annotation{Tag: "note", Start: lo, End: hi,
-			Description: fmt.Sprintf("events %d–%d of %d", lo, hi, p.lastIndex+1),
+			Description: fmt.Sprintf("events %d–%d of %d", lo, hi, in.lastIndex+1),
 			Details:     "this key's history is long: the picture shows a window around its first violation, starting from a state that allows anything"})
 	}
-	for _, n := range p.nemesis {
+	for _, n := range in.nemesis {
 		end := n.endIdx
 		if n.end < 0 {
-			end = p.lastIndex // still going when the history ends
+			end = in.lastIndex // still going when the history ends
 		}
-		if !in(n.idx) && !in(end) {
+		if !inside(n.idx) && !inside(end) {
 			continue
 		}
 		anns = append(anns, porcupine.Annotation{Tag: "nemesis", Start: n.idx, End: end,
 			Description: n.f, Details: nemesisDetails(n), BackgroundColor: "#f6d7a7"})
 	}
-	for i := range ops {
-		op := &ops[i]
-		if op.Process.IsNemesis() || op.Type == history.Invoke || !in(op.Index) {
-			continue
-		}
-		if op.F == history.FCrash || (op.F == history.FPause && op.Key == key) {
+	for _, op := range in.marks {
+		if inside(op.Index) {
 			anns = append(anns, porcupine.Annotation{ClientId: int(op.Process), Start: op.Index,
 				Description: op.F, Details: fmt.Sprintf("%s at %s", op.F, secs(op.Time)), BackgroundColor: "#f4b6b6"})
 		}
 	}
-	for _, v := range vs {
+	for _, v := range in.vs {
 		s, e := v.Events[0], v.Events[len(v.Events)-1]
-		if !in(s) && !in(e) {
+		if !inside(s) && !inside(e) {
 			continue
 		}
 		anns = append(anns, porcupine.Annotation{Tag: "violations", Start: min(s, e), End: max(s, e),
 			Description: v.Kind, Details: v.Description, BackgroundColor: "#ff8080"})
 	}
-	info.AddAnnotations(anns)
-	if err := porcupine.Visualize(model, info, w); err != nil {
-		return fmt.Errorf("visualize %s: %w", key, err)
+	return anns
+}
+
+// views keeps what the views of the keys the window refuted (nonlin) are
+// drawn from, while the history read so far is short enough to keep them
+// (MaxViewEvents); past it, it lets go of them all.
+func (a *accumulator) views(ops []history.Op, p *prepared, byKey map[string][]claim, last bool, nonlin ...[]string) {
+	if !a.cfg.Views || a.viewsOff {
+		return
 	}
-	return nil
+	if a.seen.Events > MaxViewEvents {
+		a.viewsOff, a.viewIn = true, nil
+		return
+	}
+	var secs map[string][]Section
+	for _, keys := range nonlin {
+		for _, key := range keys {
+			if _, done := a.viewIn[key]; done {
+				continue
+			}
+			if secs == nil {
+				acquired := maps.Clone(a.c.acquired)
+				for i := range p.calls {
+					if p.calls[i].f == history.FAcquire {
+						acquired[p.calls[i].proc] = true
+					}
+				}
+				secs = sectionsFinal(p, acquired, last)
+			}
+			if a.viewIn == nil {
+				a.viewIn = map[string]*viewInput{}
+			}
+			a.viewIn[key] = viewOf(ops, p, byKey, secs, key, a.c.counter[key])
+		}
+	}
+}
+
+// drawViews draws the views of keys, once the verdict is in, and keeps
+// them in res.Seen.
+func (a *accumulator) drawViews(res *Result) {
+	if a.viewsOff || a.seen.Events > MaxViewEvents || len(a.viewIn) == 0 {
+		return
+	}
+	var keys []string
+	for _, k := range res.NonLinearizableKeys {
+		if a.viewIn[k] != nil {
+			keys = append(keys, k)
+		}
+	}
+	drawn := eachKey(keys, func(k string) *View { return a.viewIn[k].draw(a.ctx) })
+	if a.ctx.Err() != nil {
+		return // cut short: porcupine gave up on some of them
+	}
+	res.Seen.views = map[string]*View{}
+	for i, k := range keys {
+		res.Seen.views[k] = drawn[i]
+	}
 }
 
 // visWindow picks a range of history indexes holding at most maxVisOps of
@@ -191,24 +315,8 @@ func opTimes(start, end, callIdx, retIdx int64) string {
 // state of each partition starts as nil, meaning its model's initial state.
 func combinedModel(leaseInit LeaseState, counterInit CounterState) porcupine.Model {
 	return porcupine.Model{
-		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
-			var l, c []porcupine.Operation
-			for _, op := range ops {
-				if _, ok := op.Input.(LeaseOp); ok {
-					l = append(l, op)
-				} else {
-					c = append(c, op)
-				}
-			}
-			var out [][]porcupine.Operation
-			for _, part := range [][]porcupine.Operation{l, c} {
-				if len(part) > 0 {
-					out = append(out, part)
-				}
-			}
-			return out
-		},
-		Init: func() any { return nil },
+		Partition: byModel,
+		Init:      func() any { return nil },
 		Step: func(state, input, _ any) (bool, any) {
 			switch in := input.(type) {
 			case LeaseOp:
@@ -251,4 +359,24 @@ func combinedModel(leaseInit LeaseState, counterInit CounterState) porcupine.Mod
 			return fmt.Sprint(m)
 		},
 	}
+}
+
+// byModel partitions a view's operations by model: the lease-mutex
+// operations, then the counter sections.
+func byModel(ops []porcupine.Operation) [][]porcupine.Operation {
+	var l, c []porcupine.Operation
+	for _, op := range ops {
+		if _, ok := op.Input.(LeaseOp); ok {
+			l = append(l, op)
+		} else {
+			c = append(c, op)
+		}
+	}
+	var out [][]porcupine.Operation
+	for _, part := range [][]porcupine.Operation{l, c} {
+		if len(part) > 0 {
+			out = append(out, part)
+		}
+	}
+	return out
 }

@@ -15,8 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/docker/dockertest"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/docker/dockertest"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // composeCmd is docker-compose (1.29, Python) or the `docker compose`
@@ -93,7 +94,7 @@ func TestComposeSentinelUp(t *testing.T) {
 
 func sentinelSetReady(ctx context.Context, net string) error {
 	for _, r := range []string{".12", ".13"} {
-		c := cluster.NewRedisClient(net+r+":6379", cluster.ClientOptions{Timeout: time.Second, PoolSize: 1})
+		c := redisbackend.NewRedisClient(net+r+":6379", sut.ClientOptions{Timeout: time.Second, PoolSize: 1})
 		info, err := c.Info(ctx, "replication").Result()
 		_ = c.Close()
 		if err != nil {

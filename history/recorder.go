@@ -260,18 +260,19 @@ func (r *Recorder) Ops() []Op {
 	return res.Ops
 }
 
-// File is the path of the history file the recorder wrote every event
-// to, once closed: a reader may then take the history from the file alone
-// (checker.CheckFile reads it in windows). False when the recorder kept
-// the events in memory (w is not a regular file), is still open, failed
-// to write, or was handed events after Close (kept in memory only).
-func (r *Recorder) File() (string, bool) {
+// Source is the history the recorder wrote, for the check and the
+// report: its file, read event by event, once the recorder is closed and
+// every event is in it; else (it kept the events in memory, as when w is
+// not a regular file, is still open, failed to write, or was handed
+// events after Close) the events it holds (Ops).
+func (r *Recorder) Source() Source {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.keep || !r.closed || r.err != nil || len(r.late) > 0 {
-		return "", false
+	file := !r.keep && r.closed && r.err == nil && len(r.late) == 0
+	r.mu.Unlock()
+	if file {
+		return File(r.file.Name())
 	}
-	return r.file.Name(), true
+	return Events(r.Ops())
 }
 
 // Len is the number of events recorded so far.

@@ -12,6 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var etcdInfo = Info{
@@ -20,7 +22,7 @@ var etcdInfo = Info{
 	Description: "etcd's concurrency.Mutex (TryLock) over a session lease with a TTL (a lease per hold, kept alive every TTL/3); release deletes the key if it is still ours, then revokes the lease",
 	MinNodes:    3,
 	MaxNodes:    5,
-	New:         func(nodes []Node, opts Options) (Lock, error) { return newEtcdLock(nodes, opts, false) },
+	New:         func(nodes []sut.ClientNode, opts Options) (Lock, error) { return newEtcdLock(nodes, opts, false) },
 }
 
 var etcdFencedInfo = Info{
@@ -30,7 +32,7 @@ var etcdFencedInfo = Info{
 	MinNodes:    3,
 	MaxNodes:    5,
 	Fenced:      true,
-	New:         func(nodes []Node, opts Options) (Lock, error) { return newEtcdLock(nodes, opts, true) },
+	New:         func(nodes []sut.ClientNode, opts Options) (Lock, error) { return newEtcdLock(nodes, opts, true) },
 }
 
 // EtcdPrefix is where the etcd locks keep the waiters of key: each holder
@@ -87,7 +89,7 @@ type etcdHold struct {
 	lost      bool      // etcd said the lease is gone
 }
 
-func newEtcdLock(nodes []Node, opts Options, fenced bool) (Lock, error) {
+func newEtcdLock(nodes []sut.ClientNode, opts Options, fenced bool) (Lock, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("etcd lock needs the members' addresses, got none")
 	}

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
 )
 
 // BenchmarkAcquireReleaseEtcd is BenchmarkAcquireRelease for the etcd
@@ -22,10 +22,10 @@ func BenchmarkAcquireReleaseEtcd(b *testing.B) {
 	for _, name := range []string{"etcd", "etcd-fenced"} {
 		b.Run(name, func(b *testing.B) {
 			etcdtest.Require(b)
-			c := etcdtest.Up(b, cluster.Config{Clients: clients})
+			c := etcdtest.Up(b, sut.Config{Clients: clients})
 			ls := make([]locks.Lock, clients)
 			for i := range ls {
-				ls[i] = newLock(b, name, c.ClientNodes(i, cluster.ClientOptions{Timeout: 5 * time.Second}), uint64(i), locks.Options{TTL: 10 * time.Second})
+				ls[i] = newLock(b, name, c.ClientNodes(i, sut.ClientOptions{Timeout: 5 * time.Second}), uint64(i), locks.Options{TTL: 10 * time.Second})
 			}
 			benchPairs(b, ls)
 		})

@@ -7,21 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/etcd"
-	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/etcd"
+	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
 )
 
 // etcdGroup starts a three-member etcd group for clients slots, stopped in
 // Cleanup; etcdNodes is slot cl's view of it.
 func etcdGroup(t *testing.T, clients int) *etcd.Cluster {
 	t.Helper()
-	return etcdtest.Up(t, cluster.Config{Clients: clients})
+	return etcdtest.Up(t, sut.Config{Clients: clients})
 }
 
-func etcdNodes(c *etcd.Cluster, cl int) []locks.Node {
-	return c.ClientNodes(cl, cluster.ClientOptions{Timeout: 2 * time.Second})
+func etcdNodes(c *etcd.Cluster, cl int) []sut.ClientNode {
+	return c.ClientNodes(cl, sut.ClientOptions{Timeout: 2 * time.Second})
 }
 
 // Both etcd locks exclude: a second client is refused while the first

@@ -8,15 +8,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // myLock is a user's own lock: SET NX PX with a fixed token per client and
 // a release that checks it. To test it with the harness it implements
 // locks.Lock and is registered under a name.
 type myLock struct {
-	node  locks.Node
+	node  sut.ClientNode
 	ttl   time.Duration
 	token string
 }
@@ -58,7 +59,7 @@ func Example_customLock() {
 		Name:        "mylock",
 		Description: "SET NX PX with a per-client token",
 		MaxNodes:    1,
-		New: func(nodes []locks.Node, opts locks.Options) (locks.Lock, error) {
+		New: func(nodes []sut.ClientNode, opts locks.Options) (locks.Lock, error) {
 			opts = opts.WithDefaults()
 			return &myLock{node: nodes[0], ttl: opts.TTL, token: fmt.Sprintf("client-%d", opts.Rand.Uint64())}, nil
 		},
@@ -66,7 +67,7 @@ func Example_customLock() {
 	fmt.Println("registered:", err == nil)
 
 	ctx := context.Background()
-	c, err := cluster.Up(ctx, cluster.Config{Nodes: 1, Clients: 2})
+	c, err := redisbackend.Up(ctx, sut.Config{Nodes: 1, Clients: 2})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -75,8 +76,8 @@ func Example_customLock() {
 	info, _ := reg.Lookup("mylock")
 	var clients []locks.Lock
 	for cl := 0; cl < 2; cl++ {
-		nodes := c.ClientNodes(cl, cluster.ClientOptions{})
-		defer cluster.CloseNodes(nodes)
+		nodes := c.ClientNodes(cl, sut.ClientOptions{})
+		defer sut.CloseClientNodes(nodes)
 		l, _ := info.New(nodes, locks.Options{TTL: time.Second})
 		clients = append(clients, l)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var fencedInfo = Info{
@@ -37,7 +39,7 @@ type fencedLock struct {
 	tokenLock
 }
 
-func newFencedLock(nodes []Node, opts Options) (Lock, error) {
+func newFencedLock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("fenced lock needs exactly 1 node, got %d", len(nodes))
 	}

@@ -13,33 +13,35 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // needRedis skips under -short and fails, saying how to install it, when
 // redis-server is missing.
-func needRedis(tb testing.TB) { clustertest.Require(tb) }
+func needRedis(tb testing.TB) { redistest.Require(tb) }
 
 // up starts an independent-masters cluster, stopped in Cleanup.
-func up(tb testing.TB, nodes, clients int) *cluster.Cluster {
+func up(tb testing.TB, nodes, clients int) *redisbackend.Cluster {
 	tb.Helper()
-	return clustertest.Up(tb, cluster.Config{Nodes: nodes, Clients: clients})
+	return redistest.Up(tb, sut.Config{Nodes: nodes, Clients: clients})
 }
 
 // nodesOf returns fresh go-redis clients for client slot cl, closed in
 // Cleanup. Each call makes new clients: one per simulated process.
-func nodesOf(tb testing.TB, c *cluster.Cluster, cl int) []locks.Node {
+func nodesOf(tb testing.TB, c *redisbackend.Cluster, cl int) []sut.ClientNode {
 	tb.Helper()
-	ns := c.ClientNodes(cl, cluster.ClientOptions{})
-	tb.Cleanup(func() { cluster.CloseNodes(ns) })
+	ns := c.ClientNodes(cl, sut.ClientOptions{})
+	tb.Cleanup(func() { sut.CloseClientNodes(ns) })
 	return ns
 }
 
 // newLock builds an instance of the named lock over nodes, seeded by seed.
-func newLock(tb testing.TB, name string, nodes []locks.Node, seed uint64, opts locks.Options) locks.Lock {
+func newLock(tb testing.TB, name string, nodes []sut.ClientNode, seed uint64, opts locks.Options) locks.Lock {
 	tb.Helper()
 	info, err := locks.WithDeliberateBugs().Lookup(name)
 	if err != nil {
@@ -73,7 +75,7 @@ func untilDefinite(op func() error) error {
 
 // direct is a client to a node's own address, bypassing every proxy: the
 // test's view of what the node holds.
-func direct(tb testing.TB, s *cluster.Server) *redis.Client {
+func direct(tb testing.TB, s *local.Server) *redis.Client {
 	tb.Helper()
 	cl := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	tb.Cleanup(func() { _ = cl.Close() })
@@ -86,7 +88,7 @@ func multiNode(name string) bool { return name == "redlock" || name == "redsync"
 // withReplica attaches a replica to node n of c whose replication link goes
 // through a toxiproxy proxy of the test's own, and waits until it is in
 // sync. It returns the proxy (cut it to freeze replication) and the replica.
-func withReplica(tb testing.TB, n *cluster.Server) (*toxiproxy.Proxy, *cluster.Server) {
+func withReplica(tb testing.TB, n *local.Server) (*toxiproxy.Proxy, *local.Server) {
 	tb.Helper()
 	ctx := context.Background()
 	// A full sync waits repl-diskless-sync-delay (5s by default) for more
@@ -102,17 +104,17 @@ func withReplica(tb testing.TB, n *cluster.Server) (*toxiproxy.Proxy, *cluster.S
 	}
 	tb.Cleanup(func() { srv.Collection.Clear() })
 	_, portStr, _ := strings.Cut(p.Listen, ":")
-	port, err := cluster.FreePort()
+	port, err := local.FreePort()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	bin, err := cluster.LookBinary("redis-server")
+	bin, err := redisbackend.LookBinary("redis-server")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	dir := tb.TempDir()
-	r := &cluster.Server{Name: "r1", Port: port, Binary: bin, Dir: dir,
-		Config: cluster.RedisConfig(port, dir, "r1") + fmt.Sprintf("replicaof 127.0.0.1 %s\n", portStr)}
+	r := redisbackend.NewServer("r1", port, bin, dir)
+	r.Config = redisbackend.RedisConfig(port, dir, "r1") + fmt.Sprintf("replicaof 127.0.0.1 %s\n", portStr)
 	if err := r.Start(ctx, true); err != nil {
 		tb.Fatalf("start replica: %v", err)
 	}
@@ -152,7 +154,7 @@ func cut(tb testing.TB, p *toxiproxy.Proxy) {
 }
 
 // nodeClients returns a direct client to every lock node of c.
-func nodeClients(tb testing.TB, c *cluster.Cluster) []*redis.Client {
+func nodeClients(tb testing.TB, c *redisbackend.Cluster) []*redis.Client {
 	tb.Helper()
 	out := make([]*redis.Client, len(c.Nodes))
 	for i, n := range c.Nodes {

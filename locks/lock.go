@@ -1,6 +1,6 @@
 // Package locks holds the distributed lock implementations under test, one
 // file each, behind one small interface. Every lock reaches its servers
-// through Node (a name, the address of the client's own link, and for Redis
+// through sut.ClientNode (a name, the address of the client's own link, and for Redis
 // a go-redis client), the narrow seam that lets adapters for real libraries
 // stay small and lets a topology put a proxy on every link. Most locks are
 // for Redis; a lock for another system (Info.System: etcd, …) dials its own
@@ -17,23 +17,6 @@ import (
 
 	"github.com/lockharness/lockharness/history"
 )
-
-// Node is one server as a lock client sees it: through its own link (a
-// proxy), under a stable name used in errors and in the history.
-type Node struct {
-	Name string
-	// Addr is the host:port this client dials to reach the node: its own
-	// link. A lock for a system other than Redis builds its own client
-	// library's connection from the nodes' addresses (all of them, for a
-	// consensus group), so the client still goes through its own links.
-	Addr string
-	// Client is a go-redis client dialing Addr (or following a replicated
-	// Redis master); nil for the nodes of a system other than Redis.
-	Client redis.UniversalClient
-	// Timeout bounds one request of a lock that dials its own client (the
-	// go-redis Client carries its own); 0 leaves it to the lock.
-	Timeout time.Duration
-}
 
 // Lease is what a successful acquire hands to its holder.
 type Lease struct {

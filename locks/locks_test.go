@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // lockNames is every built-in lock.
@@ -55,7 +55,7 @@ func TestCatalogue(t *testing.T) {
 
 // setup starts the topology the named lock needs: five nodes for the
 // multi-node locks, one otherwise, plus a replica for token-wait.
-func setup(t *testing.T, name string) *cluster.Cluster {
+func setup(t *testing.T, name string) *redisbackend.Cluster {
 	t.Helper()
 	n := 1
 	if multiNode(name) {

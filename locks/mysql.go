@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
-// The schema the MySQL locks expect (package cluster/mariadb creates it at
+// The schema the MySQL locks expect (package sut/mariadb creates it at
 // start): a database, a user without password allowed from loopback, a
 // table with one row per lock key (created on first use) and a table whose
 // AUTO_INCREMENT column hands out fencing tokens.
@@ -50,7 +52,9 @@ var mysqlForUpdateInfo = Info{
 	Description: "a transaction on one pinned connection holding SELECT … FOR UPDATE on the key's row (NOWAIT, or waiting as long as innodb_lock_wait_timeout allows); release = COMMIT. No lease: the lock lasts as long as the connection",
 	MaxNodes:    1,
 	NoLease:     true,
-	New:         func(nodes []Node, opts Options) (Lock, error) { return newMySQLLock(nodes, opts, mysqlForUpdate) },
+	New: func(nodes []sut.ClientNode, opts Options) (Lock, error) {
+		return newMySQLLock(nodes, opts, mysqlForUpdate)
+	},
 }
 
 var mysqlFencedInfo = Info{
@@ -60,7 +64,9 @@ var mysqlFencedInfo = Info{
 	MaxNodes:    1,
 	Fenced:      true,
 	NoLease:     true,
-	New:         func(nodes []Node, opts Options) (Lock, error) { return newMySQLLock(nodes, opts, mysqlFenced) },
+	New: func(nodes []sut.ClientNode, opts Options) (Lock, error) {
+		return newMySQLLock(nodes, opts, mysqlFenced)
+	},
 }
 
 var mysqlGetLockInfo = Info{
@@ -69,7 +75,9 @@ var mysqlGetLockInfo = Info{
 	Description: "GET_LOCK(key, wait) / RELEASE_LOCK(key) on one pinned connection: a named lock that lasts as long as the connection",
 	MaxNodes:    1,
 	NoLease:     true,
-	New:         func(nodes []Node, opts Options) (Lock, error) { return newMySQLLock(nodes, opts, mysqlGetLock) },
+	New: func(nodes []sut.ClientNode, opts Options) (Lock, error) {
+		return newMySQLLock(nodes, opts, mysqlGetLock)
+	},
 }
 
 type mysqlKind int
@@ -138,7 +146,7 @@ type mysqlHold struct {
 // logger is process-wide; it is set once.
 var quietDriver sync.Once
 
-func newMySQLLock(nodes []Node, opts Options, kind mysqlKind) (Lock, error) {
+func newMySQLLock(nodes []sut.ClientNode, opts Options, kind mysqlKind) (Lock, error) {
 	quietDriver.Do(func() { _ = mysql.SetLogger(log.New(io.Discard, "", 0)) })
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("mysql lock needs exactly 1 node, got %d", len(nodes))

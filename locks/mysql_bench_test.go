@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
 )
 
 // BenchmarkAcquireReleaseMySQL is BenchmarkAcquireRelease for the MySQL
@@ -23,10 +23,10 @@ func BenchmarkAcquireReleaseMySQL(b *testing.B) {
 	for _, name := range mysqlLocks {
 		b.Run(name, func(b *testing.B) {
 			mariadbtest.Require(b)
-			c := mariadbtest.Up(b, cluster.Config{Clients: clients})
+			c := mariadbtest.Up(b, sut.Config{Clients: clients})
 			ls := make([]locks.Lock, clients)
 			for i := range ls {
-				ls[i] = newLock(b, name, c.ClientNodes(i, cluster.ClientOptions{Timeout: 5 * time.Second}), uint64(i), locks.Options{})
+				ls[i] = newLock(b, name, c.ClientNodes(i, sut.ClientOptions{Timeout: 5 * time.Second}), uint64(i), locks.Options{})
 			}
 			benchPairs(b, ls)
 		})

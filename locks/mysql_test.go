@@ -7,21 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/mariadb"
-	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/mariadb"
+	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
 )
 
 var mysqlLocks = []string{"mysql-for-update", "mysql-fenced", "mysql-get-lock"}
 
 func mariadbServer(t testing.TB, clients int, extra string) *mariadb.Cluster {
 	t.Helper()
-	return mariadbtest.Up(t, cluster.Config{Clients: clients, ExtraConfig: extra})
+	return mariadbtest.Up(t, sut.Config{Clients: clients, ExtraConfig: extra})
 }
 
-func mysqlNodes(c *mariadb.Cluster, cl int) []locks.Node {
-	return c.ClientNodes(cl, cluster.ClientOptions{Timeout: 2 * time.Second})
+func mysqlNodes(c *mariadb.Cluster, cl int) []sut.ClientNode {
+	return c.ClientNodes(cl, sut.ClientOptions{Timeout: 2 * time.Second})
 }
 
 // Each MySQL lock excludes: a second client is refused while the first

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 // WithDeliberateBugs returns the built-in locks plus the deliberately buggy
@@ -66,7 +68,7 @@ var errStoppedWaiting = errors.New("stopped waiting for the lock; the wait goes 
 // The correct lock is "reentrant": its wait runs in the caller and its
 // watchdog is armed before the grant is returned.
 type orphanWatchdog struct {
-	node Node
+	node sut.ClientNode
 	opts Options
 	base string // the client id; owners are base:call
 
@@ -101,7 +103,7 @@ func (w *waker) fire() {
 	w.wake = make(chan struct{})
 }
 
-func newOrphanWatchdog(nodes []Node, opts Options) (Lock, error) {
+func newOrphanWatchdog(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("reentrant-orphan-watchdog lock needs exactly 1 node, got %d", len(nodes))
 	}

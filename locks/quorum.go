@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Result is what one node answered to one step of a multi-node operation.
@@ -147,7 +148,7 @@ var errNodeTimeout = errors.New("no reply within the per-node timeout")
 // command is abandoned, not cancelled (go-redis clients without
 // ContextTimeoutEnabled ignore a context deadline once the command is on the
 // wire), and finishes within the client's own read timeout.
-func onAll(ctx context.Context, nodes []Node, timeout time.Duration, op string, step func(context.Context, Node) error) []NodeResult {
+func onAll(ctx context.Context, nodes []sut.ClientNode, timeout time.Duration, op string, step func(context.Context, sut.ClientNode) error) []NodeResult {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type answer struct {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var redislockInfo = Info{
@@ -22,7 +24,7 @@ var redislockInfo = Info{
 // whose Obtain had an unknown outcome) is released and refreshed with the
 // same compare-token scripts the library uses.
 type redislockLock struct {
-	node   Node
+	node   sut.ClientNode
 	opts   Options
 	client *redislock.Client
 	held   map[string]grant // by token
@@ -34,7 +36,7 @@ type grant struct {
 	validUntil time.Time
 }
 
-func newRedislock(nodes []Node, opts Options) (Lock, error) {
+func newRedislock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("redislock lock needs exactly 1 node, got %d", len(nodes))
 	}

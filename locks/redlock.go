@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Redlock failpoints.
@@ -35,14 +37,14 @@ var redlockInfo = Info{
 // nodes' clocks and on the client noticing that it took too long; the
 // harness tests both.
 type redlock struct {
-	nodes       []Node
+	nodes       []sut.ClientNode
 	opts        Options
 	quorum      int
 	nodeTimeout time.Duration
 	drift       time.Duration
 }
 
-func newRedlock(nodes []Node, opts Options) (Lock, error) {
+func newRedlock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) < 1 {
 		return nil, fmt.Errorf("redlock needs at least 1 node, got 0")
 	}
@@ -79,7 +81,7 @@ func (l *redlock) Acquire(ctx context.Context, key string, o AcquireOptions) (Le
 func (l *redlock) try(ctx context.Context, key string) (Lease, error) {
 	lease := Lease{Key: key, Token: newToken(l.opts.Rand)}
 	start := time.Now()
-	sets := onAll(ctx, l.nodes, l.nodeTimeout, "SET NX PX", func(ctx context.Context, n Node) error {
+	sets := onAll(ctx, l.nodes, l.nodeTimeout, "SET NX PX", func(ctx context.Context, n sut.ClientNode) error {
 		_, err := setNXPX(ctx, n, key, lease.Token, l.opts.TTL)
 		return err
 	})
@@ -146,7 +148,7 @@ func (l *redlock) releaseAll(ctx context.Context, lease Lease) []NodeResult {
 func (l *redlock) onAllHeld(ctx context.Context, op string, lease Lease, s *redis.Script, args ...any) ([]NodeResult, int) {
 	var mu sync.Mutex
 	absent := map[string]bool{}
-	rs := onAll(ctx, l.nodes, l.nodeTimeout, op, func(ctx context.Context, n Node) error {
+	rs := onAll(ctx, l.nodes, l.nodeTimeout, op, func(ctx context.Context, n sut.ClientNode) error {
 		err := runCompare(ctx, n, s, op, lease.Key, append([]any{lease.Token}, args...)...)
 		if errors.Is(err, ErrNotHeld) {
 			mu.Lock()

@@ -11,6 +11,8 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	goredisv9 "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var redsyncInfo = Info{
@@ -25,14 +27,14 @@ var redsyncInfo = Info{
 // node answered (through a Pool wrapper that changes nothing) so that it can
 // say when a failure is certain, since redsync's errors alone do not tell.
 type redsyncLock struct {
-	nodes []Node
+	nodes []sut.ClientNode
 	opts  Options
 	pools []redsyncredis.Pool
 	// unsentOnCtx[i]: a context error from node i means not sent.
 	unsentOnCtx []bool
 }
 
-func newRedsyncLock(nodes []Node, opts Options) (Lock, error) {
+func newRedsyncLock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) < 1 {
 		return nil, fmt.Errorf("redsync needs at least 1 node, got 0")
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var reentrantInfo = Info{
@@ -74,7 +76,7 @@ func ReentrantChannel(key string) string { return "redisson_lock__channel:{" + k
 // when the last hold is released, when a renewal fails (the lease is then
 // lost), or when the client dies (Close).
 type reentrant struct {
-	node  Node
+	node  sut.ClientNode
 	opts  Options
 	owner string
 
@@ -93,7 +95,7 @@ type hold struct {
 	lost  bool          // the watchdog failed to renew: the lease is gone
 }
 
-func newReentrant(nodes []Node, opts Options) (Lock, error) {
+func newReentrant(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("reentrant lock needs exactly 1 node, got %d", len(nodes))
 	}

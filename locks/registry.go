@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Options configures a lock instance. The zero value is completed by
@@ -62,7 +64,7 @@ func (o Options) failpoint(ctx context.Context, name string) error {
 
 // Factory builds one client's instance of a lock over that client's view of
 // the nodes.
-type Factory func(nodes []Node, opts Options) (Lock, error)
+type Factory func(nodes []sut.ClientNode, opts Options) (Lock, error)
 
 // Systems a lock can be for (Info.System). The run starts a deployment of
 // the lock's system; the protected resource stays on a Redis storage node

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var setNXInfo = Info{
@@ -17,11 +19,11 @@ var setNXInfo = Info{
 // expiry. It is safe while every holder lives to release it, and deadlocks
 // the key forever when one does not; and anyone's DEL releases it.
 type setNX struct {
-	node Node
+	node sut.ClientNode
 	opts Options
 }
 
-func newSetNX(nodes []Node, opts Options) (Lock, error) {
+func newSetNX(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("setnx lock needs exactly 1 node, got %d", len(nodes))
 	}
@@ -30,7 +32,7 @@ func newSetNX(nodes []Node, opts Options) (Lock, error) {
 
 // setnx sends SETNX key value and reports ErrNotAcquired when it returns 0.
 // The instant returned is taken before the command is sent.
-func setnx(ctx context.Context, n Node, key, value string) (time.Time, error) {
+func setnx(ctx context.Context, n sut.ClientNode, key, value string) (time.Time, error) {
 	start := time.Now()
 	set, err := n.Client.SetNX(ctx, key, value, 0).Result()
 	if err != nil {
@@ -57,7 +59,7 @@ func (l *setNX) Release(ctx context.Context, lease Lease) error {
 }
 
 // del sends DEL key; a missing key is not an error, the lock cannot tell.
-func del(ctx context.Context, n Node, key string) error {
+func del(ctx context.Context, n sut.ClientNode, key string) error {
 	if err := n.Client.Del(ctx, key).Err(); err != nil {
 		return &NodeError{Node: n.Name, Op: "DEL", Err: err}
 	}

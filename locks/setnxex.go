@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var setNXEXInfo = Info{
@@ -19,11 +21,11 @@ var setNXEXInfo = Info{
 // setNXEX is the common single-command lock with no owner check: atomic
 // acquire with expiry, but anyone's DEL releases it.
 type setNXEX struct {
-	node Node
+	node sut.ClientNode
 	opts Options
 }
 
-func newSetNXEX(nodes []Node, opts Options) (Lock, error) {
+func newSetNXEX(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("set-nx-ex lock needs exactly 1 node, got %d", len(nodes))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 // FailpointAfterSetNX fires in setnx-expire between SETNX and EXPIRE: a
@@ -22,11 +24,11 @@ var setNXExpireInfo = Info{
 // key with SETNX, then give it an expiry with a second command. Between the
 // two the key has no expiry, so a crash there is the setnx deadlock.
 type setNXExpire struct {
-	node Node
+	node sut.ClientNode
 	opts Options
 }
 
-func newSetNXExpire(nodes []Node, opts Options) (Lock, error) {
+func newSetNXExpire(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("setnx-expire lock needs exactly 1 node, got %d", len(nodes))
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var tokenInfo = Info{
@@ -36,11 +38,11 @@ end`)
 // tokenLock is the single-node lock the redis.io distlock page recommends:
 // a random token per acquisition, so only the holder can release or extend.
 type tokenLock struct {
-	node Node
+	node sut.ClientNode
 	opts Options
 }
 
-func newTokenLock(nodes []Node, opts Options) (Lock, error) {
+func newTokenLock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("token lock needs exactly 1 node, got %d", len(nodes))
 	}
@@ -51,7 +53,7 @@ func newTokenLock(nodes []Node, opts Options) (Lock, error) {
 // SetNX would send EX for whole seconds). It returns ErrNotAcquired when the
 // key exists. The returned instant is taken before the command is sent: the
 // server set the expiry no earlier than that, so it bounds the lease.
-func setNXPX(ctx context.Context, n Node, key, value string, ttl time.Duration) (time.Time, error) {
+func setNXPX(ctx context.Context, n sut.ClientNode, key, value string, ttl time.Duration) (time.Time, error) {
 	start := time.Now()
 	err := n.Client.Do(ctx, "set", key, value, "px", ttl.Milliseconds(), "nx").Err()
 	if errors.Is(err, redis.Nil) {
@@ -90,7 +92,7 @@ func (l *tokenLock) Renew(ctx context.Context, lease Lease) (Lease, error) {
 
 // runCompare runs a compare-token script that returns 1 on success and 0
 // when the key holds another token (or none): ErrNotHeld.
-func runCompare(ctx context.Context, n Node, s *redis.Script, op, key string, args ...any) error {
+func runCompare(ctx context.Context, n sut.ClientNode, s *redis.Script, op, key string, args ...any) error {
 	res, err := s.Run(ctx, n.Client, []string{key}, args...).Int64()
 	if err != nil {
 		return &NodeError{Node: n.Name, Op: op, Err: err}

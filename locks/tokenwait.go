@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var tokenWaitInfo = Info{
@@ -26,7 +28,7 @@ type tokenWaitLock struct {
 	waitTimeout time.Duration
 }
 
-func newTokenWaitLock(nodes []Node, opts Options) (Lock, error) {
+func newTokenWaitLock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("token-wait lock needs exactly 1 node, got %d", len(nodes))
 	}

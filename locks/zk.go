@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/lockharness/lockharness/sut"
 )
 
 var zkInfo = Info{
@@ -23,7 +25,7 @@ var zkInfo = Info{
 	Description: "ZooKeeper's lock recipe: an ephemeral sequential node under the key, the lowest holds, each waiter watches its predecessor; the session (timeout = TTL) is the lease, kept alive every TTL/3",
 	MinNodes:    3,
 	MaxNodes:    5,
-	New:         func(nodes []Node, opts Options) (Lock, error) { return newZKLock(nodes, opts, false) },
+	New:         func(nodes []sut.ClientNode, opts Options) (Lock, error) { return newZKLock(nodes, opts, false) },
 }
 
 var zkFencedInfo = Info{
@@ -33,7 +35,7 @@ var zkFencedInfo = Info{
 	MinNodes:    3,
 	MaxNodes:    5,
 	Fenced:      true,
-	New:         func(nodes []Node, opts Options) (Lock, error) { return newZKLock(nodes, opts, true) },
+	New:         func(nodes []sut.ClientNode, opts Options) (Lock, error) { return newZKLock(nodes, opts, true) },
 }
 
 // ZKPath is the node under which the ZooKeeper locks queue for key: each
@@ -107,7 +109,7 @@ type zkHold struct {
 	lost      bool
 }
 
-func newZKLock(nodes []Node, opts Options, fenced bool) (Lock, error) {
+func newZKLock(nodes []sut.ClientNode, opts Options, fenced bool) (Lock, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("zookeeper lock needs the servers' addresses, got none")
 	}

@@ -8,21 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/zookeeper"
-	"github.com/lockharness/lockharness/cluster/zookeeper/zktest"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/zookeeper"
+	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 )
 
 // zkEnsemble starts a three-server ensemble for clients slots, stopped in
 // Cleanup; zkNodes is slot cl's view of it.
 func zkEnsemble(t testing.TB, clients int) *zookeeper.Cluster {
 	t.Helper()
-	return zktest.Up(t, cluster.Config{Clients: clients})
+	return zktest.Up(t, sut.Config{Clients: clients})
 }
 
-func zkNodes(c *zookeeper.Cluster, cl int) []locks.Node {
-	return c.ClientNodes(cl, cluster.ClientOptions{Timeout: 2 * time.Second})
+func zkNodes(c *zookeeper.Cluster, cl int) []sut.ClientNode {
+	return c.ClientNodes(cl, sut.ClientOptions{Timeout: 2 * time.Second})
 }
 
 // Both ZooKeeper locks exclude: a second client is refused while the

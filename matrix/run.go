@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness"
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/scenarios"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Options tunes Run.
@@ -31,11 +30,11 @@ type Options struct {
 	// caller resolves them (the command line's --backends, --image), so
 	// that this package knows no backend. A backend of the spec missing
 	// here stops the matrix before it runs a cell: a configuration error.
-	Backends map[string]cluster.Backend
+	Backends map[string]sut.Backend
 }
 
 // backend is the deployment cell c runs on: nil for local processes.
-func (o Options) backend(c Cell) (cluster.Backend, error) {
+func (o Options) backend(c Cell) (sut.Backend, error) {
 	if c.Backend == "" || c.Backend == DefaultBackend {
 		return o.Backends[DefaultBackend], nil // normally nil: local processes
 	}
@@ -92,7 +91,7 @@ func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, err
 				var ue *lockharness.UsageError
 				why := err.Error()
 				switch {
-				case errors.Is(err, deploy.ErrUnsupported) && c.Backend != "" && c.Backend != DefaultBackend:
+				case errors.Is(err, sut.ErrUnsupported) && c.Backend != "" && c.Backend != DefaultBackend:
 					// The backend cannot cause this cell's faults (as
 					// `scenario run` skips such a scenario): the cell
 					// could not be run, the others can.

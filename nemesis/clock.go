@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // clock skews one node's clock through its libfaketime control file: a bump
@@ -24,7 +24,7 @@ type clock struct {
 }
 
 func (*clock) info() Info {
-	return Info{Name: "clock", Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSetClock}}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
+	return Info{Name: "clock", Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanSetClock}}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
 }
 
 // confirmTolerance is how far a node's TIME may be from the clock it was
@@ -32,7 +32,7 @@ func (*clock) info() Info {
 const confirmTolerance = 100 * time.Millisecond
 
 // setup has nothing to prepare: Setup has checked that every lock node's
-// clock can be set (deploy.CanSetClock).
+// clock can be set (sut.CanSetClock).
 func (*clock) setup(context.Context, *exec) error { return nil }
 
 func (*clock) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
@@ -83,7 +83,7 @@ func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	clocks, err := capable[deploy.Clocked](nodes, deploy.CanSetClock)
+	clocks, err := capable[sut.Clocked](nodes, sut.CanSetClock)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 	return fmt.Errorf("unknown action %q (want bump, strobe, drift or reset)", s.Action)
 }
 
-func (k *clock) startStrobe(name string, n deploy.Clocked, a, b, period time.Duration) {
+func (k *clock) startStrobe(name string, n sut.Clocked, a, b, period time.Duration) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

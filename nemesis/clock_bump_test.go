@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // A negative ClockBump from a library caller is the same magnitude, never
 // a panic (the CLI refuses it before setup).
 func TestNegativeClockBumpIsAMagnitude(t *testing.T) {
-	topo := TopologyOf(cluster.Config{Nodes: 3}.Layout())
+	topo := TopologyOf(sut.Config{Nodes: 3}.Layout())
 	cfg := Config{ClockBump: -time.Minute, Interval: time.Second}.WithDefaults()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200; i++ {

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/sut"
 )
 
-// clusterFailover strikes, in a Redis Cluster (deploy.Sharded), the hash
+// clusterFailover strikes, in a Redis Cluster (sut.Sharded), the hash
 // slot a lock key lives in:
 //
 //   - "failover": CLUSTER FAILOVER sent to a replica of the slot's master
@@ -35,7 +35,7 @@ type clusterFailover struct{}
 
 func (clusterFailover) info() Info {
 	return Info{Name: "cluster-failover", Strikes: []string{"cluster-failover", "move-slot"},
-		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanFailoverShard, deploy.CanMoveSlots}},
+		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanFailoverShard, sut.CanMoveSlots}},
 		Description: "Redis Cluster: fail over the master of a lock key's slot to its replica (CLUSTER FAILOVER, graceful, FORCE or TAKEOVER), or move the slot to another master (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE)"}
 }
 
@@ -48,7 +48,7 @@ func (clusterFailover) generate(rng *rand.Rand, _ Config, _ Topology) []Step {
 	case 0:
 		return []Step{{Action: "move-slot"}}
 	default:
-		mode := []string{deploy.FailoverGraceful, deploy.FailoverForce, deploy.FailoverTakeover}[rng.IntN(3)]
+		mode := []string{sut.FailoverGraceful, sut.FailoverForce, sut.FailoverTakeover}[rng.IntN(3)]
 		return []Step{{Action: "failover", Params: map[string]string{"mode": mode}}}
 	}
 }
@@ -58,9 +58,9 @@ func (clusterFailover) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	sh, ok := d.(deploy.Sharded)
+	sh, ok := d.(sut.Sharded)
 	if !ok {
-		return fmt.Errorf("the cluster-failover nemesis needs a Redis Cluster (--topology cluster): %w", deploy.ErrUnsupported)
+		return fmt.Errorf("the cluster-failover nemesis needs a Redis Cluster (--topology cluster): %w", sut.ErrUnsupported)
 	}
 	switch s.Action {
 	case "failover", "move-slot":

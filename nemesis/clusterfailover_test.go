@@ -9,17 +9,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
+	"github.com/lockharness/lockharness/sut/rediscluster"
 )
 
 // rcFixture is a running Redis Cluster with a runner, a recorder and a
 // ClusterClient through client 0's links.
 type rcFixture struct {
-	c   *cluster.RCluster
+	c   *rediscluster.Cluster
 	r   *nemesis.Runner
 	env nemesis.Env
 	rec *history.Recorder
@@ -28,10 +30,10 @@ type rcFixture struct {
 
 func startRC(t *testing.T) *rcFixture {
 	t.Helper()
-	clustertest.Require(t, "redis-server")
+	redistest.Require(t, "redis-server")
 	ctx := context.Background()
 	t0 := time.Now()
-	c, err := cluster.UpRedisCluster(ctx, cluster.Config{Clients: 1})
+	c, err := rediscluster.Up(ctx, sut.Config{Clients: 1})
 	if err != nil {
 		t.Fatalf("redis cluster up: %v", err)
 	}
@@ -50,10 +52,10 @@ func startRC(t *testing.T) *rcFixture {
 	if err := r.Setup(ctx, f.env); err != nil {
 		t.Fatal(err)
 	}
-	nodes := c.ClientNodes(0, cluster.ClientOptions{Timeout: 2 * time.Second})
+	nodes := c.ClientNodes(0, sut.ClientOptions{Timeout: 2 * time.Second})
 	f.cl = nodes[0].Client
 	t.Cleanup(func() {
-		cluster.CloseNodes(nodes)
+		sut.CloseClientNodes(nodes)
 		if err := r.Heal(context.Background(), f.env); err != nil {
 			t.Errorf("final heal: %v", err)
 		}
@@ -107,7 +109,7 @@ func TestClusterFailoverForceLosesWhatGracefulKeeps(t *testing.T) {
 	for _, tc := range []struct {
 		mode string
 		want string
-	}{{deploy.FailoverForce, "v1"}, {deploy.FailoverGraceful, "v2"}} {
+	}{{sut.FailoverForce, "v1"}, {sut.FailoverGraceful, "v2"}} {
 		sh, err := f.c.Shard(ctx, slot)
 		if err != nil || len(sh.Replicas) == 0 {
 			t.Fatalf("shard of slot %d: %+v %v", slot, sh, err)
@@ -117,7 +119,7 @@ func TestClusterFailoverForceLosesWhatGracefulKeeps(t *testing.T) {
 		}
 		rep := f.direct(t, sh.Replicas[0])
 		waitFor(t, 5*time.Second, "v1 replicated", func() bool { return readReplica(ctx, rep, rcKey) == "v1" })
-		lag, err := f.c.Network().Link(cluster.PeersFrom, sh.Master)
+		lag, err := f.c.Network().Link(rediscluster.PeersFrom, sh.Master)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +136,7 @@ func TestClusterFailoverForceLosesWhatGracefulKeeps(t *testing.T) {
 			t.Fatalf("recorded %+v, want slot %d from %s to %s", ch, slot, sh.Master, sh.Replicas[0])
 		}
 		t.Logf("CLUSTER FAILOVER %q of %s to %s: %v", tc.mode, sh.Master, ch.To, time.Duration(ch.Took).Round(time.Millisecond))
-		if ri, err := cluster.RoleAt(ctx, ch.To, f.mustServer(t, ch.To).Addr()); err != nil || ri.Role != deploy.RoleMaster {
+		if ri, err := redisbackend.RoleAt(ctx, ch.To, f.mustServer(t, ch.To).Addr()); err != nil || ri.Role != sut.RoleMaster {
 			t.Fatalf("%s after failover: %+v %v", ch.To, ri, err)
 		}
 		if got, err := f.direct(t, ch.To).Get(ctx, rcKey).Result(); got != tc.want {
@@ -162,7 +164,7 @@ func readReplica(ctx context.Context, cl *redis.Client, key string) string {
 	return get.Val()
 }
 
-func (f *rcFixture) mustServer(t *testing.T, name string) *cluster.Server {
+func (f *rcFixture) mustServer(t *testing.T, name string) *local.Server {
 	t.Helper()
 	s, err := f.c.Server(name)
 	if err != nil {
@@ -205,13 +207,13 @@ func TestClusterMoveSlot(t *testing.T) {
 
 // The nemesis is refused on a deployment without slots.
 func TestClusterFailoverNeedsRedisCluster(t *testing.T) {
-	f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{}, nil)
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{}, nil)
 	r, err := nemesis.New(nemesis.Config{Names: []string{"cluster-failover"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = r.Setup(context.Background(), f.env)
-	if !errors.Is(err, deploy.ErrUnsupported) {
+	if !errors.Is(err, sut.ErrUnsupported) {
 		t.Fatalf("setup on independent nodes: %v", err)
 	}
 	t.Log(err)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // dataLoss destroys data on a node the way an operator or another
@@ -21,7 +21,7 @@ type dataLoss struct{}
 
 func (dataLoss) info() Info {
 	return Info{Name: "data-loss", Strikes: []string{"flush", "delete-keys"},
-		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCommand}},
+		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "FLUSHALL a node, or DEL named keys on it (an operator's or another application's mistake): lock keys and fencing counters vanish"}
 }
 
@@ -38,7 +38,7 @@ func (dataLoss) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	cmds, err := capable[deploy.Commander](nodes, deploy.CanCommand)
+	cmds, err := capable[sut.Commander](nodes, sut.CanCommand)
 	if err != nil {
 		return err
 	}

@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // The measured effect of data-loss: a held lock key and a fencing counter
 // are gone after the fault, and another client's SET NX succeeds at once.
 func TestDataLoss(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{Names: []string{"data-loss"}}, nil)
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"data-loss"}}, nil)
 	ctx := context.Background()
 	n1, _ := f.c.Server("n1")
 	cl := client(t, n1, time.Second)
@@ -54,7 +54,7 @@ func TestDataLoss(t *testing.T) {
 // because it falls back to EVAL.
 func TestScriptFlush(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{Names: []string{"script-flush"}}, nil)
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"script-flush"}}, nil)
 	ctx := context.Background()
 	n1, _ := f.c.Server("n1")
 	cl := client(t, n1, time.Second)

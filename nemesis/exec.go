@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // exec is what an action runs with: the environment, the configuration and
@@ -71,7 +71,7 @@ func (e *exec) recordV(f string, inv *history.Value, fn func(v *history.Value) e
 	return err
 }
 
-func (e *exec) deployment() (deploy.Deployment, error) {
+func (e *exec) deployment() (sut.Deployment, error) {
 	if e.env.Deployment == nil {
 		return nil, fmt.Errorf("no deployment")
 	}
@@ -80,21 +80,21 @@ func (e *exec) deployment() (deploy.Deployment, error) {
 
 // replication is the deployment's master and replicas, or an error when it
 // has none.
-func (e *exec) replication() (deploy.Deployment, deploy.Replication, error) {
+func (e *exec) replication() (sut.Deployment, sut.Replication, error) {
 	d, err := e.deployment()
 	if err != nil {
 		return nil, nil, err
 	}
-	r, ok := d.(deploy.Replication)
+	r, ok := d.(sut.Replication)
 	if !ok || !d.Layout().Replicated {
-		return nil, nil, fmt.Errorf("needs a replicated topology (a master with replicas): %w", deploy.ErrUnsupported)
+		return nil, nil, fmt.Errorf("needs a replicated topology (a master with replicas): %w", sut.ErrUnsupported)
 	}
 	return d, r, nil
 }
 
 // targetNodes resolves a step's node targets, or picks one node at random
 // (from the run's seed) when the step names none.
-func (e *exec) targetNodes(targets []string) ([]deploy.Node, error) {
+func (e *exec) targetNodes(targets []string) ([]sut.Node, error) {
 	if len(targets) == 0 {
 		targets = []string{e.topo.randomNode(e.rng.IntN)}
 	}
@@ -103,23 +103,23 @@ func (e *exec) targetNodes(targets []string) ([]deploy.Node, error) {
 
 // nodes resolves node targets: names, or the roles "master" and "replica"
 // (the first replica) of a replicated topology.
-func (e *exec) nodes(targets []string) ([]deploy.Node, error) {
+func (e *exec) nodes(targets []string) ([]sut.Node, error) {
 	d, err := e.deployment()
 	if err != nil {
 		return nil, err
 	}
-	var out []deploy.Node
+	var out []sut.Node
 	for _, t := range targets {
 		name := t
 		switch t {
 		case "master":
-			m := deploy.Primary(d)
+			m := sut.Primary(d)
 			if m == "" {
 				return nil, fmt.Errorf("target master: topology has no master")
 			}
 			name = m
 		case "replica":
-			rs := deploy.Replicas(d)
+			rs := sut.Replicas(d)
 			if len(rs) == 0 {
 				return nil, fmt.Errorf("target replica: topology has no replica")
 			}
@@ -135,17 +135,17 @@ func (e *exec) nodes(targets []string) ([]deploy.Node, error) {
 }
 
 // lockNodes are the deployment's lock nodes.
-func lockNodes(d deploy.Deployment) []deploy.Node {
-	var out []deploy.Node
+func lockNodes(d sut.Deployment) []sut.Node {
+	var out []sut.Node
 	for _, n := range d.Members() {
-		if n.Kind() == deploy.KindLock {
+		if n.Kind() == sut.KindLock {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-func nodeNames(ns []deploy.Node) []string {
+func nodeNames(ns []sut.Node) []string {
 	out := make([]string, len(ns))
 	for i, n := range ns {
 		out[i] = n.Name()
@@ -200,10 +200,10 @@ func pick[T any](rngIntN func(int) int, xs []T, k int) []T {
 
 // capable returns each node's implementation of T, the interface behind
 // capability c, or the error of the first node that lacks it.
-func capable[T any](nodes []deploy.Node, c deploy.Capability) ([]T, error) {
+func capable[T any](nodes []sut.Node, c sut.Capability) ([]T, error) {
 	out := make([]T, 0, len(nodes))
 	for _, n := range nodes {
-		t, err := deploy.As[T](n, c)
+		t, err := sut.As[T](n, c)
 		if err != nil {
 			return nil, err
 		}

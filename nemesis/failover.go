@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // failover moves the master of a replicated topology.
 //
-// Manual (cluster FailoverManual): freeze one replica's replication link,
+// Manual (sut.FailoverManual): freeze one replica's replication link,
 // promote that replica after a window (REPLICAOF NO ONE), move the clients
 // to it, and later demote the old master. Writes acknowledged by the old
 // master during the window never reach the new one: a lock granted there
@@ -31,7 +31,7 @@ type failover struct {
 }
 
 func (*failover) info() Info {
-	return Info{Name: "failover", Strikes: []string{"promote", "await-promotion"}, Needs: deploy.Needs{Replicated: true}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
+	return Info{Name: "failover", Strikes: []string{"promote", "await-promotion"}, Needs: sut.Needs{Replicated: true}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
 }
 
 func (f *failover) reset() { *f = failover{} }
@@ -44,19 +44,19 @@ func (*failover) setup(_ context.Context, e *exec) error {
 	if err != nil {
 		return err
 	}
-	needs := deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPromote, deploy.CanCutLinks}}
+	needs := sut.Needs{Capabilities: []sut.Capability{sut.CanPromote, sut.CanCutLinks}}
 	if d.Layout().Elected {
-		needs.Capabilities = []deploy.Capability{deploy.CanElect}
+		needs.Capabilities = []sut.Capability{sut.CanElect}
 		switch e.cfg.SentinelFault {
 		case "pause":
-			needs.Capabilities = append(needs.Capabilities, deploy.CanPause)
+			needs.Capabilities = append(needs.Capabilities, sut.CanPause)
 		case "isolate":
-			needs.Capabilities = append(needs.Capabilities, deploy.CanCutLinks)
+			needs.Capabilities = append(needs.Capabilities, sut.CanCutLinks)
 		default:
-			needs.Capabilities = append(needs.Capabilities, deploy.CanPause, deploy.CanCutLinks)
+			needs.Capabilities = append(needs.Capabilities, sut.CanPause, sut.CanCutLinks)
 		}
 	}
-	return deploy.Check(d, "the failover nemesis", needs)
+	return sut.Check(d, "the failover nemesis", needs)
 }
 
 func (*failover) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
@@ -87,7 +87,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 	switch s.Action {
 	case "cut":
 		m := r.Primary()
-		rs := deploy.Replicas(d)
+		rs := sut.Replicas(d)
 		if len(rs) == 0 {
 			return fmt.Errorf("no replica to promote")
 		}
@@ -116,7 +116,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 			rep = s.Targets[0]
 		}
 		if rep == "" {
-			rs := deploy.Replicas(d)
+			rs := sut.Replicas(d)
 			if len(rs) == 0 {
 				return fmt.Errorf("no replica to promote")
 			}
@@ -133,7 +133,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 				return "", err
 			}
 			var errs []error
-			for _, o := range deploy.Replicas(d) {
+			for _, o := range sut.Replicas(d) {
 				if o != old {
 					errs = append(errs, r.Follow(ctx, o, rep))
 				}
@@ -188,7 +188,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 		err = e.record(how+"-master", event{fault: "master " + pastTense(how)}, []string{m}, func() (string, error) {
 			switch how {
 			case "pause":
-				p, err := deploy.As[deploy.Pauser](mn, deploy.CanPause)
+				p, err := sut.As[sut.Pauser](mn, sut.CanPause)
 				if err != nil {
 					return "", err
 				}
@@ -252,7 +252,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 				}
 				err = errors.Join(errs...)
 			default:
-				p, perr := deploy.As[deploy.Pauser](n, deploy.CanPause)
+				p, perr := sut.As[sut.Pauser](n, sut.CanPause)
 				if perr != nil {
 					return "", perr
 				}

@@ -5,20 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // A lock written on the master while the replication link is frozen is
 // missing on the promoted replica, every time, and a second client gets it.
 func TestFailoverManualLosesLock(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverManual, Clients: 2},
+	f := start(t, sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Clients: 2},
 		nemesis.Config{Names: []string{"failover"}, Seed: 7}, nil)
 	ctx := context.Background()
-	a := f.c.ClientNodes(0, cluster.ClientOptions{})[0].Client
-	b := f.c.ClientNodes(1, cluster.ClientOptions{})[0].Client
+	a := f.c.ClientNodes(0, sut.ClientOptions{})[0].Client
+	b := f.c.ClientNodes(1, sut.ClientOptions{})[0].Client
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	for i := 0; i < 5; i++ {
 		old := f.c.Master()
@@ -68,7 +69,7 @@ func TestFailoverManualLosesLock(t *testing.T) {
 // old master after it comes back.
 func TestFailoverSentinel(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Topology: cluster.Replicated},
+	f := start(t, sut.Config{Topology: sut.Replicated},
 		nemesis.Config{Names: []string{"failover"}}, nil)
 	ctx := context.Background()
 	old := f.c.Master()
@@ -83,12 +84,12 @@ func TestFailoverSentinel(t *testing.T) {
 	if nm == old {
 		t.Fatal("no replica promoted")
 	}
-	if ri, err := nm.Replication(ctx); err != nil || ri.Role != "master" {
+	if ri, err := redisbackend.ReplicationOf(ctx, nm); err != nil || ri.Role != "master" {
 		t.Fatalf("%s after promotion: %+v %v", nm.Name, ri, err)
 	}
 	t.Logf("sentinel: %s paused, %s promoted after %v (%s)", old.Name, nm.Name, promoted.Round(time.Millisecond), op.Value.Detail)
 	// A client asking Sentinel now writes to the new master.
-	cl := f.c.ClientNodes(0, cluster.ClientOptions{Timeout: time.Second})[0].Client
+	cl := f.c.ClientNodes(0, sut.ClientOptions{Timeout: time.Second})[0].Client
 	t.Cleanup(func() { _ = cl.Close() })
 	waitFor(t, 5*time.Second, "client reaches the new master", func() bool {
 		return cl.Set(ctx, "after", "1", 0).Err() == nil
@@ -102,7 +103,7 @@ func TestFailoverSentinel(t *testing.T) {
 	if op.Type != history.OK {
 		t.Fatalf("heal-master: %+v", op)
 	}
-	if ri, err := old.Replication(ctx); err != nil || ri.Role != "slave" {
+	if ri, err := redisbackend.ReplicationOf(ctx, old); err != nil || ri.Role != "slave" {
 		t.Fatalf("old master %s after heal: %+v %v", old.Name, ri, err)
 	}
 	t.Logf("sentinel: old master %s demoted %v after SIGCONT (%s)", old.Name, time.Since(t0).Round(time.Millisecond), op.Value.Detail)

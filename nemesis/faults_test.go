@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 func TestPartition(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Nodes: 3, Clients: 2}, nemesis.Config{Names: []string{"partition"}}, nil)
+	f := start(t, sut.Config{Nodes: 3, Clients: 2}, nemesis.Config{Names: []string{"partition"}}, nil)
 	ctx := context.Background()
 	ep := func(cl int, node string) string {
 		l, err := f.c.Link("c"+string(rune('0'+cl)), node)
@@ -70,7 +70,7 @@ func TestPartition(t *testing.T) {
 
 func TestLatency(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{Names: []string{"latency"}}, nil)
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"latency"}}, nil)
 	ctx := context.Background()
 	l, _ := f.c.Link("c0", "n1")
 	cl := proxied(t, l.Addr(), 2*time.Second)
@@ -98,7 +98,7 @@ func TestLatency(t *testing.T) {
 
 func TestClock(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Nodes: 2, Faketime: true}, nemesis.Config{Names: []string{"clock"}}, nil)
+	f := start(t, sut.Config{Nodes: 2, Faketime: true}, nemesis.Config{Names: []string{"clock"}}, nil)
 	ctx := context.Background()
 	n1, n2 := f.c.Nodes[0], f.c.Nodes[1]
 	c1, c2 := client(t, n1, time.Second), client(t, n2, time.Second)
@@ -173,7 +173,7 @@ func TestClock(t *testing.T) {
 
 func TestPause(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{Names: []string{"pause"}}, nil)
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"pause"}}, nil)
 	ctx := context.Background()
 	l, _ := f.c.Link("c0", "n1")
 	cl := proxied(t, l.Addr(), 200*time.Millisecond)
@@ -204,12 +204,12 @@ func TestKill(t *testing.T) {
 		persistence string
 		survives    bool
 	}{
-		{cluster.PersistNone, false},
-		{cluster.PersistAOFAlways, true},
+		{sut.PersistNone, false},
+		{sut.PersistAOFAlways, true},
 	} {
 		t.Run(tc.persistence, func(t *testing.T) {
 			t.Parallel()
-			f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{Names: []string{"kill"}, Persistence: tc.persistence}, nil)
+			f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"kill"}, Persistence: tc.persistence}, nil)
 			n := f.c.Nodes[0]
 			setLock(t, client(t, n, time.Second), "lock", 30*time.Second)
 			f.do(t, nemesis.Step{Nemesis: "kill", Action: "kill", Targets: []string{"n1"}})

@@ -4,12 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Healthy checks that nothing a nemesis does is left over on d (see
-// deploy.Deployment.Healthy): the final heal must leave it so.
-func Healthy(ctx context.Context, d deploy.Deployment) error { return d.Healthy(ctx) }
+// sut.Deployment.Healthy): the final heal must leave it so.
+func Healthy(ctx context.Context, d sut.Deployment) error { return d.Healthy(ctx) }
 
 func sleep(ctx context.Context, d time.Duration) error {
 	select {

@@ -9,15 +9,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/local"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // fixture is a running cluster with a nemesis runner and a recorder.
 type fixture struct {
-	c   *cluster.Cluster
+	c   *redisbackend.Cluster
 	r   *nemesis.Runner
 	env nemesis.Env
 	rec *history.Recorder
@@ -26,10 +28,10 @@ type fixture struct {
 // start brings up a cluster and a runner. Cleanup heals (the final heal),
 // asserts that nothing is left broken and that final-heal was recorded,
 // then stops the cluster.
-func start(t *testing.T, ccfg cluster.Config, ncfg nemesis.Config, clients nemesis.Clients) *fixture {
+func start(t *testing.T, ccfg sut.Config, ncfg nemesis.Config, clients nemesis.Clients) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	c := clustertest.Up(t, ccfg)
+	c := redistest.Up(t, ccfg)
 	r, err := nemesis.New(ncfg)
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +89,9 @@ func last(rec *history.Recorder, f string) (history.Op, bool) {
 }
 
 // client dials s directly (not through any proxy), closed at cleanup.
-func client(t *testing.T, s *cluster.Server, timeout time.Duration) *redis.Client {
+func client(t *testing.T, s *local.Server, timeout time.Duration) *redis.Client {
 	t.Helper()
-	cl := cluster.NewRedisClient(s.Addr(), cluster.ClientOptions{Timeout: timeout, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(s.Addr(), sut.ClientOptions{Timeout: timeout, PoolSize: 1})
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }
@@ -97,7 +99,7 @@ func client(t *testing.T, s *cluster.Server, timeout time.Duration) *redis.Clien
 // proxied dials addr (a link), closed at cleanup.
 func proxied(t *testing.T, addr string, timeout time.Duration) *redis.Client {
 	t.Helper()
-	cl := cluster.NewRedisClient(addr, cluster.ClientOptions{Timeout: timeout, PoolSize: 1})
+	cl := redisbackend.NewRedisClient(addr, sut.ClientOptions{Timeout: timeout, PoolSize: 1})
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // kill crashes nodes with SIGKILL and restarts them on the same port and
@@ -18,7 +18,7 @@ import (
 type kill struct{}
 
 func (kill) info() Info {
-	return Info{Name: "kill", Strikes: []string{"kill"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanKill}}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
+	return Info{Name: "kill", Strikes: []string{"kill"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanKill}}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
 }
 
 func (kill) reset() {}
@@ -32,9 +32,9 @@ func (kill) setup(ctx context.Context, e *exec) error {
 	if p == "" {
 		return nil
 	}
-	ps, ok := d.(deploy.Persister)
-	if !ok || !d.Capabilities().Has(deploy.CanSetPersistence) {
-		return &deploy.UnsupportedError{Capability: deploy.CanSetPersistence, Need: "the kill nemesis with persistence " + p}
+	ps, ok := d.(sut.Persister)
+	if !ok || !d.Capabilities().Has(sut.CanSetPersistence) {
+		return &sut.UnsupportedError{Capability: sut.CanSetPersistence, Need: "the kill nemesis with persistence " + p}
 	}
 	if p != ps.Persistence() {
 		return ps.SetPersistence(ctx, p)
@@ -51,8 +51,8 @@ func (kill) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 }
 
 // persistence is the deployment's persistence mode, for the history.
-func persistence(d deploy.Deployment) string {
-	if ps, ok := d.(deploy.Persister); ok {
+func persistence(d sut.Deployment) string {
+	if ps, ok := d.(sut.Persister); ok {
 		return ps.Persistence()
 	}
 	return "unknown"
@@ -69,7 +69,7 @@ func (kill) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		killers, err := capable[deploy.Killer](nodes, deploy.CanKill)
+		killers, err := capable[sut.Killer](nodes, sut.CanKill)
 		if err != nil {
 			return err
 		}
@@ -81,21 +81,21 @@ func (kill) do(ctx context.Context, e *exec, s Step) error {
 			return "SIGKILL, persistence " + persistence(d), errors.Join(errs...)
 		})
 	case "restart":
-		var nodes []deploy.Node
+		var nodes []sut.Node
 		if len(s.Targets) == 0 || isRole(s.Targets) {
 			for _, n := range lockNodes(d) {
-				if k, err := deploy.As[deploy.Killer](n, deploy.CanKill); err == nil && !k.Running() {
+				if k, err := sut.As[sut.Killer](n, sut.CanKill); err == nil && !k.Running() {
 					nodes = append(nodes, n)
 				}
 			}
 		} else if nodes, err = e.nodes(s.Targets); err != nil {
 			return err
 		}
-		killers, err := capable[deploy.Killer](nodes, deploy.CanKill)
+		killers, err := capable[sut.Killer](nodes, sut.CanKill)
 		if err != nil {
 			return err
 		}
-		if r, ok := d.(deploy.Replication); ok && d.Capabilities().Has(deploy.CanElect) {
+		if r, ok := d.(sut.Replication); ok && d.Capabilities().Has(sut.CanElect) {
 			// Come back in the role Sentinel has given it meanwhile.
 			if m, err := r.Elected(ctx); err == nil {
 				_ = r.SetPrimary(m)

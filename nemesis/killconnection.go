@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // killConnection waits for a client to begin its critical section, then
@@ -21,7 +21,7 @@ type killConnection struct{}
 
 func (killConnection) info() Info {
 	return Info{Name: "kill-connection", Strikes: []string{"kill-connection"},
-		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanKillConnections}},
+		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanKillConnections}},
 		Description: "KILL CONNECTION of the session holding a lock, while its client works in its critical section"}
 }
 
@@ -46,9 +46,9 @@ func (killConnection) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	ck, ok := d.(deploy.ConnectionKiller)
-	if !ok || !d.Capabilities().Has(deploy.CanKillConnections) {
-		return &deploy.UnsupportedError{Capability: deploy.CanKillConnections, Need: "the kill-connection nemesis"}
+	ck, ok := d.(sut.ConnectionKiller)
+	if !ok || !d.Capabilities().Has(sut.CanKillConnections) {
+		return &sut.UnsupportedError{Capability: sut.CanKillConnections, Need: "the kill-connection nemesis"}
 	}
 	if e.env.Clients == nil {
 		return fmt.Errorf("no Clients to find a holder among")
@@ -61,7 +61,7 @@ func (killConnection) do(ctx context.Context, e *exec, s Step) error {
 			return fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
 		}
 		k, err := ck.KillHolder(ctx, key)
-		if errors.Is(err, deploy.ErrNoHolder) {
+		if errors.Is(err, sut.ErrNoHolder) {
 			return fmt.Errorf("%w: %v", ErrNotDone, err)
 		}
 		if err != nil {

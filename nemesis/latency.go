@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // latency slows links down: every byte waits latency ± jitter.
 type latency struct{}
 
 func (latency) info() Info {
-	return Info{Name: "latency", Strikes: []string{"start-latency"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanSlowLinks}}, Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
+	return Info{Name: "latency", Strikes: []string{"start-latency"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanSlowLinks}}, Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
 }
 
 func (latency) reset() {}

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // loseReplies drops the replies on links, not the requests: commands reach
@@ -23,7 +23,7 @@ type loseReplies struct{}
 
 func (loseReplies) info() Info {
 	return Info{Name: "lose-replies", Strikes: []string{"start-lose-replies"},
-		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanDropReplies}},
+		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanDropReplies}},
 		Description: "drop the replies on links (commands still run): a write whose answer is lost, and a retry that runs it twice"}
 }
 
@@ -68,11 +68,11 @@ func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		droppers := make([]deploy.ReplyDropper, 0, len(links))
+		droppers := make([]sut.ReplyDropper, 0, len(links))
 		for _, l := range links {
-			rd, ok := l.(deploy.ReplyDropper)
+			rd, ok := l.(sut.ReplyDropper)
 			if !ok {
-				return &deploy.UnsupportedError{Capability: deploy.CanDropReplies, Target: l.Name(), Need: "the lose-replies nemesis"}
+				return &sut.UnsupportedError{Capability: sut.CanDropReplies, Target: l.Name(), Need: "the lose-replies nemesis"}
 			}
 			droppers = append(droppers, rd)
 		}

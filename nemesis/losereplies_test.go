@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // The measured effect of lose-replies: a command through the link runs but
@@ -16,14 +17,14 @@ import (
 // counts twice.
 func TestLoseReplies(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"lose-replies"}}, nil)
+	f := start(t, sut.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"lose-replies"}}, nil)
 	ctx := context.Background()
 	n1, _ := f.c.Server("n1")
 	direct := client(t, n1, time.Second)
 	l, _ := f.c.Link("c0", "n1")
 	links := []string{"c0->n1"}
 
-	once := cluster.NewRedisClient(l.Addr(), cluster.ClientOptions{Timeout: 200 * time.Millisecond, PoolSize: 1})
+	once := redisbackend.NewRedisClient(l.Addr(), sut.ClientOptions{Timeout: 200 * time.Millisecond, PoolSize: 1})
 	t.Cleanup(func() { _ = once.Close() })
 	if err := once.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func TestLoseReplies(t *testing.T) {
 	}
 	f.do(t, nemesis.Step{Nemesis: "lose-replies", Action: "stop", Targets: links})
 
-	retrying := cluster.NewRedisClient(l.Addr(), cluster.ClientOptions{Timeout: time.Second, PoolSize: 1, MaxRetries: 3})
+	retrying := redisbackend.NewRedisClient(l.Addr(), sut.ClientOptions{Timeout: time.Second, PoolSize: 1, MaxRetries: 3})
 	t.Cleanup(func() { _ = retrying.Close() })
 	if err := retrying.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // memoryPressure fills a node with other keys under a memory limit and an
@@ -40,7 +40,7 @@ const fillerPrefix = "filler:"
 
 func (*memoryPressure) info() Info {
 	return Info{Name: "memory-pressure", Strikes: []string{"start-memory-pressure"},
-		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCommand}},
+		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "set maxmemory just above a node's use with an eviction policy (default allkeys-lru) and fill it with other keys: lock keys are evicted"}
 }
 
@@ -63,7 +63,7 @@ func (m *memoryPressure) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	cmds, err := capable[deploy.Commander](nodes, deploy.CanCommand)
+	cmds, err := capable[sut.Commander](nodes, sut.CanCommand)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (m *memoryPressure) do(ctx context.Context, e *exec, s Step) error {
 
 // press limits node name's memory and fills it; it says how many keys
 // Redis evicted meanwhile.
-func (m *memoryPressure) press(ctx context.Context, name string, c deploy.Commander, policy string, headroom, fill int64) (string, error) {
+func (m *memoryPressure) press(ctx context.Context, name string, c sut.Commander, policy string, headroom, fill int64) (string, error) {
 	p, ok := m.pressed[name]
 	if !ok {
 		var err error
@@ -176,7 +176,7 @@ func (m *memoryPressure) press(ctx context.Context, name string, c deploy.Comman
 
 // release restores each node's memory limit and policy and deletes the
 // filler.
-func (m *memoryPressure) release(ctx context.Context, nodes []deploy.Node) (string, error) {
+func (m *memoryPressure) release(ctx context.Context, nodes []sut.Node) (string, error) {
 	var did []string
 	var errs []error
 	for _, n := range nodes {
@@ -184,7 +184,7 @@ func (m *memoryPressure) release(ctx context.Context, nodes []deploy.Node) (stri
 		if !ok {
 			continue
 		}
-		c, err := deploy.As[deploy.Commander](n, deploy.CanCommand)
+		c, err := sut.As[sut.Commander](n, sut.CanCommand)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -199,7 +199,7 @@ func (m *memoryPressure) release(ctx context.Context, nodes []deploy.Node) (stri
 	return strings.Join(did, "; "), errors.Join(errs...)
 }
 
-func (m *memoryPressure) restore(ctx context.Context, c deploy.Commander, p pressed) error {
+func (m *memoryPressure) restore(ctx context.Context, c sut.Commander, p pressed) error {
 	if _, err := c.Command(ctx, "config", "set", "maxmemory", p.maxmemory); err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (m *memoryPressure) heal(ctx context.Context, e *exec) (string, error) {
 // configGet reads one configuration parameter through an operator's
 // command, whose answer is go-redis's rendering of the reply map
 // ("map[maxmemory:0]").
-func configGet(ctx context.Context, c deploy.Commander, name string) (string, error) {
+func configGet(ctx context.Context, c sut.Commander, name string) (string, error) {
 	out, err := c.Command(ctx, "config", "get", name)
 	if err != nil {
 		return "", err
@@ -257,7 +257,7 @@ func configGet(ctx context.Context, c deploy.Commander, name string) (string, er
 }
 
 // infoInt reads one integer field of an INFO section.
-func infoInt(ctx context.Context, c deploy.Commander, section, field string) (int64, error) {
+func infoInt(ctx context.Context, c sut.Commander, section, field string) (int64, error) {
 	s, err := c.Command(ctx, "info", section)
 	if err != nil {
 		return 0, err

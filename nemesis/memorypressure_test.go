@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // The measured effect of memory-pressure: under allkeys-lru a lock key set
@@ -17,7 +17,7 @@ import (
 // filler; the final heal restores a node left under pressure.
 func TestMemoryPressureEvictsLockKeys(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Nodes: 2}, nemesis.Config{Names: []string{"memory-pressure"}}, nil)
+	f := start(t, sut.Config{Nodes: 2}, nemesis.Config{Names: []string{"memory-pressure"}}, nil)
 	ctx := context.Background()
 	n1, _ := f.c.Server("n1")
 	cl := client(t, n1, 2*time.Second)

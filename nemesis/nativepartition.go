@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // nativePartition cuts nodes off from each other inside the deployment's
-// own network (deploy.NodePartitioner: iptables in the containers' network
+// own network (sut.NodePartitioner: iptables in the containers' network
 // namespaces), beneath the harness's proxies. The clients still reach every
 // node; only the nodes and sentinels lose each other. That is the partition
 // of Jepsen's nodes, which the partition nemesis's client links cannot
@@ -27,7 +27,7 @@ type nativePartition struct{}
 
 func (nativePartition) info() Info {
 	return Info{Name: "native-partition", Strikes: []string{"start-partition"},
-		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPartitionNodes}},
+		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanPartitionNodes}},
 		Description: "cuts nodes off from each other inside the deployment's own network (iptables in each container, Docker backend), beneath the harness's proxies: isolate a node, or halves; clients still reach every node"}
 }
 
@@ -92,11 +92,11 @@ func (nativePartition) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	p, ok := d.(deploy.NodePartitioner)
-	if !ok || !d.Capabilities().Has(deploy.CanPartitionNodes) {
-		ue := &deploy.UnsupportedError{Capability: deploy.CanPartitionNodes, Need: "the native-partition nemesis"}
-		if h, ok := d.(deploy.Hinter); ok {
-			ue.Hint = h.Hint(deploy.CanPartitionNodes)
+	p, ok := d.(sut.NodePartitioner)
+	if !ok || !d.Capabilities().Has(sut.CanPartitionNodes) {
+		ue := &sut.UnsupportedError{Capability: sut.CanPartitionNodes, Need: "the native-partition nemesis"}
+		if h, ok := d.(sut.Hinter); ok {
+			ue.Hint = h.Hint(sut.CanPartitionNodes)
 		}
 		return ue
 	}

@@ -9,7 +9,7 @@
 // those it ends, the clocks it set), and heals everything at the end.
 //
 // The nemeses reach the system under test only through the seam, package
-// deploy: they work on any backend that offers the capabilities they ask
+// sut: they work on any backend that offers the capabilities they ask
 // for, and are refused at Setup by one that does not.
 package nemesis
 
@@ -23,8 +23,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Config chooses the faults and tunes them. Zero fields take defaults.
@@ -57,7 +57,7 @@ type Config struct {
 	// PauseDuration is how long a node stays paused (default Interval).
 	PauseDuration time.Duration
 	// Persistence, when set, switches the lock nodes to this persistence
-	// mode at Setup (cluster.PersistNone, PersistAOFEverysec,
+	// mode at Setup (sut.PersistNone, PersistAOFEverysec,
 	// PersistAOFAlways); otherwise kill keeps the cluster's.
 	Persistence string
 	// RestartDelay is how long a killed node stays down before it restarts
@@ -126,18 +126,18 @@ type Info struct {
 	StrikesClient string
 	// Needs is what the nemesis needs of the deployment: a layout and the
 	// capabilities it uses. A run provides them when its backend can
-	// (cluster.Config.Provide) and is refused before it starts when the
-	// deployment cannot (deploy.Check).
-	Needs deploy.Needs
+	// (sut.Config.Provide) and is refused before it starts when the
+	// deployment cannot (sut.Check).
+	Needs sut.Needs
 }
 
 // NeedsOf is what the named nemeses need together.
-func NeedsOf(names []string) (deploy.Needs, error) {
-	var out deploy.Needs
+func NeedsOf(names []string) (sut.Needs, error) {
+	var out sut.Needs
 	for _, n := range names {
 		info, err := Lookup(n)
 		if err != nil {
-			return deploy.Needs{}, err
+			return sut.Needs{}, err
 		}
 		out = out.Merge(info.Needs)
 	}
@@ -232,9 +232,9 @@ func ParsePausePoint(s string) (PausePoint, error) {
 // Env is what the nemesis acts on and records to.
 type Env struct {
 	// Deployment is the system under test. Every fault reaches it through
-	// the seam (package deploy): a nemesis asks for the capabilities it
+	// the seam (package sut): a nemesis asks for the capabilities it
 	// uses at Setup and is refused there when the deployment lacks them.
-	Deployment deploy.Deployment
+	Deployment sut.Deployment
 	Recorder   *history.Recorder // nil: actions are not recorded
 	Clients    Clients           // client faults; may be nil when none is used
 }
@@ -342,11 +342,11 @@ func (r *Runner) Config() Config { return r.cfg }
 
 // Setup adopts the deployment's layout (unless Config.Topology was given)
 // and lets each composed nemesis check and prepare what it needs: the
-// layout and capabilities its Info declares (deploy.Check: clock faults
+// layout and capabilities its Info declares (sut.Check: clock faults
 // need nodes whose clocks can be set, failover a master with replicas),
 // then its own (kill sets the persistence). A deployment that cannot
 // support a nemesis is refused with an error wrapping
-// deploy.ErrUnsupported. It assumes a healthy deployment.
+// sut.ErrUnsupported. It assumes a healthy deployment.
 func (r *Runner) Setup(ctx context.Context, env Env) error {
 	if env.Deployment == nil {
 		return fmt.Errorf("nemesis setup: no deployment")
@@ -358,7 +358,7 @@ func (r *Runner) Setup(ctx context.Context, env Env) error {
 	}
 	for _, name := range r.cfg.Names {
 		f := r.faults[name]
-		if err := deploy.Check(env.Deployment, "the "+name+" nemesis", f.info().Needs); err != nil {
+		if err := sut.Check(env.Deployment, "the "+name+" nemesis", f.info().Needs); err != nil {
 			return fmt.Errorf("nemesis %s setup: %w", name, err)
 		}
 		if err := f.setup(ctx, r.exec(env)); err != nil {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Partition patterns.
@@ -47,7 +47,7 @@ func Patterns(t Topology) []string {
 type partition struct{}
 
 func (partition) info() Info {
-	return Info{Name: "partition", Strikes: []string{"start-partition"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
+	return Info{Name: "partition", Strikes: []string{"start-partition"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
 }
 
 func (partition) reset() {}
@@ -247,10 +247,10 @@ func (p partition) do(ctx context.Context, e *exec, s Step) error {
 }
 
 // resolveLinks finds links by name ("c0->n1").
-func resolveLinks(net deploy.Network, names []string) ([]deploy.Link, error) {
-	out := make([]deploy.Link, 0, len(names))
+func resolveLinks(net sut.Network, names []string) ([]sut.Link, error) {
+	out := make([]sut.Link, 0, len(names))
 	for _, n := range names {
-		from, to, ok := deploy.SplitLinkName(n)
+		from, to, ok := sut.SplitLinkName(n)
 		if !ok {
 			return nil, fmt.Errorf("bad link name %q (want from->to)", n)
 		}

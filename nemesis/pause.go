@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // pause stops node processes with SIGSTOP and continues them with SIGCONT.
@@ -16,7 +16,7 @@ import (
 type pause struct{}
 
 func (pause) info() Info {
-	return Info{Name: "pause", Strikes: []string{"pause-node"}, Needs: deploy.Needs{Capabilities: []deploy.Capability{deploy.CanPause}}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
+	return Info{Name: "pause", Strikes: []string{"pause-node"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanPause}}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
 }
 
 func (pause) reset() {}
@@ -42,7 +42,7 @@ func (pause) do(ctx context.Context, e *exec, s Step) error {
 		if err != nil {
 			return err
 		}
-		ps, err := capable[deploy.Pauser](nodes, deploy.CanPause)
+		ps, err := capable[sut.Pauser](nodes, sut.CanPause)
 		if err != nil {
 			return err
 		}
@@ -56,17 +56,17 @@ func (pause) do(ctx context.Context, e *exec, s Step) error {
 	case "resume":
 		// Roles may have moved while paused (Sentinel promoted another
 		// node), so a role target resumes every paused node.
-		var nodes []deploy.Node
+		var nodes []sut.Node
 		if len(s.Targets) == 0 || isRole(s.Targets) {
 			for _, n := range lockNodes(d) {
-				if p, err := deploy.As[deploy.Pauser](n, deploy.CanPause); err == nil && p.Paused() {
+				if p, err := sut.As[sut.Pauser](n, sut.CanPause); err == nil && p.Paused() {
 					nodes = append(nodes, n)
 				}
 			}
 		} else if nodes, err = e.nodes(s.Targets); err != nil {
 			return err
 		}
-		ps, err := capable[deploy.Pauser](nodes, deploy.CanPause)
+		ps, err := capable[sut.Pauser](nodes, sut.CanPause)
 		if err != nil {
 			return err
 		}

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // fakeClients stands in for the workload: it says whether someone holds a
@@ -72,7 +72,7 @@ func (f *fakeClients) ArmFailpoint(name string, d time.Duration, crash bool) {
 func TestClientFaults(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClients{holder: 3, holding: true}
-	f := start(t, cluster.Config{Nodes: 1}, nemesis.Config{Names: []string{"client-pause", "client-crash"}, ClientPause: 2 * time.Second}, fc)
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"client-pause", "client-crash"}, ClientPause: 2 * time.Second}, fc)
 
 	f.do(t, nemesis.Step{Nemesis: "client-pause", Action: "holder"})
 	op, _ := last(f.rec, "pause-client")
@@ -107,7 +107,7 @@ func TestClientFaults(t *testing.T) {
 func TestStepAwaitsHolder(t *testing.T) {
 	t.Parallel()
 	fc := &fakeClients{holder: 1, holding: true}
-	f := start(t, cluster.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"partition"}}, fc)
+	f := start(t, sut.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"partition"}}, fc)
 	step := nemesis.Step{Nemesis: "partition", Action: "start", Targets: []string{"c0->n1"},
 		Await: &nemesis.Await{LeaseLeft: time.Second}}
 	f.do(t, step)
@@ -135,7 +135,7 @@ func TestClientFaultsNeedClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs redis-server")
 	}
-	c, err := cluster.Up(context.Background(), cluster.Config{})
+	c, err := redisbackend.Up(context.Background(), sut.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestClientFaultsNeedClients(t *testing.T) {
 // nodes, persistence a deployment cannot change.
 func TestSetupRefusesWhatTheDeploymentCannotDo(t *testing.T) {
 	t.Parallel()
-	c := clustertest.Up(t, cluster.Config{Nodes: 2})
+	c := redistest.Up(t, sut.Config{Nodes: 2})
 	for _, tc := range []struct {
 		names []string
 		want  string
@@ -165,8 +165,8 @@ func TestSetupRefusesWhatTheDeploymentCannotDo(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = r.Setup(context.Background(), nemesis.Env{Deployment: c})
-		if !errors.Is(err, deploy.ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
-			t.Fatalf("%v: setup error %v, want one wrapping deploy.ErrUnsupported that says %q", tc.names, err, tc.want)
+		if !errors.Is(err, sut.ErrUnsupported) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%v: setup error %v, want one wrapping sut.ErrUnsupported that says %q", tc.names, err, tc.want)
 		}
 	}
 	// Every node of a local cluster without libfaketime lacks the clock.
@@ -174,11 +174,11 @@ func TestSetupRefusesWhatTheDeploymentCannotDo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ue *deploy.UnsupportedError
-	if _, err := deploy.As[deploy.Clocked](n, deploy.CanSetClock); !errors.As(err, &ue) || ue.Target != "n2" {
+	var ue *sut.UnsupportedError
+	if _, err := sut.As[sut.Clocked](n, sut.CanSetClock); !errors.As(err, &ue) || ue.Target != "n2" {
 		t.Fatalf("As clock on n2: %v", err)
 	}
-	if _, err := deploy.As[deploy.Pauser](n, deploy.CanPause); err != nil {
+	if _, err := sut.As[sut.Pauser](n, sut.CanPause); err != nil {
 		t.Fatalf("a local node cannot pause: %v", err)
 	}
 }
@@ -188,8 +188,8 @@ func TestSetupRefusesWhatTheDeploymentCannotDo(t *testing.T) {
 func TestRunSchedule(t *testing.T) {
 	t.Parallel()
 	cfg := nemesis.Config{Names: []string{"partition", "latency", "pause", "kill", "clock"}, Interval: 150 * time.Millisecond,
-		Seed: 2, Persistence: cluster.PersistAOFEverysec}
-	f := start(t, cluster.Config{Nodes: 3, Clients: 2, Faketime: true}, cfg, nil)
+		Seed: 2, Persistence: sut.PersistAOFEverysec}
+	f := start(t, sut.Config{Nodes: 3, Clients: 2, Faketime: true}, cfg, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := f.r.Run(ctx, f.env); err != nil {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 func allNames() []string {
@@ -20,10 +20,10 @@ func allNames() []string {
 }
 
 func TestSameSeedSameSchedule(t *testing.T) {
-	for _, topo := range []cluster.Config{
+	for _, topo := range []sut.Config{
 		{Nodes: 5, Clients: 3},
-		{Topology: cluster.Replicated, Clients: 2},
-		{Topology: cluster.Replicated, Failover: cluster.FailoverManual},
+		{Topology: sut.Replicated, Clients: 2},
+		{Topology: sut.Replicated, Failover: sut.FailoverManual},
 	} {
 		cfg := nemesis.Config{Names: allNames(), Interval: time.Second, Seed: 42,
 			Topology: nemesis.TopologyOf(topo.Layout()), Failpoints: []string{"after-set"}}
@@ -94,7 +94,7 @@ func TestKnownDescribed(t *testing.T) {
 
 // The partition patterns cut what they say, in every topology.
 func TestPartitionPatterns(t *testing.T) {
-	topo := nemesis.TopologyOf(cluster.Config{Nodes: 5, Clients: 2}.Layout())
+	topo := nemesis.TopologyOf(sut.Config{Nodes: 5, Clients: 2}.Layout())
 	r, err := nemesis.New(nemesis.Config{Names: []string{"partition"}, Seed: 1, Topology: topo,
 		PartitionPatterns: []string{nemesis.PatternClientSplit}})
 	if err != nil {
@@ -107,7 +107,7 @@ func TestPartitionPatterns(t *testing.T) {
 	}
 	for seed := uint64(0); seed < 50; seed++ {
 		r, _ := nemesis.New(nemesis.Config{Names: []string{"partition"}, Seed: seed,
-			Topology: nemesis.TopologyOf(cluster.Config{Topology: cluster.Replicated, Clients: 2}.Layout())})
+			Topology: nemesis.TopologyOf(sut.Config{Topology: sut.Replicated, Clients: 2}.Layout())})
 		for _, s := range r.Schedule(30 * time.Second) {
 			if s.Action == "start" && len(s.Targets) == 0 && s.Params["pattern"] != nemesis.PatternMajoritiesRing {
 				t.Fatalf("seed %d: %s cuts nothing", seed, s)
@@ -120,7 +120,7 @@ func TestPartitionPatterns(t *testing.T) {
 // restart); a paused one resumes PauseDuration after the pause.
 func TestScheduleDurations(t *testing.T) {
 	r, err := nemesis.New(nemesis.Config{Names: []string{"kill", "pause"}, Seed: 9, Interval: time.Second,
-		RestartDelay: 3 * time.Second, PauseDuration: 2 * time.Second, Topology: nemesis.TopologyOf(cluster.Config{Nodes: 3}.Layout())})
+		RestartDelay: 3 * time.Second, PauseDuration: 2 * time.Second, Topology: nemesis.TopologyOf(sut.Config{Nodes: 3}.Layout())})
 	if err != nil {
 		t.Fatal(err)
 	}

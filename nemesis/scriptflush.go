@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // scriptFlush empties a node's Lua script cache with SCRIPT FLUSH, as a
@@ -21,7 +21,7 @@ type scriptFlush struct{}
 
 func (scriptFlush) info() Info {
 	return Info{Name: "script-flush", Strikes: []string{"script-flush"},
-		Needs:       deploy.Needs{Capabilities: []deploy.Capability{deploy.CanCommand}},
+		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "SCRIPT FLUSH a node: cached Lua scripts are forgotten, as after a restart or failover (EVALSHA gets NOSCRIPT)"}
 }
 
@@ -41,7 +41,7 @@ func (scriptFlush) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	cmds, err := capable[deploy.Commander](nodes, deploy.CanCommand)
+	cmds, err := capable[sut.Commander](nodes, sut.CanCommand)
 	if err != nil {
 		return err
 	}

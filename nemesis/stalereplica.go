@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // staleReplica detaches one replica from its master while it still looks
@@ -32,7 +32,7 @@ type staleReplica struct {
 
 func (*staleReplica) info() Info {
 	return Info{Name: "stale-replica", Strikes: []string{"start-stale-replica"},
-		Needs:       deploy.Needs{Replicated: true, Capabilities: []deploy.Capability{deploy.CanCommand}},
+		Needs:       sut.Needs{Replicated: true, Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "a replica stops receiving its master's writes (refused replication credentials) yet looks healthy to Sentinel, optionally preferred for promotion"}
 }
 
@@ -56,7 +56,7 @@ func (r *staleReplica) do(ctx context.Context, e *exec, s Step) error {
 	}
 	switch s.Action {
 	case "start":
-		cmds, err := capable[deploy.Commander](nodes, deploy.CanCommand)
+		cmds, err := capable[sut.Commander](nodes, sut.CanCommand)
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (r *staleReplica) do(ctx context.Context, e *exec, s Step) error {
 
 // release gives each stale node its credentials and priority back; a
 // replica then catches up on its own.
-func (r *staleReplica) release(ctx context.Context, nodes []deploy.Node) (string, error) {
+func (r *staleReplica) release(ctx context.Context, nodes []sut.Node) (string, error) {
 	var did []string
 	var errs []error
 	for _, n := range nodes {
@@ -108,7 +108,7 @@ func (r *staleReplica) release(ctx context.Context, nodes []deploy.Node) (string
 		if !ok {
 			continue
 		}
-		c, err := deploy.As[deploy.Commander](n, deploy.CanCommand)
+		c, err := sut.As[sut.Commander](n, sut.CanCommand)
 		if err == nil {
 			err = commands(ctx, c,
 				[]string{"config", "set", "masteruser", ""},
@@ -146,7 +146,7 @@ func (r *staleReplica) heal(ctx context.Context, e *exec) (string, error) {
 }
 
 // commands sends operator commands in order, stopping at the first error.
-func commands(ctx context.Context, c deploy.Commander, cmds ...[]string) error {
+func commands(ctx context.Context, c sut.Commander, cmds ...[]string) error {
 	for _, args := range cmds {
 		if _, err := c.Command(ctx, args...); err != nil {
 			return err

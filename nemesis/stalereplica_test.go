@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // The measured effect of stale-replica: n2 misses the master's writes and
@@ -16,7 +16,7 @@ import (
 // acknowledges a write n2 does not have; stop lets n2 catch up.
 func TestStaleReplica(t *testing.T) {
 	t.Parallel()
-	f := start(t, cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverManual, Replicas: 2},
+	f := start(t, sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Replicas: 2},
 		nemesis.Config{Names: []string{"stale-replica"}}, nil)
 	ctx := context.Background()
 	n1, _ := f.c.Server("n1")

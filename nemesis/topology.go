@@ -1,7 +1,7 @@
 package nemesis
 
 import (
-	"github.com/lockharness/lockharness/deploy"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Topology is the shape of the cluster a schedule is drawn for: node and
@@ -15,13 +15,13 @@ type Topology struct {
 	// link to each node, "nJ->nI".
 	Sentinel bool
 	// Peers: the nodes are a group whose members talk among themselves,
-	// each through its own link "nJ->nI" (deploy.Layout.Peers).
+	// each through its own link "nJ->nI" (sut.Layout.Peers).
 	Peers bool
 }
 
 // TopologyOf is the topology of a deployment's layout (for a local
-// cluster not yet started: cluster.Config.Layout).
-func TopologyOf(l deploy.Layout) Topology {
+// cluster not yet started: sut.Config.Layout).
+func TopologyOf(l sut.Layout) Topology {
 	return Topology{Nodes: append([]string(nil), l.Nodes...), Clients: l.Clients, Replicated: l.Replicated, Sentinel: l.Elected, Peers: l.Peers}
 }
 
@@ -45,12 +45,12 @@ func (t Topology) randomNodeOrMaster(intN func(int) int) string {
 	return n
 }
 
-func clientName(i int) string { return deploy.ClientName(i) }
+func clientName(i int) string { return sut.ClientName(i) }
 
 // link is a directed link by its ends.
 type link struct{ from, to string }
 
-func (l link) String() string { return deploy.LinkName(l.from, l.to) }
+func (l link) String() string { return sut.LinkName(l.from, l.to) }
 
 // nodeLinks are every link that ends at node or starts from it.
 func (t Topology) nodeLinks(node string) []link {
@@ -66,7 +66,7 @@ func (t Topology) nodeLinks(node string) []link {
 		}
 	}
 	if t.Sentinel {
-		out = append(out, link{deploy.SentinelsFrom, node})
+		out = append(out, link{sut.SentinelsFrom, node})
 	}
 	return out
 }
@@ -104,7 +104,7 @@ func (t Topology) cutBetween(side map[string]int) []link {
 		}
 		for _, n := range t.Nodes {
 			if side[n] >= 0 && side[n] != s {
-				out = append(out, link{deploy.SentinelsFrom, n})
+				out = append(out, link{sut.SentinelsFrom, n})
 			}
 		}
 	}

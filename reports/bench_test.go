@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 )
 
 // A long run's overview is bounded by its pixels, and a violation in it is
@@ -66,9 +67,10 @@ func benchRender(b *testing.B, events int) {
 	meta, ops, res := bigRun(events, 1)
 	b.Logf("%d events, %d holds, %.0f s of run", len(ops), len(res.Holds), seconds(runEnd(ops)))
 	dir := outDir(b, "bench")
+	res.Seen = seenOf(ops)
 	b.ResetTimer()
 	for b.Loop() {
-		if err := Render(context.Background(), dir, meta, ops, res); err != nil {
+		if _, err := Render(context.Background(), dir, record(meta), history.Events(ops), res); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -88,9 +90,9 @@ func benchRender(b *testing.B, events int) {
 }
 
 // BenchmarkRenderFile1M renders the report of BenchmarkRender1M's run from
-// its history file, event by event, as `harness report` and a run do
-// (RenderFile): peak-heap-MB is what the report holds, the digest and the
-// figures, not the history.
+// its history file, event by event, as `harness report` and a run do:
+// peak-heap-MB is what the report holds, the digest and the figures, not
+// the history.
 func BenchmarkRenderFile1M(b *testing.B) {
 	if testing.Short() {
 		b.Skip("large")
@@ -113,6 +115,7 @@ func BenchmarkRenderFile1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	f.Close()
+	res.Seen = seenOf(ops)
 	ops = nil
 	runtime.GC()
 	b.ReportAllocs()
@@ -136,7 +139,7 @@ func BenchmarkRenderFile1M(b *testing.B) {
 	}()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := RenderFile(context.Background(), dir, meta, path, res); err != nil {
+		if _, err := Render(context.Background(), dir, record(meta), history.File(path), res); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,9 +2,7 @@ package reports
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/lockharness/lockharness/checker"
@@ -12,50 +10,16 @@ import (
 )
 
 // A long run's history does not fit in memory, and the report need not
-// hold it: every figure is drawn from what one pass over the events
-// gathers (a digest), whose size is bounded by the figures' pixels and by
-// the rare events (faults, client pauses and crashes, the events a
-// violation names), not by the number of operations. The timeline's
-// write marks are gathered in a second pass, once the windows it draws
-// (the overview and each violation's close-up) are known.
-
-// source replays a history's events in order; yield returns false to stop
-// early. The event passed to yield is only valid during the call.
-type source func(ctx context.Context, yield func(*history.Op) bool) error
-
-// sliceSource replays ops.
-func sliceSource(ops []history.Op) source {
-	return func(ctx context.Context, yield func(*history.Op) bool) error {
-		for i := range ops {
-			if !yield(&ops[i]) {
-				return nil
-			}
-		}
-		return nil
-	}
-}
-
-// fileSource replays the history file at path, one event at a time.
-func fileSource(path string) source {
-	return func(ctx context.Context, yield func(*history.Op) bool) error {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open history: %w", err)
-		}
-		defer f.Close()
-		sc := history.NewScanner(f)
-		for sc.Scan(ctx) {
-			op := sc.Op()
-			if !yield(&op) {
-				return nil
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		return ctx.Err()
-	}
-}
+// hold it: every figure is drawn from what the check saw of it
+// (checker.Seen: the faults, the events the violations name) and from what
+// one pass over its events gathers (a digest, and the write marks of each
+// timeline the report draws), whose size is bounded by the figures' pixels
+// and by the rare events (client pauses and crashes), not by the number of
+// operations. The windows the timelines draw (the overview and each
+// violation's close-up) are known before that pass from the check's
+// result; only a close-up of a violation whose events the check did not
+// keep (it found the violation in a later window of a long history than
+// the events) needs a second pass, for its marks.
 
 // keep copies an event to be held beyond the pass: its value is copied
 // too, so that it does not keep the decoder's slab of values alive.
@@ -68,116 +32,117 @@ func keep(op *history.Op) history.Op {
 	return o
 }
 
-// digest is what the report needs of a history.
+// each goes through the history src once, giving every event to each of
+// see in turn.
+func each(ctx context.Context, src history.Source, see ...func(*history.Op)) error {
+	_, err := src.Each(ctx, func(op *history.Op) bool {
+		for _, f := range see {
+			f(op)
+		}
+		return true
+	})
+	return err
+}
+
+// digest is what the report needs of a history beyond what the check saw:
+// the client pauses and crashes paired with their completions, the client
+// processes, the keys acquired, the latencies, and the events violations
+// name that the check did not keep.
 type digest struct {
-	events    int
-	end       int64        // time of the last event
-	nemesis   []history.Op // every nemesis event, in order
-	rare      []call       // client pauses and crashes, by invocation
-	procs     map[int]bool // client processes (renewer threads excluded)
-	hasClient bool
-	acqKeys   map[string]bool // keys acquired
-	// at holds the events a violation names (by index), and invokedAt the
-	// invocation time of each (invokeOf): what Explain reads.
+	rare    []call          // client pauses and crashes, by invocation
+	procs   map[int]bool    // client processes (renewer threads excluded)
+	acqKeys map[string]bool // keys acquired
+	// at holds the events a violation names (by index) that the check did
+	// not keep, and invokedAt the invocation time of each (invokeOf).
 	at        map[int64]history.Op
 	invokedAt map[int64]int64
 	lat       *latencyDigest
+
+	want       map[int64]bool              // the event indexes to keep in at
+	lastInvoke map[pf]int64                // latest invocation of each process and function
+	open       map[history.Process]pending // client calls in flight
 }
 
-// digestOf gathers the digest of src in one pass; want lists the event
-// indexes to keep (the events res's violations name).
-func digestOf(ctx context.Context, src source, want map[int64]bool) (*digest, error) {
-	d := &digest{procs: map[int]bool{}, acqKeys: map[string]bool{}, at: map[int64]history.Op{},
-		invokedAt: map[int64]int64{}, lat: newLatencyDigest()}
-	type pf struct {
-		p history.Process
-		f string
-	}
-	lastInvoke := map[pf]int64{} // latest invocation of each process and function
-	type pending struct {
-		t    int64
-		f    string
-		key  string
-		rare int // index in d.rare, or -1
-	}
-	open := map[history.Process]pending{} // client calls in flight
-	err := src(ctx, func(op *history.Op) bool {
-		d.events++
-		d.end = max(d.end, op.Time)
-		if want[op.Index] {
-			d.at[op.Index] = keep(op)
-			t, ok := lastInvoke[pf{op.Process, op.F}]
-			if !ok {
-				t = op.Time
-			}
-			d.invokedAt[op.Index] = t
-		}
-		if op.Type == history.Invoke {
-			lastInvoke[pf{op.Process, op.F}] = op.Time
-		}
-		if op.Process.IsNemesis() {
-			d.nemesis = append(d.nemesis, keep(op))
-			return true
-		}
-		d.hasClient = true
-		if op.Owner == nil {
-			d.procs[int(op.Process)] = true
-		}
-		if op.Type == history.Invoke {
-			p := pending{t: op.Time, f: op.F, key: op.Key, rare: -1}
-			if op.F == history.FAcquire && op.Key != "" {
-				d.acqKeys[op.Key] = true
-			}
-			if op.F == history.FPause || op.F == history.FCrash {
-				inv := keep(op)
-				p.rare = len(d.rare)
-				d.rare = append(d.rare, call{Invoke: &inv, Complete: noCompletion})
-			}
-			open[op.Process] = p
-			return true
-		}
-		p, ok := open[op.Process]
-		if !ok {
-			return true // a completion without invocation: nothing to draw
-		}
-		delete(open, op.Process)
-		if p.rare >= 0 {
-			c := keep(op)
-			d.rare[p.rare].Complete, d.rare[p.rare].Done = &c, true
-		}
-		d.lat.add(p.f, p.t, op.Time, op.Type)
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
+type pf struct {
+	p history.Process
+	f string
 }
 
-// rareInvokes are the invocations of the client pauses and crashes.
-func (d *digest) rareInvokes() []history.Op {
-	out := make([]history.Op, len(d.rare))
-	for i, c := range d.rare {
-		out[i] = *c.Invoke
-	}
-	return out
+type pending struct {
+	t    int64
+	f    string
+	key  string
+	rare int // index in d.rare, or -1
 }
 
-// wanted lists the events res's violations name.
-func wanted(res checker.Result) map[int64]bool {
+// newDigest starts a digest that keeps the events want names.
+func newDigest(want map[int64]bool) *digest {
+	return &digest{procs: map[int]bool{}, acqKeys: map[string]bool{}, at: map[int64]history.Op{},
+		invokedAt: map[int64]int64{}, lat: newLatencyDigest(), want: want, lastInvoke: map[pf]int64{},
+		open: map[history.Process]pending{}}
+}
+
+// see takes the next event of the history into the digest.
+func (d *digest) see(op *history.Op) {
+	if d.want[op.Index] {
+		d.at[op.Index] = keep(op)
+		t, ok := d.lastInvoke[pf{op.Process, op.F}]
+		if !ok || op.Type == history.Invoke {
+			t = op.Time
+		}
+		d.invokedAt[op.Index] = t
+	}
+	if op.Type == history.Invoke {
+		d.lastInvoke[pf{op.Process, op.F}] = op.Time
+	}
+	if op.Process.IsNemesis() {
+		return
+	}
+	if op.Owner == nil {
+		d.procs[int(op.Process)] = true
+	}
+	if op.Type == history.Invoke {
+		d.invoke(op)
+		return
+	}
+	p, ok := d.open[op.Process]
+	if !ok {
+		return // a completion without invocation: nothing to draw
+	}
+	delete(d.open, op.Process)
+	if p.rare >= 0 {
+		c := keep(op)
+		d.rare[p.rare].Complete, d.rare[p.rare].Done = &c, true
+	}
+	d.lat.add(p.f, p.t, op.Time, op.Type)
+}
+
+// invoke takes a client invocation into the digest.
+func (d *digest) invoke(op *history.Op) {
+	p := pending{t: op.Time, f: op.F, key: op.Key, rare: -1}
+	if op.F == history.FAcquire && op.Key != "" {
+		d.acqKeys[op.Key] = true
+	}
+	if op.F == history.FPause || op.F == history.FCrash {
+		inv := keep(op)
+		p.rare = len(d.rare)
+		d.rare = append(d.rare, call{Invoke: &inv, Complete: noCompletion})
+	}
+	d.open[op.Process] = p
+}
+
+// unkept lists the events res's violations name that the check did not
+// keep.
+func unkept(res checker.Result) map[int64]bool {
 	w := map[int64]bool{}
 	for _, v := range res.Violations {
 		for _, e := range v.Events {
-			w[e] = true
+			if _, _, ok := res.Seen.Event(e); !ok {
+				w[e] = true
+			}
 		}
 	}
 	return w
-}
-
-// opAt is the event with history index i, if the digest kept it.
-func (d *digest) opAt(i int64) (history.Op, bool) {
-	op, ok := d.at[i]
-	return op, ok
 }
 
 // latencyDigest is the latency and rate plots' data, aggregated: per

@@ -17,26 +17,27 @@ import (
 // The report drawn from the history file, read event by event, is the
 // report drawn from the history in memory: the same results.json, page and
 // figures, byte for byte.
-func TestRenderFileIsRender(t *testing.T) {
+func TestRenderOfAFileIsRenderOfEvents(t *testing.T) {
 	for name, fixture := range map[string]func() (RunMeta, []history.Op, checker.Result){
 		"clock-jump": clockFixture, "valid": validFixture,
 	} {
 		t.Run(name, func(t *testing.T) {
 			meta, ops, res := fixture()
+			res = checked(ops, res)
 			mem, file := outDir(t, "mem-"+name), outDir(t, "file-"+name)
 			writeHistory(t, mem, ops)
 			writeHistory(t, file, ops)
-			if err := Render(context.Background(), mem, meta, ops, res); err != nil {
+			if _, err := Render(context.Background(), mem, record(meta), history.Events(ops), res); err != nil {
 				t.Fatal(err)
 			}
-			out, err := RenderFile(context.Background(), file, meta, filepath.Join(file, HistoryFile), res)
+			out, err := Render(context.Background(), file, record(meta), history.File(filepath.Join(file, HistoryFile)), res)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if out.Verdict != res.Verdict {
-				t.Errorf("RenderFile returned verdict %s, want %s", out.Verdict, res.Verdict)
+				t.Errorf("the report of the file returned verdict %s, want %s", out.Verdict, res.Verdict)
 			}
-			sameFiles(t, mem, file, "between Render and RenderFile")
+			sameFiles(t, mem, file, "between the history in memory and its file")
 		})
 	}
 }
@@ -99,20 +100,20 @@ func TestRenderOfHoldsInAFileIsRender(t *testing.T) {
 			mem, file := outDir(t, "mem-"+name), outDir(t, "spilled-"+name)
 			writeHistory(t, mem, ops)
 			writeHistory(t, file, ops)
-			cfg := checker.Config{Timeout: time.Minute}
-			res := checker.Check(context.Background(), ops, cfg)
+			cfg := checker.Config{Timeout: time.Minute, Views: true}
+			res, _ := checker.Check(context.Background(), history.Events(ops), cfg)
 			cfg.HoldsInMemory, cfg.SpillDir = 3, t.TempDir()
-			spilled, _, err := checker.CheckFile(context.Background(), filepath.Join(file, HistoryFile), cfg)
+			spilled, err := checker.Check(context.Background(), history.File(filepath.Join(file, HistoryFile)), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !spilled.HoldsInFile() || spilled.NumHolds() != len(res.Holds) || len(res.Holds) < 10 {
 				t.Fatalf("holds in a file %v, %d of them; %d in memory", spilled.HoldsInFile(), spilled.NumHolds(), len(res.Holds))
 			}
-			if _, err := RenderFile(context.Background(), mem, meta, filepath.Join(mem, HistoryFile), res); err != nil {
+			if _, err := Render(context.Background(), mem, record(meta), history.File(filepath.Join(mem, HistoryFile)), res); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := RenderFile(context.Background(), file, meta, filepath.Join(file, HistoryFile), spilled); err != nil {
+			if _, err := Render(context.Background(), file, record(meta), history.File(filepath.Join(file, HistoryFile)), spilled); err != nil {
 				t.Fatal(err)
 			}
 			sameFiles(t, mem, file, "when the holds are in a file")
@@ -136,6 +137,56 @@ func sameFiles(t *testing.T, a, b, how string) {
 		}
 		if string(x) != string(y) {
 			t.Errorf("%s differs %s", e.Name(), how)
+		}
+	}
+}
+
+// A check cut short before it read the whole history (its time ran out)
+// saw only part of it: the report reads the rest of what it needs first,
+// and draws what it draws after a check that read it all.
+func TestRenderAfterACheckCutShort(t *testing.T) {
+	meta, ops, _ := clockFixture()
+	res, _ := checker.Check(context.Background(), history.Events(ops), checker.Config{Views: true})
+	short := res
+	short.Seen.Complete, short.Seen.Events, short.Seen.End, short.Seen.Clients = false, 7, 0, false
+	short.Seen.Nemesis, short.Seen.ClientFaults = short.Seen.Nemesis[:1], nil
+	whole, cut := outDir(t, "whole-check"), outDir(t, "cut-check")
+	for dir, r := range map[string]checker.Result{whole: res, cut: short} {
+		writeHistory(t, dir, ops)
+		if _, err := Render(context.Background(), dir, record(meta), history.File(filepath.Join(dir, HistoryFile)), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameFiles(t, whole, cut, "after a check cut short")
+}
+
+// A close-up of a violation whose events the check did not keep (it found
+// the violation in a later window of a long history) is placed once the
+// report's pass over the history has found them, and its marks gathered
+// by a pass of their own: the same close-ups as where the check kept them.
+func TestCloseUpsOfEventsTheCheckDidNotKeep(t *testing.T) {
+	meta, ops, _ := clockFixture()
+	res, _ := checker.Check(context.Background(), history.Events(ops), checker.Config{})
+	if len(res.Violations) == 0 || len(res.Violations[0].Events) == 0 {
+		t.Fatalf("the fixture's check found no violation that names events: %+v", res.Violations)
+	}
+	bare := res
+	bare.Seen = seenOf(ops) // every event, none named
+	kept, found := outDir(t, "kept-events"), outDir(t, "found-events")
+	for dir, r := range map[string]checker.Result{kept: res, found: bare} {
+		if _, err := Render(context.Background(), dir, record(meta), history.Events(ops), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zooms, _ := filepath.Glob(filepath.Join(kept, "timeline*"))
+	if len(zooms) < 4 {
+		t.Fatalf("only %v drawn", zooms)
+	}
+	for _, z := range zooms {
+		a, _ := os.ReadFile(z)
+		b, err := os.ReadFile(filepath.Join(found, filepath.Base(z)))
+		if err != nil || string(a) != string(b) {
+			t.Errorf("%s differs where the check did not keep the events (%v)", filepath.Base(z), err)
 		}
 	}
 }

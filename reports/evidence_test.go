@@ -60,7 +60,7 @@ func TestIndexShowsTheEvidence(t *testing.T) {
 func renderIndex(t *testing.T, name string, meta RunMeta, ops []history.Op, res checker.Result) (string, string) {
 	t.Helper()
 	dir := outDir(t, name)
-	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
+	if err := renderOps(context.Background(), dir, meta, ops, res); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "index.html"))

@@ -3,9 +3,11 @@ package reports
 import (
 	"cmp"
 	"fmt"
+	"image/color"
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +47,9 @@ type Fault struct {
 	// of its own (a client pause, a renewer stall), 0 otherwise: its
 	// window in the history is not its length.
 	Asked time.Duration
+	// Kind is what the run's record says of its family: what a sentence
+	// calls it, its colour, whether it happens at an instant.
+	Kind history.FaultKind
 }
 
 // nemesisAction is one nemesis invocation with its completion.
@@ -92,15 +97,15 @@ func (a *nemesisAction) absorb(v *history.Value) {
 }
 
 // meaning is the fault the action starts and those it ends: from its
-// fields, or for an old history from its f.
-func (a nemesisAction) meaning() (start string, stops []string, marker bool) {
+// fields, or for an old history from its f as the book reads it.
+func (a nemesisAction) meaning(b *faultBook) (start string, stops []string, marker bool) {
 	if a.Structured {
 		return a.Fault, a.Ends, a.Mark
 	}
-	if faultMarkers[a.F] {
+	if b.marks[a.F] {
 		return "", nil, true
 	}
-	start, stops = family(a.F)
+	start, stops = b.family(a.F)
 	return start, stops, false
 }
 
@@ -139,54 +144,56 @@ func nemesisActions(ops []history.Op) []nemesisAction {
 	return acts
 }
 
-// faultStarts maps the nemesis functions that start a fault to the fault's
-// family, for histories recorded before nemesis events carried their
-// meaning (history.Value.Fault and Ends); newer events say it themselves.
-// Functions of the same family replace each other on the same targets (a
-// second clock bump sets a new offset).
-var faultStarts = map[string]string{
-	"start-partition": "partition",
-	"start-latency":   "latency",
-	"bump-clock":      "clock",
-	"drift-clock":     "clock",
-	"strobe-clock":    "clock",
-	"kill":            "kill",
-	"pause-node":      "pause",
-	"pause":           "pause",
-	"cut-replication": "replication cut",
-	"promote":         "promote",
-	"pause-master":    "master paused",
-	"isolate-master":  "master isolated",
+// faultBook is how a run's faults are read and drawn, from the fault
+// kinds of its record: each kind by name, and for histories recorded
+// before nemesis events carried their meaning (history.Value.Fault and
+// Ends; newer events say it themselves) the nemesis functions that start
+// a fault of a kind, end one, or only mark a moment.
+type faultBook struct {
+	kinds  map[string]history.FaultKind
+	starts map[string]string   // f → the kind it starts
+	stops  map[string][]string // f → the kinds it ends, in the record's order
+	marks  map[string]bool
 }
 
-// faultStops maps the nemesis functions that end faults to the families
-// they end. A stop ends the open faults of those families whose targets it
-// names; when it names none of them (or no target at all), it ends them
-// all: demoting the old master ends the split brain that promoting a
-// replica began, whichever node each names.
-var faultStops = map[string][]string{
-	"stop-partition": {"partition"},
-	"stop-latency":   {"latency"},
-	"reset-clock":    {"clock"},
-	"restart":        {"kill"},
-	"resume-node":    {"pause"},
-	"resume":         {"pause"},
-	"promote":        {"replication cut"}, // the frozen link is dropped when the replica is promoted
-	"demote":         {"promote"},
-	"heal-master":    {"master paused", "master isolated"},
-}
-
-// faultMarkers are nemesis functions that record a moment, not a fault.
-var faultMarkers = map[string]bool{"await-promotion": true}
-
-// family maps a nemesis function to the fault it starts, or the faults it
-// stops. Functions it does not know follow the start-X/stop-X convention,
-// and otherwise start a fault of their own name.
-func family(f string) (start string, stops []string) {
-	if fam, ok := faultStarts[f]; ok {
-		start = fam
+func newFaultBook(kinds []history.FaultKind) *faultBook {
+	b := &faultBook{kinds: map[string]history.FaultKind{}, starts: map[string]string{}, stops: map[string][]string{}, marks: map[string]bool{}}
+	for _, k := range kinds {
+		b.kinds[k.Name] = k
+		for _, f := range k.StartedBy {
+			b.starts[f] = k.Name
+		}
+		for _, f := range k.EndedBy {
+			b.stops[f] = append(b.stops[f], k.Name)
+		}
+		for _, f := range k.Marks {
+			b.marks[f] = true
+		}
 	}
-	if fams, ok := faultStops[f]; ok {
+	return b
+}
+
+// kind is what the record says of the kind name; only its name when it
+// says nothing.
+func (b *faultBook) kind(name string) history.FaultKind {
+	if k, ok := b.kinds[name]; ok {
+		return k
+	}
+	return history.FaultKind{Name: name}
+}
+
+// family maps a nemesis function of an old history to the fault it
+// starts, or the faults it stops. Functions of the same family replace
+// each other on the same targets (a second clock bump sets a new offset).
+// A stop ends the open faults of its families whose targets it names;
+// when it names none of them (or no target at all), it ends them all:
+// demoting the old master ends the split brain that promoting a replica
+// began, whichever node each names. Functions the book does not know
+// follow the start-X/stop-X convention, and otherwise start a fault of
+// their own name.
+func (b *faultBook) family(f string) (start string, stops []string) {
+	start = b.starts[f]
+	if fams, ok := b.stops[f]; ok {
 		return start, fams
 	}
 	if start != "" {
@@ -205,20 +212,35 @@ func family(f string) (start string, stops []string) {
 	return f, nil
 }
 
-// Faults derives the fault windows of a history from its nemesis events.
-// Faults with no stop event end at the final heal, or at the end of the
-// history when there is none. A clock fault on several nodes becomes one
-// fault per node, each with its own offset.
-func Faults(ops []history.Op) []Fault {
-	return faultsUntil(ops, runEnd(ops))
+// defaultFaultColour is the shade of a fault whose kind has no colour of
+// its own.
+var defaultFaultColour = color.NRGBA{R: 188, G: 189, B: 34}
+
+// colour is the translucent shade of a fault family (color.NRGBA:
+// color.RGBA would be read as premultiplied and come out wrong).
+func (b *faultBook) colour(family string, alpha uint8) color.NRGBA {
+	c := defaultFaultColour
+	if s := b.kind(family).Colour; len(s) == 7 && s[0] == '#' {
+		if v, err := strconv.ParseUint(s[1:], 16, 32); err == nil {
+			c = color.NRGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v)}
+		}
+	}
+	c.A = alpha
+	return c
 }
 
-// faults are the fault windows of the digested history.
-func (d *digest) faults() []Fault { return faultsUntil(d.nemesis, d.end) }
+// Faults derives the fault windows of a history from its nemesis events,
+// as the run's record rec says to read them. Faults with no stop event end
+// at the final heal, or at the end of the history when there is none. A
+// clock fault on several nodes becomes one fault per node, each with its
+// own offset.
+func Faults(rec Record, ops []history.Op) []Fault {
+	return newFaultBook(rec.FaultKinds).faultsUntil(ops, runEnd(ops))
+}
 
 // faultsUntil is Faults of a history that ends at end (ops may hold only
 // its nemesis events).
-func faultsUntil(ops []history.Op, end int64) []Fault {
+func (b *faultBook) faultsUntil(ops []history.Op, end int64) []Fault {
 	var out []Fault
 	var open []int // indexes into out
 	for _, a := range nemesisActions(ops) {
@@ -232,7 +254,7 @@ func faultsUntil(ops []history.Op, end int64) []Fault {
 			open = open[:0]
 			continue
 		}
-		start, stops, marker := a.meaning()
+		start, stops, marker := a.meaning(b)
 		if a.Type == history.Fail || marker {
 			continue // it certainly did not happen, or it is no fault
 		}
@@ -243,6 +265,7 @@ func faultsUntil(ops []history.Op, end int64) []Fault {
 			continue
 		}
 		for _, f := range splitFault(a, start, end) {
+			f.Kind = b.kind(start)
 			// A new fault of a family on the same targets replaces the old.
 			keep := open[:0]
 			for _, i := range open {

@@ -1,11 +1,16 @@
 package reports
 
 import (
+	"cmp"
+	"image/color"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/nemesis"
 )
 
 // The nemeses' events, with the structured fields they record
@@ -54,7 +59,7 @@ func TestFaultsFromNemesisEvents(t *testing.T) {
 	if got := faultLines(b.build()); got != strings.Join(want, "\n") {
 		t.Errorf("faults:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
-	fs := Faults(b.build())
+	fs := faultsOf(b.build())
 	if fs[len(fs)-1].Rate != 2 {
 		t.Errorf("drift rate %v, want 2", fs[len(fs)-1].Rate)
 	}
@@ -62,7 +67,7 @@ func TestFaultsFromNemesisEvents(t *testing.T) {
 
 func faultLines(ops []history.Op) string {
 	var got []string
-	for _, f := range Faults(ops) {
+	for _, f := range faultsOf(ops) {
 		got = append(got, f.Label+" "+fmtTime(f.Start)+"–"+fmtTime(f.End))
 	}
 	return strings.Join(got, "\n")
@@ -108,11 +113,66 @@ func TestClockSentence(t *testing.T) {
 	b := &builder{}
 	b.nemesisV(3400*ms, "bump-clock", &history.Value{Targets: []string{"n3"}, Fault: "clock", Detail: "n3 +1m0s (reads +1m59.998s)",
 		Clocks: []history.NodeClock{{Node: "n3", Delta: nsp(time.Minute), Offset: nsp(119998 * time.Millisecond)}}})
-	fs := Faults(b.build())
+	fs := faultsOf(b.build())
 	if len(fs) != 1 {
 		t.Fatalf("faults: %+v", fs)
 	}
 	if got, want := fs[0].Sentence(3500*ms), "node 3's clock had jumped +60 s (to +120 s) at 3.40 s"; got != want {
 		t.Errorf("sentence %q, want %q", got, want)
+	}
+}
+
+// The fault kinds a run records (nemesis.FaultKinds) read and draw the
+// faults as the report's own tables did before they were the record's:
+// the nemesis functions of an old history, the words of a size, the
+// instants, the colours.
+func TestFaultKindsAreTheOldTables(t *testing.T) {
+	starts := map[string]string{
+		"start-partition": "partition", "start-latency": "latency", "bump-clock": "clock", "drift-clock": "clock",
+		"strobe-clock": "clock", "kill": "kill", "pause-node": "pause", "pause": "pause", "cut-replication": "replication cut",
+		"promote": "promote", "pause-master": "master paused", "isolate-master": "master isolated",
+	}
+	stops := map[string][]string{
+		"stop-partition": {"partition"}, "stop-latency": {"latency"}, "reset-clock": {"clock"}, "restart": {"kill"},
+		"resume-node": {"pause"}, "resume": {"pause"}, "promote": {"replication cut"}, "demote": {"promote"},
+		"heal-master": {"master paused", "master isolated"},
+	}
+	sizeWords := map[string]string{"pause-client": "client pause", "pause": "node pause", "kill": "node down",
+		"lost replies": "lost replies", "renewer stall": "renewer stall"}
+	colours := map[string]color.NRGBA{
+		"partition": {R: 255, G: 190, B: 0}, "clock": {R: 148, G: 103, B: 189}, "pause": {R: 110, G: 110, B: 110},
+		"kill": {R: 140, G: 86, B: 75}, "promote": {R: 23, G: 190, B: 207}, "failover": {R: 23, G: 190, B: 207},
+		"latency": {R: 31, G: 119, B: 180}, "delay": {R: 31, G: 119, B: 180}, "replication cut": {R: 188, G: 189, B: 34},
+		"lost replies": {R: 188, G: 189, B: 34}, "something new": {R: 188, G: 189, B: 34},
+	}
+	b := newFaultBook(nemesis.FaultKinds())
+	if !maps.Equal(b.starts, starts) {
+		t.Errorf("starts %v, want %v", b.starts, starts)
+	}
+	if !maps.EqualFunc(b.stops, stops, func(a, w []string) bool {
+		return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(w)))
+	}) {
+		t.Errorf("stops %v, want %v", b.stops, stops)
+	}
+	if !maps.Equal(b.marks, map[string]bool{"await-promotion": true}) {
+		t.Errorf("marks %v", b.marks)
+	}
+	for fam, w := range sizeWords {
+		if got := cmp.Or(b.kind(fam).Label, fam); got != w {
+			t.Errorf("%s is called %q in a size, want %q", fam, got, w)
+		}
+	}
+	for _, k := range nemesis.FaultKinds() {
+		if want := k.Name == "crash-client" || k.Name == "kill-connection"; k.Instant != want {
+			t.Errorf("%s instant %v, want %v", k.Name, k.Instant, want)
+		}
+	}
+	for fam, c := range colours {
+		for _, a := range []uint8{38, 120} {
+			c.A = a
+			if got := b.colour(fam, a); got != c {
+				t.Errorf("colour of %s at %d: %v, want %v", fam, a, got, c)
+			}
+		}
 	}
 }

@@ -46,26 +46,6 @@ var (
 	}
 )
 
-// faultColour is the translucent shade of a fault family (color.NRGBA:
-// color.RGBA would be read as premultiplied and come out wrong).
-func faultColour(family string, alpha uint8) color.NRGBA {
-	switch family {
-	case "partition":
-		return color.NRGBA{R: 255, G: 190, B: 0, A: alpha}
-	case "clock":
-		return color.NRGBA{R: 148, G: 103, B: 189, A: alpha}
-	case "pause":
-		return color.NRGBA{R: 110, G: 110, B: 110, A: alpha}
-	case "kill":
-		return color.NRGBA{R: 140, G: 86, B: 75, A: alpha}
-	case "promote", "failover":
-		return color.NRGBA{R: 23, G: 190, B: 207, A: alpha}
-	case "latency", "delay":
-		return color.NRGBA{R: 31, G: 119, B: 180, A: alpha}
-	}
-	return color.NRGBA{R: 188, G: 189, B: 34, A: alpha}
-}
-
 func textStyle(size vg.Length, c color.Color) draw.TextStyle {
 	return draw.TextStyle{Color: c, Font: font.From(plot.DefaultFont, size), Handler: plot.DefaultTextHandler}
 }

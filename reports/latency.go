@@ -41,7 +41,7 @@ func bucketWidth(end int64) int64 {
 func (v *runView) shadeFaults(s *shapes) map[string]bool {
 	fams := map[string]bool{}
 	for _, f := range v.faults {
-		s.shade(seconds(f.Start), seconds(f.End), faultColour(f.Family, 38))
+		s.shade(seconds(f.Start), seconds(f.End), v.faultColour(f.Family, 38))
 		fams[f.Family] = true
 	}
 	if v.healed {
@@ -57,7 +57,7 @@ func (v *runView) faultLegend(leg *legend, fams map[string]bool) {
 	}
 	slices.Sort(names)
 	for _, f := range names {
-		leg.Add("fault: "+f, boxThumb(faultColour(f, 120)))
+		leg.Add("fault: "+f, boxThumb(v.faultColour(f, 120)))
 	}
 	if v.healed {
 		leg.Add("final heal", lineThumb(colInk, 1, 4, 3))

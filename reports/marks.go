@@ -95,42 +95,57 @@ func writeKind(c *history.Op) (int, bool) {
 	return 0, false
 }
 
-// gatherMarks collects the write marks of every window in one pass over
-// src.
-func gatherMarks(ctx context.Context, src source, wins []spanKey) (map[spanKey]*marks, error) {
+// markPass collects the write marks of windows as a pass over the
+// history gives it the events (see).
+type markPass struct {
+	all     []*marks
+	writing map[history.Process]bool // a write is in flight
+}
+
+// newMarks is the marks of each window of wins, and the pass that
+// gathers them.
+func newMarkPass(wins []spanKey) (map[spanKey]*marks, *markPass) {
 	out := map[spanKey]*marks{}
 	for _, k := range wins {
 		if out[k] == nil {
 			out[k] = newMarks(k)
 		}
 	}
-	all := make([]*marks, 0, len(out))
+	p := &markPass{all: make([]*marks, 0, len(out)), writing: map[history.Process]bool{}}
 	for _, m := range out {
-		all = append(all, m)
+		p.all = append(p.all, m)
 	}
-	writing := map[history.Process]bool{} // a write is in flight
-	err := src(ctx, func(op *history.Op) bool {
-		if op.Process.IsNemesis() {
-			return true
+	return out, p
+}
+
+// see takes the next event of the history: a client write's completion
+// marks every window it falls in.
+func (p *markPass) see(op *history.Op) {
+	if op.Process.IsNemesis() {
+		return
+	}
+	if op.Type == history.Invoke {
+		p.writing[op.Process] = op.F == history.FWrite
+		return
+	}
+	if !p.writing[op.Process] {
+		return
+	}
+	delete(p.writing, op.Process)
+	kind, ok := writeKind(op)
+	for _, m := range p.all {
+		if ok {
+			m.add(int(op.Process), op.Time, kind)
+		} else if op.Time >= m.from && op.Time <= m.to {
+			m.writes++
+			m.procs[int(op.Process)] = true
 		}
-		if op.Type == history.Invoke {
-			writing[op.Process] = op.F == history.FWrite
-			return true
-		}
-		if !writing[op.Process] {
-			return true
-		}
-		delete(writing, op.Process)
-		kind, ok := writeKind(op)
-		for _, m := range all {
-			if ok {
-				m.add(int(op.Process), op.Time, kind)
-			} else if op.Time >= m.from && op.Time <= m.to {
-				m.writes++
-				m.procs[int(op.Process)] = true
-			}
-		}
-		return true
-	})
-	return out, err
+	}
+}
+
+// gatherMarks collects the write marks of every window in one pass over
+// src.
+func gatherMarks(ctx context.Context, src history.Source, wins []spanKey) (map[spanKey]*marks, error) {
+	out, p := newMarkPass(wins)
+	return out, each(ctx, src, p.see)
 }

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,34 +13,26 @@ import (
 // Explain returns, by index into res.Violations, what the history can say
 // about a violation beyond its own description: for now, how an overlap on
 // a lock over several nodes (Redlock) came about, from the nodes each grant
-// rested on and the faults that struck them. Violations it cannot explain
-// have no entry.
-func Explain(ops []history.Op, res checker.Result) map[int]string {
-	d, err := digestOf(context.Background(), sliceSource(ops), wanted(res))
-	if err != nil { // a slice cannot fail
-		panic(err)
-	}
-	return explain(d, res, d.faults())
+// rested on and the faults that struck them. It reads what the check saw
+// (res.Seen: the grants, the nemesis events) as the run's record rec says
+// to read the faults, not the history. Violations it cannot explain have
+// no entry.
+func Explain(rec Record, res checker.Result) map[int]string {
+	faults := newFaultBook(rec.FaultKinds).faultsUntil(res.Seen.Nemesis, res.Seen.End)
+	return explain(&res.Seen, res, faults)
 }
 
-// ExplainFile is Explain of the history file at path, read event by event
-// (only when some violation could be explained: an overlap).
-func ExplainFile(ctx context.Context, path string, res checker.Result) (map[int]string, error) {
-	if !slices.ContainsFunc(res.Violations, func(v checker.Violation) bool { return v.Kind == checker.KindOverlap && len(v.Events) >= 2 }) {
-		return nil, nil
-	}
-	d, err := digestOf(ctx, fileSource(path), wanted(res))
-	if err != nil {
-		return nil, fmt.Errorf("explain: %w", err)
-	}
-	return explain(d, res, d.faults()), nil
+// events gives the events violations name, and when the call each
+// completes was invoked (checker.Seen.Event).
+type events interface {
+	Event(i int64) (op history.Op, invoked int64, ok bool)
 }
 
-// explain is Explain of a digest, with its faults already derived.
-func explain(d *digest, res checker.Result, faults []Fault) map[int]string {
+// explain is Explain of the events ev gives and the faults derived.
+func explain(ev events, res checker.Result, faults []Fault) map[int]string {
 	out := map[int]string{}
 	for i, v := range res.Violations {
-		if s := quorumMechanism(v, d, faults); s != "" {
+		if s := quorumMechanism(v, ev, faults); s != "" {
 			out[i] = s
 		}
 	}
@@ -61,12 +52,12 @@ func explain(d *digest, res checker.Result, faults []Fault) map[int]string {
 // running fast; a kill), and whether the first claim stood on a bare
 // majority, where one such node is enough. It is empty when the grants do
 // not record their nodes.
-func quorumMechanism(v checker.Violation, d *digest, faults []Fault) string {
+func quorumMechanism(v checker.Violation, ev events, faults []Fault) string {
 	if v.Kind != checker.KindOverlap || len(v.Events) < 2 || len(v.Processes) < 2 {
 		return ""
 	}
-	ga, okA := d.opAt(v.Events[0])
-	gc, okC := d.opAt(v.Events[1])
+	ga, from, okA := ev.Event(v.Events[0])
+	gc, _, okC := ev.Event(v.Events[1])
 	if !okA || !okC || ga.Value == nil || gc.Value == nil || len(ga.Value.Nodes) == 0 || len(gc.Value.Nodes) == 0 {
 		return ""
 	}
@@ -83,10 +74,8 @@ func quorumMechanism(v checker.Violation, d *digest, faults []Fault) string {
 	if len(shared) == 0 {
 		return ""
 	}
-	// The first key was set between the first grant's invocation and its
-	// completion; the second grant completed at gc.Time.
-	from := d.invokedAt[ga.Index]
-
+	// The first key was set between the first grant's invocation (from)
+	// and its completion; the second grant completed at gc.Time.
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s's %s rested on %s", capitalise(a), grantWord(ga), nodeList(na))
 	switch q := ga.Value.Quorum; {
@@ -97,26 +86,7 @@ func quorumMechanism(v checker.Violation, d *digest, faults []Fault) string {
 	}
 	b.WriteString(". ")
 
-	var causes, unread []string
-	for _, n := range shared {
-		for _, f := range faults {
-			if s := keyLoss(f, n, from, gc.Time); s != "" {
-				causes = append(causes, s)
-			} else if s := unreadClock(f, n, from, gc.Time); s != "" {
-				unread = append(unread, s)
-			}
-		}
-	}
-	if len(causes) > 0 {
-		b.WriteString(capitalise(strings.Join(causes, "; ")))
-		fmt.Fprintf(&b, ", so %s's key on %s vanished before its lease ended. ", a, nodeList(shared))
-	} else {
-		if len(unread) > 0 {
-			fmt.Fprintf(&b, "Its key on %s vanished before its lease ended; the history records %s in words only (it was recorded before nemesis events had fields), so whether that made the key vanish is not read from it. ", nodeList(shared), strings.Join(unread, "; "))
-		} else {
-			fmt.Fprintf(&b, "Its key on %s vanished before its lease ended, with no clock fault or kill recorded there. ", nodeList(shared))
-		}
-	}
+	causes := vanished(&b, a, shared, faults, from, gc.Time)
 	fmt.Fprintf(&b, "%s then got %s", capitalise(c), nodeList(nc))
 	if len(fresh) > 0 {
 		fmt.Fprintf(&b, ": %s, where %s's key had gone, and %s, which %s never held", nodeList(shared), a, nodeList(fresh), a)
@@ -126,6 +96,33 @@ func quorumMechanism(v checker.Violation, d *digest, faults []Fault) string {
 		b.WriteString(" The validity check times only the client's own steps: it cannot see a node's clock jump.")
 	}
 	return b.String()
+}
+
+// vanished writes how the first grant's key vanished from the nodes
+// shared between from and to: the faults there that make a key vanish
+// (keyLoss), which it returns, or the clock faults an old history records
+// in words only, or none.
+func vanished(b *strings.Builder, a string, shared []string, faults []Fault, from, to int64) (causes []string) {
+	var unread []string
+	for _, n := range shared {
+		for _, f := range faults {
+			if s := keyLoss(f, n, from, to); s != "" {
+				causes = append(causes, s)
+			} else if s := unreadClock(f, n, from, to); s != "" {
+				unread = append(unread, s)
+			}
+		}
+	}
+	switch {
+	case len(causes) > 0:
+		b.WriteString(capitalise(strings.Join(causes, "; ")))
+		fmt.Fprintf(b, ", so %s's key on %s vanished before its lease ended. ", a, nodeList(shared))
+	case len(unread) > 0:
+		fmt.Fprintf(b, "Its key on %s vanished before its lease ended; the history records %s in words only (it was recorded before nemesis events had fields), so whether that made the key vanish is not read from it. ", nodeList(shared), strings.Join(unread, "; "))
+	default:
+		fmt.Fprintf(b, "Its key on %s vanished before its lease ended, with no clock fault or kill recorded there. ", nodeList(shared))
+	}
+	return causes
 }
 
 // keyLoss says how fault f made node's keys vanish early between from and

@@ -36,14 +36,20 @@ func bump(node string, delta, offset time.Duration) *history.Value {
 		Clocks: []history.NodeClock{{Node: node, Delta: nsp(delta), Offset: nsp(offset)}}}
 }
 
+// checkOps is the check of ops in memory.
+func checkOps(ops []history.Op) checker.Result {
+	res, _ := checker.Check(context.Background(), history.Events(ops), checker.Config{})
+	return res
+}
+
 // explainOverlap checks the history with the real checker and returns the
 // explanation of its overlap.
 func explainOverlap(t *testing.T, ops []history.Op) string {
 	t.Helper()
-	res := checker.Check(context.Background(), ops, checker.Config{})
+	res := checkOps(ops)
 	for i, v := range res.Violations {
 		if v.Kind == checker.KindOverlap {
-			return Explain(ops, res)[i]
+			return Explain(record(RunMeta{}), res)[i]
 		}
 	}
 	t.Fatalf("no overlap found in %v", res.Violations)
@@ -120,11 +126,11 @@ func TestExplainNoCause(t *testing.T) {
 // locks, old histories) get no explanation, and neither do other findings.
 func TestExplainNeedsNodes(t *testing.T) {
 	ops := quorumHistory(nil, nil, nil)
-	res := checker.Check(context.Background(), ops, checker.Config{})
+	res := checkOps(ops)
 	if len(res.Violations) == 0 {
 		t.Fatal("no violation")
 	}
-	if got := Explain(ops, res); got != nil {
+	if got := Explain(record(RunMeta{}), res); got != nil {
 		t.Fatalf("explained grants without nodes: %v", got)
 	}
 }
@@ -134,7 +140,7 @@ func TestHeadlineSaysWhy(t *testing.T) {
 	ops := quorumHistory([]string{"n1", "n2", "n3"}, []string{"n3", "n4", "n5"}, func(b *builder) {
 		b.nemesisV(200*ms, "bump-clock", bump("n3", 10*time.Second, 10*time.Second))
 	})
-	res := Normalize(checker.Check(context.Background(), ops, checker.Config{}))
+	res := Normalize(checkOps(ops))
 	h := newRunView(RunMeta{Lock: "redlock"}, ops, res).headline()
 	wantAll(t, h, "Lock redlock broke its promise", "Why: Client 0's grant rested on n1, n2 and n3, exactly the quorum of 3",
 		"The clock of n3 jumped +10 s at 0.20 s")

@@ -63,7 +63,7 @@ type Results struct {
 	Why map[int]string `json:"why,omitempty"`
 	// Sizes says how large each fault and client pause was against the
 	// lock's TTL (and Redlock's drift allowance): "partition 2.1 s =
-	// 2.1 × TTL (1 s)" (FaultSizes).
+	// 2.1 × TTL (1 s)".
 	Sizes []string `json:"sizes,omitempty"`
 }
 

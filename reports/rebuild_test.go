@@ -27,6 +27,29 @@ func writeHistory(t *testing.T, dir string, ops []history.Op) {
 	}
 }
 
+// rebuild is what `harness report` does with a stored run: read its
+// record (or derive one from the history), check its history file, and
+// render what the check found.
+func rebuild(ctx context.Context, dir string, cfg checker.Config) (Results, error) {
+	rec, ok, err := ReadRecord(dir)
+	if err != nil {
+		return Results{}, err
+	}
+	if !ok {
+		rec = record(RunMeta{})
+	}
+	cfg.Views = true
+	src := history.File(filepath.Join(dir, HistoryFile))
+	res, err := checker.Check(ctx, src, cfg)
+	if err != nil {
+		return Results{}, err
+	}
+	if !ok {
+		rec = DeriveRecord(dir, rec, res)
+	}
+	return Render(ctx, dir, rec, src, res)
+}
+
 // Rebuilding a stored run from its history alone writes the same
 // results.json as the run did, byte for byte, and redraws the report.
 func TestRebuildReproducesResults(t *testing.T) {
@@ -47,23 +70,20 @@ func TestRebuildReproducesResults(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeHistory(t, dir, ops)
+			rec := record(meta)
 			if tc.withRun {
-				if err := WriteJSON(dir, MetaFile, meta); err != nil {
+				if err := WriteJSON(dir, MetaFile, rec); err != nil {
 					t.Fatal(err)
 				}
 			}
 			ctx := context.Background()
-			cfg := checker.Config{}
+			cfg := checker.Config{Views: true}
 			// What the run itself wrote.
-			ran := checker.Check(ctx, ops, cfg)
+			ran, _ := checker.Check(ctx, history.Events(ops), cfg)
 			if !tc.withRun {
-				meta = DeriveMeta(dir, ops)
+				rec = DeriveRecord(dir, record(RunMeta{}), ran)
 			}
-			// As the runner does: results.json as checked, then the report.
-			if err := WriteJSON(dir, ResultsFile, Results{Meta: meta, Result: ran}); err != nil {
-				t.Fatal(err)
-			}
-			if err := Render(ctx, dir, meta, ops, ran); err != nil {
+			if _, err := Render(ctx, dir, rec, history.Events(ops), ran); err != nil {
 				t.Fatal(err)
 			}
 			want, err := os.ReadFile(filepath.Join(dir, ResultsFile))
@@ -71,7 +91,7 @@ func TestRebuildReproducesResults(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := 0; i < 2; i++ {
-				got, err := Rebuild(ctx, dir, cfg)
+				got, err := rebuild(ctx, dir, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -92,8 +112,8 @@ func TestRebuildReproducesResults(t *testing.T) {
 				}
 			}
 			if !tc.withRun {
-				if meta.Test != "clock-jump" || len(meta.Nemeses) == 0 || meta.Start.IsZero() {
-					t.Errorf("derived meta %+v", meta)
+				if rec.Test != "clock-jump" || len(rec.Nemeses) == 0 || rec.Start.IsZero() {
+					t.Errorf("derived record %+v", rec.RunMeta)
 				}
 			}
 		})

@@ -6,10 +6,8 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"maps"
 	"math"
 	"os"
@@ -55,115 +53,125 @@ func PorcupineFile(key string) string {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// visualizer draws porcupine's view of one key: checker.VisualizeKey.
-type visualizer func(ops []history.Op, key string, w io.Writer) error
-
-func render(ctx context.Context, dir string, meta RunMeta, ops []history.Op, res checker.Result, vis visualizer) error {
-	load := func(context.Context) ([]history.Op, error) { return ops, nil }
-	_, err := renderFrom(ctx, dir, meta, false, sliceSource(ops), load, res, vis)
-	return err
-}
-
-// maxPorcupineEvents bounds the history the porcupine views are drawn
-// from: they need the whole history in memory, and a longer one has its
-// violations on the timeline and in words instead.
-const maxPorcupineEvents = 400_000
-
-// renderFrom renders the report of the history src replays (load reads it
-// whole, for the porcupine views only), and returns what it wrote to
-// results.json. With derive, the metadata is derived from the history
-// (DeriveMeta) instead of meta. The history is read twice, event by
-// event: once for the digest every figure is drawn from, once for the
-// timelines' write marks.
-func renderFrom(ctx context.Context, dir string, meta RunMeta, derive bool, src source, load func(context.Context) ([]history.Op, error), res checker.Result, vis visualizer) (Results, error) {
+// Render writes the report of the history src, as its check res judged
+// it, into dir: results.json (in the canonical form of Normalize, with the
+// explanations and the fault sizes), the timeline (an overview and a
+// close-up per violation), latency and rate plots as PNG and SVG,
+// porcupine's view of each non-linearizable key (those the check kept:
+// checker.Config.Views), and the page that ties them together. rec is the
+// run's record (history.jsonl and run.json are the caller's).
+//
+// res is what checker.Check returned for src: the report draws what the
+// check saw (res.Seen) and reads the history once more, event by event,
+// for what only the figures need, so that the report of a run of any
+// length costs what its figures do, not what its history does. A check
+// cut short before it read the whole history (its time ran out) saw part
+// of it: the report reads the rest of what it needs first.
+func Render(ctx context.Context, dir string, rec Record, src history.Source, res checker.Result) (Results, error) {
+	if !res.Seen.Complete {
+		seen, err := seeAll(ctx, src, res.Seen)
+		if err != nil {
+			return Results{}, fmt.Errorf("render: %w", err)
+		}
+		res.Seen = seen
+	}
+	v := newView(rec, Normalize(res), src)
+	out := v.results()
 	// results.json is part of the report: write it in its canonical form,
 	// so that the run's file and a rebuilt one are the same.
-	res = Normalize(res)
-	d, err := digestOf(ctx, src, wanted(res))
-	if err != nil {
-		return Results{}, fmt.Errorf("render: %w", err)
-	}
-	if derive {
-		meta = deriveMeta(dir, d)
-	}
-	faults := d.faults()
-	out := Results{Meta: meta, Result: res, Why: explain(d, res, faults), Sizes: faultSizes(faults, d.rareInvokes(), meta)}
 	if err := writeResultsFile(dir, out); err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
-	v, err := newView(meta, d, src, res)
+	if err := v.scanHolds(); err != nil {
+		return out, fmt.Errorf("render: %w", err)
+	}
+	zoomed := v.zoomed()
+	wins, err := v.gather(ctx, zoomed)
 	if err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
 	if err := removeOld(dir); err != nil {
 		return out, err
 	}
-	step := func(base string, w, h vg.Length, fig func(draw.Canvas)) error {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("render %s: %w", base, err)
-		}
-		if err := saveFigure(dir, base, w, h, fig); err != nil {
-			return fmt.Errorf("render %s: %w", base, err)
-		}
-		return nil
-	}
-	wins := []window{{From: 0, To: v.end, Title: v.title("timeline")}}
-	for _, i := range v.zoomed() {
-		wins = append(wins, zoomWindow(v, i, res.Violations[i]))
-	}
-	if err := v.gatherAll(ctx, wins); err != nil {
-		return out, fmt.Errorf("render timeline: %w", err)
-	}
-	w, h, fig, _ := v.timeline(wins[0])
-	if err := step(TimelineFile, w, h, fig); err != nil {
+	if err := v.drawTimelines(ctx, dir, wins, zoomed); err != nil {
 		return out, err
 	}
-	for k, i := range v.zoomed() {
-		w, h, fig, _ := v.timeline(wins[k+1])
-		if err := step(ZoomFile(i+1), w, h, fig); err != nil {
-			return out, err
-		}
-	}
-	w, h, fig = v.latency()
-	if err := step(LatencyFile, w, h, fig); err != nil {
+	if err := v.drawPlots(ctx, dir); err != nil {
 		return out, err
 	}
-	w, h, fig = v.rate()
-	if err := step(RateFile, w, h, fig); err != nil {
-		return out, err
-	}
-	porc := make([]porcupineLink, 0, len(res.NonLinearizableKeys))
-	if len(res.NonLinearizableKeys) > 0 {
-		var ops []history.Op
-		var lerr error
-		if d.events > maxPorcupineEvents {
-			lerr = fmt.Errorf("the history has %d events, more than the %d porcupine's view is drawn from; the timeline and the list above show the violations", d.events, maxPorcupineEvents)
-		} else {
-			ops, lerr = load(ctx)
-		}
-		for _, key := range res.NonLinearizableKeys {
-			if err := ctx.Err(); err != nil {
-				return out, fmt.Errorf("render porcupine view of %s: %w", key, err)
-			}
-			if lerr != nil {
-				l := porcupineLink{Key: key, Label: key, Err: "not drawn: " + lerr.Error()}
-				if key == "" {
-					l.Label = "the protected counter"
-				}
-				porc = append(porc, l)
-				continue
-			}
-			porc = append(porc, writePorcupine(dir, ops, key, vis))
-		}
-	}
-	page, err := v.indexPage(dir, porc)
+	porc, err := v.writePorcupine(ctx, dir)
 	if err != nil {
 		return out, err
 	}
-	if err := writeAtomic(filepath.Join(dir, IndexFile), bytes.NewReader(page)); err != nil {
-		return out, fmt.Errorf("render index: %w", err)
+	return out, v.writeIndex(dir, porc)
+}
+
+// seeAll is s, what a check cut short saw of the history src, completed
+// by a pass over all of it.
+func seeAll(ctx context.Context, src history.Source, s checker.Seen) (checker.Seen, error) {
+	s.Events, s.End, s.Clients, s.Nemesis, s.ClientFaults = 0, 0, false, nil, nil
+	truncated, err := src.Each(ctx, func(op *history.Op) bool {
+		s.Add(op)
+		return true
+	})
+	s.Truncated, s.Complete = truncated, err == nil
+	return s, err
+}
+
+// results is what results.json says of the check: the verdicts and
+// findings (normalized), the explanations and the fault sizes.
+func (v *runView) results() Results {
+	return Results{Meta: v.meta, Result: v.res, Why: v.why, Sizes: faultSizes(v.faults, v.res.Seen.ClientFaults, v.rec)}
+}
+
+// saveStep draws one figure into dir, as base.png and base.svg, unless
+// ctx is done.
+func saveStep(ctx context.Context, dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("render %s: %w", base, err)
 	}
-	return out, nil
+	if err := saveFigure(dir, base, w, h, fig); err != nil {
+		return fmt.Errorf("render %s: %w", base, err)
+	}
+	return nil
+}
+
+// drawTimelines draws the overview (wins[0]) and the close-up of each
+// violation in zoomed (wins[k+1] of zoomed[k]).
+func (v *runView) drawTimelines(ctx context.Context, dir string, wins []window, zoomed []int) error {
+	w, h, fig, _ := v.timeline(wins[0])
+	if err := saveStep(ctx, dir, TimelineFile, w, h, fig); err != nil {
+		return err
+	}
+	for k, i := range zoomed {
+		w, h, fig, _ := v.timeline(wins[k+1])
+		if err := saveStep(ctx, dir, ZoomFile(i+1), w, h, fig); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drawPlots draws the latency and rate plots.
+func (v *runView) drawPlots(ctx context.Context, dir string) error {
+	w, h, fig := v.latency()
+	if err := saveStep(ctx, dir, LatencyFile, w, h, fig); err != nil {
+		return err
+	}
+	w, h, fig = v.rate()
+	return saveStep(ctx, dir, RateFile, w, h, fig)
+}
+
+// writeIndex writes index.html.
+func (v *runView) writeIndex(dir string, porc []porcupineLink) error {
+	page, err := v.indexPage(dir, porc)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, IndexFile), bytes.NewReader(page)); err != nil {
+		return fmt.Errorf("render index: %w", err)
+	}
+	return nil
 }
 
 // zoomed lists the violations (indexes) that get a close-up, MaxZooms at
@@ -224,7 +232,7 @@ func zoomWindow(v *runView, i int, vi checker.Violation) window {
 	lo, hi := vi.Start, max(vi.End, vi.Start)
 	const near = 30 * int64(time.Second)
 	for _, ix := range vi.Events {
-		op, ok := v.dig.opAt(ix)
+		op, _, ok := v.event(ix)
 		if !ok {
 			continue
 		}
@@ -269,15 +277,37 @@ type porcupineLink struct {
 	Key, Label, File, Err string
 }
 
-// writePorcupine writes porcupine's view of key. A failure is reported on
-// the page, not fatal: the rest of the report is still worth having.
-func writePorcupine(dir string, ops []history.Op, key string, vis visualizer) porcupineLink {
+// writePorcupine writes the check's porcupine view of each
+// non-linearizable key. A view that cannot be drawn is reported on the
+// page, not fatal: the rest of the report is still worth having.
+func (v *runView) writePorcupine(ctx context.Context, dir string) ([]porcupineLink, error) {
+	porc := make([]porcupineLink, 0, len(v.res.NonLinearizableKeys))
+	for _, key := range v.res.NonLinearizableKeys {
+		if err := ctx.Err(); err != nil {
+			return porc, fmt.Errorf("render porcupine view of %s: %w", key, err)
+		}
+		porc = append(porc, v.porcupineView(dir, key))
+	}
+	return porc, nil
+}
+
+// porcupineView writes the check's porcupine view of key.
+func (v *runView) porcupineView(dir, key string) porcupineLink {
 	l := porcupineLink{Key: key, Label: key, File: PorcupineFile(key)}
 	if key == "" {
 		l.Label = "the protected counter"
 	}
+	view, ok := v.res.View(key)
+	switch n := v.res.Seen.Events; {
+	case n > checker.MaxViewEvents:
+		l.File, l.Err = "", fmt.Sprintf("not drawn: the history has %d events, more than the %d porcupine's view is drawn from; the timeline and the list above show the violations", n, checker.MaxViewEvents)
+		return l
+	case !ok:
+		l.File, l.Err = "", "not drawn: the check kept no porcupine view of it"
+		return l
+	}
 	var buf bytes.Buffer
-	if err := vis(ops, key, &buf); err != nil {
+	if err := view.WriteHTML(&buf); err != nil {
 		l.Err = "could not draw: " + err.Error()
 		l.File = ""
 		return l
@@ -316,20 +346,11 @@ func Normalize(res checker.Result) checker.Result {
 	return res
 }
 
-// WriteResults normalizes res and writes results.json. Both the run that
-// produced a history and Rebuild use it, so that they write the same file.
+// WriteResults normalizes res and writes results.json without drawing
+// the report: for a run whose check was cut short. Render writes it for
+// every other run, with the explanations and the fault sizes.
 func WriteResults(dir string, meta RunMeta, res checker.Result) (Results, error) {
-	return writeResults(dir, meta, nil, res)
-}
-
-// writeResults is WriteResults with the explanations the history ops
-// gives (none when ops is nil).
-func writeResults(dir string, meta RunMeta, ops []history.Op, res checker.Result) (Results, error) {
 	out := Results{Meta: meta, Result: Normalize(res)}
-	if ops != nil {
-		out.Why = Explain(ops, out.Result)
-		out.Sizes = FaultSizes(ops, meta)
-	}
 	if err := writeResultsFile(dir, out); err != nil {
 		return out, err
 	}
@@ -347,80 +368,6 @@ func ReadResults(dir string) (Results, error) {
 		return r, fmt.Errorf("read %s: %w", filepath.Join(dir, ResultsFile), err)
 	}
 	return r, nil
-}
-
-// ReadMeta reads dir/run.json; ok is false when the run has none.
-func ReadMeta(dir string) (meta RunMeta, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return meta, false, nil
-	}
-	if err != nil {
-		return meta, false, fmt.Errorf("read run metadata: %w", err)
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return meta, false, fmt.Errorf("read %s: %w", filepath.Join(dir, MetaFile), err)
-	}
-	return meta, true, nil
-}
-
-// rebuild is Rebuild with the checker passed in.
-func rebuild(ctx context.Context, dir string, check func(ctx context.Context, path string) (checker.Result, error), vis visualizer) (Results, error) {
-	path := filepath.Join(dir, HistoryFile)
-	meta, ok, err := ReadMeta(dir)
-	if err != nil {
-		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
-	}
-	res, err := check(ctx, path)
-	if err != nil {
-		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
-	}
-	out, err := renderFrom(ctx, dir, meta, !ok, fileSource(path), loadFile(path), res, vis)
-	if err != nil {
-		return Results{}, fmt.Errorf("rebuild %s: %w", dir, err)
-	}
-	return out, nil
-}
-
-// loadFile reads the history at path whole.
-func loadFile(path string) func(context.Context) ([]history.Op, error) {
-	return func(ctx context.Context) ([]history.Op, error) {
-		rr, err := history.ReadFileContext(ctx, path)
-		return rr.Ops, err
-	}
-}
-
-// DeriveMeta guesses a run's metadata from its directory and history, for a
-// run without run.json: the test is the parent directory's name, the start
-// the directory's timestamp, the nemeses the fault families seen.
-func DeriveMeta(dir string, ops []history.Op) RunMeta {
-	return deriveMetaOf(dir, runEnd(ops), Faults(ops))
-}
-
-func deriveMeta(dir string, d *digest) RunMeta { return deriveMetaOf(dir, d.end, d.faults()) }
-
-func deriveMetaOf(dir string, end int64, faults []Fault) RunMeta {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		abs = dir
-	}
-	meta := RunMeta{Test: filepath.Base(filepath.Dir(abs)), Duration: time.Duration(end)}
-	stamp, _, _ := strings.Cut(filepath.Base(abs), "-")
-	if t, err := time.Parse("20060102T150405.000Z", stamp); err == nil {
-		meta.Start = t
-	}
-	seen := map[string]bool{}
-	for _, f := range faults {
-		if !seen[f.Family] {
-			seen[f.Family] = true
-			meta.Nemeses = append(meta.Nemeses, f.Family)
-		}
-	}
-	slices.Sort(meta.Nemeses)
-	return meta
 }
 
 // --- index.html ---
@@ -504,6 +451,27 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 		VerdictClass: verdictClass(v.res.Verdict), Porcupine: porc, HasExpected: len(v.meta.Expected) > 0,
 		Evidence: Evidence(v.res.Coverage), Unmet: v.res.Vacuous,
 	}
+	v.indexRun(&d)
+	d.Checkers = v.checkerRows()
+	v.indexViolations(&d)
+	d.Headline = v.headline()
+	v.indexFaults(&d)
+	d.Counts = v.countRows()
+	files, err := indexFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	d.Files = files
+	var buf bytes.Buffer
+	if err := indexTmpl.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("render index: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// indexRun fills in when the run began, how long it lasted and its
+// configuration.
+func (v *runView) indexRun(d *indexData) {
 	if !v.meta.Start.IsZero() {
 		d.Start = v.meta.Start.UTC().Format("2006-01-02 15:04:05 MST")
 	}
@@ -520,8 +488,10 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 			d.Config = string(v.meta.Config)
 		}
 	}
+}
 
-	// Checkers, with what the scenario expected.
+// checkerRows are the checkers' verdicts, with what the scenario expected.
+func (v *runView) checkerRows() []checkerRow {
 	names := map[string]bool{}
 	for n := range v.res.Checkers {
 		names[n] = true
@@ -529,12 +499,8 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 	for n := range v.meta.Expected {
 		names[n] = true
 	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	slices.Sort(sorted)
-	for _, n := range sorted {
+	var rows []checkerRow
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		r := checkerRow{Name: n, Expected: v.meta.Expected[n], Observed: "—", Class: "unknown"}
 		if cr, ok := v.res.Checkers[n]; ok {
 			r.Observed, r.Class = string(cr.Verdict), verdictClass(cr.Verdict)
@@ -543,10 +509,15 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 			r.Observed, r.Class = string(v.res.Verdict), verdictClass(v.res.Verdict)
 		}
 		r.Mismatch = r.Expected != "" && r.Expected != r.Observed
-		d.Checkers = append(d.Checkers, r)
+		rows = append(rows, r)
 	}
+	return rows
+}
 
-	// Violations in words.
+// indexViolations fills in the violations in words, their close-ups in
+// the order of zoomed (the most telling first, shown next to the
+// overview), and how many are fatal.
+func (v *runView) indexViolations(d *indexData) {
 	zoomed := map[int]bool{}
 	for _, i := range v.zoomed() {
 		zoomed[i] = true
@@ -556,25 +527,12 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 			d.MoreViolations = len(v.res.Violations) - maxListed
 			break
 		}
-		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: v.violationWords(i)}
+		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: v.violationWords(i), Events: eventList(vi.Events)}
 		if zoomed[i] {
 			r.Zoom = ZoomFile(i+1) + ".png"
 		}
-		if len(vi.Events) > 0 {
-			ev := make([]string, 0, min(len(vi.Events), 8))
-			for j, e := range vi.Events {
-				if j == 8 {
-					ev = append(ev, "…")
-					break
-				}
-				ev = append(ev, fmt.Sprintf("#%d", e))
-			}
-			r.Events = strings.Join(ev, " ")
-		}
 		d.Violations = append(d.Violations, r)
 	}
-	// Close-ups in the order of zoomed: the most telling first, shown
-	// next to the overview.
 	for _, i := range v.zoomed() {
 		vi := v.res.Violations[i]
 		d.Zooms = append(d.Zooms, zoomRow{N: i + 1, What: findingWord(vi), PNG: ZoomFile(i+1) + ".png", SVG: ZoomFile(i+1) + ".svg"})
@@ -587,15 +545,34 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 			d.Harmless++
 		}
 	}
-	d.Headline = v.headline()
+}
 
-	scale, scaled := ScaleOf(v.meta)
+// eventList names a violation's events, the first eight: "#12 #15 …".
+func eventList(events []int64) string {
+	if len(events) == 0 {
+		return ""
+	}
+	ev := make([]string, 0, min(len(events), 8))
+	for j, e := range events {
+		if j == 8 {
+			ev = append(ev, "…")
+			break
+		}
+		ev = append(ev, fmt.Sprintf("#%d", e))
+	}
+	return strings.Join(ev, " ")
+}
+
+// indexFaults fills in the faults and the client pauses, with their sizes
+// against the lock's TTL when the record says it.
+func (v *runView) indexFaults(d *indexData) {
+	scale, scaled := ScaleOf(v.rec)
 	if scaled {
 		d.TTL = fmtLength(scale.TTL)
 		if scale.Drift > 0 {
 			d.Drift = fmtLength(scale.Drift)
 		}
-		d.ClientPauses = ClientPauseSizes(v.dig.rareInvokes(), scale)
+		d.ClientPauses = ClientPauseSizes(v.res.Seen.ClientFaults, scale)
 		if n := len(d.ClientPauses); n > maxListed {
 			d.ClientPauses, d.MorePauses = d.ClientPauses[:maxListed], n-maxListed
 		}
@@ -617,39 +594,39 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 		}
 		d.Faults = append(d.Faults, r)
 	}
+}
 
-	fs := make([]string, 0, len(v.res.Counts))
-	for f := range v.res.Counts {
-		fs = append(fs, f)
-	}
-	slices.Sort(fs)
-	for _, f := range fs {
+// countRows are the completions of each f, by outcome.
+func (v *runView) countRows() []countRow {
+	var rows []countRow
+	for _, f := range slices.Sorted(maps.Keys(v.res.Counts)) {
 		c := v.res.Counts[f]
 		r := countRow{F: f, OK: c[string(history.OK)], Fail: c[string(history.Fail)], Info: c[string(history.Info)]}
 		for _, n := range c {
 			r.Total += n
 		}
-		d.Counts = append(d.Counts, r)
+		rows = append(rows, r)
 	}
+	return rows
+}
 
+// indexFiles lists the files of the run directory, index.html among them.
+func indexFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("render index: %w", err)
 	}
+	var files []string
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), ".") && e.Type().IsRegular() {
-			d.Files = append(d.Files, e.Name())
+			files = append(files, e.Name())
 		}
 	}
-	if !slices.Contains(d.Files, IndexFile) {
-		d.Files = append(d.Files, IndexFile)
-		slices.Sort(d.Files)
+	if !slices.Contains(files, IndexFile) {
+		files = append(files, IndexFile)
+		slices.Sort(files)
 	}
-	var buf bytes.Buffer
-	if err := indexTmpl.Execute(&buf, d); err != nil {
-		return nil, fmt.Errorf("render index: %w", err)
-	}
-	return buf.Bytes(), nil
+	return files, nil
 }
 
 func checkerDetails(cr checker.CheckResult) string {

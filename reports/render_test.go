@@ -63,7 +63,7 @@ func countRed(img image.Image, r image.Rectangle) int {
 func TestRenderClockFixture(t *testing.T) {
 	meta, ops, res := clockFixture()
 	dir := outDir(t, "clock")
-	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
+	if err := renderOps(context.Background(), dir, meta, ops, res); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"timeline.png", "timeline.svg", "timeline-violation-1.png", "timeline-violation-1.svg",
@@ -136,7 +136,7 @@ func TestHarmlessFindingIsNotRed(t *testing.T) {
 		Processes: []int{h.Process}, Start: h.End + 50*ms, End: h.End + 51*ms,
 		Description: "process 1 wrote after its lease ended; storage rejected it (stale fencing token): harmless"}}
 	dir := outDir(t, "harmless")
-	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
+	if err := renderOps(context.Background(), dir, meta, ops, res); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"timeline.png", "timeline-violation-1.png"} {
@@ -159,7 +159,7 @@ func TestHarmlessFindingIsNotRed(t *testing.T) {
 func TestValidRunHasNoRed(t *testing.T) {
 	meta, ops, res := validFixture()
 	dir := outDir(t, "valid")
-	if err := Render(context.Background(), dir, meta, ops, res); err != nil {
+	if err := renderOps(context.Background(), dir, meta, ops, res); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"timeline.png", "latency.png", "rate.png"} {
@@ -213,7 +213,7 @@ func TestIndexTellsTheViolationWithItsFaults(t *testing.T) {
 
 func TestFaultWindows(t *testing.T) {
 	_, ops, _ := clockFixture()
-	fs := Faults(ops)
+	fs := faultsOf(ops)
 	var got []string
 	for _, f := range fs {
 		got = append(got, f.Label+" "+fmtTime(f.Start)+"–"+fmtTime(f.End))

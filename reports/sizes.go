@@ -1,15 +1,13 @@
 package reports
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/lockharness/lockharness/history"
-	"github.com/lockharness/lockharness/locks"
-	"github.com/lockharness/lockharness/workloads"
 )
 
 // Scale is what a run's faults are measured against: a pause matters as a
@@ -23,41 +21,18 @@ type Scale struct {
 	Drift time.Duration
 }
 
-// driftLocks are the locks that subtract a drift allowance from their
-// validity (go-redsync uses Redlock's factor, 0.01).
-var driftLocks = map[string]bool{"redlock": true, "redsync": true}
-
-// ScaleOf reads the scale of a run from its metadata: the workload's TTL
-// from the recorded configuration (the workload's default when it was
-// left unset), and the drift allowance of a Redlock-style lock. ok is false
-// when the metadata records no configuration (a run without run.json).
-func ScaleOf(meta RunMeta) (Scale, bool) {
-	if len(meta.Config) == 0 {
+// ScaleOf reads the scale of a run from its record's facts: the
+// workload's TTL, and the drift allowance of a Redlock-style lock; no TTL
+// for a lock without a lease. ok is false when the record has no facts (a
+// run without run.json).
+func ScaleOf(rec Record) (Scale, bool) {
+	if rec.Facts == nil {
 		return Scale{}, false
 	}
-	var cfg struct {
-		Lock     string
-		Workload workloads.Config
-	}
-	if err := json.Unmarshal(meta.Config, &cfg); err != nil {
-		return Scale{}, false
-	}
-	lock := cmpOr(cfg.Lock, meta.Lock)
-	if info, err := locks.Builtin().Lookup(lock); err == nil && info.NoLease {
+	if rec.Facts.NoLease {
 		return Scale{}, true // no TTL to measure faults against
 	}
-	s := Scale{TTL: cfg.Workload.WithDefaults().TTL}
-	if driftLocks[lock] {
-		s.Drift = locks.RedlockDrift(s.TTL)
-	}
-	return s, true
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return Scale{TTL: rec.Facts.TTL, Drift: rec.Facts.Drift}, true
 }
 
 // Times says d as a multiple of the TTL: "1.5 × TTL (1 s)".
@@ -90,19 +65,6 @@ func fmtLength(d time.Duration) string {
 	}
 	return strconv.FormatFloat(math.Round(d.Seconds()*10)/10, 'f', -1, 64) + " s"
 }
-
-// sizeWords are the names of faults in a sentence about their size.
-var sizeWords = map[string]string{
-	"pause-client":  "client pause",
-	"pause":         "node pause",
-	"kill":          "node down",
-	"lost replies":  "lost replies",
-	"renewer stall": "renewer stall",
-}
-
-// instantFaults happen at an instant: the window the history gives them
-// (until the final heal) is no length of theirs.
-var instantFaults = map[string]bool{"crash-client": true, "kill-connection": true}
 
 // Size says how large the fault was against the scale, or "" when it has
 // no size that matters (an instant: a flush, a promotion): a clock jump as
@@ -148,10 +110,10 @@ func (f Fault) Size(s Scale) string {
 	case f.Family == "clock":
 		return ""
 	}
-	if instantFaults[f.Family] {
+	if f.Kind.Instant {
 		return ""
 	}
-	name := cmpOr(sizeWords[f.Family], f.Family)
+	name := cmp.Or(f.Kind.Label, f.Family)
 	if f.Asked > 0 {
 		return fmt.Sprintf("%s %s%s = %s", name, fmtLength(f.Asked), on, s.Times(f.Asked))
 	}
@@ -185,17 +147,12 @@ func ClientPauseSizes(ops []history.Op, s Scale) []string {
 	return out
 }
 
-// FaultSizes lists the size of every fault of the history, and of every
-// client pause, against the run's scale, in the order they began; nil
-// when the metadata does not say the TTL.
-func FaultSizes(ops []history.Op, meta RunMeta) []string {
-	return faultSizes(Faults(ops), ops, meta)
-}
-
-// faultSizes is FaultSizes of the faults of a history and its client
-// pauses (ops: the history, or only its client pause invocations).
-func faultSizes(faults []Fault, ops []history.Op, meta RunMeta) []string {
-	s, ok := ScaleOf(meta)
+// faultSizes lists the size of every fault, and of every client pause
+// (clientFaults: the invocations of the client pauses and crashes),
+// against the run's scale, in the order they began; nil when the record
+// does not say the TTL.
+func faultSizes(faults []Fault, clientFaults []history.Op, rec Record) []string {
+	s, ok := ScaleOf(rec)
 	if !ok {
 		return nil
 	}
@@ -208,6 +165,6 @@ func faultSizes(faults []Fault, ops []history.Op, meta RunMeta) []string {
 			out = append(out, w)
 		}
 	}
-	out = append(out, ClientPauseSizes(ops, s)...)
+	out = append(out, ClientPauseSizes(clientFaults, s)...)
 	return out
 }

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -40,7 +39,7 @@ func TestFaultSize(t *testing.T) {
 		{"partition stopped", Fault{Family: "partition", Targets: []string{"c0->n1"}, Start: sec, End: 3100 * int64(time.Millisecond), Stopped: true}, s,
 			"partition 2.1 s on c0->n1 = 2.1 × TTL (1 s)"},
 		{"partition to the end of the history: no size", Fault{Family: "partition", Start: sec, End: 5 * sec}, s, ""},
-		{"client pause asked", Fault{Family: "pause-client", Asked: 1500 * time.Millisecond, Start: sec, End: 9 * sec, Healed: true}, s,
+		{"client pause asked", Fault{Family: "pause-client", Kind: kindOf("pause-client"), Asked: 1500 * time.Millisecond, Start: sec, End: 9 * sec, Healed: true}, s,
 			"client pause 1.5 s = 1.5 × TTL (1 s)"},
 		{"clock jump", Fault{Family: "clock", Targets: []string{"n3"}, Delta: time.Minute, HasDelta: true}, s,
 			"clock jump +60 s on n3 = 60 × TTL (1 s)"},
@@ -51,7 +50,11 @@ func TestFaultSize(t *testing.T) {
 		{"clock strobe", Fault{Family: "clock", Strobe: []time.Duration{-time.Second, time.Second}}, s,
 			"clock strobe swinging 2 s = 2 × TTL (1 s)"},
 		{"an instant", Fault{Family: "promote", Start: sec, End: sec}, s, ""},
-		{"a crash, whose window lasts to the heal", Fault{Family: "crash-client", Start: sec, End: 5 * sec, Healed: true}, s, ""},
+		{"a crash, whose window lasts to the heal", Fault{Family: "crash-client", Kind: kindOf("crash-client"), Start: sec, End: 5 * sec, Healed: true}, s, ""},
+		{"a node pause, as its record names it", Fault{Family: "pause", Kind: kindOf("pause"), Start: sec, End: 3 * sec, Stopped: true}, s,
+			"node pause 2 s = 2 × TTL (1 s)"},
+		{"a kind the record does not name", Fault{Family: "flood", Start: sec, End: 2 * sec, Stopped: true}, s,
+			"flood 1 s = 1 × TTL (1 s)"},
 		{"no scale", Fault{Family: "partition", Start: sec, End: 2 * sec, Stopped: true}, Scale{}, ""},
 	} {
 		if got := c.f.Size(c.s); got != c.want {
@@ -61,21 +64,14 @@ func TestFaultSize(t *testing.T) {
 }
 
 func TestScaleOf(t *testing.T) {
-	cfg := func(lock string, ttl time.Duration) RunMeta {
-		b, _ := json.Marshal(map[string]any{"lock": lock, "workload": map[string]any{"TTL": ttl}})
-		return RunMeta{Lock: lock, Config: b}
-	}
-	if s, ok := ScaleOf(cfg("token", 3*time.Second)); !ok || s.TTL != 3*time.Second || s.Drift != 0 {
+	if s, ok := ScaleOf(Record{Facts: &Facts{TTL: 3 * time.Second}}); !ok || s.TTL != 3*time.Second || s.Drift != 0 {
 		t.Errorf("token: %+v %v", s, ok)
 	}
-	if s, ok := ScaleOf(cfg("redlock", 2*time.Second)); !ok || s.Drift != 22*time.Millisecond {
-		t.Errorf("redlock: %+v %v, want Redlock's drift of 1%% + 2ms", s, ok)
+	if s, ok := ScaleOf(Record{Facts: &Facts{TTL: 2 * time.Second, Drift: 22 * time.Millisecond}}); !ok || s.Drift != 22*time.Millisecond {
+		t.Errorf("redlock: %+v %v, want the drift the record says", s, ok)
 	}
-	if s, ok := ScaleOf(cfg("token", 0)); !ok || s.TTL != time.Second {
-		t.Errorf("unset TTL: %+v, want the workload's default", s)
-	}
-	if _, ok := ScaleOf(RunMeta{}); ok {
-		t.Errorf("a run without configuration has no scale")
+	if _, ok := ScaleOf(record(RunMeta{Lock: "token"})); ok {
+		t.Errorf("a run without facts has no scale")
 	}
 }
 
@@ -94,11 +90,11 @@ func TestClientPauseSizes(t *testing.T) {
 // A lock without a lease (a database row lock) has no TTL to measure
 // faults against, and a killed connection is an instant.
 func TestNoLeaseLockHasNoFaultSizes(t *testing.T) {
-	meta := RunMeta{Lock: "mysql-for-update", Config: []byte(`{"Lock":"mysql-for-update","Workload":{"TTL":1000000000}}`)}
-	if s, ok := ScaleOf(meta); !ok || s.TTL != 0 {
+	rec := Record{RunMeta: RunMeta{Lock: "mysql-for-update"}, Facts: &Facts{NoLease: true}}
+	if s, ok := ScaleOf(rec); !ok || s.TTL != 0 {
 		t.Fatalf("scale of a lock without a lease: %+v, %v; want no TTL", s, ok)
 	}
-	if got := (Fault{Family: "kill-connection", Stopped: true, Start: 1, End: 2e9}).Size(Scale{TTL: time.Second}); got != "" {
+	if got := (Fault{Family: "kill-connection", Kind: kindOf("kill-connection"), Stopped: true, Start: 1, End: 2e9}).Size(Scale{TTL: time.Second}); got != "" {
 		t.Errorf("kill-connection size %q, want none: it is an instant", got)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // and a line between the rows above the clients and the clients.
 func (d *timelineDraw) bands() {
 	for _, f := range d.faults {
-		d.base.shade(seconds(f.Start), seconds(f.End), faultColour(f.Family, 38))
+		d.base.shade(seconds(f.Start), seconds(f.End), d.v.faultColour(f.Family, 38))
 		d.families[f.Family] = true
 	}
 	timeGrid(d.base, d.p)
@@ -37,7 +37,7 @@ func (d *timelineDraw) lanes() {
 	for i, pl := range d.placed {
 		y := d.layout.laneY[pl.lane]
 		st, en := seconds(pl.f.Start), seconds(pl.f.End)
-		d.base.rect(st, en, y-0.32, y+0.32, faultColour(pl.f.Family, 150), 1)
+		d.base.rect(st, en, y-0.32, y+0.32, d.v.faultColour(pl.f.Family, 150), 1)
 		clip := d.xmax
 		for _, q := range d.placed[i+1:] {
 			if q.lane == pl.lane {
@@ -66,7 +66,7 @@ func (d *timelineDraw) clockRows() {
 			if f.HasOffset {
 				a = uint8(min(230, 70+math.Abs(f.Offset.Seconds())*3))
 			}
-			d.base.rect(seconds(f.Start), seconds(f.End), y-0.35, y+0.35, faultColour("clock", a), 1)
+			d.base.rect(seconds(f.Start), seconds(f.End), y-0.35, y+0.35, d.v.faultColour("clock", a), 1)
 			txt := f.Detail
 			if f.HasOffset {
 				txt = fmtOffset(f.Offset)
@@ -301,7 +301,7 @@ func (d *timelineDraw) legend() {
 		if f == "clock" {
 			name = "clock offset"
 		}
-		d.leg.Add(name, boxThumb(faultColour(f, 120)))
+		d.leg.Add(name, boxThumb(d.v.faultColour(f, 120)))
 	}
 	if d.healed() {
 		d.leg.Add("final heal", lineThumb(colInk, 1, 4, 3))

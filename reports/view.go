@@ -10,13 +10,16 @@ import (
 	"github.com/lockharness/lockharness/history"
 )
 
-// runView is a run digested once for every figure: calls paired, faults
+// runView is a run digested once for every figure: what the check saw
+// and what a pass over the history gathered, calls paired, faults
 // derived, keys numbered.
 type runView struct {
+	rec    Record
 	meta   RunMeta
+	book   *faultBook
 	res    checker.Result
 	dig    *digest
-	src    source // the history again, for the timeline's write marks
+	src    history.Source // the history, for the write marks of a window not gathered yet
 	marks  map[spanKey]*marks
 	procs  []int
 	faults []Fault
@@ -27,57 +30,83 @@ type runView struct {
 	keyIdx map[string]int
 	// why explains violations by index (Explain).
 	why map[int]string
+	// held are the processes and keys of the holds, for procs and keys.
+	heldBy   map[int]bool
+	heldKeys map[string]bool
 }
 
-func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
-	src := sliceSource(ops)
-	d, err := digestOf(context.Background(), src, wanted(res))
-	if err != nil { // a slice cannot fail
-		panic(err)
-	}
-	v, err := newView(meta, d, src, Normalize(res))
-	if err != nil { // holds in memory cannot fail
-		panic(err)
+// newView is the view of the history src from what its check res (in
+// the canonical form of Normalize: the timelines take its holds in order
+// of start) saw, with the record rec. It is complete once it has gone
+// through the holds (scanHolds) and a pass over the history has given it
+// its digest (digested).
+func newView(rec Record, res checker.Result, src history.Source) *runView {
+	book := newFaultBook(rec.FaultKinds)
+	v := &runView{rec: rec, meta: rec.RunMeta, book: book, res: res, src: src, marks: map[spanKey]*marks{},
+		faults: book.faultsUntil(res.Seen.Nemesis, res.Seen.End), end: res.Seen.End,
+		heldBy: map[int]bool{}, heldKeys: map[string]bool{}}
+	v.heal, v.healed = finalHeal(res.Seen.Nemesis)
+	v.why = explain(&res.Seen, res, v.faults)
+	for _, vi := range res.Violations {
+		v.end = max(v.end, vi.End)
 	}
 	return v
 }
 
-// newView is the view of a history from its digest; src replays it. res
-// is normalized (Normalize): the timelines take its holds in order of
-// start.
-func newView(meta RunMeta, d *digest, src source, res checker.Result) (*runView, error) {
-	v := &runView{meta: meta, res: res, dig: d, src: src, marks: map[spanKey]*marks{},
-		faults: d.faults(), end: d.end}
-	v.heal, v.healed = finalHeal(d.nemesis)
-	v.why = explain(d, res, v.faults)
-	holders := map[int]bool{}
-	keys := map[string]bool{}
-	if err := res.EachHold(func(h checker.Hold) error {
-		holders[h.Process] = true
-		keys[h.Key] = true
+// scanHolds goes through the result's holds for the processes and keys
+// that held, and the end of the last.
+func (v *runView) scanHolds() error {
+	return v.res.EachHold(func(h checker.Hold) error {
+		v.heldBy[h.Process] = true
+		v.heldKeys[h.Key] = true
 		v.end = max(v.end, h.Start, h.End)
 		return nil
-	}); err != nil {
-		return nil, err
-	}
-	extra := slices.Sorted(maps.Keys(holders))
-	for _, vi := range res.Violations {
+	})
+}
+
+// digested completes the view with the digest of a pass over its
+// history: the client processes that get a row, the keys that get a
+// colour.
+func (v *runView) digested(d *digest) {
+	v.dig = d
+	extra := slices.Sorted(maps.Keys(v.heldBy))
+	for _, vi := range v.res.Violations {
 		extra = append(extra, vi.Processes...)
-		v.end = max(v.end, vi.End)
 	}
+	v.procs = clientProcesses(d.procs, extra...)
+	keys := maps.Clone(v.heldKeys)
 	for k := range d.acqKeys {
 		keys[k] = true
 	}
-	v.procs = clientProcesses(d.procs, extra...)
-	for k := range keys {
-		v.keys = append(v.keys, k)
-	}
-	slices.Sort(v.keys)
+	v.keys = slices.Sorted(maps.Keys(keys))
 	v.keyIdx = map[string]int{}
 	for i, k := range v.keys {
 		v.keyIdx[k] = i
 	}
-	return v, nil
+}
+
+// event is the event of history index i a violation names, and when the
+// call it completes was invoked: as the check kept it, else as the pass
+// over the history found it.
+func (v *runView) event(i int64) (history.Op, int64, bool) {
+	if op, inv, ok := v.res.Seen.Event(i); ok {
+		return op, inv, true
+	}
+	if v.dig == nil {
+		return history.Op{}, 0, false
+	}
+	op, ok := v.dig.at[i]
+	return op, v.dig.invokedAt[i], ok
+}
+
+// kept reports whether the check kept every event vi names.
+func (v *runView) kept(vi checker.Violation) bool {
+	for _, e := range vi.Events {
+		if _, _, ok := v.res.Seen.Event(e); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // violationWords is ViolationWords of violation i, followed by what the
@@ -119,7 +148,7 @@ func verdictWord(vd checker.Verdict) string {
 }
 
 // marksOf are the write marks of window w: gathered for every window of
-// a render at once (gatherAll), or here by a pass of their own.
+// a render at once (gather), or here by a pass of their own.
 func (v *runView) marksOf(w window) *marks {
 	k := w.key()
 	if m, ok := v.marks[k]; ok {
@@ -129,29 +158,55 @@ func (v *runView) marksOf(w window) *marks {
 	if err != nil || ms[k] == nil {
 		ms = map[spanKey]*marks{k: newMarks(k)}
 	}
-	_ = v.gatherHolds(ms) // holds in memory cannot fail; gatherAll reads a file
+	_ = v.gatherHolds(ms) // holds in memory cannot fail; gather reads a file
 	v.marks[k] = ms[k]
 	return ms[k]
 }
 
-// gatherAll gathers the write marks and holds of wins, in one pass over
-// the history and one over the holds.
-func (v *runView) gatherAll(ctx context.Context, wins []window) error {
-	ks := make([]spanKey, len(wins))
-	for i, w := range wins {
-		ks[i] = w.key()
+// gather goes through the history once: for the digest, and for the
+// write marks of the timelines the report draws (the overview, and the
+// close-up of each violation in zoomed) whose windows the check's result
+// says; then through the holds once, for the marks of every window. A
+// close-up of a violation whose events the check did not keep is placed
+// once the pass has found them, and its marks take a pass of their own.
+// It returns the windows, the overview first.
+func (v *runView) gather(ctx context.Context, zoomed []int) ([]window, error) {
+	wins := make([]window, 1+len(zoomed))
+	wins[0] = window{From: 0, To: v.end, Title: v.title("timeline")}
+	var now, later []spanKey
+	now = append(now, wins[0].key())
+	for k, i := range zoomed {
+		if vi := v.res.Violations[i]; v.kept(vi) {
+			wins[k+1] = zoomWindow(v, i, vi)
+			now = append(now, wins[k+1].key())
+		}
 	}
-	ms, err := gatherMarks(ctx, v.src, ks)
-	if err != nil {
-		return err
+	ms, mp := newMarkPass(now)
+	d := newDigest(unkept(v.res))
+	if err := each(ctx, v.src, d.see, mp.see); err != nil {
+		return nil, err
+	}
+	v.digested(d)
+	for k, i := range zoomed {
+		if vi := v.res.Violations[i]; !v.kept(vi) {
+			wins[k+1] = zoomWindow(v, i, vi)
+			if ms[wins[k+1].key()] == nil {
+				later = append(later, wins[k+1].key())
+			}
+		}
+	}
+	if len(later) > 0 {
+		more, err := gatherMarks(ctx, v.src, later)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(ms, more)
 	}
 	if err := v.gatherHolds(ms); err != nil {
-		return err
+		return nil, err
 	}
-	for k, m := range ms {
-		v.marks[k] = m
-	}
-	return nil
+	maps.Copy(v.marks, ms)
+	return wins, nil
 }
 
 // gatherHolds adds the result's holds, in order of start, to the marks
@@ -165,4 +220,10 @@ func (v *runView) gatherHolds(ms map[spanKey]*marks) error {
 		}
 		return nil
 	})
+}
+
+// faultColour is the translucent shade of a fault family, as the run's
+// record says to draw it.
+func (v *runView) faultColour(family string, alpha uint8) color.NRGBA {
+	return v.book.colour(family, alpha)
 }

@@ -6,14 +6,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 func storage(t *testing.T) *redis.Client {
 	t.Helper()
-	c := clustertest.Up(t, cluster.Config{Nodes: 1})
+	c := redistest.Up(t, sut.Config{Nodes: 1})
 	cl := redis.NewClient(&redis.Options{Addr: c.StorageAddr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl

@@ -6,9 +6,9 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -61,7 +61,7 @@ func allClientLinks(clients, nodes int) []string {
 	var out []string
 	for c := 0; c < clients; c++ {
 		for n := 1; n <= nodes; n++ {
-			out = append(out, cluster.LinkName(fmt.Sprintf("c%d", c), fmt.Sprintf("n%d", n)))
+			out = append(out, sut.LinkName(fmt.Sprintf("c%d", c), fmt.Sprintf("n%d", n)))
 		}
 	}
 	return out
@@ -137,7 +137,7 @@ func manualFailoverRun(replicas int, ttl, hold, promote, leaseLeft time.Duration
 	}
 	return lockharness.Config{
 		Workload: workload(2, ttl, hold, time.Second),
-		Cluster:  cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverManual, Replicas: replicas},
+		Cluster:  sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Replicas: replicas},
 		Script: []nemesis.Step{
 			at(500*ms, "failover", "cut", []string{"n2"}, nil),
 			promotion,
@@ -164,13 +164,13 @@ func sentinelRun(extra string) lockharness.Config {
 	n1 := []string{"n1"}
 	return lockharness.Config{
 		Workload: workload(2, 6400*ms, time.Second, time.Second),
-		Cluster: cluster.Config{Topology: cluster.Replicated, Failover: cluster.FailoverSentinel, ExtraConfig: extra,
+		Cluster: sut.Config{Topology: sut.Replicated, Failover: sut.FailoverSentinel, ExtraConfig: extra,
 			SentinelFailoverTimeout: 2 * time.Second},
 		Script: []nemesis.Step{
-			at(600*ms, "partition", "start", []string{cluster.LinkName(cluster.SentinelsFrom, "n1")},
+			at(600*ms, "partition", "start", []string{sut.LinkName(sut.SentinelsFrom, "n1")},
 				map[string]string{"pattern": nemesis.PatternIsolate, "groups": "n1 cut off from its replicas and the sentinels; clients reach every node"}),
 			holderPause(1500*ms, 5700*ms),
-			at(6800*ms, "partition", "stop", []string{cluster.LinkName(cluster.SentinelsFrom, "n1")}, nil),
+			at(6800*ms, "partition", "stop", []string{sut.LinkName(sut.SentinelsFrom, "n1")}, nil),
 			at(6800*ms, "kill", "kill", n1, nil),
 			at(6800*ms, "kill", "restart", n1, nil),
 		},
@@ -449,7 +449,7 @@ func catalogueOne() []Scenario {
 				`fsync every write (redlock-aof-always).`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the node crash", "kill")},
-			Run:      restart(cluster.PersistNone, 0),
+			Run:      restart(sut.PersistNone, 0),
 		},
 		{
 			Name: "redlock-delayed-restart", Lock: "redlock",
@@ -462,7 +462,7 @@ func catalogueOne() []Scenario {
 				`notion of time again, and on the restart really waiting.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the node crash", "kill")},
-			Run:      restart(cluster.PersistNone, 2200*ms),
+			Run:      restart(sut.PersistNone, 2200*ms),
 		},
 		{
 			Name: "redlock-aof-always", Lock: "redlock",
@@ -476,7 +476,7 @@ func catalogueOne() []Scenario {
 				`up to a second of writes with everysec.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the node crash", "kill")},
-			Run:      restart(cluster.PersistAOFAlways, 0),
+			Run:      restart(sut.PersistAOFAlways, 0),
 		},
 		{
 			Name: "redlock-pause-before-check", Lock: "redlock",

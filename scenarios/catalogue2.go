@@ -6,9 +6,9 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -146,7 +146,7 @@ func catalogueTwo() []Scenario {
 				struck("the isolation of the master", "start-partition"), pauseStruckHolder("the holder's pause")},
 			Run: func() lockharness.Config {
 				c := sentinelRun("")
-				sentinels := []string{cluster.LinkName(cluster.SentinelsFrom, "n1")}
+				sentinels := []string{sut.LinkName(sut.SentinelsFrom, "n1")}
 				c.Script = []nemesis.Step{
 					awaiting(at(300*ms, "stale-replica", "start", []string{"n2"}, map[string]string{"priority": "10"}), nemesis.Await{}),
 					// X's grant, not A's: A's lease has at most 5.4s left after

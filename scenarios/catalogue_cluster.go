@@ -5,9 +5,9 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/rediscluster"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -16,7 +16,7 @@ import (
 // n1's announced link "peers->n1".
 var (
 	clusterKey    = workloads.Key(0)
-	clusterMaster = cluster.InitialSlotMaster(cluster.KeySlot(clusterKey), 3)
+	clusterMaster = rediscluster.InitialSlotMaster(rediscluster.KeySlot(clusterKey), 3)
 )
 
 // clusterFailoverRun: a Redis Cluster (3 masters + 3 replicas), two
@@ -36,9 +36,9 @@ var (
 func clusterFailoverRun(mode string) lockharness.Config {
 	return lockharness.Config{
 		Workload: workload(2, 3*time.Second, 2*time.Second, 2*time.Second),
-		Cluster:  cluster.Config{Topology: cluster.RedisCluster},
+		Cluster:  sut.Config{Topology: sut.RedisCluster},
 		Script: []nemesis.Step{
-			awaiting(at(500*ms, "latency", "start", []string{cluster.LinkName(cluster.PeersFrom, clusterMaster)},
+			awaiting(at(500*ms, "latency", "start", []string{sut.LinkName(rediscluster.PeersFrom, clusterMaster)},
 				map[string]string{"latency": "1500ms", "jitter": "0s"}), nemesis.Await{}),
 			awaiting(at(1700*ms, "cluster-failover", "failover", nil,
 				map[string]string{"key": clusterKey, "mode": mode}), nemesis.Await{LeaseLeft: 2500 * ms}),
@@ -69,7 +69,7 @@ func catalogueCluster() []Scenario {
 				`unplanned failover cannot wait.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the FORCE failover", "cluster-failover")},
-			Run:      clusterFailoverRun(deploy.FailoverForce),
+			Run:      clusterFailoverRun(sut.FailoverForce),
 		},
 		{
 			Name: "cluster-failover-graceful", Lock: "token",
@@ -84,7 +84,7 @@ func catalogueCluster() []Scenario {
 				`does not grant.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the graceful failover", "cluster-failover")},
-			Run:      clusterFailoverRun(deploy.FailoverGraceful),
+			Run:      clusterFailoverRun(sut.FailoverGraceful),
 		},
 		{
 			Name: "cluster-slot-move", Lock: "token",
@@ -101,7 +101,7 @@ func catalogueCluster() []Scenario {
 			Exposure: []checker.Requirement{struck("the slot move", "move-slot")},
 			Run: lockharness.Config{
 				Workload: workload(2, 2*time.Second, time.Second, 2*time.Second),
-				Cluster:  cluster.Config{Topology: cluster.RedisCluster},
+				Cluster:  sut.Config{Topology: sut.RedisCluster},
 				Script: []nemesis.Step{
 					awaiting(at(300*ms, "cluster-failover", "move-slot", nil, map[string]string{"key": clusterKey}), nemesis.Await{LeaseLeft: time.Second}),
 					awaiting(at(1500*ms, "cluster-failover", "move-slot", nil, map[string]string{"key": clusterKey}), nemesis.Await{LeaseLeft: time.Second}),

@@ -6,8 +6,8 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Sources of the consensus part.
@@ -115,12 +115,12 @@ func etcdPauseRun() lockharness.Config {
 func isolate(node string, clients, members int) []string {
 	var out []string
 	for c := 0; c < clients; c++ {
-		out = append(out, deploy.LinkName(deploy.ClientName(c), node))
+		out = append(out, sut.LinkName(sut.ClientName(c), node))
 	}
 	for m := 1; m <= members; m++ {
 		o := fmt.Sprintf("n%d", m)
 		if o != node {
-			out = append(out, deploy.LinkName(node, o), deploy.LinkName(o, node))
+			out = append(out, sut.LinkName(node, o), sut.LinkName(o, node))
 		}
 	}
 	return out

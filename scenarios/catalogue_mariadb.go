@@ -5,8 +5,8 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Sources of the MariaDB part.
@@ -79,7 +79,7 @@ func catalogueMariaDB() []Scenario {
 			Run: lockharness.Config{
 				Workload:      workload(2, time.Second, 300*ms, 5*time.Second),
 				Script:        []nemesis.Step{holderPause(100*ms, 3*time.Second)},
-				Cluster:       cluster.Config{ExtraConfig: "innodb_lock_wait_timeout=1"},
+				Cluster:       sut.Config{ExtraConfig: "innodb_lock_wait_timeout=1"},
 				ClientTimeout: time.Second,
 				TimeLimit:     5 * time.Second, Recovery: 2 * time.Second, Seed: 1,
 			},
@@ -103,7 +103,7 @@ func catalogueMariaDB() []Scenario {
 					awaiting(at(300*ms, "clock", "bump", []string{"n1"}, map[string]string{"delta": "+1h"}), nemesis.Await{}),
 					awaiting(at(1500*ms, "clock", "bump", []string{"n1"}, map[string]string{"delta": "-1h"}), nemesis.Await{}),
 				},
-				Cluster:       cluster.Config{Faketime: true},
+				Cluster:       sut.Config{Faketime: true},
 				ClientTimeout: time.Second,
 				TimeLimit:     4 * time.Second, Recovery: 2 * time.Second, Seed: 1,
 			},

@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
 )
 
 // TestConsensusCatalogue soaks the consensus scenarios: with

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster/docker"
-	"github.com/lockharness/lockharness/cluster/docker/dockertest"
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/docker"
+	"github.com/lockharness/lockharness/sut/docker/dockertest"
 )
 
 // dockerScenarios are the scenarios `go test` runs on the Docker backend,
@@ -38,7 +38,7 @@ func TestCatalogueOnDocker(t *testing.T) {
 				t.Skipf("lock %s runs on %s, started as local processes only", s.Lock, info.SystemName())
 			}
 			o, err := Run(context.Background(), s, Options{Store: store, Backend: docker.Backend("")})
-			if errors.Is(err, deploy.ErrUnsupported) {
+			if errors.Is(err, sut.ErrUnsupported) {
 				t.Skipf("cannot run on Docker: %v", err)
 			}
 			if err != nil {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
 )
 
 // TestMariaDBCatalogue soaks the MariaDB scenarios: with LOCKHARNESS_SOAK=N

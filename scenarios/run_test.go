@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/lockharness/lockharness/cluster/clustertest"
-	"github.com/lockharness/lockharness/cluster/etcd/etcdtest"
-	"github.com/lockharness/lockharness/cluster/mariadb/mariadbtest"
-	"github.com/lockharness/lockharness/cluster/zookeeper/zktest"
+	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
+	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
+	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 )
 
 // TestCatalogue is the acceptance suite: it runs every scenario against real
@@ -19,7 +19,7 @@ func TestCatalogue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the scenario catalogue runs real Redis topologies (minutes)")
 	}
-	clustertest.Require(t, "redis-server", "redis-sentinel")
+	redistest.Require(t, "redis-server", "redis-sentinel")
 	etcdtest.Require(t)
 	mariadbtest.Require(t)
 	zktest.Require(t)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // RunAll runs at most parallel scenarios at once, an exclusive one alone,
@@ -18,7 +18,7 @@ func TestRunAllSchedulesSideBySideAndExclusiveAlone(t *testing.T) {
 	for i := 0; i < 9; i++ {
 		s := Scenario{Name: fmt.Sprintf("s%d", i)}
 		if i == 1 || i == 6 {
-			s.Run.Cluster = cluster.Config{Topology: "replicated", Failover: "sentinel"}
+			s.Run.Cluster = sut.Config{Topology: "replicated", Failover: "sentinel"}
 		}
 		list = append(list, s)
 	}

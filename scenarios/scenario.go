@@ -16,7 +16,7 @@ import (
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Checkers are the checker names a scenario has an expectation for, in the
@@ -143,9 +143,9 @@ type Options struct {
 	ProgressTTY bool
 	// Backend starts the deployment each scenario runs against; nil means
 	// local redis-server processes. A scenario whose faults the backend
-	// cannot cause fails with an error wrapping deploy.ErrUnsupported,
+	// cannot cause fails with an error wrapping sut.ErrUnsupported,
 	// saying why: it was not run, so it did not pass.
-	Backend cluster.Backend
+	Backend sut.Backend
 }
 
 // Outcome is what one run of a scenario observed.
@@ -163,7 +163,7 @@ type Outcome struct {
 	// Elapsed is the wall time of the run, setup to report.
 	Elapsed time.Duration
 	// Sizes says how large each fault was against the lock's TTL
-	// (reports.FaultSizes).
+	// (reports.Render).
 	Sizes []string
 }
 

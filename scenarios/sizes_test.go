@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // TestReportSaysFaultSizes runs gc-pause-stale-write (a 2.5s client pause
@@ -18,7 +18,7 @@ func TestReportSaysFaultSizes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a scenario against real Redis")
 	}
-	clustertest.Require(t, "redis-server")
+	redistest.Require(t, "redis-server")
 	s, err := Lookup("gc-pause-stale-write")
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@ package scenarios
 import (
 	"testing"
 
-	"github.com/lockharness/lockharness/cluster/zookeeper/zktest"
+	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 )
 
 // TestZooKeeperCatalogue soaks the ZooKeeper scenarios as

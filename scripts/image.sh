@@ -10,11 +10,11 @@
 #
 # Environment: SUITE (bookworm), MIRROR (http://deb.debian.org/debian),
 # FORCE=1 rebuilds an image that exists, SHIM_SRC is the malloc shim's
-# source (cluster/shim/glibcmalloc.c of the checkout). Needs root,
+# source (sut/local/shim/glibcmalloc.c of the checkout). Needs root,
 # debootstrap and gcc. `harness image build` runs this same script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SHIM_SRC=${SHIM_SRC:-$PWD/cluster/shim/glibcmalloc.c}
+SHIM_SRC=${SHIM_SRC:-$PWD/sut/local/shim/glibcmalloc.c}
 
 NAME=${1:-lockharness/redis:bookworm}
 SUITE=${SUITE:-bookworm}

@@ -14,11 +14,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -40,25 +41,25 @@ const benchWindow = 3 * time.Second
 // every link has so that any link can be faulted, cost). Run with
 // -benchtime 6x.
 func BenchmarkTokenCycles(b *testing.B) {
-	clustertest.Require(b, "redis-server")
+	redistest.Require(b, "redis-server")
 	const clients = 10
-	c := clustertest.Up(b, cluster.Config{Nodes: 1, Clients: clients})
-	storage := cluster.NewRedisClient(c.StorageAddr(), cluster.ClientOptions{PoolSize: clients + 2})
+	c := redistest.Up(b, sut.Config{Nodes: 1, Clients: clients})
+	storage := redisbackend.NewRedisClient(c.StorageAddr(), sut.ClientOptions{PoolSize: clients + 2})
 	b.Cleanup(func() { _ = storage.Close() })
-	nodes := make([][]locks.Node, clients)
+	nodes := make([][]sut.ClientNode, clients)
 	for i := range nodes {
-		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
-		b.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
+		nodes[i] = c.ClientNodes(i, sut.ClientOptions{})
+		b.Cleanup(func() { sut.CloseClientNodes(nodes[i]) })
 	}
 	n1, err := c.Server("n1")
 	if err != nil {
 		b.Fatal(err)
 	}
-	direct := make([][]locks.Node, clients)
+	direct := make([][]sut.ClientNode, clients)
 	for i := range direct {
-		cl := cluster.NewRedisClient(n1.Addr(), cluster.ClientOptions{})
+		cl := redisbackend.NewRedisClient(n1.Addr(), sut.ClientOptions{})
 		b.Cleanup(func() { _ = cl.Close() })
-		direct[i] = []locks.Node{{Name: "n1", Client: cl}}
+		direct[i] = []sut.ClientNode{{Name: "n1", Client: cl}}
 	}
 	var wl, raw, dir int64
 	for i := range b.N {
@@ -83,7 +84,7 @@ func BenchmarkTokenCycles(b *testing.B) {
 
 // workloadWindow runs the mutex workload for benchWindow and returns the
 // cycles it completed (granted acquires).
-func workloadWindow(b *testing.B, nodes [][]locks.Node, storage redis.Cmdable) int64 {
+func workloadWindow(b *testing.B, nodes [][]sut.ClientNode, storage redis.Cmdable) int64 {
 	f, err := os.Create(filepath.Join(b.TempDir(), "history.jsonl"))
 	if err != nil {
 		b.Fatal(err)
@@ -95,7 +96,7 @@ func workloadWindow(b *testing.B, nodes [][]locks.Node, storage redis.Cmdable) i
 		b.Fatal(err)
 	}
 	m, err := workloads.NewMutex(workloads.Config{Clients: len(nodes), Keys: 1, TTL: time.Second, Seed: 1},
-		workloads.Env{Recorder: rec, Lock: info, Storage: storage, Nodes: func(slot int) []locks.Node { return nodes[slot] }})
+		workloads.Env{Recorder: rec, Lock: info, Storage: storage, Nodes: func(slot int) []sut.ClientNode { return nodes[slot] }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,7 +125,7 @@ else
 end`)
 
 // rawWindow is the same cycle as bare go-redis calls for benchWindow.
-func rawWindow(b *testing.B, nodes [][]locks.Node, storage redis.Cmdable) int64 {
+func rawWindow(b *testing.B, nodes [][]sut.ClientNode, storage redis.Cmdable) int64 {
 	ctx := context.Background()
 	deadline := time.Now().Add(benchWindow)
 	var cycles atomic.Int64

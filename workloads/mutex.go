@@ -22,6 +22,7 @@ import (
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/resource"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Config is the mutex workload's configuration.
@@ -113,7 +114,7 @@ type Env struct {
 	LockOptions locks.Options
 	// Nodes returns client slot i's view of the lock's nodes. The workload
 	// does not close them.
-	Nodes func(slot int) []locks.Node
+	Nodes func(slot int) []sut.ClientNode
 	// Storage is a client of the storage node holding the resource.
 	Storage redis.Cmdable
 }

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/clustertest"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -28,13 +29,13 @@ func start(t *testing.T, cfg workloads.Config) (*workloads.Mutex, *history.Recor
 func startLock(t *testing.T, lock string, cfg workloads.Config) (*workloads.Mutex, *history.Recorder, func()) {
 	t.Helper()
 	ctx := context.Background()
-	c := clustertest.Up(t, cluster.Config{Nodes: 1, Clients: cfg.Clients})
-	storage := cluster.NewRedisClient(c.StorageAddr(), cluster.ClientOptions{})
+	c := redistest.Up(t, sut.Config{Nodes: 1, Clients: cfg.Clients})
+	storage := redisbackend.NewRedisClient(c.StorageAddr(), sut.ClientOptions{})
 	t.Cleanup(func() { _ = storage.Close() })
-	nodes := make([][]locks.Node, cfg.Clients)
+	nodes := make([][]sut.ClientNode, cfg.Clients)
 	for i := range nodes {
-		nodes[i] = c.ClientNodes(i, cluster.ClientOptions{})
-		t.Cleanup(func() { cluster.CloseNodes(nodes[i]) })
+		nodes[i] = c.ClientNodes(i, sut.ClientOptions{})
+		t.Cleanup(func() { sut.CloseClientNodes(nodes[i]) })
 	}
 	info, err := locks.Builtin().Lookup(lock)
 	if err != nil {
@@ -43,7 +44,7 @@ func startLock(t *testing.T, lock string, cfg workloads.Config) (*workloads.Mute
 	rec := history.NewRecorder(history.NewClock(), &bytes.Buffer{})
 	t.Cleanup(func() { _ = rec.Close() })
 	m, err := workloads.NewMutex(cfg, workloads.Env{Recorder: rec, Lock: info, Storage: storage,
-		Nodes: func(slot int) []locks.Node { return nodes[slot] }})
+		Nodes: func(slot int) []sut.ClientNode { return nodes[slot] }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestWatchdogRenewalsHaveTheirOwnThreads(t *testing.T) {
 	if renews < 10 {
 		t.Fatalf("%d renew events in 1.5s of 120ms holds with a 50ms watchdog", renews)
 	}
-	r := checker.Check(context.Background(), ops, checker.Config{})
+	r, _ := checker.Check(context.Background(), history.Events(ops), checker.Config{})
 	if v := r.Checkers[checker.LockPromise]; v.Verdict != checker.Valid {
 		t.Fatalf("lock promise %s: %s; %+v", v.Verdict, v.Reason, r.Violations)
 	}
@@ -205,7 +206,8 @@ func TestPauseHolderWaitsForAHolder(t *testing.T) {
 		}
 	}
 	stop()
-	cov := checker.Check(context.Background(), rec.Ops(), checker.Config{}).Coverage
+	res, _ := checker.Check(context.Background(), history.Events(rec.Ops()), checker.Config{})
+	cov := res.Coverage
 	if cov.Pauses.Total != n || cov.Pauses.StruckHolder != n {
 		t.Fatalf("pauses %+v, want %d that struck a holder", cov.Pauses, n)
 	}
@@ -257,7 +259,7 @@ func TestAwaitHolderWatchesWithoutDisturbing(t *testing.T) {
 			t.Fatalf("awaiting paused a client: %v", op)
 		}
 	}
-	if res := checker.Check(context.Background(), rec.Ops(), checker.Config{}); res.Verdict != checker.Valid {
+	if res, _ := checker.Check(context.Background(), history.Events(rec.Ops()), checker.Config{}); res.Verdict != checker.Valid {
 		t.Fatalf("verdict %v after awaiting holders, want valid", res.Verdict)
 	}
 }

@@ -29,7 +29,7 @@ func TestStallRenewersLetsTheLeaseRunOut(t *testing.T) {
 			t.Fatalf("a renewal was asked for during the stall, at %v after it began", time.Duration(op.Time-from))
 		}
 	}
-	r := checker.Check(context.Background(), ops, checker.Config{})
+	r, _ := checker.Check(context.Background(), history.Events(ops), checker.Config{})
 	var first, second *checker.Hold
 	for i := range r.Holds {
 		h := &r.Holds[i]

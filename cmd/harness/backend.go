@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/docker"
-	"github.com/lockharness/lockharness/cluster/target"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/docker"
+	"github.com/lockharness/lockharness/sut/systems"
 )
 
 // Backends a run can test.
@@ -31,7 +31,7 @@ func addBackendFlags(f *pflag.FlagSet, b *backendFlags) {
 
 // resolve turns the flags into the run's backend (nil: local processes),
 // refusing contradictions before anything starts.
-func (b backendFlags) resolve() (cluster.Backend, error) {
+func (b backendFlags) resolve() (sut.Backend, error) {
 	switch b.backend {
 	case backendLocal, backendDocker:
 	default:
@@ -44,14 +44,19 @@ func (b backendFlags) resolve() (cluster.Backend, error) {
 		if b.backend != backendLocal {
 			return nil, fmt.Errorf("--target runs against a deployment that is already running: leave out --backend %s", b.backend)
 		}
-		f, err := target.Load(b.target)
-		if err != nil {
-			return nil, err
-		}
-		return target.Backend(f), nil
+		return redisBackend(systems.Target, b.target)
 	}
 	if b.backend == backendDocker {
-		return docker.Backend(b.image), nil
+		return redisBackend(systems.Docker, b.image)
 	}
 	return nil, nil
+}
+
+// redisBackend is Redis's backend called name (sut/systems), made from arg.
+func redisBackend(name, arg string) (sut.Backend, error) {
+	redis, err := systems.Builtin().Lookup(systems.Redis)
+	if err != nil {
+		return nil, err
+	}
+	return redis.Backend(name, arg)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -39,13 +38,12 @@ exit code is 130.`,
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v: use e.g. --check-timeout 30s", timeout)}
 			}
 			ctx := cmd.Context()
-			ccfg, meta := storedCheckConfig(filepath.Dir(args[0]))
+			ccfg, rec, _, _ := storedRun(filepath.Dir(args[0]))
 			ccfg.Timeout = timeout
 			ccfg.AllowVacuous = ccfg.AllowVacuous || allowVacuous
 			var out reports.Results
-			var truncated bool
 			var err error
-			if !untilInterrupted(ctx, func() { out, truncated, err = checkHistory(ctx, args[0], ccfg) }) {
+			if !untilInterrupted(ctx, func() { out, err = checkHistory(ctx, args[0], ccfg, rec) }) {
 				return &codeError{interruptCode(ctx), fmt.Errorf("%v: nothing was checked", context.Cause(ctx))}
 			}
 			if err != nil {
@@ -54,8 +52,7 @@ exit code is 130.`,
 				}
 				return err
 			}
-			meta.Test = args[0]
-			out.Meta = meta
+			out.Meta = reports.RunMeta{Test: args[0], Lock: rec.Lock, Nemeses: rec.Nemeses, Seed: rec.Seed}
 			res := out.Result
 			if ctx.Err() != nil {
 				// Whatever finished is reported; the rest is unknown.
@@ -66,7 +63,7 @@ exit code is 130.`,
 					return &codeError{exitError, err}
 				}
 			} else {
-				if truncated {
+				if res.Seen.Truncated {
 					fmt.Fprintln(cmd.ErrOrStderr(), "note: the last line was cut off (a killed run); checked the complete prefix")
 				}
 				printSummary(cmd.OutOrStdout(), "", out)
@@ -83,39 +80,30 @@ exit code is 130.`,
 	return cmd
 }
 
-// checkHistory judges the history at path. A regular file is read event
-// by event (checker.CheckFile), so that a history of any length is checked
-// in bounded memory; anything else (a pipe) is read whole, once. The error
-// is a *codeError that says what to give instead.
-func checkHistory(ctx context.Context, path string, cfg checker.Config) (reports.Results, bool, error) {
+// checkHistory judges the history at path (checker.Check): a regular
+// file is read event by event, in windows, so that a history of any length
+// is checked in bounded memory; anything else (a pipe) is read whole,
+// once. The violations are explained from what the check saw, as rec (the
+// run's record, for its fault kinds) says to read it: the history is read
+// once. The error is a *codeError that says what to give instead.
+func checkHistory(ctx context.Context, path string, cfg checker.Config, rec reports.Record) (reports.Results, error) {
 	var out reports.Results
-	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		h, err := history.ReadFileContext(ctx, path)
-		if err != nil {
-			return out, false, historyError(err)
-		}
-		if err := checkable(h.Ops); err != nil {
-			return out, false, &codeError{exitError, fmt.Errorf("%s: %w", path, err)}
-		}
-		out.Result = checker.Check(ctx, h.Ops, cfg)
-		out.Why = reports.Explain(h.Ops, out.Result)
-		return out, h.Truncated, nil
-	}
-	if err := checkableFile(ctx, path); err != nil {
-		return out, false, err
-	}
-	res, truncated, err := checker.CheckFile(ctx, path, cfg)
+	src, err := history.Open(ctx, path)
 	if err != nil {
-		return out, truncated, historyError(err)
+		return out, historyError(err)
+	}
+	res, err := checker.Check(ctx, src, cfg)
+	if err != nil {
+		return out, historyError(err)
+	}
+	if ctx.Err() == nil {
+		if err := checkable(res.Seen); err != nil {
+			return out, &codeError{exitError, fmt.Errorf("%s: %w", path, err)}
+		}
+		out.Why = reports.Explain(rec, res)
 	}
 	out.Result = res
-	if ctx.Err() == nil {
-		if out.Why, err = reports.ExplainFile(ctx, path, res); err != nil && ctx.Err() == nil {
-			return out, truncated, historyError(err)
-		}
-	}
-	return out, truncated, nil
+	return out, nil
 }
 
 // historyError says what to give instead of a history that cannot be read.
@@ -129,49 +117,23 @@ func historyError(err error) error {
 	return &codeError{exitError, err}
 }
 
-// checkableFile is checkable of the history file at path, read only up to
-// its first client operation (the first lines of any real history).
-func checkableFile(ctx context.Context, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return historyError(fmt.Errorf("open history: %w", err))
-	}
-	defer f.Close()
-	sc := history.NewScanner(f)
-	var nemesis []history.Op
-	for sc.Scan(ctx) {
-		op := sc.Op()
-		if !op.Process.IsNemesis() {
-			return nil
-		}
-		if len(nemesis) == 0 {
-			nemesis = append(nemesis, op)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return historyError(fmt.Errorf("%s: %w", path, err))
-	}
-	if err := checkable(nemesis); err != nil {
-		return &codeError{exitError, fmt.Errorf("%s: %w", path, err)}
-	}
-	return nil
-}
-
-// storedCheckConfig is how a stored run was judged, from the run.json in
-// dir (beside its history): the exposure it required (its nemeses, or a
-// scenario's declaration) and whether it allowed a vacuous verdict.
-// Without one, only "something was granted" is required.
-func storedCheckConfig(dir string) (checker.Config, reports.RunMeta) {
-	meta, ok, err := reports.ReadMeta(dir)
-	if err != nil || !ok || len(meta.Config) == 0 {
-		return checker.Config{}, reports.RunMeta{}
+// storedRun is the record of the run stored in dir (run.json beside its
+// history; lockharness.StoredRecord) and how it was judged: the exposure
+// it required (its nemeses, or a scenario's declaration) and whether it
+// allowed a vacuous verdict. Without a record that says, only "something
+// was granted" is required, and the record holds nothing but the fault
+// kinds; stored is false without run.json.
+func storedRun(dir string) (ccfg checker.Config, rec reports.Record, stored bool, err error) {
+	rec, stored, err = lockharness.StoredRecord(dir)
+	bare := reports.Record{FaultKinds: rec.FaultKinds}
+	if err != nil || !stored || len(rec.Config) == 0 {
+		return checker.Config{}, bare, stored, err
 	}
 	var cfg lockharness.Config
-	if json.Unmarshal(meta.Config, &cfg) != nil {
-		return checker.Config{}, reports.RunMeta{}
+	if json.Unmarshal(rec.Config, &cfg) != nil {
+		return checker.Config{}, bare, stored, nil
 	}
-	return checker.Config{Require: cfg.Requirements(), AllowVacuous: cfg.AllowVacuous},
-		reports.RunMeta{Lock: meta.Lock, Nemeses: meta.Nemeses, Seed: meta.Seed}
+	return checker.Config{Require: cfg.Requirements(), AllowVacuous: cfg.AllowVacuous}, rec, stored, nil
 }
 
 func newLocksCmd() *cobra.Command {
@@ -229,16 +191,14 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// checkable refuses a history that records no client operation: every
-// checker would find nothing wrong in it, and a verdict of valid that
-// tested nothing is as false as any other.
-func checkable(ops []history.Op) error {
-	for _, op := range ops {
-		if !op.Process.IsNemesis() {
-			return nil
-		}
-	}
-	if len(ops) == 0 {
+// checkable refuses a history that records no client operation (seen is
+// what its check saw of it): every checker would find nothing wrong in
+// it, and a verdict of valid that tested nothing is as false as any other.
+func checkable(seen checker.Seen) error {
+	switch {
+	case seen.Clients:
+		return nil
+	case seen.Events == 0:
 		return errors.New("the history is empty: nothing to check; give the history.jsonl of a run that ran")
 	}
 	return errors.New("the history records no client operation, only faults: nothing to check; give the history.jsonl of a run whose clients ran")

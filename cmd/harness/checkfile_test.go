@@ -15,7 +15,7 @@ import (
 	"github.com/lockharness/lockharness/reports"
 )
 
-// harness check reads a history file event by event (checker.CheckFile)
+// harness check reads a history file event by event (checker.Check, in windows)
 // and a pipe whole, once: both give the same verdict, findings,
 // explanations and exit code.
 func TestCheckOfAFileIsTheCheckOfAPipe(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockharness/lockharness/cluster/docker"
+	"github.com/lockharness/lockharness/sut/docker"
 )
 
 func newImageCmd() *cobra.Command {

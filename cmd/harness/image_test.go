@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockharness/lockharness/cluster/docker"
-	"github.com/lockharness/lockharness/cluster/docker/dockertest"
+	"github.com/lockharness/lockharness/sut/docker"
+	"github.com/lockharness/lockharness/sut/docker/dockertest"
 )
 
 // harness image build refuses, exit 2, what it cannot do here, naming the

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness/cluster/clustertest"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // harnessBin is the harness binary built once for the tests that run it as
@@ -165,7 +165,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 	}
 }
 
-func requireRedis(t *testing.T) { clustertest.Require(t) }
+func requireRedis(t *testing.T) { redistest.Require(t) }
 
 // startRunning starts the harness binary and returns once its run's
 // servers (lock node + storage) are up under store and the workload has
@@ -192,40 +192,72 @@ func startRunning(t *testing.T, tmp string, args ...string) (*exec.Cmd, *bytes.B
 	return cmd, &stderr
 }
 
-// `harness report` re-checks a stored run from its history and writes the
-// same results.json the run wrote.
+// `harness report` re-checks a stored run from its history and draws the
+// report the run drew: the same results.json, index.html, figures and
+// porcupine views, byte for byte; of a valid run and of an invalid one
+// whose report explains its overlap and draws porcupine's view.
 func TestReportReproducesResults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: runs redis-server")
 	}
 	requireRedis(t)
-	store := t.TempDir()
-	code, _, stderr := runCLI(t, "run", "--lock", "token", "--clients", "3", "--time-limit", "2s", "--recovery", "500ms", "--seed", "5", "--store", store)
-	if code != 0 {
-		t.Fatalf("run: exit %d: %s", code, stderr)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int // the report's: the verdict's (a scenario run exits 0 when it meets its expectation)
+	}{
+		{"run", []string{"run", "--lock", "token", "--clients", "3", "--time-limit", "2s", "--recovery", "500ms", "--seed", "5"}, 0},
+		{"scenario", []string{"scenario", "run", "redlock-clock-jump"}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := t.TempDir()
+			code, _, stderr := runCLI(t, append(c.args, "--store", store)...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
+			}
+			dir, err := filepath.EvalSymlinks(filepath.Join(store, "latest"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			drawn := map[string][]byte{}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if drawn[e.Name()], err = os.ReadFile(filepath.Join(dir, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.code == 1 && drawn["porcupine-lock-0.html"] == nil {
+				t.Errorf("the run drew no porcupine view: %v", entries)
+			}
+			if err := os.Remove(filepath.Join(dir, "results.json")); err != nil {
+				t.Fatal(err)
+			}
+			code, out, stderr := runCLI(t, "report", dir)
+			if code != c.code {
+				t.Fatalf("report: exit %d: %s %s", code, out, stderr)
+			}
+			for name, before := range drawn {
+				after, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil || !sameDrawing(name, before, after) {
+					t.Errorf("%s differs after `harness report`:\nbefore %d bytes, after %d bytes (%v)", name, len(before), len(after), err)
+				}
+			}
+		})
 	}
-	dir, err := filepath.EvalSymlinks(filepath.Join(store, "latest"))
-	if err != nil {
-		t.Fatal(err)
+}
+
+// sameDrawing reports whether two drawings of the file name are the same:
+// byte for byte, but for porcupine's views, whose partial linearizations
+// porcupine lists in the order of a map (it varies from one drawing to the
+// next, what is drawn does not): those have the same size.
+func sameDrawing(name string, a, b []byte) bool {
+	if strings.HasPrefix(name, "porcupine-") {
+		return len(a) == len(b)
 	}
-	before, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(dir, "results.json")); err != nil {
-		t.Fatal(err)
-	}
-	code, out, stderr := runCLI(t, "report", dir)
-	if code != 0 {
-		t.Fatalf("report: exit %d: %s %s", code, out, stderr)
-	}
-	after, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(before, after) {
-		t.Errorf("results.json differs after `harness report`:\nbefore %d bytes, after %d bytes", len(before), len(after))
-	}
+	return bytes.Equal(a, b)
 }
 
 func TestServeRefusesBusyAddress(t *testing.T) {

@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockharness/lockharness/cluster"
-	"github.com/lockharness/lockharness/cluster/docker"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/matrix"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/docker"
 )
 
 // exitInterrupted is the exit code of a matrix stopped by Ctrl-C (128 +
@@ -301,8 +301,8 @@ func checkBackends(spec matrix.Spec) error {
 // does, and for docker asks the engine now, with its image, so that a
 // matrix that cannot run its docker cells says so before any cell runs,
 // not after the local ones.
-func matrixBackends(ctx context.Context, spec matrix.Spec) (map[string]cluster.Backend, error) {
-	out := map[string]cluster.Backend{}
+func matrixBackends(ctx context.Context, spec matrix.Spec) (map[string]sut.Backend, error) {
+	out := map[string]sut.Backend{}
 	for _, name := range spec.BackendList() {
 		bf := backendFlags{backend: name}
 		if name == backendDocker {

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"testing"
 
-	cdocker "github.com/lockharness/lockharness/cluster/docker"
-	"github.com/lockharness/lockharness/cluster/docker/dockertest"
 	"github.com/lockharness/lockharness/matrix"
+	cdocker "github.com/lockharness/lockharness/sut/docker"
+	"github.com/lockharness/lockharness/sut/docker/dockertest"
 )
 
 // A small real matrix through the command line, as CI runs it: two shards,

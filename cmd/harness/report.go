@@ -35,9 +35,7 @@ otherwise show figures of the old check: run report again to draw it.`,
 			if timeout <= 0 {
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v: use e.g. --check-timeout 30s", timeout)}
 			}
-			ccfg, _ := storedCheckConfig(args[0])
-			ccfg.Timeout = timeout
-			res, err := rebuild(cmd.Context(), args[0], ccfg)
+			res, err := rebuild(cmd.Context(), args[0], timeout)
 			if err != nil {
 				return err
 			}
@@ -87,37 +85,36 @@ func newServeCmd() *cobra.Command {
 	return cmd
 }
 
-// rebuild is reports.Rebuild done in steps, so that an interrupt leaves
-// the run directory whole: nothing is written until the check has
-// finished, and a drawing cut short removes index.html rather than leave a
-// page next to figures it does not match.
-func rebuild(ctx context.Context, dir string, cfg checker.Config) (reports.Results, error) {
+// rebuild reads a stored run's record (storedRun; derived from the history
+// when there is none), checks its history (each porcupine check bounded by
+// timeout) and renders
+// the report of what the check found (reports.Render): the history file
+// is read twice, by the check and by the report. It goes in steps, so that
+// an interrupt leaves the run directory whole: nothing is written until
+// the check has finished, and a drawing cut short removes index.html
+// rather than leave a page next to figures it does not match.
+func rebuild(ctx context.Context, dir string, timeout time.Duration) (reports.Results, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return reports.Results{}, &codeError{exitError, fmt.Errorf("%s is not a run directory: give store/<test>/<run> (one holding history.jsonl)", dir)}
 	}
+	cfg, rec, stored, err := storedRun(dir)
+	if err != nil {
+		return reports.Results{}, &codeError{exitError, err}
+	}
+	cfg.Timeout, cfg.Views = timeout, true
 	path := filepath.Join(dir, reports.HistoryFile)
-	var ops []history.Op // a history that is not a regular file, read whole
+	var src history.Source
 	var res checker.Result
-	var err error
 	check := func() {
-		if st, serr := os.Stat(path); serr == nil && st.Mode().IsRegular() {
-			// Read event by event: a history of any length is checked
-			// and drawn in bounded memory.
-			if err = checkableFile(ctx, path); err == nil {
-				res, _, err = checker.CheckFile(ctx, path, cfg)
-			}
+		if src, err = history.Open(ctx, path); err != nil {
 			return
 		}
-		var rr history.ReadResult
-		if rr, err = history.ReadFileContext(ctx, path); err != nil {
+		if res, err = checker.Check(ctx, src, cfg); err != nil || ctx.Err() != nil {
 			return
 		}
-		if err = checkable(rr.Ops); err != nil {
-			err = &codeError{exitError, fmt.Errorf("%s: %w", dir, err)}
-			return
+		if err = checkable(res.Seen); err != nil {
+			err = &codeError{exitError, fmt.Errorf("%s: %w", path, err)}
 		}
-		ops = rr.Ops
-		res = checker.Check(ctx, ops, cfg)
 	}
 	if !untilInterrupted(ctx, check) || ctx.Err() != nil {
 		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while reading and checking the history: %s left as it was", context.Cause(ctx), dir)}
@@ -128,7 +125,10 @@ func rebuild(ctx context.Context, dir string, cfg checker.Config) (reports.Resul
 	if err != nil {
 		return reports.Results{}, &codeError{exitError, fmt.Errorf("%w (a run directory holds the history.jsonl a run wrote)", err)}
 	}
-	out, err := reports.RenderStored(ctx, dir, ops, res)
+	if !stored {
+		rec = reports.DeriveRecord(dir, rec, res)
+	}
+	out, err := reports.Render(ctx, dir, rec, src, res)
 	if err != nil {
 		if ctx.Err() != nil {
 			_ = os.Remove(filepath.Join(dir, reports.IndexFile))

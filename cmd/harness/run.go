@@ -210,7 +210,7 @@ func printEvidence(w io.Writer, res checker.Result) {
 }
 
 // printSizes says how large each fault and client pause was against the
-// lock's TTL (reports.FaultSizes).
+// lock's TTL (reports.Render).
 // A long run has thousands of client pauses: the summary, one screen,
 // gives the first maxSizes and points to the rest.
 func printSizes(w io.Writer, sizes []string) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockharness/lockharness/deploy"
 	"github.com/lockharness/lockharness/scenarios"
+	"github.com/lockharness/lockharness/sut"
 )
 
 func newScenarioCmd() *cobra.Command {
@@ -150,7 +150,7 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 					row.Observed[k] = string(v)
 				}
 				switch {
-				case errors.Is(err, deploy.ErrUnsupported):
+				case errors.Is(err, sut.ErrUnsupported):
 					row.Error, row.Skipped = err.Error(), true
 					row.observed = "skipped"
 				case err != nil:
@@ -195,7 +195,7 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err error) {
 	mark := "AS EXPECTED"
 	switch {
-	case errors.Is(err, deploy.ErrUnsupported):
+	case errors.Is(err, sut.ErrUnsupported):
 		fmt.Fprintf(w, "\nSKIPPED  %s  (%s): it cannot run on this backend\n  reason       %v\n", s.Name, s.Lock, err)
 		return
 	case err != nil:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -90,7 +91,8 @@ func newStore(t *testing.T) (store, older, newer string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := reports.Render(context.Background(), dir, meta, ops, out.Result); err != nil {
+		rec := reports.Record{RunMeta: meta, FaultKinds: nemesis.FaultKinds()}
+		if _, err := reports.Render(context.Background(), dir, rec, history.Events(ops), out.Result); err != nil {
 			t.Fatal(err)
 		}
 		if err := reports.PointLatest(store, dir); err != nil {

@@ -1,0 +1,116 @@
+package sut
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Backend starts a deployment of the system under test from cfg: local
+// processes, containers, or a deployment the user runs. On error it
+// leaves nothing running.
+type Backend func(ctx context.Context, cfg Config) (Deployment, error)
+
+// System is one system under test (Redis, etcd, …) and the backends that
+// start it. A lock names the system it runs on (locks.Info.System); the
+// run starts that system's Local backend, or for Redis the backend the
+// user chose among Backends.
+type System struct {
+	// Name is the system's name, as a lock names it ("redis", "etcd").
+	Name string
+	// Local starts the system as processes on this host: every link a
+	// proxy, every fault available. Required.
+	Local Backend
+	// Backends are the system's other backends by name ("docker",
+	// "target"), each made from the argument the user gave it (an image,
+	// a file describing a deployment).
+	Backends map[string]BackendFactory
+	// Validate refuses a Config (defaults filled in) for what only this
+	// system can judge (a Redis Cluster's masters); nil judges nothing.
+	// Check runs it before Config.Validate.
+	Validate func(Config) error
+}
+
+// BackendFactory makes a Backend from the argument the user gave it ("" for
+// the default).
+type BackendFactory func(arg string) (Backend, error)
+
+// Check refuses a Config (defaults filled in) the system cannot start:
+// what the system judges (Validate), then what every backend does
+// (Config.Validate).
+func (s System) Check(cfg Config) error {
+	if s.Validate != nil {
+		if err := s.Validate(cfg); err != nil {
+			return err
+		}
+	}
+	return cfg.Validate()
+}
+
+// Backend is the system's backend called name, made from arg.
+func (s System) Backend(name, arg string) (Backend, error) {
+	f, ok := s.Backends[name]
+	if !ok {
+		known := make([]string, 0, len(s.Backends))
+		for n := range s.Backends {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		return nil, &UnknownError{What: "backend of " + s.Name, Name: name, Known: known}
+	}
+	return f(arg)
+}
+
+// Registry holds the systems a harness can start, by name. Package
+// sut/systems builds the one with every built-in system.
+type Registry struct {
+	byName map[string]System
+	order  []string
+}
+
+// NewRegistry is an empty registry.
+func NewRegistry() *Registry { return &Registry{byName: map[string]System{}} }
+
+// Register adds s. It refuses a system without a name or a local backend,
+// and a name already registered.
+func (r *Registry) Register(s System) error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("register system: no name")
+	case s.Local == nil:
+		return fmt.Errorf("register system %q: no local backend", s.Name)
+	}
+	if _, dup := r.byName[s.Name]; dup {
+		return fmt.Errorf("register system %q: name already registered", s.Name)
+	}
+	r.byName[s.Name] = s
+	r.order = append(r.order, s.Name)
+	return nil
+}
+
+// Lookup returns the system registered as name, or an *UnknownError that
+// lists the known ones.
+func (r *Registry) Lookup(name string) (System, error) {
+	s, ok := r.byName[name]
+	if !ok {
+		return System{}, &UnknownError{What: "system", Name: name, Known: r.Names()}
+	}
+	return s, nil
+}
+
+// Names are the registered systems' names, in the order they were
+// registered.
+func (r *Registry) Names() []string { return slices.Clone(r.order) }
+
+// UnknownError is returned for a name nothing is registered under.
+type UnknownError struct {
+	What  string // "system", "backend of redis"
+	Name  string
+	Known []string
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("unknown %s %q (known: %s)", e.What, e.Name, strings.Join(e.Known, ", "))
+}
