@@ -72,6 +72,41 @@ func TestFieldFlags(t *testing.T) {
 	}
 }
 
+// What cannot run on a Redis Cluster is refused naming the flags, and a
+// matrix validates every cell before the first one runs: a cell that
+// cannot run stops it before any other ran, named; a setting every lock
+// cell shares is named by its flag alone.
+func TestFlagsInFieldErrors(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	store := t.TempDir()
+	before, latest := storeState(t, store)
+	tok := func(a ...string) []string { return append([]string{"run", "--store", store, "--lock", "token"}, a...) }
+	matrixArgs := func(a ...string) []string {
+		return append([]string{"matrix", "--store", store, "--seeds", "1", "--time-limit", "1s"}, a...)
+	}
+	for _, c := range []badCase{
+		{"redlock on a Redis Cluster", []string{"run", "--store", store, "--lock", "redlock", "--topology", "cluster"}, "does not run on a Redis Cluster (--topology cluster)", "use one of token"},
+		{"nodes on a Redis Cluster", tok("--topology", "cluster", "--nodes", "3"), "got --nodes 3", "leave --nodes out (--masters and --replicas shape the cluster)"},
+		{"failover on a Redis Cluster", tok("--topology", "cluster", "--nemesis", "failover"), "elects its own", "use --nemesis cluster-failover, or --topology replicated"},
+		{"cluster fault elsewhere", tok("--topology", "independent", "--nemesis", "cluster-failover"), "the topology is independent", "use --topology cluster (or leave --topology out)"},
+		{"failpoints without a client fault", tok("--failpoints", "x"), "failpoints x are armed only by a client fault", "add --nemesis client-pause or client-crash"},
+		{"negative nemesis client pause", tok("--nemesis-client-pause", "-1s"), "--nemesis-client-pause must not be negative", "give a duration"},
+		{"matrix cell that cannot run", matrixArgs("--locks", "token,redlock", "--nemeses", "failover"), "cell redlock/failover/seed-1: lock redlock runs on independent nodes", "--topology independent"},
+		{"matrix zero clients", matrixArgs("--locks", "token", "--nemeses", "kill", "--clients", "0"), "harness: --clients must be at least 1, got 0", "--clients 5"},
+		{"matrix negative hold", matrixArgs("--locks", "token", "--nemeses", "kill", "--hold", "-1s"), "harness: --hold must not be negative, got -1s", "give a duration"},
+		{"matrix zero client pause", matrixArgs("--locks", "token", "--nemeses", "kill", "--nemesis-client-pause", "0s"), "--nemesis-client-pause must be positive, got 0s", "--nemesis-client-pause 1.5s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != exitError || !strings.Contains(stderr, c.problem) || !strings.Contains(stderr, c.fix) {
+				t.Errorf("exit %d, stderr %q; want 2, %q and %q", code, stderr, c.problem, c.fix)
+			}
+			assertNothingLeft(t, store, tmp, before, latest)
+		})
+	}
+}
+
 // durationFields are the paths of the time.Duration fields of t.
 func durationFields(t reflect.Type, prefix string) []string {
 	var out []string
