@@ -9,6 +9,7 @@ package lockharness
 import (
 	"context"
 
+	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/run"
 )
@@ -35,9 +36,18 @@ var ErrInterrupted = run.ErrInterrupted
 // DefaultNodes is the node count of multi-node locks when none is given.
 const DefaultNodes = run.DefaultNodes
 
+// MaxClients bounds the clients of a run (run.MaxClients).
+const MaxClients = run.MaxClients
+
 // Run performs one test: setup, run, heal, recovery, teardown, check,
 // report (run.Run).
 func Run(ctx context.Context, cfg Config) (Outcome, error) { return run.Run(ctx, cfg) }
+
+// NemesisRequirements says, for each built-in nemesis, what in a history
+// shows that it struck while a client held a lock (run.NemesisRequirements).
+func NemesisRequirements(names []string) []checker.Requirement {
+	return run.NemesisRequirements(names)
+}
 
 // StoredRecord reads the record of the run stored in dir (run.StoredRecord).
 func StoredRecord(dir string) (reports.Record, bool, error) { return run.StoredRecord(dir) }

@@ -156,11 +156,12 @@ func (c Config) nemesisNames() []string {
 }
 
 // needs is what the run's nemeses need of the deployment; unknown names
-// need nothing here (resolve refuses them).
+// need nothing here (NewPlan refuses them).
 func (c Config) needs() sut.Needs {
 	var out sut.Needs
+	faults := c.Nemesis.Faults()
 	for _, n := range c.nemesisNames() {
-		if info, err := nemesis.Lookup(n); err == nil {
+		if info, err := faults.Lookup(n); err == nil {
 			out = out.Merge(info.Needs)
 		}
 	}
@@ -169,20 +170,26 @@ func (c Config) needs() sut.Needs {
 
 // Requirements is the exposure the run must reach: Require when given,
 // else one requirement per named nemesis (it struck while a client held a
-// lock). Nemesis names are checked by resolve; an unknown one adds none.
+// lock), looked up in the run's fault registry. Nemesis names are checked
+// by NewPlan; an unknown one adds none.
 func (c Config) Requirements() []checker.Requirement {
 	if len(c.Require) > 0 {
 		return c.Require
 	}
-	return NemesisRequirements(c.Nemesis.Names)
+	return requirements(c.Nemesis.Faults(), c.Nemesis.Names)
 }
 
-// NemesisRequirements says, for each nemesis, what in a history shows that
-// it struck while a client held a lock.
+// NemesisRequirements says, for each built-in nemesis, what in a history
+// shows that it struck while a client held a lock.
 func NemesisRequirements(names []string) []checker.Requirement {
+	return requirements(nemesis.Builtin(), names)
+}
+
+// requirements are NemesisRequirements of the faults of faults.
+func requirements(faults *nemesis.Registry, names []string) []checker.Requirement {
 	var out []checker.Requirement
 	for _, n := range names {
-		info, err := nemesis.Lookup(n)
+		info, err := faults.Lookup(n)
 		if err != nil {
 			continue
 		}

@@ -78,12 +78,9 @@ func (p *Plan) buildNemesis() error {
 			return fieldErr("Nemesis.Persistence", ps, err)
 		}
 	}
-	known := map[string]bool{}
-	for _, n := range nemesis.Known() {
-		known[n.Name] = true
-	}
+	faults := c.Nemesis.Faults()
 	for i, st := range c.Script {
-		if !known[st.Nemesis] {
+		if _, err := faults.Lookup(st.Nemesis); err != nil {
 			return field("Script", st.Nemesis, fmt.Sprintf("script step %d: unknown nemesis %q", i+1, st.Nemesis), "")
 		}
 	}
@@ -214,8 +211,9 @@ func (p *Plan) independentNodes() (int, error) {
 // checkDeployment refuses a deployment that cannot support one of the
 // run's nemeses, naming what is missing (exit 2, before the run starts).
 func (c Config) checkDeployment(d sut.Deployment) error {
+	faults := c.Nemesis.Faults()
 	for _, n := range c.nemesisNames() {
-		info, err := nemesis.Lookup(n)
+		info, err := faults.Lookup(n)
 		if err != nil {
 			continue
 		}

@@ -22,7 +22,7 @@ func (r *runner) record(start time.Time, nodes []string) (reports.Record, error)
 	}
 	f := leaseFacts(r.cfg.Lock, r.plan.Lock.NoLease, r.cfg.Workload.TTL)
 	f.Fenced, f.Nodes, f.Clients, f.Keys = r.plan.Lock.Fenced, nodes, r.cfg.Workload.Clients, r.cfg.Workload.Keys
-	return reports.Record{RunMeta: meta, Facts: &f, FaultKinds: nemesis.FaultKinds()}, nil
+	return reports.Record{RunMeta: meta, Facts: &f, FaultKinds: r.cfg.Nemesis.Faults().FaultKinds()}, nil
 }
 
 // meta is how the run was made, for run.json.

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/locks"
-	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -153,8 +152,9 @@ func (p *Plan) checkFailpoints() error {
 	}
 	// A client fault (one that strikes a client) arms them.
 	arms := false
+	faults := c.Nemesis.Faults()
 	for _, n := range c.Nemesis.Names {
-		if info, err := nemesis.Lookup(n); err == nil && info.StrikesClient != "" {
+		if info, err := faults.Lookup(n); err == nil && info.StrikesClient != "" {
 			arms = true
 		}
 	}
