@@ -76,14 +76,27 @@ type claimEvent struct {
 
 // buildClaims returns every key's claims, sorted by start.
 func buildClaims(p *prepared) map[string][]claim {
-	type pk struct {
-		proc int
-		key  string
+	out := map[string][]claim{}
+	for k, evs := range claimEvents(p) {
+		if cs := appendClaims(out[k.key], k, evs); len(cs) > 0 { // a key without claims has no entry
+			out[k.key] = cs
+		}
 	}
-	events := map[pk][]claimEvent{}
+	for _, cs := range out {
+		slices.SortFunc(cs, func(a, b claim) int {
+			return cmp.Compare(a.grant, b.grant) // index order is start order
+		})
+	}
+	return out
+}
+
+// claimEvents are each process's grants (acquires and renews ok, not
+// absorbed) and release invocations of each key.
+func claimEvents(p *prepared) map[procKey][]claimEvent {
+	events := map[procKey][]claimEvent{}
 	for i := range p.calls {
 		c := &p.calls[i]
-		k := pk{c.proc, c.key}
+		k := procKey{c.proc, c.key}
 		switch {
 		case (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK && !c.absorbed:
 			d, fence := int64(never), int64(0)
@@ -98,58 +111,59 @@ func buildClaims(p *prepared) map[string][]claim {
 			events[k] = append(events[k], claimEvent{at: instant{c.start, c.inv}})
 		}
 	}
-	out := map[string][]claim{}
-	for k, evs := range events {
-		slices.SortFunc(evs, func(a, b claimEvent) int { return cmp.Compare(a.at.i, b.at.i) })
-		var cur *claim
-		closeAt := func(t instant, rel int64) {
-			cur.end = minInstant(deadlineAt(cur.deadline), t)
-			cur.released = rel
-			out[k.key] = append(out[k.key], *cur)
-			cur = nil
-		}
-		for _, e := range evs {
-			if !e.grant {
-				if cur != nil {
-					rel := e.at.i
-					if !e.at.less(deadlineAt(cur.deadline)) {
-						rel = -1 // it had already expired
-					}
-					closeAt(e.at, rel)
-				}
-				continue
-			}
-			g := e.at
-			empty := !g.less(deadlineAt(e.deadline))
-			if cur != nil && g.less(deadlineAt(cur.deadline)) {
-				// Live: the promise goes on, until the later deadline.
-				if !empty {
-					cur.deadline = max(cur.deadline, e.deadline)
-					if e.fence > 0 {
-						cur.fence = e.fence
-					}
-				}
-				continue
-			}
+	return events
+}
+
+// appendClaims appends to out the claims process and key k's events make
+// (see claim), in history order: a release ends the claim in force, a
+// grant continues a live claim or starts a new one. (Appending to the
+// key's claims, not making the process's first, saves a copy of every
+// claim.)
+func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
+	slices.SortFunc(evs, func(a, b claimEvent) int { return cmp.Compare(a.at.i, b.at.i) })
+	var cur *claim
+	closeAt := func(t instant, rel int64) {
+		cur.end = minInstant(deadlineAt(cur.deadline), t)
+		cur.released = rel
+		out = append(out, *cur)
+		cur = nil
+	}
+	for _, e := range evs {
+		if !e.grant {
 			if cur != nil {
-				closeAt(g, -1) // it lapsed at its deadline
+				rel := e.at.i
+				if !e.at.less(deadlineAt(cur.deadline)) {
+					rel = -1 // it had already expired
+				}
+				closeAt(e.at, rel)
 			}
+			continue
+		}
+		g := e.at
+		empty := !g.less(deadlineAt(e.deadline))
+		if cur != nil && g.less(deadlineAt(cur.deadline)) {
+			// Live: the promise goes on, until the later deadline.
 			if !empty {
-				cur = &claim{proc: k.proc, key: k.key, start: g, deadline: e.deadline, fence: e.fence, grant: g.i, byRenew: e.renew, released: -1, renewer: -1}
-				if e.renew && e.thread != k.proc {
-					cur.renewer = e.thread
+				cur.deadline = max(cur.deadline, e.deadline)
+				if e.fence > 0 {
+					cur.fence = e.fence
 				}
 			}
+			continue
 		}
 		if cur != nil {
-			cur.end = deadlineAt(cur.deadline)
-			out[k.key] = append(out[k.key], *cur)
+			closeAt(g, -1) // it lapsed at its deadline
+		}
+		if !empty {
+			cur = &claim{proc: k.proc, key: k.key, start: g, deadline: e.deadline, fence: e.fence, grant: g.i, byRenew: e.renew, released: -1, renewer: -1}
+			if e.renew && e.thread != k.proc {
+				cur.renewer = e.thread
+			}
 		}
 	}
-	for _, cs := range out {
-		slices.SortFunc(cs, func(a, b claim) int {
-			return cmp.Compare(a.grant, b.grant) // index order is start order
-		})
+	if cur != nil {
+		cur.end = deadlineAt(cur.deadline)
+		out = append(out, *cur)
 	}
 	return out
 }
@@ -239,117 +253,141 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps) promis
 	}
 	for _, k := range sortedKeys(byKey) {
 		cs := byKey[k]
-		// Overlaps: claims sorted by start; live ones in a min-heap by end.
-		live := &endHeap{}
-		reported := rep[capKey{"overlap", k}]
-		for i := range cs {
-			c := &cs[i]
-			for live.Len() > 0 && !c.start.less(live.cs[0].end) {
-				heap.Pop(live)
-			}
-			if live.Len() > 0 {
-				f.overlapping++
-				for _, a := range live.cs {
-					if a.proc == c.proc || reported >= maxReported {
-						continue
-					}
-					reported++
-					f.violations = append(f.violations, overlapViolation(p, a, c))
-				}
-			}
-			heap.Push(live, c)
-		}
-		rep.set(capKey{"overlap", k}, reported)
-		// Foreign releases: a release ok whose whole interval lies inside
-		// another process's claim. Releases by invoke time; claims that
-		// began before the invoke in a max-heap by end.
-		rels := releases[k]
-		sort.SliceStable(rels, func(i, j int) bool { return rels[i].inv < rels[j].inv })
-		// A release that ended its own process's live claim while another
-		// held the key too is still a release inside the other's claim, but
-		// whose lock it removed the history cannot say (a DEL without a
-		// token removed the other's key; a server that had dropped the
-		// releaser's lock, a killed session, freed the releaser's own): the
-		// words say both held.
-		ownEnd := map[int64]bool{}
-		for i := range cs {
-			if cs[i].released >= 0 {
-				ownEnd[cs[i].released] = true
-			}
-		}
-		open := &endHeap{max: true}
-		next := 0
-		reported = rep[capKey{"foreign", k}]
-		for _, r := range rels {
-			ri, rr := instant{r.start, r.inv}, instant{r.end, r.done}
-			for next < len(cs) && cs[next].start.less(ri) {
-				heap.Push(open, &cs[next])
-				next++
-			}
-			for open.Len() > 0 && !ri.less(open.cs[0].end) {
-				heap.Pop(open)
-			}
-			var holder *claim
-			if open.Len() > 0 && rr.less(open.cs[0].end) {
-				if top := open.cs[0]; top.proc != r.proc {
-					holder = top
-				} else {
-					// r's own claims end at its release invoke, so this
-					// does not happen; scan rather than assume.
-					for _, a := range open.cs {
-						if a.proc != r.proc && rr.less(a.end) && (holder == nil || holder.end.less(a.end)) {
-							holder = a
-						}
-					}
-				}
-			}
-			if holder == nil {
-				continue
-			}
-			f.foreignReleases++
-			if reported < maxReported {
-				reported++
-				f.violations = append(f.violations, Violation{
-					Checker: "lock-promise", Kind: KindForeignRelease, Key: k,
-					Processes: []int{r.proc, holder.proc}, Start: r.start, End: r.end,
-					Events: []int64{r.inv, r.done, holder.grant}, Fatal: true,
-					Description: foreignReleaseText(r, k, holder, ownEnd[r.inv]),
-				})
-			}
-		}
-		// Lost leases: each "not held" against its process's claim that
-		// began last before it was invoked.
-		rep.set(capKey{"foreign", k}, reported)
-		byProc := map[int][]*claim{}
-		for i := range cs {
-			byProc[cs[i].proc] = append(byProc[cs[i].proc], &cs[i])
-		}
-		reported = rep[capKey{"lost", k}]
-		for _, c := range lost[k] {
-			mine := byProc[c.proc]
-			j := sort.Search(len(mine), func(j int) bool { return !mine[j].start.less(c.invoked()) }) - 1
-			if j < 0 {
-				continue
-			}
-			cl := mine[j]
-			var live bool
-			if c.f == history.FRelease {
-				live = cl.released == c.inv && c.completion().less(deadlineAt(cl.deadline))
-			} else {
-				live = c.completion().less(cl.end)
-			}
-			if !live {
-				continue
-			}
-			f.lostLeases++
-			if reported < maxReported {
-				reported++
-				f.violations = append(f.violations, lostLeaseViolation(c, cl))
-			}
-		}
-		rep.set(capKey{"lost", k}, reported)
+		f.findOverlaps(p, k, cs, rep)
+		f.findForeignReleases(k, cs, releases[k], rep)
+		f.findLostLeases(k, cs, lost[k], rep)
 	}
 	return f
+}
+
+// findOverlaps finds key k's claims (cs, sorted by start) that began
+// while another process's claim was live: a sweep with the live claims in
+// a min-heap by end.
+func (f *promiseFindings) findOverlaps(p *prepared, k string, cs []claim, rep caps) {
+	live := &endHeap{}
+	reported := rep[capKey{"overlap", k}]
+	for i := range cs {
+		c := &cs[i]
+		for live.Len() > 0 && !c.start.less(live.cs[0].end) {
+			heap.Pop(live)
+		}
+		if live.Len() > 0 {
+			f.overlapping++
+			for _, a := range live.cs {
+				if a.proc == c.proc || reported >= maxReported {
+					continue
+				}
+				reported++
+				f.violations = append(f.violations, overlapViolation(p, a, c))
+			}
+		}
+		heap.Push(live, c)
+	}
+	rep.set(capKey{"overlap", k}, reported)
+}
+
+// findForeignReleases finds the releases ok of key k (rels) whose whole
+// interval lies inside another process's claim: the releases by
+// invocation, swept with the claims that began before each in a max-heap
+// by end.
+func (f *promiseFindings) findForeignReleases(k string, cs []claim, rels []*call, rep caps) {
+	sort.SliceStable(rels, func(i, j int) bool { return rels[i].inv < rels[j].inv })
+	// A release that ended its own process's live claim while another
+	// held the key too is still a release inside the other's claim, but
+	// whose lock it removed the history cannot say (a DEL without a
+	// token removed the other's key; a server that had dropped the
+	// releaser's lock, a killed session, freed the releaser's own): the
+	// words say both held.
+	ownEnd := map[int64]bool{}
+	for i := range cs {
+		if cs[i].released >= 0 {
+			ownEnd[cs[i].released] = true
+		}
+	}
+	open := &endHeap{max: true}
+	next := 0
+	reported := rep[capKey{"foreign", k}]
+	for _, r := range rels {
+		ri := instant{r.start, r.inv}
+		for next < len(cs) && cs[next].start.less(ri) {
+			heap.Push(open, &cs[next])
+			next++
+		}
+		for open.Len() > 0 && !ri.less(open.cs[0].end) {
+			heap.Pop(open)
+		}
+		holder := foreignHolder(open, r)
+		if holder == nil {
+			continue
+		}
+		f.foreignReleases++
+		if reported < maxReported {
+			reported++
+			f.violations = append(f.violations, Violation{
+				Checker: "lock-promise", Kind: KindForeignRelease, Key: k,
+				Processes: []int{r.proc, holder.proc}, Start: r.start, End: r.end,
+				Events: []int64{r.inv, r.done, holder.grant}, Fatal: true,
+				Description: foreignReleaseText(r, k, holder, ownEnd[r.inv]),
+			})
+		}
+	}
+	rep.set(capKey{"foreign", k}, reported)
+}
+
+// foreignHolder is the claim of another process than release r's, among
+// the open claims (begun before r's invocation, live at it), that lasts
+// past r's completion, or nil: the latest-ending, when there are several.
+func foreignHolder(open *endHeap, r *call) *claim {
+	rr := instant{r.end, r.done}
+	if open.Len() == 0 || !rr.less(open.cs[0].end) {
+		return nil
+	}
+	if top := open.cs[0]; top.proc != r.proc {
+		return top
+	}
+	// r's own claims end at its release invoke, so this does not happen;
+	// scan rather than assume.
+	var holder *claim
+	for _, a := range open.cs {
+		if a.proc != r.proc && rr.less(a.end) && (holder == nil || holder.end.less(a.end)) {
+			holder = a
+		}
+	}
+	return holder
+}
+
+// findLostLeases judges each "not held" answer about key k (lost) against
+// its process's claim that began last before it was invoked: a lost
+// lease when that claim was certainly live at the answer (see claim).
+func (f *promiseFindings) findLostLeases(k string, cs []claim, lost []*call, rep caps) {
+	byProc := map[int][]*claim{}
+	for i := range cs {
+		byProc[cs[i].proc] = append(byProc[cs[i].proc], &cs[i])
+	}
+	reported := rep[capKey{"lost", k}]
+	for _, c := range lost {
+		mine := byProc[c.proc]
+		j := sort.Search(len(mine), func(j int) bool { return !mine[j].start.less(c.invoked()) }) - 1
+		if j < 0 {
+			continue
+		}
+		cl := mine[j]
+		var live bool
+		if c.f == history.FRelease {
+			live = cl.released == c.inv && c.completion().less(deadlineAt(cl.deadline))
+		} else {
+			live = c.completion().less(cl.end)
+		}
+		if !live {
+			continue
+		}
+		f.lostLeases++
+		if reported < maxReported {
+			reported++
+			f.violations = append(f.violations, lostLeaseViolation(c, cl))
+		}
+	}
+	rep.set(capKey{"lost", k}, reported)
 }
 
 // lostLeaseViolation says that the lock answered c with "not held" while

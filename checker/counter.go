@@ -154,16 +154,12 @@ func sections(p *prepared) map[string][]Section {
 // final says whether the window is the last, the only one whose latest
 // read may be the final one.
 func sectionsFinal(p *prepared, acquired map[int]bool, final bool) map[string][]Section {
-	type pk struct {
-		proc int
-		key  string
-	}
-	open := map[pk]int{} // → position in out[key]
+	open := map[procKey]int{} // → position in out[key]
 	out := map[string][]Section{}
 	lastRead := map[string]int{} // key → position of its latest read ok section
 	for i := range p.calls {
 		c := &p.calls[i]
-		k := pk{c.proc, c.key}
+		k := procKey{c.proc, c.key}
 		switch c.f {
 		case history.FRead:
 			if c.typ != history.OK || c.out == nil || c.out.Counter == nil {
@@ -184,44 +180,52 @@ func sectionsFinal(p *prepared, acquired map[int]bool, final bool) map[string][]
 				out[c.key] = append(out[c.key], Section{Process: c.proc, ReadIndex: -1, Start: c.start, Call: c.inv})
 				s = &out[c.key][len(out[c.key])-1]
 			}
-			s.WriteIndex = c.done
-			if !c.completed() {
-				s.WriteIndex = c.inv
-			}
-			switch {
-			case c.typ == history.OK && c.out != nil && c.out.Rejected:
-				s.Write = WriteRejected
-			case c.typ == history.OK:
-				s.Write = WriteAccepted
-			case c.typ == history.Fail:
-				s.Write = WriteFailed
-			default:
-				s.Write = WriteUnknown
-			}
-			s.Wrote = s.Read + 1
-			if c.in != nil && c.in.Counter != nil {
-				s.Wrote = *c.in.Counter
-			} else if c.out != nil && c.out.Counter != nil {
-				s.Wrote = *c.out.Counter
-			}
-			s.End, s.Return = c.end, c.done
-			if s.Write == WriteUnknown {
-				s.End, s.Return = never, never // it may still land
-			}
+			s.addWrite(c)
 		}
 	}
-	// The final read: the key's last read, by a process that never
-	// acquired anything (the runner's verification read after teardown).
-	for key, j := range lastRead {
-		if !final {
-			break
-		}
-		s := &out[key][j]
-		if !acquired[s.Process] && s.Write == WriteNone {
-			s.Final = true
+	if final {
+		// The final read: the key's last read, by a process that never
+		// acquired anything (the runner's verification read after
+		// teardown).
+		for key, j := range lastRead {
+			s := &out[key][j]
+			if !acquired[s.Process] && s.Write == WriteNone {
+				s.Final = true
+			}
 		}
 	}
 	return out
+}
+
+// addWrite ends section s with write c: its outcome, the value it wrote
+// (as its invocation says, else its completion, else one more than the
+// section read) and when it ended: never, for a write of unknown outcome,
+// which may still land.
+func (s *Section) addWrite(c *call) {
+	s.WriteIndex = c.done
+	if !c.completed() {
+		s.WriteIndex = c.inv
+	}
+	switch {
+	case c.typ == history.OK && c.out != nil && c.out.Rejected:
+		s.Write = WriteRejected
+	case c.typ == history.OK:
+		s.Write = WriteAccepted
+	case c.typ == history.Fail:
+		s.Write = WriteFailed
+	default:
+		s.Write = WriteUnknown
+	}
+	s.Wrote = s.Read + 1
+	if c.in != nil && c.in.Counter != nil {
+		s.Wrote = *c.in.Counter
+	} else if c.out != nil && c.out.Counter != nil {
+		s.Wrote = *c.out.Counter
+	}
+	s.End, s.Return = c.end, c.done
+	if s.Write == WriteUnknown {
+		s.End, s.Return = never, never
+	}
 }
 
 // counterOps is key's counter history for porcupine.

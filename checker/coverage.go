@@ -109,38 +109,8 @@ func (c *claim) liveDuring(s span) bool {
 // but the faults, whose exposure it adds to w's carry (see faultCoverage):
 // a fault's window may span windows of a long history.
 func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
-	cov := Coverage{}
-	var all []*claim
-	byProc := map[int][]*claim{}
-	for _, k := range sortedKeys(byKey) {
-		for i := range byKey[k] {
-			c := &byKey[k][i]
-			all = append(all, c)
-			byProc[c.proc] = append(byProc[c.proc], c)
-		}
-	}
-	cov.Claims = len(all)
-	sort.Slice(all, func(i, j int) bool { return all[i].start.t < all[j].start.t })
-	held := func(s span) bool {
-		for _, c := range all {
-			if c.start.t > s.b {
-				return false
-			}
-			if c.liveDuring(s) {
-				return true
-			}
-		}
-		return false
-	}
-	heldBy := func(proc int, t int64) *claim {
-		for _, c := range byProc[proc] {
-			if c.liveDuring(span{t, t}) {
-				return c
-			}
-		}
-		return nil
-	}
-
+	cc := newCoverageClaims(byKey)
+	cov := Coverage{Claims: len(cc.all)}
 	for i := range p.calls {
 		c := &p.calls[i]
 		switch {
@@ -150,44 +120,83 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 			cov.Renewals++
 		case c.f == history.FPause:
 			cov.Pauses.Total++
-			end := c.end
-			if !c.completed() {
-				// Cut off by the end of the history: it lasted at least
-				// until then, and was meant to last its duration.
-				end = p.last
-				if c.in != nil && c.in.Duration > 0 {
-					end = max(end, c.start+c.in.Duration)
-				}
-			}
-			w.c.pauses = append(w.c.pauses, pauseProbe{proc: c.proc, at: c.start, end: end})
+			w.c.pauses = append(w.c.pauses, pauseProbe{proc: c.proc, at: c.start, end: pauseEnd(p, c)})
 		}
 	}
-	strike(w.c.pauses, all)
+	strike(w.c.pauses, cc.all)
 	for proc, t := range p.crashedAt {
 		cov.Crashes.Total++
-		if heldBy(proc, t) != nil || endedByCrash(byProc[proc], t) {
+		if cc.heldBy(proc, t) != nil || endedByCrash(cc.byProc[proc], t) {
 			cov.Crashes.WhileHolding++
 		}
 	}
+	exposeFaults(p, w, cc)
+	return cov
+}
 
-	var acquires []int64 // invocation times, in order (calls are)
-	for i := range p.calls {
-		if p.calls[i].f == history.FAcquire {
-			acquires = append(acquires, p.calls[i].start)
+// coverageClaims are a window's claims: all of them, by start, and each
+// process's.
+type coverageClaims struct {
+	all    []*claim
+	byProc map[int][]*claim
+}
+
+func newCoverageClaims(byKey map[string][]claim) coverageClaims {
+	cc := coverageClaims{byProc: map[int][]*claim{}}
+	for _, k := range sortedKeys(byKey) {
+		for i := range byKey[k] {
+			c := &byKey[k][i]
+			cc.all = append(cc.all, c)
+			cc.byProc[c.proc] = append(cc.byProc[c.proc], c)
 		}
 	}
-	attemptsIn := func(s span) int {
-		lo, _ := slices.BinarySearch(acquires, s.a)
-		hi := len(acquires)
-		if s.b < never {
-			hi, _ = slices.BinarySearch(acquires, s.b+1)
-		}
-		return hi - lo
-	}
+	sort.Slice(cc.all, func(i, j int) bool { return cc.all[i].start.t < cc.all[j].start.t })
+	return cc
+}
 
-	// The history's nemesis events so far: this window's join the
-	// earlier windows' (without their values, which nothing here reads
-	// and which would keep the window's memory alive).
+// held reports whether some claim was live at some time in s.
+func (cc coverageClaims) held(s span) bool {
+	for _, c := range cc.all {
+		if c.start.t > s.b {
+			return false
+		}
+		if c.liveDuring(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// heldBy is proc's claim live at t, or nil.
+func (cc coverageClaims) heldBy(proc int, t int64) *claim {
+	for _, c := range cc.byProc[proc] {
+		if c.liveDuring(span{t, t}) {
+			return c
+		}
+	}
+	return nil
+}
+
+// pauseEnd is when client pause c ended. One cut off by the end of the
+// history lasted at least until then, and was meant to last its duration.
+func pauseEnd(p *prepared, c *call) int64 {
+	if c.completed() {
+		return c.end
+	}
+	end := p.last
+	if c.in != nil && c.in.Duration > 0 {
+		end = max(end, c.start+c.in.Duration)
+	}
+	return end
+}
+
+// exposeFaults adds p's nemesis events to the history's so far (w.c.nem)
+// and records, for each fault among them that took effect, how many
+// acquires were asked for while it was in force and whether it struck a
+// holder of this window (w.c.faults). The events join without their
+// values, which nothing here reads and which would keep the window's
+// memory alive.
+func exposeFaults(p *prepared, w window, cc coverageClaims) {
 	for _, e := range p.nemesis {
 		e.in, e.out = nil, nil
 		w.c.nem = append(w.c.nem, e)
@@ -203,35 +212,67 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 			}
 		}
 	}
+	acquires := acquireTimes(p)
 	for i, e := range nem {
 		if isHeal(e.f) || e.typ != history.OK {
 			continue
 		}
-		win := span{e.end, e.end}
-		if h, ok := heals[e.f]; ok {
-			win.a = e.start
-			// Not healed yet: in a window before the last, the heal
-			// comes later than anything here.
-			win.b = never
-			if w.last {
-				win.b = end
-			}
-			for _, later := range nem[i+1:] {
-				if later.f == h || later.f == history.FFinalHeal {
-					win.b = later.start
-					break
-				}
-			}
-		}
-		win.b = max(win.b, e.end)
+		win := faultWindow(nem, i, end, w.last)
 		if win.a < win.b {
-			w.c.faults[i].attempts += attemptsIn(win)
+			w.c.faults[i].attempts += attemptsIn(acquires, win)
 		}
-		if held(win) {
+		if cc.held(win) {
 			w.c.faults[i].struck = true
 		}
 	}
-	return cov
+}
+
+// faultWindow is the window of nem[i]'s fault (see FaultCoverage): a
+// lasting fault's from its invocation to the invocation of its heal or of
+// the final heal, or to end (when it is never healed: in a window before
+// the last, the heal comes later than anything here); an instantaneous
+// fault's is the instant of its completion. It never ends before the
+// fault's completion.
+func faultWindow(nem []nemesisEvent, i int, end int64, last bool) span {
+	e := nem[i]
+	win := span{e.end, e.end}
+	if h, ok := heals[e.f]; ok {
+		win.a = e.start
+		win.b = never
+		if last {
+			win.b = end
+		}
+		for _, later := range nem[i+1:] {
+			if later.f == h || later.f == history.FFinalHeal {
+				win.b = later.start
+				break
+			}
+		}
+	}
+	win.b = max(win.b, e.end)
+	return win
+}
+
+// acquireTimes are the invocation times of p's acquires, in order (calls
+// are).
+func acquireTimes(p *prepared) []int64 {
+	var acquires []int64
+	for i := range p.calls {
+		if p.calls[i].f == history.FAcquire {
+			acquires = append(acquires, p.calls[i].start)
+		}
+	}
+	return acquires
+}
+
+// attemptsIn counts the acquires (invocation times, sorted) invoked in s.
+func attemptsIn(acquires []int64, s span) int {
+	lo, _ := slices.BinarySearch(acquires, s.a)
+	hi := len(acquires)
+	if s.b < never {
+		hi, _ = slices.BinarySearch(acquires, s.b+1)
+	}
+	return hi - lo
 }
 
 // pauseProbe is a client pause and the claim it struck, if any: of its

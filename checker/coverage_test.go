@@ -267,3 +267,22 @@ func TestAttemptsDuringAFault(t *testing.T) {
 		t.Errorf("reason %q", r.Reason)
 	}
 }
+
+// A pause the end of the history cut off lasted at least until then, and
+// was meant to last its duration: if that is past its holder's lease, it
+// outlived the lease.
+func TestPauseCutOffByTheEndOfTheHistory(t *testing.T) {
+	for _, tc := range []struct {
+		duration int64
+		outlived int
+	}{{500 * ms, 1}, {0, 0}} {
+		b := &hb{}
+		grant(b, 0, 0, 300*ms, 0)
+		b.inv(100*ms, 0, "pause", "lock-0", &history.Value{Duration: tc.duration})
+		b.inv(200*ms, 1, "acquire", "lock-0", nil).fail(250*ms, 1, "acquire", "lock-0") // the history ends at 250ms
+		r := checkReq(t, b.ops, false)
+		if p := r.Coverage.Pauses; p.Total != 1 || p.StruckHolder != 1 || p.OutlivedLease != tc.outlived {
+			t.Errorf("pause of %s cut off: %+v, want %d outlived", dur(tc.duration), p, tc.outlived)
+		}
+	}
+}

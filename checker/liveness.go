@@ -101,180 +101,262 @@ func covered(cover []span, t int64) bool {
 // lease and, from the final heal on, what they saw of the recovery
 // (carry.rec) to w's carry.
 func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult, []Violation) {
-	stats := map[string]float64{}
-	var vs []Violation
-	// The recovery begins at the final heal, which may lie in a window
-	// before (w.c.heal); a later final heal begins it again.
-	heal := p.heal
-	if heal < 0 {
-		heal = w.c.heal
-	} else if heal != w.c.heal {
+	lc := newLivenessCheck(p, byKey, w)
+	orphans := findOrphans(p, byKey, w.c.orphans)
+	acquires := acquiresByKey(p)
+	for _, key := range sortedKeys(acquires) {
+		lc.measureKey(key, acquires[key], orphans[key])
+	}
+	if lc.judgesRecovery() {
+		lc.holdersAtRecovery()
+	}
+	vs, undecided := lc.judgeRecovery()
+	vs = append(vs, lc.orphanFindings(orphans)...)
+	lc.unavailabilityStats()
+	return livenessVerdict(lc.stats, vs, undecided, lc.incomplete), vs
+}
+
+// livenessCheck is what the steps of checkLiveness share about one window
+// of a history: where its recovery period begins, whether it is long
+// enough to call a key unavailable, and the stats so far.
+type livenessCheck struct {
+	p     *prepared
+	byKey map[string][]claim
+	w     window
+	heal  int64 // the final heal's time, in this window or one before; -1 if none
+	// recoveryFrom is where the recovery period begins: the final heal,
+	// or the start of the history when there is none.
+	recoveryFrom int64
+	complete     bool   // the recovery is long enough to call a key unavailable
+	incomplete   string // if not, why
+	stats        map[string]float64
+}
+
+// newLivenessCheck finds where w's recovery begins. The recovery begins
+// at the final heal, which may lie in a window before (w.c.heal); a later
+// final heal begins it again.
+func newLivenessCheck(p *prepared, byKey map[string][]claim, w window) *livenessCheck {
+	lc := &livenessCheck{p: p, byKey: byKey, w: w, heal: p.heal, recoveryFrom: p.first, stats: map[string]float64{}}
+	if lc.heal < 0 {
+		lc.heal = w.c.heal
+	} else if lc.heal != w.c.heal {
 		clear(w.c.rec)
 	}
-	window := p.first
-	if heal >= 0 {
-		window = heal
+	if lc.heal >= 0 {
+		lc.recoveryFrom = lc.heal
 	}
-	stats["recovery-ms"] = float64(p.last-window) / 1e6
-	complete, incomplete := recoveryComplete(p, heal, w.c)
-	var undecided []string // keys that look unavailable in a window too short to say
+	lc.stats["recovery-ms"] = float64(p.last-lc.recoveryFrom) / 1e6
+	lc.complete, lc.incomplete = recoveryComplete(p, lc.heal, w.c)
+	return lc
+}
 
-	type keyCalls struct{ acquires []*call }
-	perKey := map[string]*keyCalls{}
+// judgesRecovery reports whether the window follows the recovery: it
+// lies after the final heal, or is the last (a history without a final
+// heal is all recovery).
+func (lc *livenessCheck) judgesRecovery() bool { return lc.heal >= 0 || lc.w.last }
+
+// acquiresByKey is p's acquires, per key, in invocation order.
+func acquiresByKey(p *prepared) map[string][]*call {
+	out := map[string][]*call{}
 	for i := range p.calls {
-		c := &p.calls[i]
-		if c.f != history.FAcquire {
+		if c := &p.calls[i]; c.f == history.FAcquire {
+			out[c.key] = append(out[c.key], c)
+		}
+	}
+	return out
+}
+
+// measureKey adds to the carry how long key's acquires (acq) definitely
+// failed while nobody held the key legitimately, and records in the
+// key's recovery what its acquires showed of it.
+func (lc *livenessCheck) measureKey(key string, acq []*call, orphans []orphan) {
+	busy := busySpans(lc.p, lc.byKey[key], orphans)
+	var r *recovery
+	if lc.judgesRecovery() {
+		r = lc.w.c.recoveryOf(key)
+	}
+	failing := make([]span, 0, len(acq))
+	for _, c := range acq {
+		// Only a definite fail says the lock was unavailable; an info
+		// acquire (a timeout, a run cut off mid-call) says nothing.
+		if c.typ == history.Fail {
+			failing = append(failing, span{c.start, min(c.end, lc.p.last)})
+		}
+		if r != nil {
+			r.observe(c, lc.recoveryFrom, busy)
+		}
+	}
+	lc.w.c.unavail[key] += uncovered(union(failing), busy)
+}
+
+// busySpans are the spans (disjoint, sorted) in which a key was
+// legitimately busy: held by its claims, a crashed holder's claim that
+// never ends only until the crash. An orphan lock keeps the key busy for
+// nobody: refusals then are unavailability, not a holder's right, so its
+// spans are cut out.
+func busySpans(p *prepared, claims []claim, orphans []orphan) []span {
+	var busy []span
+	for _, c := range claims {
+		end := c.end.t
+		if t, dead := p.crashedAt[c.proc]; dead && c.end == forever {
+			end = max(c.start.t, t) // dead, and nothing will ever free it
+		}
+		busy = append(busy, span{c.start.t, min(end, p.last)})
+	}
+	var orphaned []span
+	for _, o := range orphans {
+		orphaned = append(orphaned, span{o.start.t, min(o.end.t, p.last)})
+	}
+	return subtract(union(busy), union(orphaned))
+}
+
+// observe records acquire c in r, the recovery of its key that begins at
+// from: whether an acquire was granted in it, and of those invoked in it,
+// how many, by whom, how many granted, and the first three refused while
+// nobody held the key (busy).
+func (r *recovery) observe(c *call, from int64, busy []span) {
+	if c.typ == history.OK && c.end >= from {
+		r.succeeded = true
+	}
+	if c.start < from {
+		return
+	}
+	r.attempts++
+	if i, found := slices.BinarySearch(r.procs, c.proc); !found {
+		r.procs = slices.Insert(r.procs, i, c.proc)
+	}
+	if c.typ == history.OK {
+		r.oks++
+	} else if c.typ == history.Fail && !covered(busy, c.start) && len(r.failedFree) < 3 {
+		r.failedFree = append(r.failedFree, c.inv)
+	}
+}
+
+// holdersAtRecovery records, for every key with claims here (acquired
+// here or not), the claim in force when the recovery began, and whether
+// a crashed holder of a lease that never expires blocks the key for good
+// (no longer history would show it free again).
+func (lc *livenessCheck) holdersAtRecovery() {
+	for key, cs := range lc.byKey {
+		h := holderAt(cs, lc.recoveryFrom)
+		permanent := blockedForGood(lc.p, cs)
+		if h == nil && !permanent {
 			continue
 		}
-		kc := perKey[c.key]
-		if kc == nil {
-			kc = &keyCalls{}
-			perKey[c.key] = kc
+		r := lc.w.c.recoveryOf(key)
+		r.permanent = r.permanent || permanent
+		if h != nil && (!r.held || h.grant > r.holder.grant) {
+			r.holder, r.held = *h, true
 		}
-		kc.acquires = append(kc.acquires, c)
 	}
+}
 
-	orphans := findOrphans(p, byKey, w.c.orphans)
-	var totalUnavail int64
-	var recAttempts, recOK int
-	for _, key := range sortedKeys(perKey) {
-		acq := perKey[key].acquires
-		var busy []span
-		for _, c := range byKey[key] {
-			end := c.end.t
-			if t, dead := p.crashedAt[c.proc]; dead && c.end == forever {
-				end = max(c.start.t, t) // dead, and nothing will ever free it
-			}
-			busy = append(busy, span{c.start.t, min(end, p.last)})
-		}
-		busy = union(busy)
-		// An orphan lock keeps the key busy for nobody: refusals then are
-		// unavailability, not a holder's right.
-		var orphaned []span
-		for _, o := range orphans[key] {
-			orphaned = append(orphaned, span{o.start.t, min(o.end.t, p.last)})
-		}
-		busy = subtract(busy, union(orphaned))
-		// A crashed holder of a lease that never expires blocks the key
-		// for good: no longer history would show it free again.
-		failing := make([]span, 0, len(acq))
-		var r *recovery
-		if heal >= 0 || w.last {
-			r = w.c.recoveryOf(key)
-		}
-		for _, c := range acq {
-			if c.typ == history.OK && c.end >= window && r != nil {
-				r.succeeded = true
-			}
-			// Only a definite fail says the lock was unavailable; an info
-			// acquire (a timeout, a run cut off mid-call) says nothing.
-			if c.typ == history.Fail {
-				failing = append(failing, span{c.start, min(c.end, p.last)})
-			}
-			if c.start < window || r == nil {
-				continue
-			}
-			r.attempts++
-			if i, found := slices.BinarySearch(r.procs, c.proc); !found {
-				r.procs = slices.Insert(r.procs, i, c.proc)
-			}
-			if c.typ == history.OK {
-				r.oks++
-			} else if c.typ == history.Fail && !covered(busy, c.start) && len(r.failedFree) < 3 {
-				r.failedFree = append(r.failedFree, c.inv)
-			}
-		}
-		un := uncovered(union(failing), busy)
-		w.c.unavail[key] += un
-	}
-	if heal >= 0 || w.last {
-		// The claim in force when the recovery began, and whether a
-		// crashed holder of a lease that never expires blocks the key for
-		// good (no longer history would show it free again), of every key
-		// with claims here, acquired here or not.
-		for key, cs := range byKey {
-			h := holderAt(cs, window)
-			permanent := false
-			for _, c := range cs {
-				if _, dead := p.crashedAt[c.proc]; dead && c.end == forever && c.deadline == never {
-					permanent = true
-				}
-			}
-			if h == nil && !permanent {
-				continue
-			}
-			r := w.c.recoveryOf(key)
-			r.permanent = r.permanent || permanent
-			if h != nil && (!r.held || h.grant > r.holder.grant) {
-				r.holder, r.held = *h, true
-			}
+// blockedForGood reports whether one of cs is a crashed holder's claim
+// that never ends.
+func blockedForGood(p *prepared, cs []claim) bool {
+	for _, c := range cs {
+		if _, dead := p.crashedAt[c.proc]; dead && c.end == forever && c.deadline == never {
+			return true
 		}
 	}
-	// The recovery is judged in the last window, over its acquires in
-	// every window since the final heal (w.c.rec).
-	for _, key := range sortedKeys(w.c.rec) {
-		if !w.last {
-			break
-		}
-		r := w.c.rec[key]
-		recAttempts += r.attempts
-		recOK += r.oks
-		if r.attempts > 0 {
-			stats["recovery-success-rate/"+key] = float64(r.oks) / float64(r.attempts)
-		}
-		if r.attempts > 0 && !r.succeeded && p.last > window && len(r.failedFree) > 0 {
-			if !complete && !r.permanent {
+	return false
+}
+
+// judgeRecovery judges, in the last window, every key's recovery over its
+// acquires in every window since the final heal (w.c.rec): a key none of
+// whose acquires was granted, some refused while nobody held it, was
+// unavailable through the whole recovery, or, in a recovery too short to
+// say (and not blocked for good), undecided.
+func (lc *livenessCheck) judgeRecovery() (vs []Violation, undecided []string) {
+	var attempts, oks int
+	if lc.w.last {
+		for _, key := range sortedKeys(lc.w.c.rec) {
+			r := lc.w.c.rec[key]
+			attempts += r.attempts
+			oks += r.oks
+			if r.attempts > 0 {
+				lc.stats["recovery-success-rate/"+key] = float64(r.oks) / float64(r.attempts)
+			}
+			stuck := r.attempts > 0 && !r.succeeded && lc.p.last > lc.recoveryFrom && len(r.failedFree) > 0
+			if !stuck {
+				continue
+			}
+			if !lc.complete && !r.permanent {
 				undecided = append(undecided, key)
 				continue
 			}
-			since := "the start of the history"
-			if heal >= 0 {
-				since = fmt.Sprintf("the final heal at %s", secs(heal))
-			}
-			holder := ""
-			if r.held {
-				holder = holderText(p, &r.holder)
-			}
-			v := Violation{Checker: "liveness", Kind: KindUnavailable, Key: key, Processes: slices.Clone(r.procs),
-				Start: window, End: p.last, Fatal: true,
-				Description: fmt.Sprintf("no acquire of %s succeeded in the %s from %s to the end (%d attempts by %d processes)%s",
-					key, dur(p.last-window), since, r.attempts, len(r.procs), holder)}
-			v.Events = append(v.Events, r.failedFree...)
-			vs = append(vs, v)
+			vs = append(vs, lc.unavailable(key, r))
 		}
 	}
-	// Orphan episodes are judged in the window they were found in (their
-	// renewals keep a lease live, so no cut falls inside one) and count
-	// whichever window that was.
-	oc := w.c.orphans
+	lc.stats["recovery-acquire-attempts"] = float64(attempts)
+	lc.stats["recovery-acquire-ok"] = float64(oks)
+	if attempts > 0 {
+		lc.stats["recovery-success-rate"] = float64(oks) / float64(attempts)
+	}
+	return vs, undecided
+}
+
+// unavailable is the violation of key, whose recovery r saw no acquire
+// granted.
+func (lc *livenessCheck) unavailable(key string, r *recovery) Violation {
+	p, from := lc.p, lc.recoveryFrom
+	since := "the start of the history"
+	if lc.heal >= 0 {
+		since = fmt.Sprintf("the final heal at %s", secs(lc.heal))
+	}
+	holder := ""
+	if r.held {
+		holder = holderText(p, &r.holder)
+	}
+	v := Violation{Checker: "liveness", Kind: KindUnavailable, Key: key, Processes: slices.Clone(r.procs),
+		Start: from, End: p.last, Fatal: true,
+		Description: fmt.Sprintf("no acquire of %s succeeded in the %s from %s to the end (%d attempts by %d processes)%s",
+			key, dur(p.last-from), since, r.attempts, len(r.procs), holder)}
+	v.Events = append(v.Events, r.failedFree...)
+	return v
+}
+
+// orphanFindings adds the orphan episodes found here to the carry's and
+// returns all of them so far. Orphan episodes are judged in the window
+// they were found in (their renewals keep a lease live, so no cut falls
+// inside one) and count whichever window that was.
+func (lc *livenessCheck) orphanFindings(orphans map[string][]orphan) []Violation {
+	oc := lc.w.c.orphans
 	for _, key := range sortedKeys(orphans) {
 		for _, o := range orphans[key] {
-			oc.found = append(oc.found, orphanViolation(p, o))
+			oc.found = append(oc.found, orphanViolation(lc.p, o))
 		}
 	}
-	orphanFatal := 0
+	fatal := 0
 	for _, v := range oc.found {
 		if v.Fatal {
-			orphanFatal++
+			fatal++
 		}
 	}
-	vs = append(vs, oc.found...)
-	stats["orphan-locks"] = float64(orphanFatal)
-	if w.last {
-		// Only the last window's stats are the history's (every window
-		// before adds to w.c.unavail): a window's cost does not grow with
-		// the keys before it.
-		for key, un := range w.c.unavail {
-			totalUnavail += un
-			stats["unavailable-ms/"+key] = float64(un) / 1e6
+	lc.stats["orphan-locks"] = float64(fatal)
+	return oc.found
+}
+
+// unavailabilityStats are the history's unavailability, in total and per
+// key. Only the last window's stats are the history's (every window
+// before adds to w.c.unavail): a window's cost does not grow with the
+// keys before it.
+func (lc *livenessCheck) unavailabilityStats() {
+	var total int64
+	if lc.w.last {
+		for key, un := range lc.w.c.unavail {
+			total += un
+			lc.stats["unavailable-ms/"+key] = float64(un) / 1e6
 		}
 	}
-	stats["unavailable-ms"] = float64(totalUnavail) / 1e6
-	stats["recovery-acquire-attempts"] = float64(recAttempts)
-	stats["recovery-acquire-ok"] = float64(recOK)
-	if recAttempts > 0 {
-		stats["recovery-success-rate"] = float64(recOK) / float64(recAttempts)
-	}
+	lc.stats["unavailable-ms"] = float64(total) / 1e6
+}
+
+// livenessVerdict is the verdict on the liveness findings vs: invalid
+// when a key was unavailable through the whole recovery or an orphan lock
+// refused acquires; unknown when keys looked unavailable in a recovery
+// too short to say (undecided; incomplete says why); valid otherwise.
+func livenessVerdict(stats map[string]float64, vs []Violation, undecided []string, incomplete string) CheckResult {
 	res := CheckResult{Verdict: Valid, Stats: stats}
 	var unavailable, orphaned []string
 	for _, v := range vs {
@@ -299,7 +381,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult
 		res.Verdict = Unknown
 		res.Reason = fmt.Sprintf("no acquire of %s succeeded, but %s", strings.Join(undecided, ", "), incomplete)
 	}
-	return res, vs
+	return res
 }
 
 // minRecovery is the shortest recovery period judged when no lease in the

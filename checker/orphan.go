@@ -51,123 +51,168 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 		}
 		return map[string][]orphan{}
 	}
-	type pk = procKey
-	acquires, releases := map[pk][]*call{}, map[pk][]*call{}
-	grants := map[int64]*call{} // by completion index
+	ix := indexLettingGo(p, prior)
+	if prior != nil {
+		prior.remember(p)
+	}
+	out := map[string][]orphan{}
+	for _, key := range sortedKeys(byKey) {
+		if eps := ix.episodes(key, byKey[key]); len(eps) > 0 {
+			out[key] = eps
+		}
+	}
+	return out
+}
+
+// lettingGo is what findOrphans looks up: each process's acquires and
+// releases of each key, in invocation order, those of the windows before
+// first; and every call by its completion's history index.
+type lettingGo struct {
+	acquires, releases map[procKey][]*call
+	byDone             map[int64]*call
+}
+
+// indexLettingGo indexes p's calls, with the carry's of the windows
+// before (prior, may be nil).
+func indexLettingGo(p *prepared, prior *orphanCarry) *lettingGo {
+	ix := &lettingGo{acquires: map[procKey][]*call{}, releases: map[procKey][]*call{}, byDone: map[int64]*call{}}
 	for i := range p.calls {
 		c := &p.calls[i]
-		k := pk{c.proc, c.key}
+		k := procKey{c.proc, c.key}
 		if c.completed() {
-			grants[c.done] = c
+			ix.byDone[c.done] = c
 		}
 		if c.f != history.FAcquire && c.f != history.FRelease && c.f != history.FRenew {
 			continue
 		}
-		if _, seen := acquires[k]; !seen {
+		if _, seen := ix.acquires[k]; !seen {
 			// The windows before stand in front, for the processes and
 			// keys this window grants or releases only (a claim is
 			// either's): the others' carry is not read, so that a
 			// window's cost does not grow with the keys before it. A
 			// present nil says it was looked up.
-			acquires[k] = prior.before(k)
+			ix.acquires[k] = prior.before(k)
 			if rs := prior.releasesOf(k); len(rs) > 0 {
-				releases[k] = rs
+				ix.releases[k] = rs
 			}
 		}
 		switch {
 		case c.f == history.FAcquire:
-			acquires[k] = append(acquires[k], c)
+			ix.acquires[k] = append(ix.acquires[k], c)
 		case c.f == history.FRelease:
-			releases[k] = append(releases[k], c)
+			ix.releases[k] = append(ix.releases[k], c)
 		}
 	}
-	if prior != nil {
-		prior.remember(p)
-	}
-	// before returns the last of cs (in invocation order) invoked before at.
-	before := func(cs []*call, at instant) *call {
-		var out *call
-		for _, c := range cs {
-			if !c.invoked().less(at) {
-				break
-			}
-			out = c
+	return ix
+}
+
+// lastInvokedBefore is the last of cs (in invocation order) invoked before
+// at, or nil.
+func lastInvokedBefore(cs []*call, at instant) *call {
+	var out *call
+	for _, c := range cs {
+		if !c.invoked().less(at) {
+			break
 		}
-		return out
-	}
-	out := map[string][]orphan{}
-	for _, key := range sortedKeys(byKey) {
-		var cur *orphan
-		flush := func() {
-			if cur != nil {
-				out[key] = append(out[key], *cur)
-				cur = nil
-			}
-		}
-		cs := byKey[key]
-		for i := range cs {
-			c := &cs[i]
-			if c.renewer < 0 || !c.byRenew {
-				if cur != nil && c.proc == cur.proc {
-					flush()
-				}
-				continue
-			}
-			k := pk{c.proc, key}
-			var granted *call // latest acquire ok completed before the claim
-			for _, a := range acquires[k] {
-				if !a.invoked().less(c.start) {
-					break
-				}
-				if a.typ == history.OK && a.completion().less(c.start) {
-					granted = a
-				}
-			}
-			rel := before(releases[k], c.start)
-			if granted != nil && (rel == nil || rel.inv < granted.done) {
-				continue // the process holds it: a late renewal of its own lease
-			}
-			// The orphan claim ends at the process's next granted acquire.
-			end := c.end
-			for _, a := range acquires[k] {
-				if a.typ == history.OK && c.start.less(a.completion()) && a.completion().less(end) {
-					end = a.completion()
-					break
-				}
-			}
-			if cur != nil && cur.proc != c.proc {
-				flush()
-			}
-			if cur == nil {
-				// The release that let go of the orphan's lease, if the
-				// client released it by its token; else its latest.
-				if r := grants[c.grant]; r != nil && r.token() != "" {
-					for _, x := range releases[k] {
-						if !x.invoked().less(c.start) {
-							break
-						}
-						if x.token() == r.token() {
-							rel = x
-						}
-					}
-				}
-				var acq *call
-				if rel != nil {
-					acq = before(acquires[k], rel.invoked())
-				} else {
-					acq = before(acquires[k], c.start)
-				}
-				cur = &orphan{proc: c.proc, thread: c.renewer, key: key, start: c.start, letGo: rel, lastAcquire: acq}
-			}
-			cur.end = end
-			cur.renewals++
-			if end != c.end {
-				flush()
-			}
-		}
-		flush()
+		out = c
 	}
 	return out
+}
+
+// episodes are the orphan episodes among key's claims cs: consecutive
+// orphan claims of one process are one episode, which another process's
+// claim or one of its own that is not an orphan ends, and so does its
+// next granted acquire.
+func (ix *lettingGo) episodes(key string, cs []claim) []orphan {
+	var out []orphan
+	var cur *orphan
+	flush := func() {
+		if cur != nil {
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	for i := range cs {
+		c := &cs[i]
+		if c.renewer < 0 || !c.byRenew {
+			if cur != nil && c.proc == cur.proc {
+				flush()
+			}
+			continue
+		}
+		k := procKey{c.proc, key}
+		rel, holds := ix.holding(k, c)
+		if holds {
+			continue // the process holds it: a late renewal of its own lease
+		}
+		end := ix.orphanEnd(k, c)
+		if cur != nil && cur.proc != c.proc {
+			flush()
+		}
+		if cur == nil {
+			cur = ix.newEpisode(k, c, rel)
+		}
+		cur.end = end
+		cur.renewals++
+		if end != c.end {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// holding reports whether process and key k held the key when renewal
+// claim c began: its latest granted acquire completed before the claim,
+// after its latest release invoked before it (rel, nil if none).
+func (ix *lettingGo) holding(k procKey, c *claim) (rel *call, holds bool) {
+	var granted *call // latest acquire ok completed before the claim
+	for _, a := range ix.acquires[k] {
+		if !a.invoked().less(c.start) {
+			break
+		}
+		if a.typ == history.OK && a.completion().less(c.start) {
+			granted = a
+		}
+	}
+	rel = lastInvokedBefore(ix.releases[k], c.start)
+	return rel, granted != nil && (rel == nil || rel.inv < granted.done)
+}
+
+// orphanEnd is where orphan claim c ends: at the process's next granted
+// acquire, when the key is its own again, or at the claim's end.
+func (ix *lettingGo) orphanEnd(k procKey, c *claim) instant {
+	end := c.end
+	for _, a := range ix.acquires[k] {
+		if a.typ == history.OK && c.start.less(a.completion()) && a.completion().less(end) {
+			return a.completion()
+		}
+	}
+	return end
+}
+
+// newEpisode begins an orphan episode at claim c of process and key k,
+// whose latest release before it was rel: the release that let go of the
+// orphan's lease is the one of its token, if the client released it by
+// its token, else rel; and the process's latest acquire before that.
+func (ix *lettingGo) newEpisode(k procKey, c *claim, rel *call) *orphan {
+	if r := ix.byDone[c.grant]; r != nil && r.token() != "" {
+		for _, x := range ix.releases[k] {
+			if !x.invoked().less(c.start) {
+				break
+			}
+			if x.token() == r.token() {
+				rel = x
+			}
+		}
+	}
+	var acq *call
+	if rel != nil {
+		acq = lastInvokedBefore(ix.acquires[k], rel.invoked())
+	} else {
+		acq = lastInvokedBefore(ix.acquires[k], c.start)
+	}
+	return &orphan{proc: c.proc, thread: c.renewer, key: k.key, start: c.start, letGo: rel, lastAcquire: acq}
 }
 
 // renewedByWatchdog reports whether a renewer thread's renew began one of
@@ -355,42 +400,83 @@ func (o *orphanCarry) remember(p *prepared) {
 func orphanViolation(p *prepared, o orphan) Violation {
 	v := Violation{Checker: Liveness, Kind: KindOrphan, Key: o.key, Processes: []int{o.proc},
 		Start: o.start.t, End: min(o.end.t, max(p.last, o.start.t))}
-	var why string
+	why, ev := o.letGoText()
+	v.Events = append(v.Events, ev...)
+	cost := orphanCostOf(p, o, 6-len(v.Events))
+	v.Events = append(v.Events, cost.events...)
+	for _, q := range cost.procs {
+		if q != o.proc {
+			v.Processes = append(v.Processes, q)
+		}
+	}
+	v.Fatal = cost.refused+cost.unknown > 0
+	renewed := fmt.Sprintf("renewed it at %s", secs(o.start.t))
+	if o.renewals > 1 {
+		renewed += fmt.Sprintf(" (and began %d orphan claims in all)", o.renewals)
+	}
+	until := "past the end of the history"
+	switch {
+	case o.end.t <= p.last && cost.next != nil:
+		until = fmt.Sprintf("until %s, and the next grant was process %d's at %s", secs(o.end.t), cost.next.proc, secs(cost.next.end))
+	case o.end.t <= p.last:
+		until = fmt.Sprintf("until %s", secs(o.end.t))
+	}
+	v.Description = fmt.Sprintf("orphan lock: %s and its watchdog (thread %d) %s; the lock held %s for nobody %s; %s",
+		why, o.thread, renewed, o.key, until, cost.text())
+	return v
+}
+
+// letGoText says how o's process let go of the key: its release and how
+// it was answered, or its acquire that was not granted, or that it never
+// held it; and the event that shows it, if any.
+func (o orphan) letGoText() (string, []int64) {
 	switch {
 	case o.letGo != nil:
 		answer := "ok"
 		switch {
 		case !o.letGo.completed():
-			answer = "no answer"
+			answer = "no answer" // never so: a renewal after a release that never completed is absorbed by it (see claim)
 		case o.letGo.out != nil && o.letGo.out.NotHeld:
 			answer = `"not held"`
 		case o.letGo.typ != history.OK:
 			answer = string(o.letGo.typ)
 		}
-		why = fmt.Sprintf("process %d released %s at %s (answered %s)", o.proc, o.key, secs(o.letGo.start), answer)
-		v.Events = append(v.Events, o.letGo.inv)
+		why := fmt.Sprintf("process %d released %s at %s (answered %s)", o.proc, o.key, secs(o.letGo.start), answer)
 		if o.lastAcquire != nil && o.lastAcquire.typ != history.OK {
 			why += fmt.Sprintf(", after its acquire at %s was answered %s", secs(o.lastAcquire.start), o.lastAcquire.typ)
 		}
+		return why, []int64{o.letGo.inv}
 	case o.lastAcquire != nil:
-		why = fmt.Sprintf("process %d's acquire of %s at %s was answered %s", o.proc, o.key, secs(o.lastAcquire.start), o.lastAcquire.typ)
-		v.Events = append(v.Events, o.lastAcquire.inv)
-	default:
-		why = fmt.Sprintf("process %d never held %s", o.proc, o.key)
+		return fmt.Sprintf("process %d's acquire of %s at %s was answered %s", o.proc, o.key, secs(o.lastAcquire.start), o.lastAcquire.typ),
+			[]int64{o.lastAcquire.inv}
 	}
-	// What it cost: acquires in progress during the episode that were
-	// not granted, and the first grant after it.
-	var refused, unknown int
+	return fmt.Sprintf("process %d never held %s", o.proc, o.key), nil
+}
+
+// orphanCost is what an orphan episode cost the others: the acquires in
+// progress during it that were not granted (refused, or with no definite
+// answer), their processes, the first few's invocations, and the first
+// grant after it.
+type orphanCost struct {
+	refused, unknown int
+	procs            []int // sorted
+	events           []int64
+	next             *call
+}
+
+// orphanCostOf finds what episode o cost, keeping at most room of the
+// refused acquires' invocations.
+func orphanCostOf(p *prepared, o orphan, room int) orphanCost {
+	var cost orphanCost
 	procs := map[int]bool{}
-	var next *call
 	for i := range p.calls {
 		c := &p.calls[i]
 		if c.f != history.FAcquire || c.key != o.key {
 			continue
 		}
 		if c.typ == history.OK {
-			if !c.completion().less(o.end) && (next == nil || c.completion().less(next.completion())) {
-				next = c
+			if !c.completion().less(o.end) && (cost.next == nil || c.completion().less(cost.next.completion())) {
+				cost.next = c
 			}
 			continue
 		}
@@ -398,52 +484,36 @@ func orphanViolation(p *prepared, o orphan) Violation {
 			continue
 		}
 		if c.typ == history.Fail {
-			refused++
+			cost.refused++
 		} else {
-			unknown++
+			cost.unknown++
 		}
 		procs[c.proc] = true
-		if len(v.Events) < 6 {
-			v.Events = append(v.Events, c.inv)
+		if len(cost.events) < room {
+			cost.events = append(cost.events, c.inv)
 		}
 	}
-	var ps []int
 	for q := range procs {
-		ps = append(ps, q)
+		cost.procs = append(cost.procs, q)
 	}
-	slices.Sort(ps)
-	for _, q := range ps {
-		if q != o.proc {
-			v.Processes = append(v.Processes, q)
-		}
+	slices.Sort(cost.procs)
+	return cost
+}
+
+// text says what the episode cost, for its description.
+func (c orphanCost) text() string {
+	n := c.refused + c.unknown
+	if n == 0 {
+		return "no acquire was attempted meanwhile"
 	}
-	who := fmt.Sprintf("its watchdog (thread %d)", o.thread)
-	renewed := fmt.Sprintf("renewed it at %s", secs(o.start.t))
-	if o.renewals > 1 {
-		renewed += fmt.Sprintf(" (and began %d orphan claims in all)", o.renewals)
+	var parts []string
+	if c.refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused", c.refused))
 	}
-	cost := "no acquire was attempted meanwhile"
-	if n := refused + unknown; n > 0 {
-		v.Fatal = true
-		var parts []string
-		if refused > 0 {
-			parts = append(parts, fmt.Sprintf("%d refused", refused))
-		}
-		if unknown > 0 {
-			parts = append(parts, fmt.Sprintf("%d with no definite answer", unknown))
-		}
-		cost = fmt.Sprintf("nobody could acquire it: %d acquires by %s were not granted (%s)", n, procText(ps), strings.Join(parts, ", "))
+	if c.unknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d with no definite answer", c.unknown))
 	}
-	until := "past the end of the history"
-	switch {
-	case o.end.t <= p.last && next != nil:
-		until = fmt.Sprintf("until %s, and the next grant was process %d's at %s", secs(o.end.t), next.proc, secs(next.end))
-	case o.end.t <= p.last:
-		until = fmt.Sprintf("until %s", secs(o.end.t))
-	}
-	v.Description = fmt.Sprintf("orphan lock: %s and %s %s; the lock held %s for nobody %s; %s",
-		why, who, renewed, o.key, until, cost)
-	return v
+	return fmt.Sprintf("nobody could acquire it: %d acquires by %s were not granted (%s)", n, procText(c.procs), strings.Join(parts, ", "))
 }
 
 // procText names processes: "process 1" or "processes 0, 1".

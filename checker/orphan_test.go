@@ -134,3 +134,36 @@ func TestSubtractSpans(t *testing.T) {
 		}
 	}
 }
+
+// Reads and writes among an orphan's calls change nothing about it.
+func TestOrphanAmongReadsAndWrites(t *testing.T) {
+	ops := orphanHistory(true)
+	b := &tb{ops: nil}
+	for _, op := range ops {
+		b.add(op.Time, int(op.Process), -1, op.Type, op.F, op.Key, op.Value)
+		if op.Owner != nil {
+			b.ops[len(b.ops)-1].Owner = op.Owner
+		}
+	}
+	b.call(0, -1, "read", "lock-0", 100*ms, 101*ms, history.OK, nil, ctr(0))
+	b.call(0, -1, "write", "lock-0", 200*ms, 201*ms, history.OK, wr(1, 0), ctr(1))
+	b.call(0, -1, "read", "lock-0", 600*ms, 601*ms, history.OK, nil, ctr(1)) // after its release: stale
+	plain, mixed := check(t, ops), check(t, b.history())
+	var a, c []string
+	for _, v := range plain.Violations {
+		if v.Kind == KindOrphan {
+			a = append(a, v.Description)
+		}
+	}
+	for _, v := range mixed.Violations {
+		if v.Kind == KindOrphan {
+			c = append(c, v.Description)
+		}
+	}
+	if len(a) != 1 || strings.Join(a, "\n") != strings.Join(c, "\n") {
+		t.Errorf("orphans without reads and writes %q, with %q", a, c)
+	}
+	if mixed.Checkers[Liveness].Verdict != Invalid {
+		t.Errorf("liveness %s", mixed.Checkers[Liveness].Verdict)
+	}
+}

@@ -104,6 +104,38 @@ func prepareWith(ops []history.Op, priorToken func(proc int, key string) (string
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
+	pr := newPreparer(ops, priorToken)
+	for i := range ops {
+		if err := pr.add(ops, i); err != nil {
+			return nil, err
+		}
+	}
+	p := pr.p
+	indexKeys(p)
+	sort.Strings(p.keys)
+	markRenewals(p)
+	return p, nil
+}
+
+// preparer pairs a history's events into a prepared one, event by event.
+type preparer struct {
+	p       *prepared
+	pending map[pendingKey]int // → position in p.calls
+	// Keys each process holds under a session lease (history.Value's
+	// Session) and has not begun to release: its crash ends them.
+	sessions   map[int]map[string]bool
+	nemPending map[string]int // nemesis f → position in p.nemesis
+	prevTime   int64
+}
+
+// pendingKey is what pairs a completion with its invocation: the process
+// that recorded both, and the operation.
+type pendingKey struct {
+	proc int
+	f    string
+}
+
+func newPreparer(ops []history.Op, priorToken func(proc int, key string) (string, bool)) *preparer {
 	// Room for every call at once: on a long history a copy while the
 	// slice grows is a large part of the checker's memory.
 	ncalls := 0
@@ -116,110 +148,130 @@ func prepareWith(ops []history.Op, priorToken func(proc int, key string) (string
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
-	type pendingKey struct {
-		proc int
-		f    string
-	}
-	pending := map[pendingKey]int{} // → position in p.calls
-	// Keys each process holds under a session lease (history.Value's
-	// Session) and has not begun to release: its crash ends them.
-	sessions := map[int]map[string]bool{}
-	nemPending := map[string]int{} // nemesis f → position in p.nemesis
 	p.keyCalls = map[string][]int{}
-	var prevTime int64 = math.MinInt64
-	for i := range ops {
-		op := &ops[i]
-		if err := op.Validate(); err != nil {
-			return nil, unusable("event %d: %v", op.Index, err)
-		}
-		if i > 0 && op.Index == ops[i-1].Index {
-			return nil, unusable("two events have index %d", op.Index)
-		}
-		if op.Time < prevTime {
-			return nil, unusable("time goes backwards at event %d (%d after %d)", op.Index, op.Time, prevTime)
-		}
-		prevTime = op.Time
-		p.last, p.lastIndex = op.Time, op.Index
+	return &preparer{p: p, pending: map[pendingKey]int{}, sessions: map[int]map[string]bool{}, nemPending: map[string]int{}, prevTime: math.MinInt64}
+}
 
-		if op.Process.IsNemesis() {
-			switch op.Type {
-			case history.Invoke:
-				nemPending[op.F] = len(p.nemesis)
-				p.nemesis = append(p.nemesis, nemesisEvent{f: op.F, start: op.Time, end: -1, typ: history.Info, in: op.Value, idx: op.Index, endIdx: op.Index})
-			default:
-				if j, ok := nemPending[op.F]; ok {
-					delete(nemPending, op.F)
-					p.nemesis[j].end, p.nemesis[j].typ, p.nemesis[j].out, p.nemesis[j].endIdx = op.Time, op.Type, op.Value, op.Index
-				} else {
-					// A nemesis may record an event without invocation (a
-					// notice); it is only ever shown, so accept it.
-					p.nemesis = append(p.nemesis, nemesisEvent{f: op.F, start: op.Time, end: op.Time, typ: op.Type, out: op.Value, idx: op.Index, endIdx: op.Index})
-				}
-				if op.F == history.FFinalHeal && op.Type == history.OK {
-					p.heal = op.Time
-				}
-			}
-			continue
-		}
-
-		proc := int(op.Process)
-		owner := proc
-		if op.Owner != nil {
-			owner = int(*op.Owner)
-		}
-		if t, dead := p.crashedAt[proc]; dead && op.F != history.FCrash {
-			return nil, unusable("process %d crashed at %s but recorded %s %s at event %d", proc, secs(t), op.F, op.Type, op.Index)
-		}
-		if op.F == history.FCrash {
-			// A crash may be recorded as invoke+info or as a lone info; it
-			// is not paired with anything, and it leaves the process's
-			// outstanding operation (if any) unknown forever.
-			if op.Type != history.Invoke {
-				if _, dead := p.crashedAt[proc]; !dead {
-					p.crashedAt[proc] = op.Time
-					endSessions(p, sessions[proc], proc, op)
-					delete(sessions, proc)
-				}
-			}
-			continue
-		}
-		if op.F == history.FRelease && op.Type == history.Invoke {
-			delete(sessions[owner], op.Key)
-		}
-		if op.F == history.FAcquire && op.Type == history.OK && op.Value != nil && op.Value.Session {
-			if sessions[owner] == nil {
-				sessions[owner] = map[string]bool{}
-			}
-			sessions[owner][op.Key] = true
-		}
-		pk := pendingKey{proc, op.F}
-		if op.Type == history.Invoke {
-			if j, ok := pending[pk]; ok {
-				return nil, unusable("process %d invoked %s at event %d while its %s of event %d was outstanding", proc, op.F, op.Index, op.F, p.calls[j].inv)
-			}
-			pending[pk] = len(p.calls)
-			p.calls = append(p.calls, call{proc: owner, thread: proc, f: op.F, key: op.Key, typ: history.Info,
-				start: op.Time, end: never, inv: op.Index, done: -1, in: op.Value})
-			continue
-		}
-		j, ok := pending[pk]
-		if !ok {
-			return nil, unusable("event %d: %s %s by process %d without a preceding invocation by that process", op.Index, op.F, op.Type, proc)
-		}
-		c := &p.calls[j]
-		if c.key != op.Key {
-			return nil, unusable("event %d: %s %s on key %q completes an invocation on key %q (event %d)", op.Index, op.F, op.Type, op.Key, c.key, c.inv)
-		}
-		if c.proc != owner {
-			return nil, unusable("event %d: %s %s by process %d for owner %d completes an invocation for owner %d (event %d)", op.Index, op.F, op.Type, proc, owner, c.proc, c.inv)
-		}
-		delete(pending, pk)
-		c.typ, c.end, c.done, c.out = op.Type, op.Time, op.Index, op.Value
+// add takes ops[i], after checking that it is an event at all and that
+// index order is time order.
+func (pr *preparer) add(ops []history.Op, i int) error {
+	op := &ops[i]
+	if err := op.Validate(); err != nil {
+		return unusable("event %d: %v", op.Index, err)
 	}
-	indexKeys(p)
-	sort.Strings(p.keys)
-	markRenewals(p)
-	return p, nil
+	if i > 0 && op.Index == ops[i-1].Index {
+		return unusable("two events have index %d", op.Index)
+	}
+	if op.Time < pr.prevTime {
+		return unusable("time goes backwards at event %d (%d after %d)", op.Index, op.Time, pr.prevTime)
+	}
+	pr.prevTime = op.Time
+	pr.p.last, pr.p.lastIndex = op.Time, op.Index
+	if op.Process.IsNemesis() {
+		pr.nemesis(op)
+		return nil
+	}
+	return pr.client(op)
+}
+
+// nemesis pairs a nemesis event with the pending invocation of its f, and
+// notes the final heal.
+func (pr *preparer) nemesis(op *history.Op) {
+	p := pr.p
+	if op.Type == history.Invoke {
+		pr.nemPending[op.F] = len(p.nemesis)
+		p.nemesis = append(p.nemesis, nemesisEvent{f: op.F, start: op.Time, end: -1, typ: history.Info, in: op.Value, idx: op.Index, endIdx: op.Index})
+		return
+	}
+	if j, ok := pr.nemPending[op.F]; ok {
+		delete(pr.nemPending, op.F)
+		p.nemesis[j].end, p.nemesis[j].typ, p.nemesis[j].out, p.nemesis[j].endIdx = op.Time, op.Type, op.Value, op.Index
+	} else {
+		// A nemesis may record an event without invocation (a notice);
+		// it is only ever shown, so accept it.
+		p.nemesis = append(p.nemesis, nemesisEvent{f: op.F, start: op.Time, end: op.Time, typ: op.Type, out: op.Value, idx: op.Index, endIdx: op.Index})
+	}
+	if op.F == history.FFinalHeal && op.Type == history.OK {
+		p.heal = op.Time
+	}
+}
+
+// client takes a client event: a crash, an invocation, or a completion of
+// the same process's pending invocation of the same f; a crashed process
+// records nothing more.
+func (pr *preparer) client(op *history.Op) error {
+	proc := int(op.Process)
+	owner := proc
+	if op.Owner != nil {
+		owner = int(*op.Owner)
+	}
+	if t, dead := pr.p.crashedAt[proc]; dead && op.F != history.FCrash {
+		return unusable("process %d crashed at %s but recorded %s %s at event %d", proc, secs(t), op.F, op.Type, op.Index)
+	}
+	if op.F == history.FCrash {
+		pr.crash(op, proc)
+		return nil
+	}
+	pr.followSessions(op, owner)
+	pk := pendingKey{proc, op.F}
+	if op.Type == history.Invoke {
+		if j, ok := pr.pending[pk]; ok {
+			return unusable("process %d invoked %s at event %d while its %s of event %d was outstanding", proc, op.F, op.Index, op.F, pr.p.calls[j].inv)
+		}
+		pr.pending[pk] = len(pr.p.calls)
+		pr.p.calls = append(pr.p.calls, call{proc: owner, thread: proc, f: op.F, key: op.Key, typ: history.Info,
+			start: op.Time, end: never, inv: op.Index, done: -1, in: op.Value})
+		return nil
+	}
+	return pr.complete(op, pk, owner)
+}
+
+// crash records process proc's crash. A crash may be recorded as
+// invoke+info or as a lone info; it is not paired with anything, and it
+// leaves the process's outstanding operation (if any) unknown forever,
+// and ends its session leases.
+func (pr *preparer) crash(op *history.Op, proc int) {
+	if op.Type == history.Invoke {
+		return
+	}
+	if _, dead := pr.p.crashedAt[proc]; !dead {
+		pr.p.crashedAt[proc] = op.Time
+		endSessions(pr.p, pr.sessions[proc], proc, op)
+		delete(pr.sessions, proc)
+	}
+}
+
+// followSessions notes the session leases owner acquires and begins to
+// release.
+func (pr *preparer) followSessions(op *history.Op, owner int) {
+	if op.F == history.FRelease && op.Type == history.Invoke {
+		delete(pr.sessions[owner], op.Key)
+	}
+	if op.F == history.FAcquire && op.Type == history.OK && op.Value != nil && op.Value.Session {
+		if pr.sessions[owner] == nil {
+			pr.sessions[owner] = map[string]bool{}
+		}
+		pr.sessions[owner][op.Key] = true
+	}
+}
+
+// complete pairs a completion with its pending invocation (pk), which
+// must be of the same key and for the same owner.
+func (pr *preparer) complete(op *history.Op, pk pendingKey, owner int) error {
+	j, ok := pr.pending[pk]
+	if !ok {
+		return unusable("event %d: %s %s by process %d without a preceding invocation by that process", op.Index, op.F, op.Type, pk.proc)
+	}
+	c := &pr.p.calls[j]
+	if c.key != op.Key {
+		return unusable("event %d: %s %s on key %q completes an invocation on key %q (event %d)", op.Index, op.F, op.Type, op.Key, c.key, c.inv)
+	}
+	if c.proc != owner {
+		return unusable("event %d: %s %s by process %d for owner %d completes an invocation for owner %d (event %d)", op.Index, op.F, op.Type, pk.proc, owner, c.proc, c.inv)
+	}
+	delete(pr.pending, pk)
+	c.typ, c.end, c.done, c.out = op.Type, op.Time, op.Index, op.Value
+	return nil
 }
 
 // endSessions ends, at crash (a history event), the session leases keys

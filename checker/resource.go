@@ -27,161 +27,202 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 		}
 	}
 	secsByKey := sectionsFinal(p, c.acquired, w.last)
-	stats := map[string]float64{}
 	// A key porcupine refutes is named once, and only when no lost update
 	// (two sections that read the same value, anywhere in the history)
 	// names it already: see resourcePart.
-	noOrder := map[string]Violation{}
-	lostKeys := map[string]bool{}
-	var vs []Violation
-	var nonlin []string
-	invalid := false
-	var unknownReasons []string
-
+	rc := &resourceCheck{p: p, w: w, part: resourcePart{stats: map[string]float64{}, noOrder: map[string]Violation{}, lostKeys: map[string]bool{}}}
 	keys := sortedKeys(secsByKey)
 	lrs := eachKey(keys, func(key string) linResult {
 		return checkLinearizable(ctx, counterModel(CounterState{A: c.counter[key], N: 1}), counterOps(secsByKey[key]), cfg.Timeout)
 	})
 	for ki, key := range keys {
-		ss := secsByKey[key]
-		stats["sections"] += float64(len(ss))
-		accepted, unknownW := 0, 0
-		for _, s := range ss {
-			switch s.Write {
-			case WriteAccepted:
-				accepted++
-				stats["accepted-writes"]++
-			case WriteRejected:
-				stats["rejected-writes"]++
-			case WriteFailed:
-				stats["failed-writes"]++
-			case WriteUnknown:
-				unknownW++
-				stats["unknown-writes"]++
-			}
-		}
-
-		// Direct evidence of lost updates: two accepted sections that read
-		// the same v and wrote v+1. Every legal step of the model moves the
-		// counter by +1 from the value read, so the counter never holds v
-		// twice around an increment: such a pair is never linearizable.
-		byRead := map[int64][]int{}
-		for i, s := range ss {
-			if s.Write == WriteAccepted && s.HasRead && s.Wrote == s.Read+1 {
-				byRead[s.Read] = append(byRead[s.Read], i)
-			}
-		}
-		var dupReads []int64
-		for v, is := range byRead {
-			if len(is) > 1 {
-				dupReads = append(dupReads, v)
-			}
-		}
-		sort.Slice(dupReads, func(i, j int) bool { return dupReads[i] < dupReads[j] })
-		lost := 0
-		shown := c.reported[capKey{"lost-update", key}]
-		for _, v := range dupReads {
-			is := byRead[v]
-			for j := 1; j < len(is); j++ {
-				lost++
-				if shown++; shown > maxReported {
-					continue
-				}
-				a, b := ss[is[j-1]], ss[is[j]]
-				vs = append(vs, Violation{
-					Checker: "resource", Kind: KindLostUpdate, Key: key,
-					Processes: []int{a.Process, b.Process}, Start: min(a.Start, b.Start), End: max(a.End, b.End),
-					Events: []int64{a.ReadIndex, a.WriteIndex, b.ReadIndex, b.WriteIndex}, Fatal: true,
-					Description: fmt.Sprintf("process %d (from %s) and process %d (from %s) both read %d from %s's counter and both wrote %d, and storage accepted both: one update was lost",
-						a.Process, secs(a.Start), b.Process, secs(b.Start), v, key, v+1),
-				})
-			}
-		}
-		stats["lost-updates"] += float64(lost)
-		if lost > 0 {
-			lostKeys[key] = true
-		}
-		c.reported.set(capKey{"lost-update", key}, min(shown, maxReported+1))
-
-		lr := lrs[ki]
-		switch lr.res {
-		case porcupine.Illegal:
-			invalid = true
-			nonlin = append(nonlin, key)
-			if _, named := noOrder[key]; !named {
-				v := Violation{Checker: "resource", Kind: KindLostUpdate, Key: key, Fatal: true,
-					Description: fmt.Sprintf("no order of the critical sections on %s explains the counter values they read", key)}
-				if op, ok := firstUnplaced(lr); ok {
-					s := op.Input.(Section)
-					v.Processes = []int{s.Process}
-					v.Start, v.End = s.Start, min(s.End, p.last)
-					v.Events = []int64{s.ReadIndex}
-					v.Description += fmt.Sprintf(": the first section that cannot be placed is process %d's (%s, from %s)", s.Process, describeSection(s), secs(s.Start))
-				}
-				noOrder[key] = v
-			}
-		case porcupine.Unknown:
-			if lost > 0 {
-				invalid = true
-				nonlin = append(nonlin, key) // a lost update is a proof (see above)
-			} else {
-				unknownReasons = append(unknownReasons, fmt.Sprintf("%s: %s", key, lr.reason))
-			}
-		default:
-			if lost > 0 {
-				// Cannot happen (see above); if it does, trust neither.
-				unknownReasons = append(unknownReasons, fmt.Sprintf("%s: porcupine found a linearization despite a lost update; checker bug", key))
-			}
-		}
-
-		c.accepted[key] += accepted
-		c.unknownW[key] += unknownW
-		if j, ok := lastReadOf(ss); ok {
-			c.lastRead[key] = ss[j]
-		}
-		if !w.last {
-			continue
-		}
-		// Final count, over the whole history.
-		for _, s := range ss {
-			if !s.Final {
-				continue
-			}
-			v, bad := finalCount(key, s, c.accepted[key], c.unknownW[key], stats)
-			if bad {
-				invalid = true
-				vs = append(vs, v)
-			}
-		}
+		rc.judgeKey(key, secsByKey[key], lrs[ki])
 	}
 	if w.last {
-		// Keys whose latest read lies in an earlier window.
-		for _, key := range sortedKeys(c.lastRead) {
-			if _, here := secsByKey[key]; here {
-				continue
-			}
-			s := c.lastRead[key]
-			if c.acquired[s.Process] || s.Write != WriteNone {
-				continue
-			}
-			s.Final = true
-			if v, bad := finalCount(key, s, c.accepted[key], c.unknownW[key], stats); bad {
-				invalid = true
-				vs = append(vs, v)
-			}
-		}
+		rc.finalReadsBefore(secsByKey)
 	}
 
+	r := &rc.part
 	backwards := fenceBackwards(p, c.fenceTop)
-	stats["fence-backwards"] = float64(len(backwards))
+	r.stats["fence-backwards"] = float64(len(backwards))
 	if len(backwards) > 0 {
-		invalid = true
+		r.invalid = true
 	}
 	stale := staleWrites(p, byKey, c.priorClaim)
-	stats["stale-writes"] = float64(len(stale))
+	r.stats["stale-writes"] = float64(len(stale))
+	r.backwards, r.stale = firstBackwards(nil, backwards), firstStale(nil, stale)
+	return *r
+}
 
-	return resourcePart{stats: stats, vs: vs, nonlin: nonlin, invalid: invalid, unknown: unknownReasons, noOrder: noOrder, lostKeys: lostKeys,
-		backwards: firstBackwards(nil, backwards), stale: firstStale(nil, stale)}
+// resourceCheck is what the steps of checkResource share: the window and
+// its carry, and the part of the verdict found so far.
+type resourceCheck struct {
+	p    *prepared
+	w    window
+	part resourcePart
+}
+
+// judgeKey judges key's critical sections ss in this window, whose
+// linearizability porcupine said lr of: the writes' outcomes, the lost
+// updates, the order of the sections, and in the last window the final
+// count; and carries what the windows after need.
+func (rc *resourceCheck) judgeKey(key string, ss []Section, lr linResult) {
+	c, stats := rc.w.c, rc.part.stats
+	stats["sections"] += float64(len(ss))
+	accepted, unknownW := 0, 0
+	for _, s := range ss {
+		switch s.Write {
+		case WriteAccepted:
+			accepted++
+			stats["accepted-writes"]++
+		case WriteRejected:
+			stats["rejected-writes"]++
+		case WriteFailed:
+			stats["failed-writes"]++
+		case WriteUnknown:
+			unknownW++
+			stats["unknown-writes"]++
+		}
+	}
+	lost := rc.lostUpdates(key, ss)
+	rc.linearizable(key, lr, lost)
+
+	c.accepted[key] += accepted
+	c.unknownW[key] += unknownW
+	if j, ok := lastReadOf(ss); ok {
+		c.lastRead[key] = ss[j]
+	}
+	if !rc.w.last {
+		return
+	}
+	// Final count, over the whole history.
+	for _, s := range ss {
+		if !s.Final {
+			continue
+		}
+		if v, bad := finalCount(key, s, c.accepted[key], c.unknownW[key], stats); bad {
+			rc.part.invalid = true
+			rc.part.vs = append(rc.part.vs, v)
+		}
+	}
+}
+
+// lostUpdates spells out (up to maxReported per key over the history)
+// and counts key's lost updates among ss: direct evidence, two accepted
+// sections that read the same v and wrote v+1. Every legal step of the
+// model moves the counter by +1 from the value read, so the counter never
+// holds v twice around an increment: such a pair is never linearizable.
+func (rc *resourceCheck) lostUpdates(key string, ss []Section) int {
+	byRead := map[int64][]int{}
+	for i, s := range ss {
+		if s.Write == WriteAccepted && s.HasRead && s.Wrote == s.Read+1 {
+			byRead[s.Read] = append(byRead[s.Read], i)
+		}
+	}
+	var dupReads []int64
+	for v, is := range byRead {
+		if len(is) > 1 {
+			dupReads = append(dupReads, v)
+		}
+	}
+	sort.Slice(dupReads, func(i, j int) bool { return dupReads[i] < dupReads[j] })
+	lost := 0
+	reported := rc.w.c.reported
+	shown := reported[capKey{"lost-update", key}]
+	for _, v := range dupReads {
+		is := byRead[v]
+		for j := 1; j < len(is); j++ {
+			lost++
+			if shown++; shown > maxReported {
+				continue
+			}
+			rc.part.vs = append(rc.part.vs, lostUpdate(key, v, ss[is[j-1]], ss[is[j]]))
+		}
+	}
+	rc.part.stats["lost-updates"] += float64(lost)
+	if lost > 0 {
+		rc.part.lostKeys[key] = true
+	}
+	reported.set(capKey{"lost-update", key}, min(shown, maxReported+1))
+	return lost
+}
+
+// lostUpdate is the violation of sections a and b of key, which both read
+// v and both wrote v+1, storage accepting both.
+func lostUpdate(key string, v int64, a, b Section) Violation {
+	return Violation{
+		Checker: "resource", Kind: KindLostUpdate, Key: key,
+		Processes: []int{a.Process, b.Process}, Start: min(a.Start, b.Start), End: max(a.End, b.End),
+		Events: []int64{a.ReadIndex, a.WriteIndex, b.ReadIndex, b.WriteIndex}, Fatal: true,
+		Description: fmt.Sprintf("process %d (from %s) and process %d (from %s) both read %d from %s's counter and both wrote %d, and storage accepted both: one update was lost",
+			a.Process, secs(a.Start), b.Process, secs(b.Start), v, key, v+1),
+	}
+}
+
+// linearizable takes porcupine's verdict lr on key's sections, which had
+// lost updates: refuted, the key is not linearizable (named by the first
+// section that cannot be placed, see resourcePart); unknown, a lost update
+// still proves it is not; linearizable despite a lost update cannot
+// happen, and if it does neither is trusted.
+func (rc *resourceCheck) linearizable(key string, lr linResult, lost int) {
+	r := &rc.part
+	switch lr.res {
+	case porcupine.Illegal:
+		r.invalid = true
+		r.nonlin = append(r.nonlin, key)
+		if _, named := r.noOrder[key]; !named {
+			r.noOrder[key] = rc.noOrder(key, lr)
+		}
+	case porcupine.Unknown:
+		if lost > 0 {
+			r.invalid = true
+			r.nonlin = append(r.nonlin, key) // a lost update is a proof (see lostUpdates)
+		} else {
+			r.unknown = append(r.unknown, fmt.Sprintf("%s: %s", key, lr.reason))
+		}
+	default:
+		if lost > 0 {
+			r.unknown = append(r.unknown, fmt.Sprintf("%s: porcupine found a linearization despite a lost update; checker bug", key))
+		}
+	}
+}
+
+// noOrder is the violation of key, whose sections porcupine refuted,
+// named by the first section it could not place.
+func (rc *resourceCheck) noOrder(key string, lr linResult) Violation {
+	v := Violation{Checker: "resource", Kind: KindLostUpdate, Key: key, Fatal: true,
+		Description: fmt.Sprintf("no order of the critical sections on %s explains the counter values they read", key)}
+	if op, ok := firstUnplaced(lr); ok {
+		s := op.Input.(Section)
+		v.Processes = []int{s.Process}
+		v.Start, v.End = s.Start, min(s.End, rc.p.last)
+		v.Events = []int64{s.ReadIndex}
+		v.Description += fmt.Sprintf(": the first section that cannot be placed is process %d's (%s, from %s)", s.Process, describeSection(s), secs(s.Start))
+	}
+	return v
+}
+
+// finalReadsBefore judges, in the last window, the final count of keys
+// without sections here, whose latest read lies in an earlier window.
+// (A verification read opens a section no later event of its process
+// closes, which keeps its key from splitting: the last window holds it.
+// Those judged here, closed by a write, are never final.)
+func (rc *resourceCheck) finalReadsBefore(here map[string][]Section) {
+	c := rc.w.c
+	for _, key := range sortedKeys(c.lastRead) {
+		if _, ok := here[key]; ok {
+			continue
+		}
+		s := c.lastRead[key]
+		if c.acquired[s.Process] || s.Write != WriteNone {
+			continue
+		}
+		s.Final = true
+		if v, bad := finalCount(key, s, c.accepted[key], c.unknownW[key], rc.part.stats); bad {
+			rc.part.invalid = true
+			rc.part.vs = append(rc.part.vs, v)
+		}
+	}
 }
 
 // maxBackwards and maxStale bound the fence findings and the stale writes

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"time"
 
+	"github.com/lockharness/lockharness/registry"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -111,70 +110,43 @@ func (i Info) SystemName() string {
 }
 
 // Registry maps lock names to factories. Builtin returns one with every lock
-// of this package; users add their own with Register.
+// of this package; users add their own with Register. It is a
+// registry.Registry of Info: it lists the locks by name.
 type Registry struct {
-	byName map[string]Info
+	reg *registry.Registry[Info]
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{byName: map[string]Info{}} }
+func NewRegistry() *Registry {
+	return &Registry{reg: registry.New[Info]("lock", registry.KnownAs("known locks"))}
+}
 
 // Register adds a lock. It rejects an empty name, a missing factory and a
-// name that is already taken.
+// name that is already taken (see registry.Registry.Register). A MinNodes
+// of 0 is taken as 1.
 func (r *Registry) Register(info Info) error {
-	if info.Name == "" {
-		return fmt.Errorf("register lock: empty name")
-	}
-	if info.New == nil {
+	if info.Name != "" && info.New == nil {
 		return fmt.Errorf("register lock %q: no factory", info.Name)
-	}
-	if _, dup := r.byName[info.Name]; dup {
-		return fmt.Errorf("register lock %q: name already registered", info.Name)
 	}
 	if info.MinNodes == 0 {
 		info.MinNodes = 1
 	}
-	r.byName[info.Name] = info
-	return nil
+	return r.reg.Register(info.Name, info)
 }
 
-// UnknownError is returned for a lock name that is not registered.
-type UnknownError struct {
-	Name  string
-	Known []string
-}
+// UnknownError is the error of a lookup of a lock that is not registered:
+// the registries' one unknown-name error, of Kind "lock".
+type UnknownError = registry.UnknownError
 
-func (e *UnknownError) Error() string {
-	return fmt.Sprintf("unknown lock %q (known locks: %s)", e.Name, strings.Join(e.Known, ", "))
-}
-
-// Lookup returns the lock registered as name.
-func (r *Registry) Lookup(name string) (Info, error) {
-	info, ok := r.byName[name]
-	if !ok {
-		return Info{}, &UnknownError{Name: name, Known: r.Names()}
-	}
-	return info, nil
-}
+// Lookup returns the lock registered as name, or an *UnknownError listing
+// the known locks.
+func (r *Registry) Lookup(name string) (Info, error) { return r.reg.Lookup(name) }
 
 // Names lists the registered names, sorted.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.byName))
-	for n := range r.byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (r *Registry) Names() []string { return r.reg.Names() }
 
 // All lists every registered lock, sorted by name.
-func (r *Registry) All() []Info {
-	out := make([]Info, 0, len(r.byName))
-	for _, n := range r.Names() {
-		out = append(out, r.byName[n])
-	}
-	return out
-}
+func (r *Registry) All() []Info { return r.reg.All() }
 
 // Builtin returns a new registry holding every lock of this package.
 func Builtin() *Registry {

@@ -21,8 +21,11 @@ func durValue(d time.Duration, fault string) *history.Value {
 // reaching it dies there. A lock without expiry stays taken forever.
 type clientCrash struct{}
 
+// clientCrashKinds: how a report draws a client's crash, an instant.
+var clientCrashKinds = []faultKind{{Name: "crash-client", Instant: true}}
+
 func (clientCrash) info() Info {
-	return Info{Name: "client-crash", StrikesClient: history.FCrash, Description: "a client dies holding its lock and is replaced by a new process (or dies at a lock's named failpoint)"}
+	return Info{Name: "client-crash", Kinds: clientCrashKinds, StrikesClient: history.FCrash, Description: "a client dies holding its lock and is replaced by a new process (or dies at a lock's named failpoint)"}
 }
 
 func (clientCrash) reset() {}

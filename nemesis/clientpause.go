@@ -18,8 +18,11 @@ import (
 // clients hold locks only for an instant (--hold 0).
 type clientPause struct{}
 
+// clientPauseKinds: how a report draws a paused client.
+var clientPauseKinds = []faultKind{{Name: "pause-client", Label: "client pause"}}
+
 func (clientPause) info() Info {
-	return Info{Name: "client-pause", StrikesClient: history.FPause, Description: "pause a client while it holds a lock (a GC pause), or at a lock's named failpoint"}
+	return Info{Name: "client-pause", Kinds: clientPauseKinds, StrikesClient: history.FPause, Description: "pause a client while it holds a lock (a GC pause), or at a lock's named failpoint"}
 }
 
 func (clientPause) reset() {}

@@ -23,8 +23,13 @@ type clock struct {
 	strobes map[string]func() // node -> stop (waits for the strober to exit)
 }
 
+// clockKinds: how a report draws a clock set off its time.
+var clockKinds = []faultKind{
+	{Name: "clock", Colour: "#9467bd", StartedBy: []string{"bump-clock", "drift-clock", "strobe-clock"}, EndedBy: []string{"reset-clock"}},
+}
+
 func (*clock) info() Info {
-	return Info{Name: "clock", Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanSetClock}}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
+	return Info{Name: "clock", Kinds: clockKinds, Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanSetClock}}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
 }
 
 // confirmTolerance is how far a node's TIME may be from the clock it was

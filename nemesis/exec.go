@@ -3,7 +3,6 @@ package nemesis
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -11,14 +10,8 @@ import (
 	"github.com/lockharness/lockharness/sut"
 )
 
-// exec is what an action runs with: the environment, the configuration and
-// the topology of the schedule.
-type exec struct {
-	env  Env
-	cfg  Config
-	topo Topology
-	rng  *rand.Rand // for choices a scripted step leaves open; from the seed
-}
+// exec is the name the built-in faults know their execution context by.
+type exec = Exec
 
 // ErrNotDone is wrapped by Do's error when a step certainly did not happen
 // (nothing to act on: no client holds a lock, no old master to demote). It

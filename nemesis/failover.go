@@ -30,8 +30,21 @@ type failover struct {
 	how       string // sentinel: pause or isolate
 }
 
+// failoverKinds: how a report draws a failover's stages. A manual one cuts
+// the replication link, promotes the replica (which ends the cut) and
+// demotes the old master; a Sentinel one pauses or isolates the master,
+// awaits the promotion (a mark) and heals the master. "failover" is the
+// name the report has always coloured like a promotion.
+var failoverKinds = []faultKind{
+	{Name: "replication cut", StartedBy: []string{"cut-replication"}, EndedBy: []string{"promote"}},
+	{Name: "promote", Colour: "#17becf", StartedBy: []string{"promote"}, EndedBy: []string{"demote"}, Marks: []string{"await-promotion"}},
+	{Name: "failover", Colour: "#17becf"},
+	{Name: "master paused", StartedBy: []string{"pause-master"}, EndedBy: []string{"heal-master"}},
+	{Name: "master isolated", StartedBy: []string{"isolate-master"}, EndedBy: []string{"heal-master"}},
+}
+
 func (*failover) info() Info {
-	return Info{Name: "failover", Strikes: []string{"promote", "await-promotion"}, Needs: sut.Needs{Replicated: true}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
+	return Info{Name: "failover", Kinds: failoverKinds, Strikes: []string{"promote", "await-promotion"}, Needs: sut.Needs{Replicated: true}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
 }
 
 func (f *failover) reset() { *f = failover{} }

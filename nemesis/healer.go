@@ -6,9 +6,8 @@ import (
 	"strings"
 )
 
-// healer is a fault with state of its own on the nodes that the
-// topology-wide heal cannot see (a node's memory limit), which it undoes
-// itself in the final heal. heal must be idempotent.
+// healer is a built-in fault with state of its own on the nodes, healed
+// by itself (see Healer).
 type healer interface {
 	heal(ctx context.Context, e *exec) (string, error)
 }
@@ -16,17 +15,17 @@ type healer interface {
 // nothingToHeal is the deployment's heal's detail when nothing was broken.
 const nothingToHeal = "nothing to heal"
 
-// healOwn runs the heal of every fault that has one, in name order, and
-// returns what they did.
-func healOwn(ctx context.Context, e *exec, all map[string]fault, names []string) (string, error) {
+// healOwn runs the Heal of every fault that is a Healer, in name order,
+// and returns what they did.
+func healOwn(ctx context.Context, x *Exec, all map[string]Fault, names []string) (string, error) {
 	var did []string
 	var errs []error
 	for _, n := range names {
-		h, ok := all[n].(healer)
+		h, ok := all[n].(Healer)
 		if !ok {
 			continue
 		}
-		d, err := h.heal(ctx, e)
+		d, err := h.Heal(ctx, x)
 		if d != "" {
 			did = append(did, d)
 		}

@@ -17,8 +17,13 @@ import (
 // acknowledged write with aof-always.
 type kill struct{}
 
+// killKinds: how a report draws a node down, from its kill to its restart.
+var killKinds = []faultKind{
+	{Name: "kill", Label: "node down", Colour: "#8c564b", StartedBy: []string{"kill"}, EndedBy: []string{"restart"}},
+}
+
 func (kill) info() Info {
-	return Info{Name: "kill", Strikes: []string{"kill"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanKill}}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
+	return Info{Name: "kill", Kinds: killKinds, Strikes: []string{"kill"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanKill}}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
 }
 
 func (kill) reset() {}

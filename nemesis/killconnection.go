@@ -19,8 +19,11 @@ import (
 // ends the promise without a word to the holder.
 type killConnection struct{}
 
+// killConnectionKinds: how a report draws a killed session, an instant.
+var killConnectionKinds = []faultKind{{Name: "kill-connection", Instant: true}}
+
 func (killConnection) info() Info {
-	return Info{Name: "kill-connection", Strikes: []string{"kill-connection"},
+	return Info{Name: "kill-connection", Kinds: killConnectionKinds, Strikes: []string{"kill-connection"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanKillConnections}},
 		Description: "KILL CONNECTION of the session holding a lock, while its client works in its critical section"}
 }

@@ -12,8 +12,15 @@ import (
 // latency slows links down: every byte waits latency ± jitter.
 type latency struct{}
 
+// latencyKinds: how a report draws slow links; "delay", coloured alike,
+// is the name the report has always known that shade by too.
+var latencyKinds = []faultKind{
+	{Name: "latency", Colour: "#1f77b4", StartedBy: []string{"start-latency"}, EndedBy: []string{"stop-latency"}},
+	{Name: "delay", Colour: "#1f77b4"},
+}
+
 func (latency) info() Info {
-	return Info{Name: "latency", Strikes: []string{"start-latency"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanSlowLinks}}, Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
+	return Info{Name: "latency", Kinds: latencyKinds, Strikes: []string{"start-latency"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanSlowLinks}}, Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
 }
 
 func (latency) reset() {}

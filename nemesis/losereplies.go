@@ -21,8 +21,11 @@ import (
 // began.
 type loseReplies struct{}
 
+// loseRepliesKinds: how a report draws links that lose replies.
+var loseRepliesKinds = []faultKind{{Name: "lost replies"}}
+
 func (loseReplies) info() Info {
-	return Info{Name: "lose-replies", Strikes: []string{"start-lose-replies"},
+	return Info{Name: "lose-replies", Kinds: loseRepliesKinds, Strikes: []string{"start-lose-replies"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanDropReplies}},
 		Description: "drop the replies on links (commands still run): a write whose answer is lost, and a retry that runs it twice"}
 }

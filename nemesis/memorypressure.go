@@ -38,8 +38,11 @@ type pressed struct {
 // fillerPrefix names the filler keys.
 const fillerPrefix = "filler:"
 
+// memoryPressureKinds: how a report draws a node under memory pressure.
+var memoryPressureKinds = []faultKind{{Name: "memory pressure"}}
+
 func (*memoryPressure) info() Info {
-	return Info{Name: "memory-pressure", Strikes: []string{"start-memory-pressure"},
+	return Info{Name: "memory-pressure", Kinds: memoryPressureKinds, Strikes: []string{"start-memory-pressure"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "set maxmemory just above a node's use with an eviction policy (default allkeys-lru) and fill it with other keys: lock keys are evicted"}
 }

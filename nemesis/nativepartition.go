@@ -26,7 +26,7 @@ import (
 type nativePartition struct{}
 
 func (nativePartition) info() Info {
-	return Info{Name: "native-partition", Strikes: []string{"start-partition"},
+	return Info{Name: "native-partition", Kinds: partitionKinds, Strikes: []string{"start-partition"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanPartitionNodes}},
 		Description: "cuts nodes off from each other inside the deployment's own network (iptables in each container, Docker backend), beneath the harness's proxies: isolate a node, or halves; clients still reach every node"}
 }

@@ -2,11 +2,16 @@
 // partitions and latency on links, clock skew and drift on nodes, process
 // pauses and crashes, failovers, and client pauses and crashes. Each fault
 // lives in its own file with its generator (which targets, from the run's
-// seed) and its heal, declares what it needs of the deployment (Info.Needs),
-// and is registered by name. A Runner composes the named faults into one
-// schedule, executes it, records every action in the history as the nemesis
-// process (with what it means in structured fields: the fault it starts,
-// those it ends, the clocks it set), and heals everything at the end.
+// seed) and its heal, declares what it needs of the deployment (Info.Needs)
+// and how a report draws it (Info.Kinds), and is registered by name. A
+// Runner composes the named faults into one schedule, executes it, records
+// every action in the history as the nemesis process (with what it means
+// in structured fields: the fault it starts, those it ends, the clocks it
+// set), and heals everything at the end.
+//
+// A user adds faults of their own: a Fault (its doc comment is the
+// contract), registered in a Registry (Builtin returns one with every
+// fault of this package), given to the Runner as Config.Registry.
 //
 // The nemeses reach the system under test only through the seam, package
 // sut: they work on any backend that offers the capabilities they ask
@@ -17,13 +22,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/registry"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -77,6 +85,19 @@ type Config struct {
 	Failpoints []string
 	// HealTimeout bounds the final heal (default 30s).
 	HealTimeout time.Duration
+
+	// Registry holds the faults Names may name, a user's among them; nil
+	// means Builtin(). See Faults.
+	Registry *Registry `json:"-"`
+}
+
+// Faults is the registry the names are looked up in: Registry, or
+// Builtin() when it is nil.
+func (c Config) Faults() *Registry {
+	if c.Registry != nil {
+		return c.Registry
+	}
+	return Builtin()
 }
 
 // WithDefaults fills in unset fields.
@@ -111,9 +132,10 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Info describes a nemesis for `harness nemeses`, and says what in the
+// Info describes a nemesis for `harness nemeses`, says what in the
 // history shows that it struck, so that a run can require it to have
-// struck while a client held a lock (checker.Requirement).
+// struck while a client held a lock (checker.Requirement), and how a
+// report draws the faults it puts in force.
 type Info struct {
 	Name, Description string
 	// Strikes are the fs this nemesis records (as the nemesis process)
@@ -129,59 +151,28 @@ type Info struct {
 	// (sut.Config.Provide) and is refused before it starts when the
 	// deployment cannot (sut.Check).
 	Needs sut.Needs
+	// Kinds say how a report draws each kind of fault this nemesis puts in
+	// force (the Event.Fault of its actions, history.Value.Fault): what it
+	// is called, its colour, whether it is an instant, and for histories
+	// recorded before events said so, which fs started and ended it. A
+	// kind two nemeses put in force (partition) is drawn alike by both.
+	Kinds []history.FaultKind
 }
 
-// NeedsOf is what the named nemeses need together.
-func NeedsOf(names []string) (sut.Needs, error) {
-	var out sut.Needs
-	for _, n := range names {
-		info, err := Lookup(n)
-		if err != nil {
-			return sut.Needs{}, err
-		}
-		out = out.Merge(info.Needs)
-	}
-	return out, nil
-}
+// NeedsOf is what the named built-in nemeses need together (see
+// Registry.NeedsOf).
+func NeedsOf(names []string) (sut.Needs, error) { return Builtin().NeedsOf(names) }
 
-// Lookup returns the Info of the nemesis called name.
-func Lookup(name string) (Info, error) {
-	known := Known()
-	for _, n := range known {
-		if n.Name == name {
-			return n, nil
-		}
-	}
-	names := make([]string, 0, len(known))
-	for _, n := range known {
-		names = append(names, n.Name)
-	}
-	return Info{}, &UnknownError{Name: name, Known: names}
-}
+// Lookup returns the Info of the built-in nemesis called name, or an
+// *UnknownError listing the known ones.
+func Lookup(name string) (Info, error) { return Builtin().Lookup(name) }
 
-// Known lists every nemesis, sorted by name.
-func Known() []Info {
-	reg, err := newRegistry(builtins())
-	if err != nil {
-		panic(err) // the built-in list has a duplicate: a programming error
-	}
-	out := make([]Info, 0, len(reg))
-	for _, f := range reg {
-		out = append(out, f().info())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
+// Known lists every built-in nemesis, sorted by name.
+func Known() []Info { return Builtin().All() }
 
-// UnknownError is returned for a nemesis name that is not registered.
-type UnknownError struct {
-	Name  string
-	Known []string
-}
-
-func (e *UnknownError) Error() string {
-	return fmt.Sprintf("unknown nemesis %q (known: %s)", e.Name, strings.Join(e.Known, ", "))
-}
+// UnknownError is returned for a nemesis name that is not registered: the
+// registries' one unknown-name error, of Kind "nemesis".
+type UnknownError = registry.UnknownError
 
 // Clients is the workload's side of client faults.
 type Clients interface {
@@ -304,30 +295,27 @@ func (s Step) String() string {
 // from different goroutines; actions are serialised.
 type Runner struct {
 	cfg    Config
-	faults map[string]fault // the composed ones, by name
-	all    map[string]fault // every registered one, for Do and Heal
+	faults map[string]Fault // the composed ones, by name
+	all    map[string]Fault // every registered one, for Do and Heal
+	reg    *Registry
 	topo   Topology
 
 	mu  sync.Mutex
 	rng *rand.Rand // choices Do makes for scripted steps that leave them open
 }
 
-// New checks the names and builds a Runner.
+// New checks the names against the configuration's registry (Faults:
+// the built-in faults unless Config.Registry says otherwise) and builds a
+// Runner with its own instance of every registered fault.
 func New(cfg Config) (*Runner, error) {
 	cfg = cfg.WithDefaults()
-	reg, err := newRegistry(builtins())
-	if err != nil {
-		return nil, err
-	}
-	r := &Runner{cfg: cfg, faults: map[string]fault{}, all: map[string]fault{}, topo: cfg.Topology,
+	reg := cfg.Faults()
+	r := &Runner{cfg: cfg, faults: map[string]Fault{}, all: reg.instances(), reg: reg, topo: cfg.Topology,
 		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x646f))}
-	for name, mk := range reg {
-		r.all[name] = mk()
-	}
 	for _, n := range cfg.Names {
 		f, ok := r.all[n]
 		if !ok {
-			return nil, &UnknownError{Name: n, Known: names(reg)}
+			return nil, reg.reg.Unknown(n)
 		}
 		r.faults[n] = f
 	}
@@ -358,10 +346,10 @@ func (r *Runner) Setup(ctx context.Context, env Env) error {
 	}
 	for _, name := range r.cfg.Names {
 		f := r.faults[name]
-		if err := sut.Check(env.Deployment, "the "+name+" nemesis", f.info().Needs); err != nil {
+		if err := sut.Check(env.Deployment, "the "+name+" nemesis", f.Info().Needs); err != nil {
 			return fmt.Errorf("nemesis %s setup: %w", name, err)
 		}
-		if err := f.setup(ctx, r.exec(env)); err != nil {
+		if err := f.Setup(ctx, r.exec(env)); err != nil {
 			return fmt.Errorf("nemesis %s setup: %w", name, err)
 		}
 	}
@@ -397,7 +385,7 @@ func (r *Runner) generator() func() (Step, bool) {
 		for len(pending) == 0 {
 			t += r.cfg.Interval
 			name := r.cfg.Names[rng.IntN(len(r.cfg.Names))]
-			steps := r.faults[name].generate(rng, r.cfg, r.topo)
+			steps := r.faults[name].Generate(rng, r.cfg, r.topo)
 			last := t
 			for _, s := range steps {
 				s.Nemesis = name
@@ -449,7 +437,7 @@ func (r *Runner) Run(ctx context.Context, env Env) error {
 func (r *Runner) Do(ctx context.Context, env Env, s Step) error {
 	f, ok := r.all[s.Nemesis]
 	if !ok {
-		return &UnknownError{Name: s.Nemesis, Known: r.known()}
+		return r.reg.reg.Unknown(s.Nemesis)
 	}
 	// Wait outside the lock: Heal must not wait behind a step that waits
 	// for a holder.
@@ -458,7 +446,7 @@ func (r *Runner) Do(ctx context.Context, env Env, s Step) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := f.do(ctx, r.exec(env), s); err != nil {
+	if err := f.Do(ctx, r.exec(env), s); err != nil {
 		return fmt.Errorf("nemesis %s %s: %w", s.Nemesis, s.Action, err)
 	}
 	return nil
@@ -497,7 +485,7 @@ func (r *Runner) Heal(ctx context.Context, env Env) error {
 		// Every nemesis drops its own state (stops strobes, forgets
 		// pending restarts) before the deployment-wide heal.
 		for _, name := range r.known() {
-			r.all[name].reset()
+			r.all[name].Reset()
 		}
 		if env.Deployment == nil {
 			return "", fmt.Errorf("heal: no deployment")
@@ -514,15 +502,9 @@ func (r *Runner) Heal(ctx context.Context, env Env) error {
 	})
 }
 
-func (r *Runner) known() []string {
-	out := make([]string, 0, len(r.all))
-	for n := range r.all {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+// known are the names of every registered fault, sorted.
+func (r *Runner) known() []string { return slices.Sorted(maps.Keys(r.all)) }
 
-func (r *Runner) exec(env Env) *exec {
-	return &exec{env: env, cfg: r.cfg, topo: r.topo, rng: r.rng}
+func (r *Runner) exec(env Env) *Exec {
+	return &Exec{env: env, cfg: r.cfg, topo: r.topo, rng: r.rng}
 }

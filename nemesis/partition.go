@@ -46,8 +46,14 @@ func Patterns(t Topology) []string {
 // partition blackholes links (both directions) by pattern.
 type partition struct{}
 
+// partitionKinds: how a report draws a partition (native-partition puts
+// the same kind in force, drawn alike).
+var partitionKinds = []faultKind{
+	{Name: "partition", Colour: "#ffbe00", StartedBy: []string{"start-partition"}, EndedBy: []string{"stop-partition"}},
+}
+
 func (partition) info() Info {
-	return Info{Name: "partition", Strikes: []string{"start-partition"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
+	return Info{Name: "partition", Kinds: partitionKinds, Strikes: []string{"start-partition"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
 }
 
 func (partition) reset() {}

@@ -15,8 +15,14 @@ import (
 // it continues.
 type pause struct{}
 
+// pauseKinds: how a report draws a paused node ("pause-node"; "pause" and
+// "resume" in histories recorded before).
+var pauseKinds = []faultKind{
+	{Name: "pause", Label: "node pause", Colour: "#6e6e6e", StartedBy: []string{"pause-node", "pause"}, EndedBy: []string{"resume-node", "resume"}},
+}
+
 func (pause) info() Info {
-	return Info{Name: "pause", Strikes: []string{"pause-node"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanPause}}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
+	return Info{Name: "pause", Kinds: pauseKinds, Strikes: []string{"pause-node"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanPause}}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
 }
 
 func (pause) reset() {}

@@ -1,30 +1,50 @@
 package nemesis
 
 import (
-	"context"
 	"fmt"
-	"math/rand/v2"
-	"sort"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/registry"
+	"github.com/lockharness/lockharness/sut"
 )
 
-// fault is one kind of nemesis: its generator, its actions and its heal.
-// A fault value belongs to one Runner and may keep state between its
-// actions (a strobing clock, the node a failover promoted).
-type fault interface {
-	info() Info
-	// generate draws one fault period from rng: its steps, with At relative
-	// to the start of the period. The last step ends the fault.
-	generate(rng *rand.Rand, cfg Config, topo Topology) []Step
-	// setup checks that the cluster supports the fault and prepares it.
-	setup(ctx context.Context, e *exec) error
-	// do performs one action and records it.
-	do(ctx context.Context, e *exec, s Step) error
-	// reset drops the fault's own state before the final heal (stopping
-	// background work); the cluster-wide heal does the rest.
-	reset()
+// Registry holds the faults a Runner can compose, by name: a
+// registry.Registry of fault constructors, which lists them by name, and
+// the collection of how their faults are drawn (FaultKinds). Builtin
+// returns one with every fault of this package; users add their own with
+// Register and give it to the Runner (Config.Registry).
+type Registry struct {
+	mu    sync.Mutex // serialises Register: its checks and its additions
+	reg   *registry.Registry[entry]
+	kinds []history.FaultKind // in the order their faults were registered
 }
 
-// builtins are the registered nemeses, one file each.
+// entry is one registered fault: its Info, read once, and its constructor.
+type entry struct {
+	info Info
+	mk   func() Fault
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{reg: registry.New[entry]("nemesis")} }
+
+// Builtin returns a new registry holding every fault of this package.
+func Builtin() *Registry {
+	r := NewRegistry()
+	for _, mk := range builtins() {
+		if err := r.Register(func() Fault { return asFault(mk()) }); err != nil {
+			panic(err) // a programming error in this package, caught by its tests
+		}
+	}
+	return r
+}
+
+// builtins are the built-in faults, one file each, in the order the
+// record lists how they are drawn (FaultKinds): the network, the clocks,
+// the nodes' processes, failover, the data, then the clients.
 func builtins() []func() fault {
 	return []func() fault{
 		func() fault { return &partition{} },
@@ -34,37 +54,136 @@ func builtins() []func() fault {
 		func() fault { return &pause{} },
 		func() fault { return &kill{} },
 		func() fault { return &failover{} },
+		func() fault { return &loseReplies{} },
+		func() fault { return &memoryPressure{} },
+		func() fault { return &staleReplica{} },
 		func() fault { return &clientPause{} },
+		func() fault { return &renewerStall{} },
 		func() fault { return &clientCrash{} },
+		func() fault { return &killConnection{} },
 		func() fault { return &dataLoss{} },
 		func() fault { return &scriptFlush{} },
-		func() fault { return &renewerStall{} },
-		func() fault { return &memoryPressure{} },
-		func() fault { return &loseReplies{} },
-		func() fault { return &staleReplica{} },
 		func() fault { return clusterFailover{} },
-		func() fault { return &killConnection{} },
 	}
 }
 
-// newRegistry indexes fault constructors by name and rejects duplicates.
-func newRegistry(mks []func() fault) (map[string]func() fault, error) {
-	reg := make(map[string]func() fault, len(mks))
-	for _, mk := range mks {
-		name := mk().info().Name
-		if _, dup := reg[name]; dup {
-			return nil, fmt.Errorf("nemesis %q registered twice", name)
+// Register adds the fault that mk makes; it calls mk once to read the
+// fault's Info. It refuses a nil mk or fault, an empty name, a name
+// already registered (see registry.Registry.Register), and a fault kind
+// without a name or drawn otherwise than the same kind of a fault
+// registered before (two faults may put one kind in force, as partition
+// and native-partition do, if they draw it alike).
+func (r *Registry) Register(mk func() Fault) error {
+	if mk == nil {
+		return fmt.Errorf("register nemesis: %w", registry.ErrNil)
+	}
+	f := mk()
+	if f == nil {
+		return fmt.Errorf("register nemesis: %w (its constructor made none)", registry.ErrNil)
+	}
+	info := f.Info()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var add []history.FaultKind
+	if info.Name != "" {
+		var err error
+		if add, err = r.newKinds(info); err != nil {
+			return err
 		}
-		reg[name] = mk
 	}
-	return reg, nil
+	if err := r.reg.Register(info.Name, entry{info: info, mk: mk}); err != nil {
+		return err
+	}
+	r.kinds = append(r.kinds, add...)
+	return nil
 }
 
-func names(reg map[string]func() fault) []string {
-	out := make([]string, 0, len(reg))
-	for n := range reg {
-		out = append(out, n)
+// newKinds are the kinds of info that no fault registered before draws,
+// or an error for one drawn otherwise than before.
+func (r *Registry) newKinds(info Info) ([]history.FaultKind, error) {
+	known := map[string]history.FaultKind{}
+	for _, k := range r.kinds {
+		known[k.Name] = k
 	}
-	sort.Strings(out)
+	var add []history.FaultKind
+	for _, k := range info.Kinds {
+		if k.Name == "" {
+			return nil, fmt.Errorf("register nemesis %q: a fault kind without a name", info.Name)
+		}
+		if old, ok := known[k.Name]; ok {
+			if !reflect.DeepEqual(old, k) {
+				return nil, fmt.Errorf("register nemesis %q: fault kind %q is drawn otherwise by a nemesis registered before", info.Name, k.Name)
+			}
+			continue
+		}
+		known[k.Name] = k
+		add = append(add, k)
+	}
+	return add, nil
+}
+
+// Lookup returns the Info of the fault called name, or an *UnknownError
+// listing the known ones.
+func (r *Registry) Lookup(name string) (Info, error) {
+	e, err := r.reg.Lookup(name)
+	return e.info, err
+}
+
+// Names lists the registered faults' names, sorted.
+func (r *Registry) Names() []string { return r.reg.Names() }
+
+// All lists the Info of every registered fault, sorted by name.
+func (r *Registry) All() []Info {
+	es := r.reg.All()
+	out := make([]Info, len(es))
+	for i, e := range es {
+		out[i] = e.info
+	}
+	return out
+}
+
+// NeedsOf is what the named faults need together.
+func (r *Registry) NeedsOf(names []string) (sut.Needs, error) {
+	var out sut.Needs
+	for _, n := range names {
+		info, err := r.Lookup(n)
+		if err != nil {
+			return sut.Needs{}, err
+		}
+		out = out.Merge(info.Needs)
+	}
+	return out, nil
+}
+
+// FaultKinds are the kinds of fault the registered faults put in force,
+// each once, with how a report draws them (Info.Kinds), in the order the
+// faults were registered. A run writes them into its record, so that its
+// report draws every fault the run could inject, a user's too, without
+// knowing the nemeses.
+func (r *Registry) FaultKinds() []history.FaultKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]history.FaultKind, len(r.kinds))
+	for i, k := range r.kinds {
+		out[i] = cloneKind(k)
+	}
+	return out
+}
+
+// cloneKind is k with slices of its own, so that a caller may change them.
+func cloneKind(k history.FaultKind) history.FaultKind {
+	k.StartedBy = slices.Clone(k.StartedBy)
+	k.EndedBy = slices.Clone(k.EndedBy)
+	k.Marks = slices.Clone(k.Marks)
+	return k
+}
+
+// instances returns a new instance of each registered fault, by name.
+func (r *Registry) instances() map[string]Fault {
+	es := r.reg.All()
+	out := make(map[string]Fault, len(es))
+	for _, e := range es {
+		out[e.info.Name] = e.mk()
+	}
 	return out
 }

@@ -27,8 +27,11 @@ type RenewerStaller interface {
 // itself when the stall ends.
 type renewerStall struct{}
 
+// renewerStallKinds: how a report draws the renewals held back.
+var renewerStallKinds = []faultKind{{Name: "renewer stall"}}
+
 func (renewerStall) info() Info {
-	return Info{Name: "renewer-stall", Strikes: []string{"stall-renewers"},
+	return Info{Name: "renewer-stall", Kinds: renewerStallKinds, Strikes: []string{"stall-renewers"},
 		Description: "hold back the locks' watchdog renewals (a starved renewer thread) while the clients keep working"}
 }
 

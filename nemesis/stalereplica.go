@@ -30,8 +30,12 @@ type staleReplica struct {
 	staled map[string]string
 }
 
+// staleReplicaKinds: how a report draws a replica cut off its master's
+// writes.
+var staleReplicaKinds = []faultKind{{Name: "stale replica"}}
+
 func (*staleReplica) info() Info {
-	return Info{Name: "stale-replica", Strikes: []string{"start-stale-replica"},
+	return Info{Name: "stale-replica", Kinds: staleReplicaKinds, Strikes: []string{"start-stale-replica"},
 		Needs:       sut.Needs{Replicated: true, Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "a replica stops receiving its master's writes (refused replication credentials) yet looks healthy to Sentinel, optionally preferred for promotion"}
 }

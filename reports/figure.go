@@ -153,74 +153,119 @@ func (s *shapes) tick(x, y0, y1 float64, c color.Color, w vg.Length) {
 // Plot implements plot.Plotter.
 func (s *shapes) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
-	xmin, xmax := p.X.Min, p.X.Max
-	px := vg.Length(72.0 / DPI) // one pixel, in points
-	for _, it := range s.items {
+	sc := &shapeCanvas{c: &c, trX: trX, trY: trY, xmin: p.X.Min, xmax: p.X.Max, px: vg.Length(72.0 / DPI)}
+	for i := range s.items {
+		it := &s.items[i]
 		switch it.Kind {
 		case kRect:
-			if it.X1 < xmin || it.X0 > xmax {
-				continue
-			}
-			x0, x1 := trX(math.Max(it.X0, xmin)), trX(math.Min(it.X1, xmax))
-			if w := it.Width; x1-x0 < w {
-				mid := (x0 + x1) / 2
-				x0, x1 = mid-w/2, mid+w/2
-			}
-			y0, y1 := trY(it.Y0), trY(it.Y1)
-			fillRect(&c, it.Col, x0, x1, y0, y1)
+			sc.rect(it)
 		case kShade:
-			if it.X1 < xmin || it.X0 > xmax {
-				continue
-			}
-			x0, x1 := trX(math.Max(it.X0, xmin)), trX(math.Min(it.X1, xmax))
-			if x1-x0 < px {
-				x1 = x0 + px
-			}
-			fillRect(&c, it.Col, x0, x1, c.Min.Y, c.Max.Y)
+			sc.shade(it)
 		case kVLine, kTickMark:
-			if it.X0 < xmin || it.X0 > xmax {
-				continue
-			}
-			x := trX(it.X0)
-			y0, y1 := c.Min.Y, c.Max.Y
-			if it.Y0 != it.Y1 {
-				y0, y1 = trY(it.Y0), trY(it.Y1)
-			}
-			w := it.Width
-			if it.Kind == kTickMark {
-				w = max(w, px)
-			}
-			c.StrokeLine2(draw.LineStyle{Color: it.Col, Width: w, Dashes: it.Dash}, x, y0, x, y1)
+			sc.vline(it)
 		case kHLine:
-			y := trY(it.Y0)
-			x0, x1 := c.Min.X, c.Max.X
-			if it.X0 != it.X1 {
-				x0, x1 = trX(math.Max(it.X0, xmin)), trX(math.Min(it.X1, xmax))
-			}
-			c.StrokeLine2(draw.LineStyle{Color: it.Col, Width: it.Width, Dashes: it.Dash}, x0, y, x1, y)
+			sc.hline(it)
 		case kText:
-			if it.X0 > xmax {
-				continue
-			}
-			sty := textStyle(it.Size, it.Col)
-			sty.YAlign = draw.YCenter
-			x := trX(math.Max(it.X0, xmin)) + 2
-			limit := c.Max.X
-			if it.ClipRight != 0 {
-				limit = min(limit, trX(math.Min(it.ClipRight, xmax)))
-			}
-			txt := fitText(sty, it.Text, limit-x)
-			if txt == "" {
-				continue
-			}
-			c.FillText(sty, vg.Point{X: x, Y: trY(it.Y0)}, txt)
+			sc.text(it)
 		case kGlyph:
-			if it.X0 < xmin || it.X0 > xmax {
-				continue
-			}
-			c.DrawGlyphNoClip(draw.GlyphStyle{Color: it.Col, Radius: it.Size, Shape: it.Glyph}, vg.Point{X: trX(it.X0), Y: trY(it.Y0)})
+			sc.glyph(it)
 		}
 	}
+}
+
+// shapeCanvas draws shapes on a plot's canvas: trX and trY map data to
+// the canvas, xmin and xmax are the plot's time range (a mark wholly
+// outside it is not drawn, one partly outside is cut at its edge), px is
+// a pixel in points.
+type shapeCanvas struct {
+	c          *draw.Canvas
+	trX, trY   func(float64) vg.Length
+	xmin, xmax float64
+	px         vg.Length
+}
+
+// rect fills X0..X1 × Y0..Y1, at least Width wide.
+func (sc *shapeCanvas) rect(it *shape) {
+	if it.X1 < sc.xmin || it.X0 > sc.xmax {
+		return
+	}
+	x0, x1 := sc.trX(math.Max(it.X0, sc.xmin)), sc.trX(math.Min(it.X1, sc.xmax))
+	if w := it.Width; x1-x0 < w {
+		mid := (x0 + x1) / 2
+		x0, x1 = mid-w/2, mid+w/2
+	}
+	y0, y1 := sc.trY(it.Y0), sc.trY(it.Y1)
+	fillRect(sc.c, it.Col, x0, x1, y0, y1)
+}
+
+// shade fills X0..X1 over the whole height, at least a pixel wide.
+func (sc *shapeCanvas) shade(it *shape) {
+	if it.X1 < sc.xmin || it.X0 > sc.xmax {
+		return
+	}
+	x0, x1 := sc.trX(math.Max(it.X0, sc.xmin)), sc.trX(math.Min(it.X1, sc.xmax))
+	if x1-x0 < sc.px {
+		x1 = x0 + sc.px
+	}
+	fillRect(sc.c, it.Col, x0, x1, sc.c.Min.Y, sc.c.Max.Y)
+}
+
+// vline strokes a vertical line at X0 from Y0 to Y1, or over the whole
+// height when they are equal; a tick mark is at least a pixel wide.
+func (sc *shapeCanvas) vline(it *shape) {
+	if it.X0 < sc.xmin || it.X0 > sc.xmax {
+		return
+	}
+	x := sc.trX(it.X0)
+	y0, y1 := sc.c.Min.Y, sc.c.Max.Y
+	if it.Y0 != it.Y1 {
+		y0, y1 = sc.trY(it.Y0), sc.trY(it.Y1)
+	}
+	w := it.Width
+	if it.Kind == kTickMark {
+		w = max(w, sc.px)
+	}
+	sc.c.StrokeLine2(draw.LineStyle{Color: it.Col, Width: w, Dashes: it.Dash}, x, y0, x, y1)
+}
+
+// hline strokes a horizontal line at Y0 from X0 to X1, or over the whole
+// width when they are equal.
+func (sc *shapeCanvas) hline(it *shape) {
+	y := sc.trY(it.Y0)
+	x0, x1 := sc.c.Min.X, sc.c.Max.X
+	if it.X0 != it.X1 {
+		x0, x1 = sc.trX(math.Max(it.X0, sc.xmin)), sc.trX(math.Min(it.X1, sc.xmax))
+	}
+	sc.c.StrokeLine2(draw.LineStyle{Color: it.Col, Width: it.Width, Dashes: it.Dash}, x0, y, x1, y)
+}
+
+// text writes Text from X0 (or the plot's left edge), vertically centred
+// on Y0, shortened to end before ClipRight and the plot's right edge.
+func (sc *shapeCanvas) text(it *shape) {
+	if it.X0 > sc.xmax {
+		return
+	}
+	sty := textStyle(it.Size, it.Col)
+	sty.YAlign = draw.YCenter
+	x := sc.trX(math.Max(it.X0, sc.xmin)) + 2
+	limit := sc.c.Max.X
+	if it.ClipRight != 0 {
+		limit = min(limit, sc.trX(math.Min(it.ClipRight, sc.xmax)))
+	}
+	txt := fitText(sty, it.Text, limit-x)
+	if txt == "" {
+		return
+	}
+	sc.c.FillText(sty, vg.Point{X: x, Y: sc.trY(it.Y0)}, txt)
+}
+
+// glyph draws Glyph at (X0, Y0), unclipped so that one at the edge shows
+// whole.
+func (sc *shapeCanvas) glyph(it *shape) {
+	if it.X0 < sc.xmin || it.X0 > sc.xmax {
+		return
+	}
+	sc.c.DrawGlyphNoClip(draw.GlyphStyle{Color: it.Col, Radius: it.Size, Shape: it.Glyph}, vg.Point{X: sc.trX(it.X0), Y: sc.trY(it.Y0)})
 }
 
 func fillRect(c *draw.Canvas, col color.Color, x0, x1, y0, y1 vg.Length) {

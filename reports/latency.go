@@ -70,62 +70,66 @@ func (v *runView) faultLegend(leg *legend, fams map[string]bool) {
 func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 	const w, h = figWidth, 520
 	xmax := math.Max(seconds(v.end), 1e-3)
-	// Points closer than a glyph are one point: dedupe on a grid of
-	// glyph-sized cells. The figure (the SVG above all, which keeps every
-	// point) is then bounded by its area, not by the number of acquires: a
-	// million acquires draw no more points than a few thousand that fill
-	// the same cells.
-	cols, rowsPx := float64(w-legendWidth)/(2*latencyGlyph), 300.0/(2*latencyGlyph)
-	type cell struct {
-		t    history.Type
-		x, y int
+	ymin, ymax := latencyRange(v.dig.lat)
+	leg := newLegend()
+	top, fams := v.latencyScatter(xmax, ymin, ymax, leg)
+	bot := v.latencyQuantiles(xmax, ymin, ymax, leg)
+	v.faultLegend(leg, fams)
+	fig := func(c draw.Canvas) {
+		main := draw.Crop(c, 0, -legendWidth, 0, 0)
+		cs := []draw.Canvas{draw.Crop(main, 0, 0, 200, 0), draw.Crop(main, 0, 0, 0, -(h - 200))}
+		alignX([]*plot.Plot{top, bot}, cs)
+		top.Draw(cs[0])
+		bot.Draw(cs[1])
+		leg.Draw(draw.Crop(c, figWidth-legendWidth+12, 0, 0, -28))
 	}
-	seen := map[cell]bool{}
-	pts := map[history.Type]plotter.XYs{}
-	ld := v.dig.lat
+	return w, h, fig
+}
+
+// latencyRange is the latency axis: whole decades around every acquire's
+// latency (0.1 ms to 1 s when there is none), one decade at least.
+func latencyRange(ld *latencyDigest) (ymin, ymax float64) {
 	lo, hi := ld.lo, ld.hi
 	if ld.n == 0 {
 		lo, hi = 0.1, 1000
 	}
-	ymin := math.Pow(10, math.Floor(math.Log10(lo)))
-	ymax := math.Pow(10, math.Ceil(math.Log10(hi)))
+	ymin = math.Pow(10, math.Floor(math.Log10(lo)))
+	ymax = math.Pow(10, math.Ceil(math.Log10(hi)))
 	if ymax <= ymin {
 		ymax = ymin * 10
 	}
-	// A crowded plot (a long run's) merges cells two by two until at most
-	// maxDrawn points are left: it shows where the latencies lie, and its
-	// SVG stays small.
-	for f := 1.0; ; f *= 2 {
-		clear(seen)
-		clear(pts)
-		n := 0
-		for o, out := range outcomes {
-			for _, p := range ld.sortedPoints(o) {
-				k := cell{out.T, int(p.X / xmax * cols / f), int(math.Log(p.Y/ymin) / math.Log(ymax/ymin) * rowsPx / f)}
-				if seen[k] {
-					continue
-				}
-				seen[k] = true
-				pts[out.T] = append(pts[out.T], plotter.XY{X: p.X, Y: p.Y})
-				n++
-			}
-		}
-		if n <= maxDrawn || f >= 8 {
-			break
-		}
-	}
+	return ymin, ymax
+}
 
-	top := basePlot(v.title("acquire latency"))
-	top.X.Min, top.X.Max = 0, xmax
-	top.Y.Min, top.Y.Max = ymin, ymax
-	top.Y.Scale = plot.LogScale{}
-	top.Y.Tick.Marker = logTicker{}
-	top.Y.Label.Text = "latency (ms)"
+// logTimePlot is a plot of latencies (ms, on a log scale from ymin to
+// ymax) over the run's time (0 to xmax s).
+func logTimePlot(title string, xmax, ymin, ymax float64, label string) *plot.Plot {
+	p := basePlot(title)
+	p.X.Min, p.X.Max = 0, xmax
+	p.Y.Min, p.Y.Max = ymin, ymax
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = logTicker{}
+	p.Y.Label.Text = label
+	return p
+}
+
+// faultBackdrop shades the fault windows and draws the time grid on p,
+// under what is added after, and returns the fault families shaded.
+func (v *runView) faultBackdrop(p *plot.Plot) map[string]bool {
 	s := &shapes{}
 	fams := v.shadeFaults(s)
-	timeGrid(s, top)
-	top.Add(s)
-	leg := newLegend()
+	timeGrid(s, p)
+	p.Add(s)
+	return fams
+}
+
+// latencyScatter is the upper latency plot: a point per acquire (merged,
+// see latencyPoints) coloured by outcome, with its legend entries; and
+// the fault families it shades.
+func (v *runView) latencyScatter(xmax, ymin, ymax float64, leg *legend) (*plot.Plot, map[string]bool) {
+	top := logTimePlot(v.title("acquire latency"), xmax, ymin, ymax, "latency (ms)")
+	fams := v.faultBackdrop(top)
+	pts := latencyPoints(v.dig.lat, xmax, ymin, ymax)
 	for _, o := range outcomes {
 		if len(pts[o.T]) > 0 {
 			leg.Add("acquire "+o.Name, glyphThumb(o.Col, draw.CircleGlyph{}, 2.5))
@@ -150,99 +154,116 @@ func (v *runView) latency() (vg.Length, vg.Length, func(draw.Canvas)) {
 		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: latencyGlyph, Shape: draw.CircleGlyph{}}
 		top.Add(sc)
 	}
+	return top, fams
+}
 
-	// Quantiles of ok acquires per bucket, from the buckets' histograms.
+// latencyPoints are the latency plot's points by outcome. Points closer
+// than a glyph are one point: they are deduplicated on a grid of
+// glyph-sized cells. The figure (the SVG above all, which keeps every
+// point) is then bounded by its area, not by the number of acquires: a
+// million acquires draw no more points than a few thousand that fill the
+// same cells. A crowded plot (a long run's) merges cells two by two until
+// at most maxDrawn points are left: it shows where the latencies lie, and
+// its SVG stays small.
+func latencyPoints(ld *latencyDigest, xmax, ymin, ymax float64) map[history.Type]plotter.XYs {
+	cols, rowsPx := float64(figWidth-legendWidth)/(2*latencyGlyph), 300.0/(2*latencyGlyph)
+	type cell struct {
+		t    history.Type
+		x, y int
+	}
+	seen := map[cell]bool{}
+	pts := map[history.Type]plotter.XYs{}
+	for f := 1.0; ; f *= 2 {
+		clear(seen)
+		clear(pts)
+		n := 0
+		for o, out := range outcomes {
+			for _, p := range ld.sortedPoints(o) {
+				k := cell{out.T, int(p.X / xmax * cols / f), int(math.Log(p.Y/ymin) / math.Log(ymax/ymin) * rowsPx / f)}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				pts[out.T] = append(pts[out.T], plotter.XY{X: p.X, Y: p.Y})
+				n++
+			}
+		}
+		if n <= maxDrawn || f >= 8 {
+			return pts
+		}
+	}
+}
+
+// latencyQuantileLines are the quantiles the lower latency plot draws.
+var latencyQuantileLines = []struct {
+	q    float64
+	name string
+	col  color.NRGBA
+	dash []vg.Length
+}{
+	{0.5, "median", color.NRGBA{R: 31, G: 119, B: 180, A: 255}, nil},
+	{0.95, "p95", color.NRGBA{R: 23, G: 190, B: 207, A: 255}, nil},
+	{0.99, "p99", color.NRGBA{R: 148, G: 103, B: 189, A: 255}, nil},
+	{1, "max", colInk, []vg.Length{3, 2}},
+}
+
+// latencyQuantiles is the lower latency plot: the quantiles of successful
+// acquires per bucket (see bucketWidth), from the buckets' histograms,
+// with their legend entries.
+func (v *runView) latencyQuantiles(xmax, ymin, ymax float64, leg *legend) *plot.Plot {
+	ld := v.dig.lat
 	bw := ld.plotWidth(v.end)
 	buckets := ld.plotBuckets(bw)
-	qs := []struct {
-		q    float64
-		name string
-		col  color.NRGBA
-		dash []vg.Length
-	}{
-		{0.5, "median", color.NRGBA{R: 31, G: 119, B: 180, A: 255}, nil},
-		{0.95, "p95", color.NRGBA{R: 23, G: 190, B: 207, A: 255}, nil},
-		{0.99, "p99", color.NRGBA{R: 148, G: 103, B: 189, A: 255}, nil},
-		{1, "max", colInk, []vg.Length{3, 2}},
-	}
-	bot := basePlot("")
-	bot.X.Min, bot.X.Max = 0, xmax
-	bot.Y.Min, bot.Y.Max = ymin, ymax
-	bot.Y.Scale = plot.LogScale{}
-	bot.Y.Tick.Marker = logTicker{}
-	bot.Y.Label.Text = "ok acquire latency (ms)"
+	label := "ok acquire latency (ms)"
 	if bw > 1e9 {
-		bot.Y.Label.Text = "ok acquire latency (ms), per " + per(bw)
+		label = "ok acquire latency (ms), per " + per(bw)
 	}
-	s2 := &shapes{}
-	v.shadeFaults(s2)
-	timeGrid(s2, bot)
-	bot.Add(s2)
+	bot := logTimePlot("", xmax, ymin, ymax, label)
+	v.faultBackdrop(bot)
 	var keys []int64
 	for k, b := range buckets {
 		if b != nil && b.acqOKInvoked() > 0 {
 			keys = append(keys, int64(k))
 		}
 	}
-	for _, q := range qs {
-		// One line per run of consecutive buckets: no line is drawn
-		// across a stretch with no successful acquire.
-		var line plotter.XYs
-		flush := func() {
-			if len(line) == 0 {
-				return
-			}
+	for _, q := range latencyQuantileLines {
+		for _, line := range quantileLines(buckets, keys, bw, q.q) {
 			if l, err := plotter.NewLine(line); err == nil {
 				l.LineStyle = draw.LineStyle{Color: q.col, Width: 1.2, Dashes: q.dash}
 				bot.Add(l)
 			}
-			line = nil
 		}
-		for i, k := range keys {
-			if i > 0 && k != keys[i-1]+1 {
-				flush()
-			}
-			b := buckets[k]
-			line = append(line, plotter.XY{X: seconds(k*bw + bw/2), Y: histQuantile(&b.hist[0], b.max[0], q.q)})
-		}
-		flush()
 		if len(keys) > 0 {
 			leg.Add(q.name+" per "+per(bw), lineThumb(q.col, 1.2, q.dash...))
 		}
 	}
-	v.faultLegend(leg, fams)
-	fig := func(c draw.Canvas) {
-		main := draw.Crop(c, 0, -legendWidth, 0, 0)
-		cs := []draw.Canvas{draw.Crop(main, 0, 0, 200, 0), draw.Crop(main, 0, 0, 0, -(h - 200))}
-		alignX([]*plot.Plot{top, bot}, cs)
-		top.Draw(cs[0])
-		bot.Draw(cs[1])
-		leg.Draw(draw.Crop(c, figWidth-legendWidth+12, 0, 0, -28))
+	return bot
+}
+
+// quantileLines are quantile q of the buckets with keys (ascending) as
+// lines, one per run of consecutive buckets: no line is drawn across a
+// stretch with no successful acquire.
+func quantileLines(buckets []*latBucket, keys []int64, bw int64, q float64) []plotter.XYs {
+	var lines []plotter.XYs
+	var line plotter.XYs
+	for i, k := range keys {
+		if i > 0 && k != keys[i-1]+1 {
+			lines, line = append(lines, line), nil
+		}
+		b := buckets[k]
+		line = append(line, plotter.XY{X: seconds(k*bw + bw/2), Y: histQuantile(&b.hist[0], b.max[0], q)})
 	}
-	return w, h, fig
+	if len(line) > 0 {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // rate draws completed operations per second over time, by outcome.
 func (v *runView) rate() (vg.Length, vg.Length, func(draw.Canvas)) {
 	const w, h = figWidth, 300
-	ld := v.dig.lat
-	bw := ld.plotWidth(v.end)
-	n := int(v.end/bw) + 1
-	perSec := float64(1e9) / float64(bw)
-	counts := map[history.Type][]float64{}
-	acqOK := make([]float64, n)
-	for _, o := range outcomes {
-		counts[o.T] = make([]float64, n)
-	}
-	for b, lb := range ld.plotBuckets(bw) {
-		if lb == nil || b >= n {
-			continue
-		}
-		for o, out := range outcomes {
-			counts[out.T][b] = lb.done[o] * perSec
-		}
-		acqOK[b] = lb.acqOK * perSec
-	}
+	bw := v.dig.lat.plotWidth(v.end)
+	counts, acqOK := v.rates(bw)
 	p := basePlot(v.title("operations per second"))
 	p.X.Min, p.X.Max = 0, math.Max(seconds(v.end), 1e-3)
 	p.Y.Min = 0
@@ -255,33 +276,13 @@ func (v *runView) rate() (vg.Length, vg.Length, func(draw.Canvas)) {
 	p.Add(s)
 	leg := newLegend()
 	var ymax float64
-	// The last bucket is cut short by the end of the run: rate over what it covers.
-	if covered := v.end - int64(n-1)*bw; covered > 0 && covered < bw {
-		f := float64(bw) / float64(covered)
-		for _, cs := range counts {
-			cs[n-1] *= f
-		}
-		acqOK[n-1] *= f
-	}
-	add := func(vals []float64, name string, col color.Color, dash []vg.Length) {
-		var xy plotter.XYs
-		for i, y := range vals {
-			xy = append(xy, plotter.XY{X: seconds(int64(i)*bw + bw/2), Y: y})
-			ymax = math.Max(ymax, y)
-		}
-		l, err := plotter.NewLine(xy)
-		if err != nil {
-			return
-		}
-		l.LineStyle = draw.LineStyle{Color: col, Width: 1.2, Dashes: dash}
-		p.Add(l)
-		leg.Add(name, lineThumb(col, 1.2, dash...))
-	}
 	for _, o := range outcomes {
-		add(counts[o.T], o.Name, o.Col, nil)
+		ymax = math.Max(ymax, addRateLine(p, leg, counts[o.T], bw, o.Name, o.Col, nil))
 	}
-	add(acqOK, "acquire ok", colInk, []vg.Length{3, 2})
+	ymax = math.Max(ymax, addRateLine(p, leg, acqOK, bw, "acquire ok", colInk, []vg.Length{3, 2}))
 	p.Y.Max = math.Max(ymax*1.08, 1)
+	// The grid goes under the lines, but is laid out after them: adding a
+	// line widens the x axis to its last bucket's middle.
 	timeGrid(s, p)
 	v.faultLegend(leg, fams)
 	fig := func(c draw.Canvas) {
@@ -289,6 +290,55 @@ func (v *runView) rate() (vg.Length, vg.Length, func(draw.Canvas)) {
 		leg.Draw(draw.Crop(c, figWidth-legendWidth+12, 0, 0, -28))
 	}
 	return w, h, fig
+}
+
+// rates are the completions per second of each outcome, and of
+// successful acquires, per bucket of width bw. The last bucket is cut
+// short by the end of the run: its rate is over what it covers.
+func (v *runView) rates(bw int64) (map[history.Type][]float64, []float64) {
+	n := int(v.end/bw) + 1
+	perSec := float64(1e9) / float64(bw)
+	counts := map[history.Type][]float64{}
+	acqOK := make([]float64, n)
+	for _, o := range outcomes {
+		counts[o.T] = make([]float64, n)
+	}
+	for b, lb := range v.dig.lat.plotBuckets(bw) {
+		if lb == nil || b >= n {
+			continue
+		}
+		for o, out := range outcomes {
+			counts[out.T][b] = lb.done[o] * perSec
+		}
+		acqOK[b] = lb.acqOK * perSec
+	}
+	if covered := v.end - int64(n-1)*bw; covered > 0 && covered < bw {
+		f := float64(bw) / float64(covered)
+		for _, cs := range counts {
+			cs[n-1] *= f
+		}
+		acqOK[n-1] *= f
+	}
+	return counts, acqOK
+}
+
+// addRateLine adds a line of vals, one per bucket of width bw, to p and
+// to its legend, and returns the largest of vals.
+func addRateLine(p *plot.Plot, leg *legend, vals []float64, bw int64, name string, col color.Color, dash []vg.Length) float64 {
+	var ymax float64
+	var xy plotter.XYs
+	for i, y := range vals {
+		xy = append(xy, plotter.XY{X: seconds(int64(i)*bw + bw/2), Y: y})
+		ymax = math.Max(ymax, y)
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return ymax
+	}
+	l.LineStyle = draw.LineStyle{Color: col, Width: 1.2, Dashes: dash}
+	p.Add(l)
+	leg.Add(name, lineThumb(col, 1.2, dash...))
+	return ymax
 }
 
 // title is a plot title with the run's lock and verdict.

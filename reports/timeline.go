@@ -1,9 +1,6 @@
 package reports
 
 import (
-	"cmp"
-	"fmt"
-	"image/color"
 	"math"
 	"slices"
 
@@ -12,7 +9,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/history"
 )
 
 // Figure sizes, in points.
@@ -75,51 +71,164 @@ func (a *plotArea) Pixel(x, y float64) (px, py int) {
 // the size of the picture are bounded by its pixels, not by the length of
 // the run; violations are never merged away (they are drawn last, at least
 // two pixels wide).
+//
+// The figure is drawn in layers, bottom to top: the fault bands, grid,
+// fault lanes, clock rows, hold bars, client pauses and crashes; the
+// accepted writes; the violations; the rarer write marks and the lines
+// that mark the highlighted violation and the final heal.
 func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas), *plotArea) {
-	from, to := win.From, max(win.To, win.From+1)
-	xmin, xmax := seconds(from), seconds(to)
+	d := v.newTimelineDraw(win)
+	d.bands()
+	d.lanes()
+	d.clockRows()
+	d.bars()
+	d.pausesAndCrashes()
+	d.writeTicks()
+	d.p.Add(d.base, d.under)
+	d.violations()
+	d.highlightAndHeal()
+	d.p.Add(d.viols, d.top)
+	d.legend()
+	d.yAxis()
+	return d.figure()
+}
+
+// timelineDraw is one timeline figure being drawn: its window and scale,
+// which rows it has and where each lies, the plot and its layers of
+// marks, and what was drawn, which the legend lists. The steps of
+// runView.timeline share it instead of passing a dozen values around.
+type timelineDraw struct {
+	v          *runView
+	win        window
+	from, to   int64   // the window, never empty
+	xmin, xmax float64 // the window in seconds
+	dataW      float64 // width of the data area in points, roughly: the y tick labels take the rest
+	res        float64 // seconds per pixel column
+	mk         *marks  // the window's holds and write marks
+
+	procs  []int               // the clients that get a row
+	loose  []checker.Violation // violations that name no process: a row of their own
+	faults []Fault             // the faults that overlap the window
+	placed []placedFault       // the faults drawn in a fault lane, with their lane
+	layout rowLayout
+
+	area *plotArea
+	p    *plot.Plot
+	// The layers, in the order they are drawn.
+	base  *shapes // fault bands, grid, lanes, clock rows, hold bars, pauses, crashes
+	under *shapes // accepted writes: under the violations
+	viols *shapes // violations, on top of holds and writes, never merged
+	top   *shapes // drawn last: rare marks stay visible on top of red
+
+	ticks    map[tickKey]bool // write and expiry ticks drawn, one per pixel column, row and kind
+	dense    bool             // too many accepted writes to draw: left out
+	families map[string]bool  // fault families shaded
+	drawn    drawnMarks
+	leg      *legend
+}
+
+// drawnMarks says which kinds of marks a timeline drew, for its legend.
+type drawnMarks struct {
+	expired, paused, crashed         bool
+	wroteOK, wroteRejected, wroteUnk bool
+	overlap, otherFatal, harmless    bool
+}
+
+// tickKey is a tick's row, kind and pixel column.
+type tickKey struct {
+	y    float64
+	kind int
+	col  int64
+}
+
+// placedFault is a fault drawn as a labelled bar in a fault lane.
+type placedFault struct {
+	f    Fault
+	lane int
+}
+
+// rowLayout is the timeline's rows, top to bottom, and the y of each kind.
+type rowLayout struct {
+	rows        []row
+	firstClient int // index of the first client row; len(rows) when there is none
+	clientY     map[int]float64
+	laneY       map[int]float64
+	clockY      map[string]float64
+}
+
+// y is the data y of row i: row 0 is at the top.
+func (l *rowLayout) y(i int) float64 { return float64(len(l.rows) - 1 - i) }
+
+// newTimelineDraw lays out the timeline of win: its scale, and which
+// processes, faults and violations get a row or a lane.
+func (v *runView) newTimelineDraw(win window) *timelineDraw {
+	d := &timelineDraw{v: v, win: win, from: win.From, to: max(win.To, win.From+1)}
+	d.xmin, d.xmax = seconds(d.from), seconds(d.to)
 	plotW := figWidth - legendWidth
-	dataW := float64(plotW - 70) // roughly: the y tick labels take the rest
-	res := (xmax - xmin) / (dataW * DPI / 72)
-	in := func(a, b int64) bool { return b >= from && a <= to }
-	mk := v.marksOf(win)
-
-	// Which processes get a row.
-	procs := v.procs
-	if win.Zoom {
-		seen := map[int]bool{}
-		for p := range mk.holds.holders {
-			seen[p] = true
-		}
-		for p := range mk.procs {
-			seen[p] = true
-		}
-		if win.Highlight != nil {
-			for _, p := range win.Highlight.Processes {
-				seen[p] = true
-			}
-		}
-		procs = nil
-		for _, p := range v.procs {
-			if seen[p] {
-				procs = append(procs, p)
-			}
-		}
-	}
-
-	// Violations that name no process get a lane of their own.
-	var loose []checker.Violation
+	d.dataW = float64(plotW - 70)
+	d.res = (d.xmax - d.xmin) / (d.dataW * DPI / 72)
+	d.mk = v.marksOf(win)
+	d.procs = d.rowProcesses()
 	for _, vi := range v.res.Violations {
-		if len(vi.Processes) == 0 && in(vi.Start, max(vi.End, vi.Start)) {
-			loose = append(loose, vi)
+		if len(vi.Processes) == 0 && d.in(vi.Start, max(vi.End, vi.Start)) {
+			d.loose = append(d.loose, vi)
 		}
 	}
-
-	// Clock rows: one per node whose clock was moved.
 	var clockNodes []string
+	d.faults, clockNodes = d.windowFaults()
+	lanes := d.placeFaults()
+	d.layout = layoutRows(len(d.loose) > 0, clockNodes, lanes, d.procs)
+
+	n := len(d.layout.rows)
+	d.area = &plotArea{XMin: d.xmin, XMax: d.xmax, YMin: -0.5, YMax: float64(n) - 0.5, ClientY: d.layout.clientY, Rows: d.layout.rows}
+	d.p = basePlot(win.Title)
+	d.p.X.Min, d.p.X.Max = d.xmin, d.xmax
+	d.p.Y.Min, d.p.Y.Max = d.area.YMin, d.area.YMax
+	d.p.X.Padding, d.p.Y.Padding = 0, 0
+	d.base, d.under, d.viols, d.top = &shapes{}, &shapes{}, &shapes{}, &shapes{}
+	d.ticks = map[tickKey]bool{}
+	d.families = map[string]bool{}
+	return d
+}
+
+// in reports whether [a, b] overlaps the window.
+func (d *timelineDraw) in(a, b int64) bool { return b >= d.from && a <= d.to }
+
+// rowProcesses are the clients that get a row: every client in the
+// overview; in a close-up only those seen in the window (holding, writing,
+// or named by the violation it shows).
+func (d *timelineDraw) rowProcesses() []int {
+	if !d.win.Zoom {
+		return d.v.procs
+	}
+	seen := map[int]bool{}
+	for p := range d.mk.holds.holders {
+		seen[p] = true
+	}
+	for p := range d.mk.procs {
+		seen[p] = true
+	}
+	if d.win.Highlight != nil {
+		for _, p := range d.win.Highlight.Processes {
+			seen[p] = true
+		}
+	}
+	var procs []int
+	for _, p := range d.v.procs {
+		if seen[p] {
+			procs = append(procs, p)
+		}
+	}
+	return procs
+}
+
+// windowFaults are the faults that overlap the window, and the nodes
+// whose clock one of them moved, sorted: each gets a clock row.
+func (d *timelineDraw) windowFaults() ([]Fault, []string) {
 	var faults []Fault
-	for _, f := range v.faults {
-		if !in(f.Start, f.End) {
+	var clockNodes []string
+	for _, f := range d.v.faults {
+		if !d.in(f.Start, f.End) {
 			continue
 		}
 		faults = append(faults, f)
@@ -132,17 +241,18 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 		}
 	}
 	slices.Sort(clockNodes)
+	return faults, clockNodes
+}
 
-	// Fault lanes: greedy, a label needs room after its bar's start.
+// placeFaults puts every fault but a clock fault with targets (drawn in
+// its nodes' clock rows) in a fault lane, greedily: a label needs room
+// after its bar's start, and past maxFaultLane lanes a fault shares the
+// lane that frees first. It returns how many lanes there are.
+func (d *timelineDraw) placeFaults() int {
 	labelSty := textStyle(8, colInk)
-	perPt := (xmax - xmin) / dataW
-	type placed struct {
-		f    Fault
-		lane int
-	}
+	perPt := (d.xmax - d.xmin) / d.dataW
 	var lanes []float64 // right edge in use, seconds
-	var place []placed
-	for _, f := range faults {
+	for _, f := range d.faults {
 		if f.Family == "clock" && len(f.Targets) > 0 {
 			continue
 		}
@@ -168,18 +278,23 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 			}
 		}
 		lanes[lane] = math.Max(lanes[lane], need)
-		place = append(place, placed{f, lane})
+		d.placed = append(d.placed, placedFault{f, lane})
 	}
+	return len(lanes)
+}
 
-	// Rows, top to bottom.
+// layoutRows lays out the rows, top to bottom: the violations that name
+// no process (if any), a clock row per node, the fault lanes, a row per
+// client.
+func layoutRows(looseRow bool, clockNodes []string, lanes int, procs []int) rowLayout {
 	var rows []row
-	if len(loose) > 0 {
+	if looseRow {
 		rows = append(rows, row{Kind: rowViolations, Label: "violations"})
 	}
 	for _, n := range clockNodes {
 		rows = append(rows, row{Kind: rowClock, Label: "clock " + n, Node: n})
 	}
-	for i := range lanes {
+	for i := 0; i < lanes; i++ {
 		label := ""
 		if i == 0 {
 			label = "faults"
@@ -189,324 +304,50 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	for _, p := range procs {
 		rows = append(rows, row{Kind: rowClient, Label: clientName(p), Proc: p})
 	}
-	n := len(rows)
-	yOf := func(i int) float64 { return float64(n - 1 - i) }
-	clientY := map[int]float64{}
-	laneY := map[int]float64{}
-	clockY := map[string]float64{}
+	l := rowLayout{rows: rows, firstClient: len(rows), clientY: map[int]float64{}, laneY: map[int]float64{}, clockY: map[string]float64{}}
 	lane := 0
-	firstClient := n
 	for i, r := range rows {
 		switch r.Kind {
 		case rowClient:
-			clientY[r.Proc] = yOf(i)
-			firstClient = min(firstClient, i)
+			l.clientY[r.Proc] = l.y(i)
+			l.firstClient = min(l.firstClient, i)
 		case rowFault:
-			laneY[lane] = yOf(i)
+			l.laneY[lane] = l.y(i)
 			lane++
 		case rowClock:
-			clockY[r.Node] = yOf(i)
+			l.clockY[r.Node] = l.y(i)
 		}
 	}
+	return l
+}
 
-	area := &plotArea{XMin: xmin, XMax: xmax, YMin: -0.5, YMax: float64(n) - 0.5, ClientY: clientY, Rows: rows}
-	s := &shapes{}
-	leg := newLegend()
-	families := map[string]bool{}
-
-	// Fault windows: shaded across every row, and a labelled bar in a lane.
-	for _, f := range faults {
-		s.shade(seconds(f.Start), seconds(f.End), v.faultColour(f.Family, 38))
-		families[f.Family] = true
-	}
-	// Grid and separators.
-	p := basePlot(win.Title)
-	p.X.Min, p.X.Max = xmin, xmax
-	p.Y.Min, p.Y.Max = area.YMin, area.YMax
-	p.X.Padding, p.Y.Padding = 0, 0
-	timeGrid(s, p)
-	if firstClient > 0 && firstClient < n {
-		s.hline(yOf(firstClient)+0.5, 0, 0, colFaint, 0.5)
-	}
-	for i, pl := range place {
-		y := laneY[pl.lane]
-		st, en := seconds(pl.f.Start), seconds(pl.f.End)
-		s.rect(st, en, y-0.32, y+0.32, v.faultColour(pl.f.Family, 150), 1)
-		clip := xmax
-		for _, q := range place[i+1:] {
-			if q.lane == pl.lane {
-				clip = seconds(q.f.Start)
-				break
-			}
-		}
-		s.text(st, y, pl.f.Label, 8, colInk, clip)
-	}
-	// Clock rows: offset bars, darker the larger the jump.
-	for _, f := range faults {
-		if f.Family != "clock" {
-			continue
-		}
-		for _, t := range f.Targets {
-			y, ok := clockY[t]
-			if !ok {
-				continue
-			}
-			a := uint8(90)
-			if f.HasOffset {
-				a = uint8(min(230, 70+math.Abs(f.Offset.Seconds())*3))
-			}
-			s.rect(seconds(f.Start), seconds(f.End), y-0.35, y+0.35, v.faultColour("clock", a), 1)
-			txt := f.Detail
-			if f.HasOffset {
-				txt = fmtOffset(f.Offset)
-			}
-			s.text(seconds(f.Start), y, txt, 8, colInk, seconds(f.End))
-		}
-	}
-
-	// Holds, merged per row and key when closer than a pixel (gathered
-	// in mk.holds).
-	// Every holder in the window has a row (procs), so every key held in
-	// it is shown.
-	keysShown := mk.holds.keys
-	for p, n := range mk.holds.holders {
-		if _, ok := clientY[p]; ok {
-			area.SourceHolds += n
-		}
-	}
-	rks := make([]barKey, 0, len(mk.holds.bars))
-	for k := range mk.holds.bars {
-		if _, ok := clientY[k.proc]; ok {
-			rks = append(rks, k)
-		}
-	}
-	slices.SortFunc(rks, func(a, b barKey) int {
-		return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.colour, b.colour))
-	})
-	for _, k := range rks {
-		y := clientY[k.proc]
-		for _, r := range mk.holds.bars[k].runs() {
-			c := keyColours[k.colour]
-			c.A = uint8(60 + 195*r.Level)
-			s.rect(r.From, r.To, y-0.3, y+0.3, c, 0)
-			area.MergedBars++
-		}
-	}
-	var expiries []float64
-	var expiryY []float64
-	for _, e := range mk.holds.expiries {
-		if y, ok := clientY[e.proc]; ok {
-			expiries = append(expiries, e.x)
-			expiryY = append(expiryY, y)
-		}
-	}
-	// Client pauses and crashes, and critical-section writes as ticks,
-	// one per pixel column and kind.
-	type tk struct {
-		y    float64
-		kind int
-		col  int64
-	}
-	ticks := map[tk]bool{}
-	under := &shapes{} // accepted writes: drawn under violations
-	marks := &shapes{} // drawn last: rare marks stay visible on top of red
-	// Accepted writes are the normal case: when there are more of them
-	// than a few per pixel column and row, they would only paint the rows
-	// black, so the overview leaves them out and says so.
-	accepted := mk.accepted
-	dense := float64(accepted) > dataW*DPI/72/6*float64(max(len(procs), 1))
-	addTick := func(x, y float64, kind int) {
-		k := tk{y, kind, int64(math.Floor((x - xmin) / res))}
-		if ticks[k] {
-			return
-		}
-		ticks[k] = true
-		switch kind {
-		case tkAccepted:
-			under.tick(x, y-0.42, y+0.42, colInk, 1)
-		case tkRejected:
-			marks.tick(x, y-0.42, y+0.42, colWarn, 1.5)
-		case tkUnknown:
-			marks.tick(x, y-0.42, y+0.42, colFaint, 1)
-		case tkExpired:
-			marks.tick(x, y-0.3, y+0.3, colInk, 2)
-		}
-		area.Ticks++
-	}
-	var paused, crashed, wroteOK, wroteRej, wroteUnk bool
-	for _, c := range v.dig.rare {
-		y, ok := clientY[int(c.Invoke.Process)]
-		if !ok {
-			continue
-		}
-		switch c.Invoke.F {
-		case history.FPause:
-			e := v.end
-			if c.Done {
-				e = c.Complete.Time
-			}
-			if in(c.Invoke.Time, e) {
-				s.rect(seconds(c.Invoke.Time), seconds(e), y-0.09, y+0.09, colPause, 1)
-				paused = true
-			}
-		case history.FCrash:
-			if in(c.Invoke.Time, c.Invoke.Time) {
-				s.glyph(seconds(c.Invoke.Time), y, draw.CrossGlyph{}, 3, colInk)
-				crashed = true
-			}
-		}
-	}
-	for _, k := range mk.sorted() {
-		y, ok := clientY[k.proc]
-		if !ok {
-			continue
-		}
-		x := mk.ticks[k]
-		switch k.kind {
-		case tkRejected:
-			addTick(x, y, tkRejected)
-			wroteRej = true
-		case tkAccepted:
-			if !dense {
-				addTick(x, y, tkAccepted)
-				wroteOK = true
-			}
-		case tkUnknown:
-			addTick(x, y, tkUnknown)
-			wroteUnk = true
-		}
-	}
-	area.Write = mk.writes
-	for i, x := range expiries {
-		addTick(x, expiryY[i], tkExpired)
-	}
-
-	p.Add(s, under)
-	s = &shapes{}
-	// Violations on top of holds and writes, never merged.
-	var overlap, other, harmless bool
-	for _, vi := range v.res.Violations {
-		e := max(vi.End, vi.Start)
-		if !in(vi.Start, e) {
-			continue
-		}
-		col := colViolation
-		if !vi.Fatal {
-			col, harmless = colWarn, true
-		}
-		if len(vi.Processes) == 0 {
-			y := yOf(0)
-			s.rect(seconds(vi.Start), seconds(e), y-0.35, y+0.35, col, 3)
-			s.text(seconds(vi.Start), y, vi.Kind+" "+vi.Key, 8, colInk, 0)
-			other = other || vi.Fatal
-			continue
-		}
-		for _, pr := range vi.Processes {
-			y, ok := clientY[pr]
-			if !ok {
-				continue
-			}
-			if vi.Kind == checker.KindOverlap {
-				s.rect(seconds(vi.Start), seconds(e), y-0.4, y+0.4, col, 3)
-				overlap = overlap || vi.Fatal
-				continue
-			}
-			// A finding's span (a lost update from the first read to the
-			// second write) is underlined only in its own close-up: drawn
-			// for every finding it would bury the holds under red lines.
-			if hl := win.Highlight; e > vi.Start && hl != nil && hl.Kind == vi.Kind && hl.Key == vi.Key && hl.Start == vi.Start && hl.End == vi.End {
-				s.rect(seconds(vi.Start), seconds(e), y-0.42, y-0.3, col, 2)
-			}
-			s.glyph(seconds(vi.Start), y+0.15, draw.TriangleGlyph{}, 3.5, col)
-			other = other || vi.Fatal
-		}
-	}
-	if hl := win.Highlight; hl != nil {
-		col := colViolation
-		if !hl.Fatal {
-			col = colWarn // red means a violation and nothing else
-		}
-		marks.vline(seconds(hl.Start), 0, 0, col, 1, 3, 2)
-		marks.vline(seconds(max(hl.End, hl.Start)), 0, 0, col, 1, 3, 2)
-	}
-	if v.healed && v.heal >= from && v.heal <= to {
-		marks.vline(seconds(v.heal), 0, 0, colInk, 1, 4, 3)
-	}
-	p.Add(s, marks)
-
-	// Legend.
-	for _, k := range v.keys {
-		if keysShown[k] && leg.n < 7 {
-			leg.Add("held "+k, boxThumb(v.keyColour(k)))
-		}
-	}
-	if area.SourceHolds > int(dataW*DPI/72) {
-		leg.Add("(paler: held part of the pixel's time)", boxThumb(color.White))
-	}
-	if len(keysShown) > 7 {
-		leg.Add(fmt.Sprintf("(%d keys; colour = key)", len(keysShown)), boxThumb(colFaint))
-	}
-	if len(expiries) > 0 {
-		leg.Add("lease expired while held", tickThumb(colInk, 2))
-	}
-	if wroteOK {
-		leg.Add("write accepted", tickThumb(colInk, 1))
-	}
-	if dense {
-		leg.Add("(accepted writes: too many to draw)", boxThumb(color.White))
-	}
-	if wroteRej {
-		leg.Add("write rejected (fencing)", tickThumb(colWarn, 1.5))
-	}
-	if wroteUnk {
-		leg.Add("write outcome unknown", tickThumb(colFaint, 1))
-	}
-	if paused {
-		leg.Add("client paused (GC)", lineThumb(colPause, 2.5))
-	}
-	if crashed {
-		leg.Add("client crashed", glyphThumb(colInk, draw.CrossGlyph{}, 3))
-	}
-	if overlap {
-		leg.Add("VIOLATION: two holders", boxThumb(colViolation))
-	}
-	if other {
-		leg.Add("VIOLATION (see list)", glyphThumb(colViolation, draw.TriangleGlyph{}, 3.5))
-	}
-	if harmless {
-		leg.Add("finding, not fatal", glyphThumb(colWarn, draw.TriangleGlyph{}, 3.5))
-	}
-	fams := make([]string, 0, len(families))
-	for f := range families {
-		fams = append(fams, f)
-	}
-	slices.Sort(fams)
-	for _, f := range fams {
-		name := "fault: " + f
-		if f == "clock" {
-			name = "clock offset"
-		}
-		leg.Add(name, boxThumb(v.faultColour(f, 120)))
-	}
-	if v.healed && v.heal >= from && v.heal <= to {
-		leg.Add("final heal", lineThumb(colInk, 1, 4, 3))
-	}
-
-	// Y axis: a label per row, thinned when rows are too thin for text.
-	rowPt := vg.Length(math.Max(3, math.Min(14, 620/float64(max(n, 1)))))
-	every := int(math.Ceil(9 / float64(rowPt)))
+// yAxis labels each row, thinned when rows are too thin for text: then
+// every few client rows are named, the first always.
+func (d *timelineDraw) yAxis() {
+	every := int(math.Ceil(9 / float64(d.rowHeight())))
 	var ticksY plot.ConstantTicks
-	for i, r := range rows {
+	for i, r := range d.layout.rows {
 		lbl := r.Label
-		if r.Kind == rowClient && every > 1 && (i-firstClient)%every != 0 {
+		if r.Kind == rowClient && every > 1 && (i-d.layout.firstClient)%every != 0 {
 			lbl = ""
 		}
-		ticksY = append(ticksY, plot.Tick{Value: yOf(i), Label: lbl})
+		ticksY = append(ticksY, plot.Tick{Value: d.layout.y(i), Label: lbl})
 	}
-	p.Y.Tick.Marker = ticksY
-	p.Y.Tick.Length = 0
+	d.p.Y.Tick.Marker = ticksY
+	d.p.Y.Tick.Length = 0
+}
 
-	h := max(rowPt*vg.Length(n)+75, leg.height()+40, 200)
+// rowHeight is the height of a row: the figure grows with its rows up to a
+// point, then the rows grow thinner.
+func (d *timelineDraw) rowHeight() vg.Length {
+	return vg.Length(math.Max(3, math.Min(14, 620/float64(max(len(d.layout.rows), 1)))))
+}
+
+// figure sizes the figure to its rows and legend and returns the function
+// that draws it, which records where the data went (plotArea).
+func (d *timelineDraw) figure() (vg.Length, vg.Length, func(draw.Canvas), *plotArea) {
+	h := max(d.rowHeight()*vg.Length(len(d.layout.rows))+75, d.leg.height()+40, 200)
+	area, p, leg := d.area, d.p, d.leg
 	area.W, area.H = figWidth, h
 	fig := func(c draw.Canvas) {
 		mainC := draw.Crop(c, 0, -legendWidth, 0, 0)

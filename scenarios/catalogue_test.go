@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/registry"
 )
 
 // The catalogue is data: these tests check it without running anything.
@@ -260,6 +262,18 @@ func TestLookupUnknown(t *testing.T) {
 	var ue *UnknownError
 	if !errors.As(err, &ue) || len(ue.Known) != len(Catalogue()) || !strings.Contains(err.Error(), "redlock-clock-jump") {
 		t.Fatalf("Lookup of an unknown name: %v", err)
+	}
+	// It is the registries' one unknown-name error, the known names
+	// sorted; every scenario of the catalogue is found by its name.
+	var rue *registry.UnknownError
+	if !errors.As(err, &rue) || rue.Kind != "scenario" || !slices.IsSorted(rue.Known) ||
+		!strings.HasPrefix(err.Error(), `unknown scenario "no-such-scenario" (known: `) {
+		t.Errorf("Lookup of an unknown name: %v", err)
+	}
+	for _, s := range Catalogue() {
+		if got, err := Lookup(s.Name); err != nil || got.Name != s.Name || got.Explanation != s.Explanation {
+			t.Errorf("Lookup(%s): %s, %v", s.Name, got.Name, err)
+		}
 	}
 }
 

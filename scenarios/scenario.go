@@ -10,12 +10,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/registry"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -221,26 +221,22 @@ func Run(ctx context.Context, s Scenario, opts Options) (Outcome, error) {
 }
 
 // UnknownError is returned for a scenario name that is not in the
-// catalogue.
-type UnknownError struct {
-	Name  string
-	Known []string
-}
+// catalogue: the registries' one unknown-name error, of Kind "scenario".
+type UnknownError = registry.UnknownError
 
-func (e *UnknownError) Error() string {
-	return fmt.Sprintf("unknown scenario %q (known: %s)", e.Name, strings.Join(e.Known, ", "))
-}
+// Lookup returns the scenario called name, or an *UnknownError listing
+// the catalogue's names, sorted. Like Catalogue, it returns a new value
+// each time.
+func Lookup(name string) (Scenario, error) { return index().Lookup(name) }
 
-// Lookup returns the scenario called name.
-func Lookup(name string) (Scenario, error) {
-	all := Catalogue()
-	names := make([]string, 0, len(all))
-	for _, s := range all {
-		if s.Name == name {
-			return s, nil
+// index is the catalogue by name. A name used twice is a programming
+// error in the catalogue, caught by its tests.
+func index() *registry.Registry[Scenario] {
+	r := registry.New[Scenario]("scenario")
+	for _, s := range Catalogue() {
+		if err := r.Register(s.Name, s); err != nil {
+			panic(err)
 		}
-		names = append(names, s.Name)
 	}
-	sort.Strings(names)
-	return Scenario{}, &UnknownError{Name: name, Known: names}
+	return r
 }

@@ -3,9 +3,10 @@ package sut
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
-	"strings"
+
+	"github.com/lockharness/lockharness/registry"
 )
 
 // Backend starts a deployment of the system under test from cfg: local
@@ -53,64 +54,45 @@ func (s System) Check(cfg Config) error {
 func (s System) Backend(name, arg string) (Backend, error) {
 	f, ok := s.Backends[name]
 	if !ok {
-		known := make([]string, 0, len(s.Backends))
-		for n := range s.Backends {
-			known = append(known, n)
-		}
-		sort.Strings(known)
-		return nil, &UnknownError{What: "backend of " + s.Name, Name: name, Known: known}
+		return nil, &UnknownError{Kind: "backend of " + s.Name, Name: name, Known: slices.Sorted(maps.Keys(s.Backends))}
 	}
 	return f(arg)
 }
 
-// Registry holds the systems a harness can start, by name. Package
-// sut/systems builds the one with every built-in system.
+// Registry holds the systems a harness can start, by name, in the order
+// they were registered (a registry.Registry made InOrder: the first is the
+// default, Redis in the built-in one). Package sut/systems builds the one
+// with every built-in system.
 type Registry struct {
-	byName map[string]System
-	order  []string
+	reg *registry.Registry[System]
 }
 
 // NewRegistry is an empty registry.
-func NewRegistry() *Registry { return &Registry{byName: map[string]System{}} }
+func NewRegistry() *Registry {
+	return &Registry{reg: registry.New[System]("system", registry.InOrder())}
+}
 
 // Register adds s. It refuses a system without a name or a local backend,
 // and a name already registered.
 func (r *Registry) Register(s System) error {
-	switch {
-	case s.Name == "":
-		return fmt.Errorf("register system: no name")
-	case s.Local == nil:
+	if s.Name != "" && s.Local == nil {
 		return fmt.Errorf("register system %q: no local backend", s.Name)
 	}
-	if _, dup := r.byName[s.Name]; dup {
-		return fmt.Errorf("register system %q: name already registered", s.Name)
-	}
-	r.byName[s.Name] = s
-	r.order = append(r.order, s.Name)
-	return nil
+	return r.reg.Register(s.Name, s)
 }
 
 // Lookup returns the system registered as name, or an *UnknownError that
 // lists the known ones.
-func (r *Registry) Lookup(name string) (System, error) {
-	s, ok := r.byName[name]
-	if !ok {
-		return System{}, &UnknownError{What: "system", Name: name, Known: r.Names()}
-	}
-	return s, nil
-}
+func (r *Registry) Lookup(name string) (System, error) { return r.reg.Lookup(name) }
 
 // Names are the registered systems' names, in the order they were
 // registered.
-func (r *Registry) Names() []string { return slices.Clone(r.order) }
+func (r *Registry) Names() []string { return r.reg.Names() }
 
-// UnknownError is returned for a name nothing is registered under.
-type UnknownError struct {
-	What  string // "system", "backend of redis"
-	Name  string
-	Known []string
-}
+// All are the registered systems, in the order they were registered.
+func (r *Registry) All() []System { return r.reg.All() }
 
-func (e *UnknownError) Error() string {
-	return fmt.Sprintf("unknown %s %q (known: %s)", e.What, e.Name, strings.Join(e.Known, ", "))
-}
+// UnknownError is returned for a name nothing is registered under: the
+// registries' one unknown-name error, of Kind "system" or "backend of
+// redis".
+type UnknownError = registry.UnknownError

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockharness/lockharness/registry"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -33,7 +34,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("registered %+v", s)
 		}
 	}
-	if err := r.Register(sut.System{Name: "etcd", Local: noBackend}); err == nil || !strings.Contains(err.Error(), `"etcd": name already registered`) {
+	if err := r.Register(sut.System{Name: "etcd", Local: noBackend}); !errors.Is(err, registry.ErrDuplicate) || !strings.Contains(err.Error(), `"etcd": name already registered`) {
 		t.Errorf("a duplicate: %v", err)
 	}
 	if got := r.Names(); !reflect.DeepEqual(got, []string{"redis", "etcd"}) {
@@ -44,7 +45,7 @@ func TestRegistry(t *testing.T) {
 	}
 	_, err := r.Lookup("consul")
 	var ue *sut.UnknownError
-	if !errors.As(err, &ue) || ue.Name != "consul" || err.Error() != `unknown system "consul" (known: redis, etcd)` {
+	if !errors.As(err, &ue) || ue.Name != "consul" || ue.Kind != "system" || err.Error() != `unknown system "consul" (known: redis, etcd)` {
 		t.Errorf("lookup consul: %v", err)
 	}
 }
@@ -65,7 +66,8 @@ func TestSystemBackend(t *testing.T) {
 	}
 	_, err := s.Backend("k8s", "")
 	var ue *sut.UnknownError
-	if !errors.As(err, &ue) || err.Error() != `unknown backend of redis "k8s" (known: docker, target)` {
+	var rue *registry.UnknownError // the registries' one unknown-name error
+	if !errors.As(err, &ue) || !errors.As(err, &rue) || ue.Kind != "backend of redis" || err.Error() != `unknown backend of redis "k8s" (known: docker, target)` {
 		t.Errorf("k8s: %v", err)
 	}
 }

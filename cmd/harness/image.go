@@ -21,48 +21,60 @@ libfaketime and the malloc shim in it, the native partition (nemesis
 native-partition) iptables in it unless the harness runs as root with nsenter
 and iptables on the host, the replicated topology redis-sentinel.`,
 	}
-	inspect := &cobra.Command{
+	cmd.AddCommand(newImageInspectCmd(), newImageBuildCmd())
+	return cmd
+}
+
+func newImageInspectCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:     "inspect [NAME]",
 		Short:   "say which faults an image supports (default: " + docker.DefaultImage + ")",
 		Example: "  harness image inspect\n  harness image inspect redis:7.4",
 		Args:    cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := docker.DefaultImage
-			if len(args) == 1 {
-				name = args[0]
-			}
-			ctx := cmd.Context()
-			if err := docker.Available(ctx); err != nil {
-				return &codeError{exitError, err}
-			}
-			im, err := docker.InspectImage(ctx, name)
-			if err != nil {
-				if errors.Is(err, docker.ErrNoImage) {
-					return &codeError{exitError, err}
-				}
-				return err
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s\n", im.Name)
-			fmt.Fprintf(w, "  %-28s %s\n", "pause, kill, disconnect", "yes (Docker itself)")
-			fmt.Fprintf(w, "  %-28s %s\n", "partition, latency (proxy)", "yes (the harness's proxies)")
-			for _, c := range []struct {
-				what string
-				err  error
-			}{
-				{"clock faults", im.Require(docker.NeedFaketime)},
-				{"native partition (iptables)", docker.CanPartitionNodes(im)},
-				{"replicated (Sentinel)", im.Require(docker.NeedSentinel)},
-			} {
-				if c.err != nil {
-					fmt.Fprintf(w, "  %-28s no: %v\n", c.what, c.err)
-				} else {
-					fmt.Fprintf(w, "  %-28s yes\n", c.what)
-				}
-			}
-			return nil
-		},
+		RunE:    inspectImage,
 	}
+}
+
+// inspectImage prints which faults the image named (or the default one)
+// supports, and why not where it does not.
+func inspectImage(cmd *cobra.Command, args []string) error {
+	name := docker.DefaultImage
+	if len(args) == 1 {
+		name = args[0]
+	}
+	ctx := cmd.Context()
+	if err := docker.Available(ctx); err != nil {
+		return &codeError{exitError, err}
+	}
+	im, err := docker.InspectImage(ctx, name)
+	if err != nil {
+		if errors.Is(err, docker.ErrNoImage) {
+			return &codeError{exitError, err}
+		}
+		return err
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "%s\n", im.Name)
+	fmt.Fprintf(w, "  %-28s %s\n", "pause, kill, disconnect", "yes (Docker itself)")
+	fmt.Fprintf(w, "  %-28s %s\n", "partition, latency (proxy)", "yes (the harness's proxies)")
+	for _, c := range []struct {
+		what string
+		err  error
+	}{
+		{"clock faults", im.Require(docker.NeedFaketime)},
+		{"native partition (iptables)", docker.CanPartitionNodes(im)},
+		{"replicated (Sentinel)", im.Require(docker.NeedSentinel)},
+	} {
+		if c.err != nil {
+			fmt.Fprintf(w, "  %-28s no: %v\n", c.what, c.err)
+		} else {
+			fmt.Fprintf(w, "  %-28s yes\n", c.what)
+		}
+	}
+	return nil
+}
+
+func newImageBuildCmd() *cobra.Command {
 	var name string
 	var force bool
 	build := &cobra.Command{
@@ -87,6 +99,5 @@ About 30 s on an idle machine, a few minutes under load.`,
 	}
 	build.Flags().StringVar(&name, "name", docker.DefaultImage, "the image's name")
 	build.Flags().BoolVar(&force, "force", false, "rebuild the image when it exists")
-	cmd.AddCommand(inspect, build)
-	return cmd
+	return build
 }

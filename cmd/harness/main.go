@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ce *codeError
 	if errors.As(err, &ce) {
 		if ce.err != nil {
-			fmt.Fprintln(stderr, "harness:", ce.err)
+			fmt.Fprintln(stderr, "harness:", flagText(ce.err))
 		}
 		return ce.code
 	}

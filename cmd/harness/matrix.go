@@ -16,6 +16,8 @@ import (
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/matrix"
 	"github.com/lockharness/lockharness/nemesis"
+	lockrun "github.com/lockharness/lockharness/run"
+	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
 )
@@ -37,14 +39,20 @@ func (o *matrixOutputs) flags(cmd *cobra.Command) {
 	f.StringVar(&o.summary, "summary", "", "also write the markdown summary here, e.g. $GITHUB_STEP_SUMMARY")
 }
 
+// matrixFlags are `harness matrix`'s flags: the spec they fill in, and
+// what is the command's own.
+type matrixFlags struct {
+	spec                   matrix.Spec
+	nemeses, scenarioNames []string
+	seeds                  int
+	shard, store           string
+	backends               []string
+	outs                   matrixOutputs
+}
+
 func newMatrixCmd() *cobra.Command {
-	var spec matrix.Spec
-	var nemeses, scenarioNames []string
-	var seeds int
-	var shard, store string
-	var backends []string
-	var outs matrixOutputs
-	spec.Run = matrix.DefaultRunParams()
+	var mf matrixFlags
+	mf.spec.Run = matrix.DefaultRunParams()
 	cmd := &cobra.Command{
 		Use:   "matrix --locks … --nemeses … --seeds N | --scenarios all --repeat N",
 		Short: "run many cells (lock × nemesis set × seed) and check each against an expectation",
@@ -69,87 +77,102 @@ Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed
   harness matrix --backends local,docker …     # every cell on local processes and in containers
   harness matrix --scenarios all --repeat 20`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			sh, err := matrix.ParseShard(shard)
-			if err != nil {
-				return &codeError{exitError, err}
-			}
-			spec.Backends = backends
-			spec.Nemeses = matrix.ParseNemesisSets(nemeses)
-			if len(spec.Locks) > 0 {
-				if seeds < 1 {
-					return &codeError{exitError, fmt.Errorf("--seeds must be at least 1, got %d", seeds)}
-				}
-				spec.Seeds = matrix.SeedRange(seeds)
-			}
-			if len(scenarioNames) > 0 {
-				if spec.Scenarios, err = matrix.ScenarioRefs(scenarioNames); err != nil {
-					return &codeError{exitError, err}
-				}
-			}
-			if err := checkNames(spec); err != nil {
-				return &codeError{exitError, err}
-			}
-			if err := checkRunParams(spec.Run); err != nil {
-				return &codeError{exitError, err}
-			}
-			if outs.expect != "" {
-				if spec.Expect, err = matrix.ReadExpectations(outs.expect); err != nil {
-					return &codeError{exitError, err}
-				}
-			}
-			if err := checkBackends(spec); err != nil {
-				return &codeError{exitError, err}
-			}
-			if err := spec.Validate(); err != nil {
-				return &codeError{exitError, err}
-			}
-			up, err := matrixBackends(cmd.Context(), spec)
-			if err != nil {
-				return &codeError{exitError, err}
-			}
-			errw := cmd.ErrOrStderr()
-			m, err := matrix.Run(cmd.Context(), spec, sh, matrix.Options{Store: store, Progress: errw, ProgressTTY: isTerminal(errw), Backends: up})
-			interrupted := errors.Is(err, matrix.ErrInterrupted)
-			if err != nil && !interrupted {
-				return &codeError{exitError, err}
-			}
-			code, werr := finishMatrix(cmd.OutOrStdout(), store, m, outs)
-			if werr != nil {
-				return &codeError{exitError, werr}
-			}
-			if interrupted {
-				return &codeError{exitInterrupted, errors.New("interrupted: the cells that finished are in matrix.json; run the same command again to resume")}
-			}
-			if code != 0 {
-				return &codeError{code: code}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return mf.run(cmd) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&spec.Name, "name", "matrix", "the matrix's directory in the store, for its outputs")
-	f.StringSliceVar(&spec.Locks, "locks", nil, "locks, comma-separated (see: harness locks)")
-	f.StringSliceVar(&nemeses, "nemeses", nil, "nemesis sets, comma-separated; join nemeses of one set with '+' (partition+clock), 'none' for no faults")
-	f.IntVar(&seeds, "seeds", 3, "seeds 1…N for every lock × nemesis set")
-	f.StringSliceVar(&scenarioNames, "scenarios", nil, "catalogued scenarios to run as cells, or 'all' (judged by their own expected verdicts unless a rule names them)")
-	f.IntVar(&spec.Repeat, "repeat", 1, "runs of each scenario")
-	f.StringVar(&shard, "shard", "", "run only shard i of n (i/n): the cells whose index in the sorted list is i-1 mod n")
-	f.StringVar(&store, "store", "store", "directory runs are written to (and resumed from)")
-	f.StringSliceVar(&backends, "backends", []string{backendLocal}, "where the cells run, each cell on each: local (redis-server processes), docker (containers, see --image), or local,docker")
-	f.StringVar(&spec.Image, "image", "", "with docker in --backends: the Redis image of the docker cells (default "+docker.DefaultImage+", built by `make image`)")
-	f.IntVar(&spec.Run.Clients, "clients", spec.Run.Clients, "concurrent clients per cell")
-	f.IntVar(&spec.Run.Keys, "keys", spec.Run.Keys, "lock keys per cell")
-	f.DurationVar(&spec.Run.TTL, "ttl", spec.Run.TTL, "lease length")
-	f.DurationVar(&spec.Run.TimeLimit, "time-limit", spec.Run.TimeLimit, "length of each cell's run phase")
-	f.DurationVar(&spec.Run.Recovery, "recovery", spec.Run.Recovery, "fault-free period after each cell's final heal")
-	f.DurationVar(&spec.Run.NemesisInterval, "nemesis-interval", spec.Run.NemesisInterval, "quiet time before each fault, and how long it lasts")
-	f.DurationVar(&spec.Run.Hold, "hold", spec.Run.Hold, "how long a client works inside its critical section, so that faults land inside holds")
-	f.DurationVar(&spec.Run.ClientPause, "nemesis-client-pause", spec.Run.ClientPause, "how long the client-pause nemesis pauses a holder")
-	f.DurationVar(&spec.Run.CheckTimeout, "check-timeout", spec.Run.CheckTimeout, "bound on each linearizability check")
-	outs.flags(cmd)
+	mf.add(cmd)
 	cmd.AddCommand(newMatrixMergeCmd())
 	return cmd
+}
+
+// add defines the flags.
+func (mf *matrixFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&mf.spec.Name, "name", "matrix", "the matrix's directory in the store, for its outputs")
+	f.StringSliceVar(&mf.spec.Locks, "locks", nil, "locks, comma-separated (see: harness locks)")
+	f.StringSliceVar(&mf.nemeses, "nemeses", nil, "nemesis sets, comma-separated; join nemeses of one set with '+' (partition+clock), 'none' for no faults")
+	f.IntVar(&mf.seeds, "seeds", 3, "seeds 1…N for every lock × nemesis set")
+	f.StringSliceVar(&mf.scenarioNames, "scenarios", nil, "catalogued scenarios to run as cells, or 'all' (judged by their own expected verdicts unless a rule names them)")
+	f.IntVar(&mf.spec.Repeat, "repeat", 1, "runs of each scenario")
+	f.StringVar(&mf.shard, "shard", "", "run only shard i of n (i/n): the cells whose index in the sorted list is i-1 mod n")
+	f.StringVar(&mf.store, "store", "store", "directory runs are written to (and resumed from)")
+	f.StringSliceVar(&mf.backends, "backends", []string{backendLocal}, "where the cells run, each cell on each: local (redis-server processes), docker (containers, see --image), or local,docker")
+	f.StringVar(&mf.spec.Image, "image", "", "with docker in --backends: the Redis image of the docker cells (default "+docker.DefaultImage+", built by `make image`)")
+	f.IntVar(&mf.spec.Run.Clients, "clients", mf.spec.Run.Clients, "concurrent clients per cell")
+	f.IntVar(&mf.spec.Run.Keys, "keys", mf.spec.Run.Keys, "lock keys per cell")
+	f.DurationVar(&mf.spec.Run.TTL, "ttl", mf.spec.Run.TTL, "lease length")
+	f.DurationVar(&mf.spec.Run.TimeLimit, "time-limit", mf.spec.Run.TimeLimit, "length of each cell's run phase")
+	f.DurationVar(&mf.spec.Run.Recovery, "recovery", mf.spec.Run.Recovery, "fault-free period after each cell's final heal")
+	f.DurationVar(&mf.spec.Run.NemesisInterval, "nemesis-interval", mf.spec.Run.NemesisInterval, "quiet time before each fault, and how long it lasts")
+	f.DurationVar(&mf.spec.Run.Hold, "hold", mf.spec.Run.Hold, "how long a client works inside its critical section, so that faults land inside holds")
+	f.DurationVar(&mf.spec.Run.ClientPause, "nemesis-client-pause", mf.spec.Run.ClientPause, "how long the client-pause nemesis pauses a holder")
+	f.DurationVar(&mf.spec.Run.CheckTimeout, "check-timeout", mf.spec.Run.CheckTimeout, "bound on each linearizability check")
+	mf.outs.flags(cmd)
+}
+
+// run checks everything it is given, every cell included, then runs the
+// cells and writes the outputs; a matrix interrupted exits 130 with the
+// cells that finished.
+func (mf *matrixFlags) run(cmd *cobra.Command) error {
+	spec, sh, err := mf.build()
+	if err != nil {
+		return &codeError{exitError, err}
+	}
+	up, err := matrixBackends(cmd.Context(), spec, sh, mf.store)
+	if err != nil {
+		return &codeError{exitError, err}
+	}
+	errw := cmd.ErrOrStderr()
+	m, err := matrix.Run(cmd.Context(), spec, sh, matrix.Options{Store: mf.store, Progress: errw, ProgressTTY: isTerminal(errw), Backends: up})
+	interrupted := errors.Is(err, matrix.ErrInterrupted)
+	if err != nil && !interrupted {
+		return &codeError{exitError, err}
+	}
+	code, werr := finishMatrix(cmd.OutOrStdout(), mf.store, m, mf.outs)
+	if werr != nil {
+		return &codeError{exitError, werr}
+	}
+	if interrupted {
+		return &codeError{exitInterrupted, errors.New("interrupted: the cells that finished are in matrix.json; run the same command again to resume")}
+	}
+	if code != 0 {
+		return &codeError{code: code}
+	}
+	return nil
+}
+
+// build is the matrix's spec and shard from the flags, the names in them
+// checked (locks, nemeses, scenarios, backends) and the expectations read.
+func (mf *matrixFlags) build() (matrix.Spec, matrix.Shard, error) {
+	sh, err := matrix.ParseShard(mf.shard)
+	if err != nil {
+		return matrix.Spec{}, sh, err
+	}
+	spec := mf.spec
+	spec.Backends = mf.backends
+	spec.Nemeses = matrix.ParseNemesisSets(mf.nemeses)
+	if len(spec.Locks) > 0 {
+		if mf.seeds < 1 {
+			return spec, sh, fmt.Errorf("--seeds must be at least 1, got %d", mf.seeds)
+		}
+		spec.Seeds = matrix.SeedRange(mf.seeds)
+	}
+	if len(mf.scenarioNames) > 0 {
+		if spec.Scenarios, err = matrix.ScenarioRefs(mf.scenarioNames); err != nil {
+			return spec, sh, err
+		}
+	}
+	if err := checkNames(spec); err != nil {
+		return spec, sh, err
+	}
+	if mf.outs.expect != "" {
+		if spec.Expect, err = matrix.ReadExpectations(mf.outs.expect); err != nil {
+			return spec, sh, err
+		}
+	}
+	if err := checkBackends(spec); err != nil {
+		return spec, sh, err
+	}
+	return spec, sh, spec.Validate()
 }
 
 func newMatrixMergeCmd() *cobra.Command {
@@ -298,25 +321,15 @@ func checkBackends(spec matrix.Spec) error {
 }
 
 // matrixBackends resolves the spec's backends as `harness run --backend`
-// does, and for docker asks the engine now, with its image, so that a
-// matrix that cannot run its docker cells says so before any cell runs,
-// not after the local ones.
-func matrixBackends(ctx context.Context, spec matrix.Spec) (map[string]sut.Backend, error) {
+// does, validates every cell of the shard on its backend, and for docker
+// asks the engine now, with its image: a matrix that cannot run a cell
+// says so before any cell runs, not after the cells before it.
+func matrixBackends(ctx context.Context, spec matrix.Spec, sh matrix.Shard, store string) (map[string]sut.Backend, error) {
 	out := map[string]sut.Backend{}
 	for _, name := range spec.BackendList() {
 		bf := backendFlags{backend: name}
 		if name == backendDocker {
 			bf.image = spec.Image
-			if err := docker.Available(ctx); err != nil {
-				return nil, fmt.Errorf("--backends docker: %w (or leave docker out of --backends)", err)
-			}
-			image := spec.Image
-			if image == "" {
-				image = docker.DefaultImage
-			}
-			if _, err := docker.InspectImage(ctx, image); err != nil {
-				return nil, fmt.Errorf("--backends docker: %w", err)
-			}
 		}
 		b, err := bf.resolve()
 		if err != nil {
@@ -324,29 +337,78 @@ func matrixBackends(ctx context.Context, spec matrix.Spec) (map[string]sut.Backe
 		}
 		out[name] = b
 	}
+	if err := validateCells(spec, sh, store, out); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(spec.BackendList(), backendDocker) {
+		return out, nil
+	}
+	if err := docker.Available(ctx); err != nil {
+		return nil, fmt.Errorf("--backends docker: %w (or leave docker out of --backends)", err)
+	}
+	image := spec.Image
+	if image == "" {
+		image = docker.DefaultImage
+	}
+	if _, err := docker.InspectImage(ctx, image); err != nil {
+		return nil, fmt.Errorf("--backends docker: %w", err)
+	}
 	return out, nil
 }
 
-func checkRunParams(p matrix.RunParams) error {
-	switch {
-	case p.Clients < 1:
-		return fmt.Errorf("--clients must be at least 1, got %d", p.Clients)
-	case p.Keys < 1:
-		return fmt.Errorf("--keys must be at least 1, got %d", p.Keys)
-	case p.TTL <= 0:
-		return fmt.Errorf("--ttl must be positive, got %v", p.TTL)
-	case p.TimeLimit <= 0:
-		return fmt.Errorf("--time-limit must be positive, got %v", p.TimeLimit)
-	case p.Recovery < 0:
-		return fmt.Errorf("--recovery must not be negative, got %v", p.Recovery)
-	case p.NemesisInterval <= 0:
-		return fmt.Errorf("--nemesis-interval must be positive, got %v", p.NemesisInterval)
-	case p.CheckTimeout <= 0:
-		return fmt.Errorf("--check-timeout must be positive, got %v", p.CheckTimeout)
-	case p.Hold < 0:
-		return fmt.Errorf("--hold must not be negative, got %v: use e.g. --hold 50ms", p.Hold)
-	case p.ClientPause <= 0:
-		return fmt.Errorf("--nemesis-client-pause must be positive, got %v: use e.g. --nemesis-client-pause 1.5s", p.ClientPause)
+// matrixGiven are the fields a matrix's flags set in every lock cell
+// whose zero is a mistake there (lockrun.Config.Given); matrixShared are
+// all the fields its flags set in every lock cell.
+var (
+	matrixGiven  = []string{"Workload.Clients", "Workload.Keys", "Workload.TTL", "TimeLimit", "Nemesis.Interval", "CheckTimeout", "Nemesis.ClientPause"}
+	matrixShared = map[string]bool{"Workload.Clients": true, "Workload.Keys": true, "Workload.TTL": true, "TimeLimit": true,
+		"Recovery": true, "Nemesis.Interval": true, "CheckTimeout": true, "Workload.Hold": true, "Nemesis.ClientPause": true}
+)
+
+// validateCells validates every cell of the shard as its run will
+// (lockrun.Config.Validate), before the first one runs. A cell its
+// backend cannot run (unsupported) is left to the matrix, which records it
+// as an error and goes on; a problem of a setting every lock cell shares
+// is its flag's, the others are the cell's.
+func validateCells(spec matrix.Spec, sh matrix.Shard, store string, backends map[string]sut.Backend) error {
+	for _, c := range sh.Select(spec.Cells()) {
+		cfg, err := cellConfig(spec, c, store)
+		if err != nil {
+			return fmt.Errorf("cell %s: %w", c.ID(), err)
+		}
+		onLocal := c.Backend == "" || c.Backend == matrix.DefaultBackend
+		if onLocal {
+			cfg.Backend = backends[matrix.DefaultBackend]
+		} else {
+			cfg.Backend = backends[c.Backend]
+		}
+		err = cfg.Validate()
+		var fe *lockrun.FieldError
+		switch {
+		case err == nil:
+		case errors.Is(err, sut.ErrUnsupported) && !onLocal:
+		case c.Scenario == "" && errors.As(err, &fe) && matrixShared[fe.Field]:
+			return err
+		default:
+			return fmt.Errorf("cell %s: %w", c.ID(), err)
+		}
 	}
 	return nil
+}
+
+// cellConfig is the configuration cell c runs with (as matrix.Run makes
+// it), the fields the matrix's flags set marked as given.
+func cellConfig(spec matrix.Spec, c matrix.Cell, store string) (lockrun.Config, error) {
+	if c.Scenario == "" {
+		cfg := spec.RunConfig(c, store)
+		cfg.Given = matrixGiven
+		return cfg, nil
+	}
+	s, err := scenarios.Lookup(c.Scenario)
+	if err != nil {
+		return lockrun.Config{}, &lockrun.UsageError{Err: err}
+	}
+	cfg := s.RunConfig(store)
+	cfg.Test = c.TestName()
+	return cfg, nil
 }

@@ -12,16 +12,26 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
-	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
+	lockrun "github.com/lockharness/lockharness/run"
 )
 
+// runFlags are `harness run`'s flags: the run's configuration they fill
+// in, and what is the command's own.
+type runFlags struct {
+	cfg     lockrun.Config
+	jsonOut bool
+	backend backendFlags
+}
+
+// runGiven are the fields `harness run` always sets from a flag whose
+// default is not zero: a zero there is a mistake, not the library's
+// default (lockrun.Config.Given).
+var runGiven = []string{"Lock", "Workload.Clients", "Workload.Keys", "Workload.TTL", "TimeLimit"}
+
 func newRunCmd() *cobra.Command {
-	var cfg lockharness.Config
-	var jsonOut bool
-	var bf backendFlags
+	var rf runFlags
 	cmd := &cobra.Command{
 		Use:   "run --lock NAME [flags]",
 		Short: "run a lock against real Redis under faults and check the history",
@@ -29,61 +39,21 @@ func newRunCmd() *cobra.Command {
   harness run --lock set-nx-ex --client-pause 1.5s --time-limit 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Lock == "" {
-				return &codeError{exitError, fmt.Errorf("--lock is required (known locks: %s)", strings.Join(locks.Builtin().Names(), ", "))}
-			}
-			// Zero means "default" to the library; on the command line it is a
-			// mistake to point out.
-			if cfg.Workload.Clients < 1 {
-				return &codeError{exitError, fmt.Errorf("--clients must be at least 1, got %d: use e.g. --clients 5", cfg.Workload.Clients)}
-			}
-			if cfg.Workload.Keys < 1 {
-				return &codeError{exitError, fmt.Errorf("--keys must be at least 1, got %d: use e.g. --keys 1", cfg.Workload.Keys)}
-			}
-			if cfg.Workload.TTL <= 0 {
-				return &codeError{exitError, fmt.Errorf("--ttl must be positive, got %v: use e.g. --ttl 1s", cfg.Workload.TTL)}
-			}
-			if cfg.TimeLimit <= 0 {
-				return &codeError{exitError, fmt.Errorf("--time-limit must be positive, got %v: use e.g. --time-limit 25s", cfg.TimeLimit)}
-			}
-			backend, err := bf.resolve()
+			cfg, err := rf.config(cmd)
 			if err != nil {
 				return &codeError{exitError, err}
 			}
-			cfg.Backend = backend
-			cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
-			if !cmd.Flags().Changed("seed") {
-				cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
-				cfg.Command += fmt.Sprintf(" --seed %d", cfg.Seed)
-			}
-			errw := cmd.ErrOrStderr()
-			if !jsonOut {
-				cfg.Log = phaseLog{errw}
-				cfg.Progress = errw
-				cfg.ProgressTTY = isTerminal(errw)
-			}
-			out, err := lockharness.Run(cmd.Context(), cfg)
-			var ue *lockharness.UsageError
-			if errors.As(err, &ue) {
-				return &codeError{exitError, err}
-			}
-			if out.Dir == "" || out.Results.Verdict == "" {
-				return &codeError{exitError, err}
-			}
-			if jsonOut {
-				if werr := writeJSON(cmd.OutOrStdout(), out.Results); werr != nil {
-					return &codeError{exitError, werr}
-				}
-			} else {
-				printSummary(cmd.OutOrStdout(), out.Dir, out.Results)
-			}
-			if err != nil {
-				return &codeError{exitError, err}
-			}
-			return verdictCode(out.Results.Verdict)
+			out, err := lockrun.Run(cmd.Context(), cfg)
+			return rf.finish(cmd, out, err)
 		},
 	}
-	f := cmd.Flags()
+	rf.add(cmd.Flags())
+	return cmd
+}
+
+// add defines the flags.
+func (rf *runFlags) add(f *pflag.FlagSet) {
+	cfg := &rf.cfg
 	f.StringVar(&cfg.Lock, "lock", "", "lock under test (see: harness locks)")
 	f.IntVar(&cfg.Nodes, "nodes", 0, "independent Redis nodes (default: 1, or 5 for Redlock-style locks)")
 	f.IntVar(&cfg.Workload.Clients, "clients", 5, "concurrent clients")
@@ -100,16 +70,63 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 30*time.Second, "bound on each linearizability check (unknown when exceeded)")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed; the same seed replays the same choices (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", "store", "directory runs are written to")
-	f.BoolVar(&jsonOut, "json", false, "print results.json to stdout instead of the summary")
+	f.BoolVar(&rf.jsonOut, "json", false, "print results.json to stdout instead of the summary")
 	f.BoolVar(&cfg.AllowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or a requested fault never struck a holder (the coverage is still reported)")
-	addFaultFlags(f, &cfg)
-	addBackendFlags(f, &bf)
-	return cmd
+	addFaultFlags(f, cfg)
+	addBackendFlags(f, &rf.backend)
+}
+
+// config is the run's configuration: the flags', with the backend they
+// choose, the command line that reproduces the run (with the seed drawn
+// when none was given), and where the phase log and the progress go.
+func (rf *runFlags) config(cmd *cobra.Command) (lockrun.Config, error) {
+	cfg := rf.cfg
+	cfg.Given = runGiven
+	backend, err := rf.backend.resolve()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Backend = backend
+	cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
+	if !cmd.Flags().Changed("seed") {
+		cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
+		cfg.Command += fmt.Sprintf(" --seed %d", cfg.Seed)
+	}
+	if errw := cmd.ErrOrStderr(); !rf.jsonOut {
+		cfg.Log = phaseLog{errw}
+		cfg.Progress = errw
+		cfg.ProgressTTY = isTerminal(errw)
+	}
+	return cfg, nil
+}
+
+// finish prints what the run produced, the summary or results.json, and
+// returns the command's exit: 2 for a run refused or not carried out (or
+// interrupted), else the verdict's.
+func (rf *runFlags) finish(cmd *cobra.Command, out lockrun.Outcome, err error) error {
+	var ue *lockrun.UsageError
+	if errors.As(err, &ue) {
+		return &codeError{exitError, err}
+	}
+	if out.Dir == "" || out.Results.Verdict == "" {
+		return &codeError{exitError, err}
+	}
+	if rf.jsonOut {
+		if werr := writeJSON(cmd.OutOrStdout(), out.Results); werr != nil {
+			return &codeError{exitError, werr}
+		}
+	} else {
+		printSummary(cmd.OutOrStdout(), out.Dir, out.Results)
+	}
+	if err != nil {
+		return &codeError{exitError, err}
+	}
+	return verdictCode(out.Results.Verdict)
 }
 
 // addFaultFlags adds the flags that choose faults and the topology they
 // need.
-func addFaultFlags(f *pflag.FlagSet, cfg *lockharness.Config) {
+func addFaultFlags(f *pflag.FlagSet, cfg *lockrun.Config) {
 	f.StringSliceVar(&cfg.Nemesis.Names, "nemesis", nil, "faults to inject, comma-separated (see: harness nemeses)")
 	f.DurationVar(&cfg.Nemesis.Interval, "nemesis-interval", 5*time.Second, "quiet time before each fault, and how long it lasts")
 	f.StringVar(&cfg.Cluster.Topology, "topology", "", "independent (N masters), replicated (master + replicas; default with --nemesis failover) or cluster (Redis Cluster: --masters masters with --replicas replicas each; default with --nemesis cluster-failover)")

@@ -96,11 +96,16 @@ type scenarioRow struct {
 	expected, observed string
 }
 
+// scenarioRunFlags are `harness scenario run`'s flags.
+type scenarioRunFlags struct {
+	all, jsonOut bool
+	store        string
+	parallel     int
+	backend      backendFlags
+}
+
 func newScenarioRunCmd() *cobra.Command {
-	var all, jsonOut bool
-	var store string
-	var parallel int
-	var bf backendFlags
+	var sf scenarioRunFlags
 	cmd := &cobra.Command{
 		Use:   "run NAME… | --all",
 		Short: "run scenarios and compare each checker's verdict with the expected one",
@@ -110,84 +115,109 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 		Example: `  harness scenario run redlock-clock-jump
   harness scenario run --all --store /tmp/store`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var list []scenarios.Scenario
-			switch {
-			case all && len(args) > 0:
-				return &codeError{exitError, errors.New("give scenario names or --all, not both")}
-			case all:
-				list = scenarios.Catalogue()
-			case len(args) == 0:
-				return &codeError{exitError, errors.New("name a scenario (see `harness scenario list`) or use --all")}
-			default:
-				for _, name := range args {
-					s, err := scenarios.Lookup(name)
-					if err != nil {
-						return &codeError{exitError, err}
-					}
-					list = append(list, s)
-				}
-			}
-			if parallel < 1 {
-				return &codeError{exitError, fmt.Errorf("--parallel must be at least 1, got %d: use --parallel 1 to run the scenarios one after another", parallel)}
-			}
-			backend, err := bf.resolve()
+			list, err := sf.list(args)
 			if err != nil {
 				return &codeError{exitError, err}
 			}
-			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			var rows []scenarioRow
-			failed, broken := false, false
-			// Side by side, reported in catalogue order as each finishes.
-			scenarios.RunAll(cmd.Context(), list, scenarios.Options{Store: store, Backend: backend}, parallel, func(i int, r scenarios.Result) {
-				s, o, err := list[i], r.Outcome, r.Err
-				if !jsonOut {
-					fmt.Fprintf(errw, "[%d/%d] %s (%s): %s\n", i+1, len(list), s.Name, s.Lock, s.Summary)
-				}
-				row := scenarioRow{Name: s.Name, Lock: s.Lock, Expected: s.Expect.Map(), Observed: map[string]string{},
-					Pass: err == nil && o.Pass(), Seconds: o.Elapsed.Seconds(), Dir: o.Dir,
-					expected: s.Expect.String(), observed: o.ObservedString()}
-				for k, v := range o.Observed {
-					row.Observed[k] = string(v)
-				}
-				switch {
-				case errors.Is(err, sut.ErrUnsupported):
-					row.Error, row.Skipped = err.Error(), true
-					row.observed = "skipped"
-				case err != nil:
-					row.Error = err.Error()
-					row.observed = "error"
-					broken = true
-				case !row.Pass:
-					failed = true
-				}
-				rows = append(rows, row)
-				if !jsonOut {
-					printScenario(out, s, o, err)
-				}
-			})
-			if jsonOut {
-				if err := writeJSON(out, rows); err != nil {
-					return &codeError{exitError, err}
-				}
-			} else if len(rows) > 1 {
-				printScenarioTable(out, rows)
-			}
-			switch {
-			case broken:
-				return &codeError{code: exitError}
-			case failed:
-				return &codeError{code: exitInvalid}
-			}
-			return nil
+			return sf.run(cmd, list)
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&all, "all", false, "run the whole catalogue")
-	f.BoolVar(&jsonOut, "json", false, "print the results as JSON instead of the account and the table")
-	f.StringVar(&store, "store", "store", "directory runs are written to")
-	f.IntVar(&parallel, "parallel", scenarios.DefaultParallel(), "most scenarios run side by side while the machine has a CPU idle (Sentinel scenarios always alone); 1 runs them one after another")
-	addBackendFlags(f, &bf)
+	f.BoolVar(&sf.all, "all", false, "run the whole catalogue")
+	f.BoolVar(&sf.jsonOut, "json", false, "print the results as JSON instead of the account and the table")
+	f.StringVar(&sf.store, "store", "store", "directory runs are written to")
+	f.IntVar(&sf.parallel, "parallel", scenarios.DefaultParallel(), "most scenarios run side by side while the machine has a CPU idle (Sentinel scenarios always alone); 1 runs them one after another")
+	addBackendFlags(f, &sf.backend)
 	return cmd
+}
+
+// list is the scenarios to run: those named, or the catalogue.
+func (sf *scenarioRunFlags) list(args []string) ([]scenarios.Scenario, error) {
+	switch {
+	case sf.all && len(args) > 0:
+		return nil, errors.New("give scenario names or --all, not both")
+	case sf.all:
+		return scenarios.Catalogue(), nil
+	case len(args) == 0:
+		return nil, errors.New("name a scenario (see `harness scenario list`) or use --all")
+	}
+	var list []scenarios.Scenario
+	for _, name := range args {
+		s, err := scenarios.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, s)
+	}
+	return list, nil
+}
+
+// run runs the scenarios side by side, printing each one's account in
+// catalogue order as it finishes, then the table (or the rows as JSON);
+// it exits 2 if a scenario could not be run, 1 if one missed its
+// expectation.
+func (sf *scenarioRunFlags) run(cmd *cobra.Command, list []scenarios.Scenario) error {
+	if sf.parallel < 1 {
+		return &codeError{exitError, fmt.Errorf("--parallel must be at least 1, got %d: use --parallel 1 to run the scenarios one after another", sf.parallel)}
+	}
+	backend, err := sf.backend.resolve()
+	if err != nil {
+		return &codeError{exitError, err}
+	}
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var rows []scenarioRow
+	failed, broken := false, false
+	scenarios.RunAll(cmd.Context(), list, scenarios.Options{Store: sf.store, Backend: backend}, sf.parallel, func(i int, r scenarios.Result) {
+		s := list[i]
+		if !sf.jsonOut {
+			fmt.Fprintf(errw, "[%d/%d] %s (%s): %s\n", i+1, len(list), s.Name, s.Lock, s.Summary)
+		}
+		row := newScenarioRow(s, r.Outcome, r.Err)
+		switch {
+		case row.Skipped:
+		case r.Err != nil:
+			broken = true
+		case !row.Pass:
+			failed = true
+		}
+		rows = append(rows, row)
+		if !sf.jsonOut {
+			printScenario(out, s, r.Outcome, r.Err)
+		}
+	})
+	if sf.jsonOut {
+		if err := writeJSON(out, rows); err != nil {
+			return &codeError{exitError, err}
+		}
+	} else if len(rows) > 1 {
+		printScenarioTable(out, rows)
+	}
+	switch {
+	case broken:
+		return &codeError{code: exitError}
+	case failed:
+		return &codeError{code: exitInvalid}
+	}
+	return nil
+}
+
+// newScenarioRow is the row of scenario s's run.
+func newScenarioRow(s scenarios.Scenario, o scenarios.Outcome, err error) scenarioRow {
+	row := scenarioRow{Name: s.Name, Lock: s.Lock, Expected: s.Expect.Map(), Observed: map[string]string{},
+		Pass: err == nil && o.Pass(), Seconds: o.Elapsed.Seconds(), Dir: o.Dir,
+		expected: s.Expect.String(), observed: o.ObservedString()}
+	for k, v := range o.Observed {
+		row.Observed[k] = string(v)
+	}
+	switch {
+	case errors.Is(err, sut.ErrUnsupported):
+		row.Error, row.Skipped = flagText(err), true
+		row.observed = "skipped"
+	case err != nil:
+		row.Error = flagText(err)
+		row.observed = "error"
+	}
+	return row
 }
 
 // printScenario is the account of one scenario's run: the verdicts
@@ -196,7 +226,7 @@ func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err e
 	mark := "AS EXPECTED"
 	switch {
 	case errors.Is(err, sut.ErrUnsupported):
-		fmt.Fprintf(w, "\nSKIPPED  %s  (%s): it cannot run on this backend\n  reason       %v\n", s.Name, s.Lock, err)
+		fmt.Fprintf(w, "\nSKIPPED  %s  (%s): it cannot run on this backend\n  reason       %s\n", s.Name, s.Lock, flagText(err))
 		return
 	case err != nil:
 		mark = "ERROR"
@@ -205,7 +235,7 @@ func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err e
 	}
 	fmt.Fprintf(w, "\n%s  %s  (%s, %.1fs)\n", mark, s.Name, s.Lock, o.Elapsed.Seconds())
 	if err != nil {
-		fmt.Fprintf(w, "  error        %v\n", err)
+		fmt.Fprintf(w, "  error        %s\n", flagText(err))
 	}
 	for _, n := range scenarios.Checkers() {
 		got := string(o.Observed[n])

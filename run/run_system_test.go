@@ -1,4 +1,4 @@
-package lockharness_test
+package run_test
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
 	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
@@ -30,16 +30,16 @@ func TestRunRefusesASystemItCannotStart(t *testing.T) {
 	if err := reg.Register(locks.Info{Name: "elsewhere", System: "nosuch", New: never}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := lockharness.Run(context.Background(), lockharness.Config{
+	_, err := run.Run(context.Background(), run.Config{
 		Lock: "elsewhere", Registry: reg, Seed: 1, TimeLimit: time.Second, Store: t.TempDir(),
 	})
-	var ue *lockharness.UsageError
+	var ue *run.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "runs on nosuch, which this harness cannot start") {
 		t.Fatalf("run: %v, want a usage error naming the system", err)
 	}
 	// etcd's lock on a Redis backend: a usage error, and unsupported, so
 	// that a catalogue run on that backend skips it.
-	_, err = lockharness.Run(context.Background(), lockharness.Config{
+	_, err = run.Run(context.Background(), run.Config{
 		Lock: "etcd", Seed: 1, TimeLimit: time.Second, Store: t.TempDir(), Backend: docker.Backend(""),
 	})
 	if !errors.As(err, &ue) || !errors.Is(err, sut.ErrUnsupported) || !strings.Contains(err.Error(), "runs on etcd, started as local processes") {
@@ -65,7 +65,7 @@ func TestRunRefusesASystemItCannotStart(t *testing.T) {
 func TestEtcdLocksValid(t *testing.T) {
 	etcdtest.Require(t)
 	t.Parallel()
-	validWithAndWithoutPartition(t, []string{"etcd", "etcd-fenced"}, true, 20, lockharness.Config{
+	validWithAndWithoutPartition(t, []string{"etcd", "etcd-fenced"}, true, 20, run.Config{
 		Seed: 3, TimeLimit: 4 * time.Second, Recovery: 3 * time.Second,
 		Workload: workloads.Config{Clients: 4, Keys: 2, TTL: 2 * time.Second},
 	})
@@ -76,7 +76,7 @@ func TestEtcdLocksValid(t *testing.T) {
 // every second, and asks for a valid verdict, at least minGrants grants
 // and, with the partition, a partition that struck. parallel runs the
 // subtests side by side.
-func validWithAndWithoutPartition(t *testing.T, names []string, parallel bool, minGrants int, base lockharness.Config) {
+func validWithAndWithoutPartition(t *testing.T, names []string, parallel bool, minGrants int, base run.Config) {
 	t.Helper()
 	for _, name := range names {
 		for _, nem := range []string{"", "partition"} {
@@ -89,7 +89,7 @@ func validWithAndWithoutPartition(t *testing.T, names []string, parallel bool, m
 				if nem != "" {
 					cfg.Nemesis = nemesis.Config{Names: []string{nem}, Interval: time.Second, PartitionPatterns: []string{nemesis.PatternIsolate}}
 				}
-				res := run(t, cfg)
+				res := mustRun(t, cfg)
 				if res.Verdict != checker.Valid {
 					t.Fatalf("verdict %s, want valid: %+v; %+v", res.Verdict, res.Checkers, res.Violations)
 				}
@@ -116,7 +116,7 @@ func TestMariaDBLocksValid(t *testing.T) {
 	mariadbtest.Require(t)
 	t.Parallel()
 	// 200ms sections for 4s, cut for part of it: at least 10 grants.
-	validWithAndWithoutPartition(t, []string{"mysql-for-update", "mysql-get-lock", "mysql-fenced"}, false, 10, lockharness.Config{
+	validWithAndWithoutPartition(t, []string{"mysql-for-update", "mysql-get-lock", "mysql-fenced"}, false, 10, run.Config{
 		Seed: 3, TimeLimit: 4 * time.Second, Recovery: time.Second,
 		Workload: workloads.Config{Clients: 3, Keys: 1, TTL: 2 * time.Second, Hold: 200 * time.Millisecond, AcquireTimeout: time.Second},
 	})
@@ -129,7 +129,7 @@ func TestMariaDBLocksValid(t *testing.T) {
 func TestZooKeeperLocksValid(t *testing.T) {
 	zktest.Require(t)
 	t.Parallel()
-	validWithAndWithoutPartition(t, []string{"zk", "zk-fenced"}, true, 10, lockharness.Config{
+	validWithAndWithoutPartition(t, []string{"zk", "zk-fenced"}, true, 10, run.Config{
 		Seed: 3, TimeLimit: 5 * time.Second, Recovery: 2 * time.Second,
 		Workload: workloads.Config{Clients: 4, Keys: 2, TTL: 2 * time.Second},
 	})

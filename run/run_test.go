@@ -1,4 +1,4 @@
-package lockharness_test
+package run_test
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
+	"github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/mariadb/mariadbtest"
 	redisbackend "github.com/lockharness/lockharness/sut/redis"
@@ -25,12 +25,12 @@ import (
 
 func requireRedis(t *testing.T) { redistest.Require(t) }
 
-// run runs cfg into a temporary store and reads back results.json, so the
+// mustRun runs cfg into a temporary store and reads back results.json, so the
 // test sees what a user would.
-func run(t *testing.T, cfg lockharness.Config) reports.Results {
+func mustRun(t *testing.T, cfg run.Config) reports.Results {
 	t.Helper()
 	cfg.Store = t.TempDir()
-	out, err := lockharness.Run(context.Background(), cfg)
+	out, err := run.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -74,7 +74,7 @@ func total(res reports.Results) int {
 func TestTokenNoFaultsIsValid(t *testing.T) {
 	requireRedis(t)
 	t.Parallel()
-	res := run(t, lockharness.Config{
+	res := mustRun(t, run.Config{
 		Lock: "token", Seed: 7, TimeLimit: 5 * time.Second, Recovery: time.Second,
 		Workload: workloads.Config{Clients: 5, Keys: 1, TTL: time.Second},
 	})
@@ -95,7 +95,7 @@ func TestTokenNoFaultsIsValid(t *testing.T) {
 func TestSetNXEXClientPauseIsInvalid(t *testing.T) {
 	requireRedis(t)
 	t.Parallel()
-	res := run(t, lockharness.Config{
+	res := mustRun(t, run.Config{
 		Lock: "set-nx-ex", Seed: 7, TimeLimit: 8 * time.Second, Recovery: time.Second,
 		Workload: workloads.Config{Clients: 5, Keys: 1, TTL: time.Second, ClientPause: 1500 * time.Millisecond},
 	})
@@ -131,7 +131,7 @@ func TestSetNXEXClientPauseIsInvalid(t *testing.T) {
 func TestTokenClientPauseLosesUpdates(t *testing.T) {
 	requireRedis(t)
 	t.Parallel()
-	res := run(t, lockharness.Config{
+	res := mustRun(t, run.Config{
 		Lock: "token", Seed: 7, TimeLimit: 8 * time.Second, Recovery: time.Second,
 		Workload: workloads.Config{Clients: 5, Keys: 1, TTL: time.Second, ClientPause: 1500 * time.Millisecond},
 	})
@@ -161,7 +161,7 @@ func TestEveryLockValidWithoutFaults(t *testing.T) {
 	t.Parallel()
 	for _, name := range locks.Builtin().Names() {
 		t.Run(name, func(t *testing.T) {
-			res := run(t, lockharness.Config{
+			res := mustRun(t, run.Config{
 				Lock: name, Seed: 2, TimeLimit: 2 * time.Second, Recovery: 500 * time.Millisecond,
 				Workload: workloads.Config{Clients: 5, Keys: 2, TTL: time.Second},
 			})
@@ -206,7 +206,7 @@ func TestEveryNemesisRuns(t *testing.T) {
 			// periods, because on a loaded machine a partition once began
 			// in the gap between a release and the next grant, and an
 			// isolated node grants nothing until it heals.
-			cfg := lockharness.Config{
+			cfg := run.Config{
 				Lock: "token", Seed: 4, Store: store, TimeLimit: 5 * time.Second, Recovery: time.Second,
 				Nemesis:  nemesis.Config{Names: []string{n.Name}, Interval: time.Second},
 				Workload: workloads.Config{Clients: 3, TTL: time.Second, Hold: 200 * time.Millisecond, AcquireTimeout: time.Second},
@@ -223,7 +223,7 @@ func TestEveryNemesisRuns(t *testing.T) {
 				mariadbtest.Require(t)
 				cfg.Lock = "mysql-for-update"
 			}
-			out, err := lockharness.Run(context.Background(), cfg)
+			out, err := run.Run(context.Background(), cfg)
 			if n.Needs.Has(sut.CanPartitionNodes) {
 				// Local processes share the host's network: refused
 				// before the run, saying where it runs (the Docker
@@ -271,7 +271,7 @@ func TestEveryNemesisRuns(t *testing.T) {
 // A run requires each named nemesis to strike while a client holds a lock;
 // a scripted run requires what it declares instead.
 func TestRequirementsFollowTheNemeses(t *testing.T) {
-	cfg := lockharness.Config{Nemesis: nemesis.Config{Names: []string{"partition", "client-pause", "client-crash"}}}
+	cfg := run.Config{Nemesis: nemesis.Config{Names: []string{"partition", "client-pause", "client-crash"}}}
 	rs := cfg.Requirements()
 	if len(rs) != 3 {
 		t.Fatalf("requirements %+v", rs)
@@ -287,7 +287,7 @@ func TestRequirementsFollowTheNemeses(t *testing.T) {
 	if rs := cfg.Requirements(); len(rs) != 1 || rs[0].Name != "the clock jump" {
 		t.Errorf("declared exposure ignored: %+v", rs)
 	}
-	if rs := (lockharness.Config{}).Requirements(); len(rs) != 0 {
+	if rs := (run.Config{}).Requirements(); len(rs) != 0 {
 		t.Errorf("no nemesis, requirements %+v", rs)
 	}
 }
@@ -307,11 +307,11 @@ func TestRunRefusesAFaultTheDeploymentCannotDo(t *testing.T) {
 		return c, err
 	}
 	store := t.TempDir()
-	_, err := lockharness.Run(context.Background(), lockharness.Config{
+	_, err := run.Run(context.Background(), run.Config{
 		Lock: "token", Seed: 1, TimeLimit: time.Second, Store: store, Backend: noClock,
 		Nemesis: nemesis.Config{Names: []string{"clock"}},
 	})
-	var ue *lockharness.UsageError
+	var ue *run.UsageError
 	if !errors.As(err, &ue) || !errors.Is(err, sut.ErrUnsupported) || !strings.Contains(err.Error(), "the clock nemesis needs setting nodes' clocks") {
 		t.Fatalf("run: %v, want a usage error naming the clock nemesis's need", err)
 	}
@@ -334,7 +334,7 @@ func TestRunRefusesAFaultTheDeploymentCannotDo(t *testing.T) {
 func TestScriptStepsAtZeroPrecedeTheWorkload(t *testing.T) {
 	requireRedis(t)
 	t.Parallel()
-	cfg := lockharness.Config{
+	cfg := run.Config{
 		Lock: "token", Seed: 3, TimeLimit: 1500 * time.Millisecond, Recovery: 500 * time.Millisecond,
 		Workload: workloads.Config{Clients: 2, Keys: 1, TTL: time.Second},
 		Script: []nemesis.Step{
@@ -344,7 +344,7 @@ func TestScriptStepsAtZeroPrecedeTheWorkload(t *testing.T) {
 		AllowVacuous: true,
 		Store:        t.TempDir(),
 	}
-	out, err := lockharness.Run(context.Background(), cfg)
+	out, err := run.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -1,4 +1,4 @@
-package lockharness
+package run
 
 import (
 	"encoding/json"

@@ -1,8 +1,9 @@
-package lockharness
+package run
 
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/lockharness/lockharness/locks"
@@ -19,9 +20,22 @@ func (r *runner) record(start time.Time, nodes []string) (reports.Record, error)
 	if err != nil {
 		return reports.Record{}, err
 	}
-	f := leaseFacts(r.cfg.Lock, r.lock.NoLease, r.cfg.Workload.TTL)
-	f.Fenced, f.Nodes, f.Clients, f.Keys = r.lock.Fenced, nodes, r.cfg.Workload.Clients, r.cfg.Workload.Keys
-	return reports.Record{RunMeta: meta, Facts: &f, FaultKinds: nemesis.FaultKinds()}, nil
+	f := leaseFacts(r.cfg.Lock, r.plan.Lock.NoLease, r.cfg.Workload.TTL)
+	f.Fenced, f.Nodes, f.Clients, f.Keys = r.plan.Lock.Fenced, nodes, r.cfg.Workload.Clients, r.cfg.Workload.Keys
+	return reports.Record{RunMeta: meta, Facts: &f, FaultKinds: r.cfg.Nemesis.Faults().FaultKinds()}, nil
+}
+
+// meta is how the run was made, for run.json.
+func (r *runner) meta(start time.Time) (reports.RunMeta, error) {
+	cj, err := json.Marshal(r.cfg)
+	if err != nil {
+		return reports.RunMeta{}, fmt.Errorf("encode config: %w", err)
+	}
+	return reports.RunMeta{
+		Test: r.cfg.Test, Lock: r.cfg.Lock, Nemeses: r.cfg.Nemesis.Names, Seed: r.cfg.Seed, Command: r.cfg.Command,
+		Scenario: r.cfg.Scenario, Explanation: r.cfg.Explanation, Expected: r.cfg.Expected,
+		Config: cj, Start: start, Duration: time.Since(start), Phases: r.phases,
+	}, nil
 }
 
 // driftLocks are the locks that subtract a drift allowance from their

@@ -1,4 +1,4 @@
-package lockharness_test
+package run_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -148,7 +148,7 @@ func TestGetDelLockLosesLeasesAndIsCaught(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := lockharness.Run(context.Background(), lockharness.Config{
+		out, err := run.Run(context.Background(), run.Config{
 			Lock: "get-del", Registry: reg, Seed: seed, Store: storeDir(t),
 			TimeLimit: 3 * time.Second, Recovery: 500 * time.Millisecond,
 			Workload: workloads.Config{Clients: 3, Keys: 1, TTL: 200 * time.Millisecond, Hold: 0},

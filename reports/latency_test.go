@@ -1,0 +1,112 @@
+package reports
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// drawLatency draws the latency and rate figures of a run into dir and
+// returns their SVGs' text.
+func drawLatency(t *testing.T, ops []history.Op, holds []checker.Hold, dir string) (latency, rate string) {
+	t.Helper()
+	res := checker.Result{Verdict: checker.Valid, Checkers: map[string]checker.CheckResult{"lock-promise": {Verdict: checker.Valid}},
+		Counts: counts(ops), Holds: holds}
+	meta := RunMeta{Test: "latency", Lock: "token", Start: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}
+	v := newRunView(meta, ops, res)
+	w, h, fig := v.latency()
+	if err := saveFigure(dir, "latency", w, h, fig); err != nil {
+		t.Fatal(err)
+	}
+	w, h, fig = v.rate()
+	if err := saveFigure(dir, "rate", w, h, fig); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	return read("latency.svg"), read("rate.svg")
+}
+
+// A run longer than 600 s is plotted per bucket of several seconds, and
+// says so on both figures; a stretch without a successful acquire breaks
+// the quantile lines instead of bridging it, and a stretch without any
+// event is left empty.
+func TestLatencyOfALongRunIsPerBucket(t *testing.T) {
+	b := &builder{ttl: 1000 * ms}
+	sec := int64(time.Second)
+	for i, t0 := 0, int64(0); t0 < 1300*sec; i, t0 = i+1, t0+sec/2 {
+		if t0 >= 700*sec && t0 < 800*sec {
+			continue // nothing happens
+		}
+		if t0 >= 500*sec && t0 < 600*sec {
+			b.failedAcquire(1, "lock-0", t0, history.Fail) // nobody gets it
+			continue
+		}
+		b.section(i%2, "lock-0", t0, t0+100*ms, int64(i+1), false)
+	}
+	b.nemesis(1300*sec, history.FFinalHeal, nil, "")
+	ops := b.build()
+	latency, rate := drawLatency(t, ops, b.holds, outDir(t, "latency-long"))
+	for _, want := range []string{">ok acquire latency (ms), per 3.00 s<", ">median per 3.00 s<", ">max per 3.00 s<"} {
+		if !strings.Contains(latency, want) {
+			t.Errorf("the latency figure does not say %q", want)
+		}
+	}
+	if !strings.Contains(rate, ">completions / s (per 3.00 s)<") {
+		t.Errorf("the rate figure does not say its bucket width")
+	}
+	// The median's colour: one line before each gap, one after the
+	// last, and the legend's thumbnail.
+	if n := strings.Count(latency, "stroke:#1F77B4"); n != 4 {
+		t.Errorf("the median is drawn in %d strokes, want 4 (three lines around the gaps and the legend's)", n)
+	}
+}
+
+// A run without an acquire has an empty latency plot on a default scale,
+// 0.1 ms to 1 s.
+func TestLatencyWithoutAcquires(t *testing.T) {
+	b := &builder{}
+	c := int64(1)
+	b.ev(10*ms, 0, history.Invoke, history.FWrite, "lock-0", &history.Value{Counter: &c})
+	b.ev(12*ms, 0, history.OK, history.FWrite, "lock-0", &history.Value{Counter: &c})
+	b.nemesis(2000*ms, history.FFinalHeal, nil, "")
+	latency, _ := drawLatency(t, b.build(), nil, outDir(t, "latency-none"))
+	for _, want := range []string{">0.1<", ">1000<"} {
+		if !strings.Contains(latency, want) {
+			t.Errorf("the empty latency plot has no tick %q", want)
+		}
+	}
+	if strings.Contains(latency, ">acquire ok<") || strings.Contains(latency, "median per") {
+		t.Errorf("the empty latency plot has a legend for points or lines it does not draw")
+	}
+}
+
+// Latencies that are all the same power of ten still get a decade of y
+// axis.
+func TestLatencyOfOneValue(t *testing.T) {
+	b := &builder{}
+	for i := int64(0); i < 20; i++ {
+		b.ev(i*100*ms, 0, history.Invoke, history.FAcquire, "lock-0", nil)
+		b.ev(i*100*ms+ms, 0, history.Fail, history.FAcquire, "lock-0", nil)
+	}
+	b.nemesis(2000*ms, history.FFinalHeal, nil, "")
+	latency, _ := drawLatency(t, b.build(), nil, outDir(t, "latency-one"))
+	for _, want := range []string{">1<", ">5<", ">10<", ">acquire fail<"} {
+		if !strings.Contains(latency, want) {
+			t.Errorf("the latency plot of 1 ms acquires has no %q", want)
+		}
+	}
+	if strings.Contains(latency, ">100<") {
+		t.Errorf("the latency plot of 1 ms acquires reaches 100 ms")
+	}
+}
