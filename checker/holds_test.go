@@ -33,16 +33,6 @@ func writeHistoryFile(t *testing.T, ops []history.Op) string {
 	return path
 }
 
-// allHolds is what EachHold gives.
-func allHolds(t *testing.T, res *Result) []Hold {
-	t.Helper()
-	var hs []Hold
-	if err := res.EachHold(func(h Hold) error { hs = append(hs, h); return nil }); err != nil {
-		t.Fatalf("EachHold: %v", err)
-	}
-	return hs
-}
-
 // TestHoldsPastTheLimitGoToAFile: a windowed check keeps at most its limit
 // of holds in memory and the rest in a file no directory shows, and gives
 // them back, in order, as many times as asked (also at once), so that the

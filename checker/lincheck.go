@@ -3,7 +3,6 @@ package checker
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -29,8 +28,6 @@ const chunkMin = 256
 // failed: its search copies a bitset of the whole history per step, so
 // memory grows with the square of the length (50k operations: ~300 MB).
 const maxWhole = 50_000
-
-var errCancelled = errors.New("cancelled")
 
 // checkLinearizable runs porcupine on ops (one key, one model) within
 // timeout, in chunks. Porcupine's search copies a bitset of the whole

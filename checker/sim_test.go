@@ -55,13 +55,12 @@ func simValidRun(rng *rand.Rand, cfg simConfig) []history.Op {
 	storage := make([]int64, cfg.keys)
 	storeFence := make([]int64, cfg.keys)
 	type proc struct {
-		step       int
-		key        int
-		invoke     int64
-		lease      lockState
-		read       int64
-		gotLock    bool
-		pendingRel bool
+		step    int
+		key     int
+		invoke  int64
+		lease   lockState
+		read    int64
+		gotLock bool
 	}
 	procs := make([]proc, cfg.procs)
 	var out []history.Op

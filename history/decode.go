@@ -152,51 +152,68 @@ func (s *scan) escaped(start int) ([]byte, bool) {
 			s.i++
 			continue
 		}
-		if s.i+1 >= len(s.b) {
+		o, ok := s.escape(out)
+		if !ok {
 			return nil, false
 		}
-		e := s.b[s.i+1]
-		s.i += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			if s.i+4 > len(s.b) {
-				return nil, false
-			}
-			var r rune
-			for _, h := range s.b[s.i : s.i+4] {
-				switch {
-				case h >= '0' && h <= '9':
-					r = r<<4 | rune(h-'0')
-				case h >= 'a' && h <= 'f':
-					r = r<<4 | rune(h-'a'+10)
-				case h >= 'A' && h <= 'F':
-					r = r<<4 | rune(h-'A'+10)
-				default:
-					return nil, false
-				}
-			}
-			if utf16.IsSurrogate(r) {
-				return nil, false
-			}
-			s.i += 4
-			out = utf8.AppendRune(out, r)
-		default:
-			return nil, false
-		}
+		out = o
 	}
 	return nil, false
+}
+
+// escape appends to out what the escape at s.i (its backslash) stands for,
+// and moves past it. It fails before appending anything.
+func (s *scan) escape(out []byte) ([]byte, bool) {
+	if s.i+1 >= len(s.b) {
+		return nil, false
+	}
+	e := s.b[s.i+1]
+	s.i += 2
+	switch e {
+	case '"', '\\', '/':
+		out = append(out, e)
+	case 'b':
+		out = append(out, '\b')
+	case 'f':
+		out = append(out, '\f')
+	case 'n':
+		out = append(out, '\n')
+	case 'r':
+		out = append(out, '\r')
+	case 't':
+		out = append(out, '\t')
+	case 'u':
+		if s.i+4 > len(s.b) {
+			return nil, false
+		}
+		r, ok := hex4(s.b[s.i : s.i+4])
+		if !ok || utf16.IsSurrogate(r) {
+			return nil, false
+		}
+		s.i += 4
+		out = utf8.AppendRune(out, r)
+	default:
+		return nil, false
+	}
+	return out, true
+}
+
+// hex4 is the code point of the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, h := range b {
+		switch {
+		case h >= '0' && h <= '9':
+			r = r<<4 | rune(h-'0')
+		case h >= 'a' && h <= 'f':
+			r = r<<4 | rune(h-'a'+10)
+		case h >= 'A' && h <= 'F':
+			r = r<<4 | rune(h-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // int parses an integer literal as JSON writes one (no leading zeros, no
@@ -313,72 +330,84 @@ const (
 func (d *decoder) fast(b []byte) (Op, bool) {
 	s := scan{b: b}
 	var op Op
-	seen := 0
-	once := func(bit int) bool {
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
-	}
+	var seen fieldSet
 	ok := s.object(func(k []byte) bool {
-		var ok bool
-		switch string(k) {
-		case "index":
-			op.Index, ok = s.int()
-			return ok && once(fIndex)
-		case "time":
-			op.Time, ok = s.int()
-			return ok && once(fTime)
-		case "process":
-			op.Process, ok = s.process()
-			return ok && once(fProcess)
-		case "owner":
-			var p Process
-			if p, ok = s.process(); !ok {
-				return false
-			}
-			op.Owner = &p
-			return once(fOwner)
-		case "type":
-			var t []byte
-			if t, ok = s.str(); !ok {
-				return false
-			}
-			op.Type = Type(d.intern(t))
-			return once(fType)
-		case "f":
-			var f []byte
-			if f, ok = s.str(); !ok {
-				return false
-			}
-			op.F = d.intern(f)
-			return once(fF)
-		case "key":
-			var key []byte
-			if key, ok = s.str(); !ok {
-				return false
-			}
-			op.Key = d.intern(key)
-			return once(fKey)
-		case "error":
-			var e []byte
-			if e, ok = s.str(); !ok {
-				return false
-			}
-			op.Error = d.intern(e)
-			return once(fError)
-		case "value":
-			op.Value, ok = d.value(&s)
-			return ok && once(fValue)
-		}
-		return false
+		bit, ok := d.opField(&s, &op, k)
+		return ok && seen.once(bit)
 	})
 	if !ok {
 		return Op{}, false
 	}
 	s.ws()
 	return op, s.i == len(s.b)
+}
+
+// fieldSet is the fields of an object seen so far, one bit each.
+type fieldSet int
+
+// once records field bit, and says whether it is the field's first time:
+// a field given twice sends the line to parseLine, which decides.
+func (f *fieldSet) once(bit int) bool {
+	if int(*f)&bit != 0 {
+		return false
+	}
+	*f |= fieldSet(bit)
+	return true
+}
+
+// opField parses the value of an event's field k into op; bit is the
+// field's (fIndex…), and a key that is not a field's is not ok.
+func (d *decoder) opField(s *scan, op *Op, k []byte) (bit int, ok bool) {
+	switch string(k) {
+	case "index":
+		op.Index, ok = s.int()
+		return fIndex, ok
+	case "time":
+		op.Time, ok = s.int()
+		return fTime, ok
+	case "process":
+		op.Process, ok = s.process()
+		return fProcess, ok
+	case "owner":
+		var p Process
+		if p, ok = s.process(); !ok {
+			return 0, false
+		}
+		op.Owner = &p
+		return fOwner, true
+	case "type":
+		var t []byte
+		if t, ok = s.str(); !ok {
+			return 0, false
+		}
+		op.Type = Type(d.intern(t))
+		return fType, true
+	case "f":
+		var f []byte
+		if f, ok = s.str(); !ok {
+			return 0, false
+		}
+		op.F = d.intern(f)
+		return fF, true
+	case "key":
+		var key []byte
+		if key, ok = s.str(); !ok {
+			return 0, false
+		}
+		op.Key = d.intern(key)
+		return fKey, true
+	case "error":
+		var e []byte
+		if e, ok = s.str(); !ok {
+			return 0, false
+		}
+		op.Error = d.intern(e)
+		return fError, true
+	case "value":
+		op.Value, ok = d.value(s)
+		return fValue, ok
+	}
+	return 0, false
 }
 
 // process parses a client number or "nemesis" (as Process.UnmarshalJSON).
@@ -397,77 +426,77 @@ func (s *scan) process() (Process, bool) {
 	return Process(n), true
 }
 
+// value parses an event's value object, as the recorder writes it.
 func (d *decoder) value(s *scan) (*Value, bool) {
 	if s.peek() != '{' {
 		return nil, false // null, or not an object: parseLine decides
 	}
 	v := d.newValue()
-	seen := 0
-	once := func(bit int) bool {
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
-	}
+	var seen fieldSet
 	ok := s.object(func(k []byte) bool {
-		var ok bool
-		switch string(k) {
-		case "token":
-			var t []byte
-			if t, ok = s.str(); !ok {
-				return false
-			}
-			v.Token = string(t) // unique per lease: not worth interning
-			return once(1 << 0)
-		case "fence":
-			v.Fence, ok = s.int()
-			return ok && once(1<<1)
-		case "deadline":
-			v.Deadline, ok = s.int()
-			return ok && once(1<<2)
-		case "nodes":
-			v.Nodes, ok = d.strings(s)
-			return ok && once(1<<3)
-		case "quorum":
-			var n int64
-			n, ok = s.int()
-			v.Quorum = int(n)
-			return ok && int64(v.Quorum) == n && once(1<<4)
-		case "counter":
-			var n int64
-			if n, ok = s.int(); !ok {
-				return false
-			}
-			v.Counter = d.newInt(n)
-			return once(1 << 5)
-		case "rejected":
-			v.Rejected, ok = s.bool()
-			return ok && once(1<<6)
-		case "duration":
-			v.Duration, ok = s.int()
-			return ok && once(1<<7)
-		case "targets":
-			v.Targets, ok = d.strings(s)
-			return ok && once(1<<8)
-		case "detail":
-			var t []byte
-			if t, ok = s.str(); !ok {
-				return false
-			}
-			v.Detail = d.intern(t)
-			return once(1 << 9)
-		case "not_held":
-			v.NotHeld, ok = s.bool()
-			return ok && once(1<<10)
-		}
-		return false
+		bit, ok := d.valueField(s, v, k)
+		return ok && seen.once(bit)
 	})
 	if !ok {
 		*v = Value{} // the slab slot is reused by nobody; leave it clean
 		return nil, false
 	}
 	return v, true
+}
+
+// valueField parses the value of a value's field k into v; bit is the
+// field's, and a key that is not a field's is not ok.
+func (d *decoder) valueField(s *scan, v *Value, k []byte) (bit int, ok bool) {
+	switch string(k) {
+	case "token":
+		var t []byte
+		if t, ok = s.str(); !ok {
+			return 0, false
+		}
+		v.Token = string(t) // unique per lease: not worth interning
+		return 1 << 0, true
+	case "fence":
+		v.Fence, ok = s.int()
+		return 1 << 1, ok
+	case "deadline":
+		v.Deadline, ok = s.int()
+		return 1 << 2, ok
+	case "nodes":
+		v.Nodes, ok = d.strings(s)
+		return 1 << 3, ok
+	case "quorum":
+		var n int64
+		n, ok = s.int()
+		v.Quorum = int(n)
+		return 1 << 4, ok && int64(v.Quorum) == n
+	case "counter":
+		var n int64
+		if n, ok = s.int(); !ok {
+			return 0, false
+		}
+		v.Counter = d.newInt(n)
+		return 1 << 5, true
+	case "rejected":
+		v.Rejected, ok = s.bool()
+		return 1 << 6, ok
+	case "duration":
+		v.Duration, ok = s.int()
+		return 1 << 7, ok
+	case "targets":
+		v.Targets, ok = d.strings(s)
+		return 1 << 8, ok
+	case "detail":
+		var t []byte
+		if t, ok = s.str(); !ok {
+			return 0, false
+		}
+		v.Detail = d.intern(t)
+		return 1 << 9, true
+	case "not_held":
+		v.NotHeld, ok = s.bool()
+		return 1 << 10, ok
+	}
+	return 0, false
 }
 
 // strings parses an array of strings (not null).

@@ -141,27 +141,10 @@ func (l *etcdLock) nodeErr(op string, err error) error {
 // lease, leaving nothing behind.
 func (l *etcdLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
 	lease := Lease{Key: key, Token: newToken(l.opts.Rand)}
-	start := time.Now()
-	gctx, cancel := l.rpc(ctx)
-	g, err := l.cli.Grant(gctx, l.ttl)
-	cancel()
+	h, err := l.newHold(ctx, lease)
 	if err != nil {
-		// A lease that was granted after all holds nothing and expires.
-		return lease, l.nodeErr("grant", fmt.Errorf("%v: %w", err, ErrNotAcquired))
+		return lease, err
 	}
-	h := &etcdHold{id: g.ID, lease: lease, done: make(chan struct{}), confirmed: start, granted: g.TTL}
-	l.mu.Lock()
-	l.holds[lease.Token] = h
-	l.byID[g.ID] = h
-	l.mu.Unlock()
-	// With the lease given, NewSession sends nothing: it starts the keep-
-	// alive loop (etcdKeeper.KeepAlive).
-	if h.sess, err = concurrency.NewSession(l.cli, concurrency.WithLease(g.ID), concurrency.WithContext(l.ctx)); err != nil {
-		close(h.done)
-		l.forget(h)
-		return lease, l.nodeErr("session", err)
-	}
-	h.mutex = concurrency.NewMutex(h.sess, EtcdPrefix(key))
 	// Waiting is trying again: TryLock until it succeeds, fails with
 	// something other than "locked", or o.Wait runs out. Mutex.Lock would
 	// watch the predecessor instead, but when its wait is cancelled it
@@ -201,6 +184,34 @@ func (l *etcdLock) Acquire(ctx context.Context, key string, o AcquireOptions) (L
 	lease = h.lease
 	l.mu.Unlock()
 	return lease, nil
+}
+
+// newHold grants an etcd lease for an attempt at lease, registers the
+// hold (so that Release finds it whatever the outcome) and opens its
+// session and mutex on key. A grant that fails is a definite refusal.
+func (l *etcdLock) newHold(ctx context.Context, lease Lease) (*etcdHold, error) {
+	start := time.Now()
+	gctx, cancel := l.rpc(ctx)
+	g, err := l.cli.Grant(gctx, l.ttl)
+	cancel()
+	if err != nil {
+		// A lease that was granted after all holds nothing and expires.
+		return nil, l.nodeErr("grant", fmt.Errorf("%v: %w", err, ErrNotAcquired))
+	}
+	h := &etcdHold{id: g.ID, lease: lease, done: make(chan struct{}), confirmed: start, granted: g.TTL}
+	l.mu.Lock()
+	l.holds[lease.Token] = h
+	l.byID[g.ID] = h
+	l.mu.Unlock()
+	// With the lease given, NewSession sends nothing: it starts the keep-
+	// alive loop (etcdKeeper.KeepAlive).
+	if h.sess, err = concurrency.NewSession(l.cli, concurrency.WithLease(g.ID), concurrency.WithContext(l.ctx)); err != nil {
+		close(h.done)
+		l.forget(h)
+		return nil, l.nodeErr("session", err)
+	}
+	h.mutex = concurrency.NewMutex(h.sess, EtcdPrefix(lease.Key))
+	return h, nil
 }
 
 // confirm renews the lease once more when the last confirmation is older

@@ -243,29 +243,41 @@ func (l *mysqlLock) try(ctx context.Context, key string, o AcquireOptions) (*mys
 	}
 	wait := max(o.Wait, 0)
 	if l.kind == mysqlGetLock {
-		qctx, cancel := l.rpc(ctx, wait)
-		defer cancel()
-		var got sql.NullInt64
-		err := conn.QueryRowContext(qctx, "SELECT GET_LOCK(?, ?)", MySQLLockName(key), wait.Seconds()).Scan(&got)
-		switch {
-		case err != nil:
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-			_ = conn.Close()
-			if errors.Is(err, driver.ErrBadConn) {
-				return nil, err
-			}
-			return nil, l.nodeErr("GET_LOCK", err)
-		case got.Valid && got.Int64 == 1:
-			return &mysqlHold{conn: conn, name: MySQLLockName(key)}, nil
-		case got.Valid && got.Int64 == 0:
-			_ = conn.Close()
-			return nil, l.nodeErr("GET_LOCK", ErrNotAcquired)
-		}
-		_ = conn.Close()
-		return nil, l.nodeErr("GET_LOCK", fmt.Errorf("returned NULL (an error in the server)"))
+		return l.tryGetLock(ctx, conn, key, wait)
 	}
+	return l.tryRowLock(ctx, conn, key, wait)
+}
+
+// tryGetLock asks for the named lock of key on conn (GET_LOCK), waiting up
+// to wait for it.
+func (l *mysqlLock) tryGetLock(ctx context.Context, conn *sql.Conn, key string, wait time.Duration) (*mysqlHold, error) {
+	qctx, cancel := l.rpc(ctx, wait)
+	defer cancel()
+	var got sql.NullInt64
+	err := conn.QueryRowContext(qctx, "SELECT GET_LOCK(?, ?)", MySQLLockName(key), wait.Seconds()).Scan(&got)
+	switch {
+	case err != nil:
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = conn.Close()
+		if errors.Is(err, driver.ErrBadConn) {
+			return nil, err
+		}
+		return nil, l.nodeErr("GET_LOCK", err)
+	case got.Valid && got.Int64 == 1:
+		return &mysqlHold{conn: conn, name: MySQLLockName(key)}, nil
+	case got.Valid && got.Int64 == 0:
+		_ = conn.Close()
+		return nil, l.nodeErr("GET_LOCK", ErrNotAcquired)
+	}
+	_ = conn.Close()
+	return nil, l.nodeErr("GET_LOCK", fmt.Errorf("returned NULL (an error in the server)"))
+}
+
+// tryRowLock takes key's row FOR UPDATE in a transaction on conn, waiting
+// up to wait for it (NOWAIT when wait is 0).
+func (l *mysqlLock) tryRowLock(ctx context.Context, conn *sql.Conn, key string, wait time.Duration) (*mysqlHold, error) {
 	bctx, cancel := l.rpc(ctx, 0)
-	_, err = conn.ExecContext(bctx, "START TRANSACTION")
+	_, err := conn.ExecContext(bctx, "START TRANSACTION")
 	cancel()
 	if err != nil {
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })

@@ -154,7 +154,7 @@ func (l *reentrant) held(key string) {
 // published there, or when the holder's PTTL has run out, whichever comes
 // first, until opts.Wait has passed.
 func (l *reentrant) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
-	lease, pttl, err := l.tryOnce(ctx, key)
+	lease, _, err := l.tryOnce(ctx, key)
 	if err == nil || o.Wait <= 0 || !errors.Is(err, ErrNotAcquired) {
 		return lease, err
 	}
@@ -169,6 +169,7 @@ func (l *reentrant) Acquire(ctx context.Context, key string, o AcquireOptions) (
 	for {
 		// Try again now that we are subscribed: a release between the first
 		// try and the subscription would otherwise go unheard.
+		var pttl time.Duration
 		lease, pttl, err = l.tryOnce(ctx, key)
 		if err == nil || !errors.Is(err, ErrNotAcquired) {
 			return lease, err

@@ -251,14 +251,7 @@ func (l *zkLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lea
 	if err := l.ensureParents(ctx, key); err != nil {
 		return lease, fmt.Errorf("%w: %w", err, ErrNotAcquired)
 	}
-	var g [16]byte
-	_, _ = rand.Read(g[:])
-	h := &zkHold{guid: hex.EncodeToString(g[:]), lease: lease,
-		stop: make(chan struct{}), done: make(chan struct{}), pending: make(chan struct{})}
-	l.mu.Lock()
-	l.holds[lease.Token] = h
-	l.mu.Unlock()
-
+	h := l.newHold(lease)
 	start := time.Now()
 	if err := l.create(ctx, h); err != nil {
 		if errors.Is(err, ErrNotAcquired) {
@@ -269,22 +262,48 @@ func (l *zkLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lea
 	l.mu.Lock()
 	h.confirmed = start
 	l.mu.Unlock()
+	if err := l.awaitTurn(ctx, h, o); err != nil {
+		return lease, err
+	}
+	if err := l.confirm(ctx, h); err != nil {
+		return lease, err
+	}
+	return l.grant(h), nil
+}
 
+// newHold is the hold of an attempt at lease, under a new GUID that names
+// its node, registered so that Release finds it whatever the outcome.
+func (l *zkLock) newHold(lease Lease) *zkHold {
+	var g [16]byte
+	_, _ = rand.Read(g[:])
+	h := &zkHold{guid: hex.EncodeToString(g[:]), lease: lease,
+		stop: make(chan struct{}), done: make(chan struct{}), pending: make(chan struct{})}
+	l.mu.Lock()
+	l.holds[lease.Token] = h
+	l.mu.Unlock()
+	return h
+}
+
+// awaitTurn waits until h's node is the lowest of the key's, up to o.Wait,
+// watching the node just below; it gives up (giveUp: deleting the node, a
+// definite refusal) when o.Wait runs out, o.Stop closes or ctx ends. It
+// returns nil only when h's node is the lowest.
+func (l *zkLock) awaitTurn(ctx context.Context, h *zkHold, o AcquireOptions) error {
 	deadline := time.Now().Add(o.Wait)
 	for {
 		first, pred, err := l.queue(ctx, h)
 		if errors.Is(err, ErrNotAcquired) {
 			l.forget(h) // our node went with an expired session
-			return lease, l.nodeErr("lock", err)
+			return l.nodeErr("lock", err)
 		}
 		if err != nil {
-			return lease, l.nodeErr("lock", err) // unknown: Release finds the node
+			return l.nodeErr("lock", err) // unknown: Release finds the node
 		}
 		if first {
-			break
+			return nil
 		}
 		if o.Wait <= 0 || !time.Now().Before(deadline) {
-			return lease, l.giveUp(ctx, h)
+			return l.giveUp(ctx, h)
 		}
 		var ch <-chan zk.Event
 		var exists bool
@@ -294,7 +313,7 @@ func (l *zkLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lea
 			return err
 		})
 		if err != nil {
-			return lease, l.nodeErr("watch "+pred, err)
+			return l.nodeErr("watch "+pred, err)
 		}
 		if !exists {
 			continue
@@ -310,9 +329,12 @@ func (l *zkLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lea
 		}
 		t.Stop()
 	}
-	if err := l.confirm(ctx, h); err != nil {
-		return lease, err
-	}
+}
+
+// grant marks h held, gives its lease its fence (fenced: the node's
+// sequence number plus one) and its deadline (the last confirmation plus
+// the session timeout), and starts keeping its session alive.
+func (l *zkLock) grant(h *zkHold) Lease {
 	l.mu.Lock()
 	h.held = true
 	if l.fenced {
@@ -321,10 +343,10 @@ func (l *zkLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lea
 		h.lease.Fence = seq + 1
 	}
 	h.lease.ValidUntil = h.confirmed.Add(l.sessionLocked())
-	lease = h.lease
+	lease := h.lease
 	l.mu.Unlock()
 	go l.keepAlive(h)
-	return lease, nil
+	return lease
 }
 
 func (l *zkLock) sessionLocked() time.Duration {
@@ -341,30 +363,10 @@ func (l *zkLock) sessionLocked() time.Duration {
 // unknown; the node, if it appears, is found by Release.
 func (l *zkLock) create(ctx context.Context, h *zkHold) error {
 	name := ZKPath(h.lease.Key) + "/" + zkNodePrefix + h.guid + "-lock-"
-	type result struct {
-		path string
-		sid  int64
-		err  error
-	}
-	res := make(chan result, 1)
+	res := make(chan zkCreated, 1)
 	go func() {
 		defer close(h.pending)
-		var r result
-		for i := 0; i < 3; i++ {
-			r.sid = l.conn.SessionID()
-			r.path, r.err = l.conn.Create(name, nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-			if errors.Is(r.err, zk.ErrConnectionClosed) {
-				if p, ok, err := l.find(h); err == nil && ok {
-					r.path, r.err = p, nil
-				} else if err == nil {
-					continue // certainly not created: try again
-				}
-			}
-			if errors.Is(r.err, zk.ErrSessionExpired) {
-				continue // a node of the expired session is gone with it
-			}
-			break
-		}
+		r := l.createRetrying(h, name)
 		if r.err == nil {
 			l.mu.Lock()
 			h.path = r.path
@@ -383,23 +385,60 @@ func (l *zkLock) create(ctx context.Context, h *zkHold) error {
 		default:
 			return l.nodeErr("create", r.err)
 		}
-		// The node is the session's that owns it: read its owner.
-		var st *zk.Stat
-		err := l.call(ctx, func() error {
-			var err error
-			_, st, err = l.conn.Exists(r.path)
-			return err
-		})
-		if err != nil || st == nil {
-			return l.nodeErr("create", fmt.Errorf("read the node made: %v", err))
-		}
-		l.mu.Lock()
-		h.session = st.EphemeralOwner
-		l.mu.Unlock()
-		return nil
+		return l.readOwner(ctx, h, r.path)
 	case <-ctx.Done():
 		return l.nodeErr("create", fmt.Errorf("no answer: %w", ctx.Err()))
 	}
+}
+
+// zkCreated is the outcome of a create: the node's path, the session it
+// was sent on.
+type zkCreated struct {
+	path string
+	sid  int64
+	err  error
+}
+
+// createRetrying creates node name (sequential: name is its prefix) up to
+// three times: again when the connection closed and the node is certainly
+// not there (looked for by h's GUID), or when the session expired (its
+// node would be gone with it).
+func (l *zkLock) createRetrying(h *zkHold, name string) zkCreated {
+	var r zkCreated
+	for i := 0; i < 3; i++ {
+		r.sid = l.conn.SessionID()
+		r.path, r.err = l.conn.Create(name, nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		if errors.Is(r.err, zk.ErrConnectionClosed) {
+			if p, ok, err := l.find(h); err == nil && ok {
+				r.path, r.err = p, nil
+			} else if err == nil {
+				continue // certainly not created: try again
+			}
+		}
+		if errors.Is(r.err, zk.ErrSessionExpired) {
+			continue // a node of the expired session is gone with it
+		}
+		break
+	}
+	return r
+}
+
+// readOwner records the session that owns h's node at path: the node is
+// that session's, whichever the create was sent on.
+func (l *zkLock) readOwner(ctx context.Context, h *zkHold, path string) error {
+	var st *zk.Stat
+	err := l.call(ctx, func() error {
+		var err error
+		_, st, err = l.conn.Exists(path)
+		return err
+	})
+	if err != nil || st == nil {
+		return l.nodeErr("create", fmt.Errorf("read the node made: %v", err))
+	}
+	l.mu.Lock()
+	h.session = st.EphemeralOwner
+	l.mu.Unlock()
+	return nil
 }
 
 // find looks for h's node by its GUID among the key's children.

@@ -222,3 +222,52 @@ func TestZKLockOfACrashedClientExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A ZooKeeper acquire waiting in the queue stops waiting when its Stop
+// channel closes (a definite refusal: its node is deleted) or its context
+// ends (an error, soon), well before its Wait runs out; the holder keeps
+// the lock, and once the unknown acquire is released too the next one is
+// not held up.
+func TestZKLockWaitEndsOnStopOrContext(t *testing.T) {
+	t.Parallel()
+	c := zkEnsemble(t, 2)
+	ctx := context.Background()
+	a := newLock(t, "zk", zkNodes(c, 0), 1, locks.Options{TTL: 5 * time.Second})
+	b := newLock(t, "zk", zkNodes(c, 1), 2, locks.Options{TTL: 5 * time.Second})
+	la, err := a.Acquire(ctx, "wait-ends", locks.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+	start := time.Now()
+	if _, err := b.Acquire(ctx, "wait-ends", locks.AcquireOptions{Wait: 10 * time.Second, Stop: stop}); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("stopped acquire: %v, want ErrNotAcquired", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the acquire waited %v after its stop (wait 10s)", d)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	unknown, err := b.Acquire(cctx, "wait-ends", locks.AcquireOptions{Wait: 10 * time.Second})
+	if err == nil {
+		t.Fatal("an acquire whose context ended while the lock was held got it")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the acquire waited %v after its context ended (wait 10s)", d)
+	}
+	// Its outcome is unknown: its node may still be in the queue until it
+	// is released, as the workload releases every unknown acquire.
+	_ = b.Release(ctx, unknown)
+	if err := a.Release(ctx, la); err != nil {
+		t.Fatalf("the holder's release after the others gave up: %v", err)
+	}
+	lb, err := b.Acquire(ctx, "wait-ends", locks.AcquireOptions{Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire after the release: %v", err)
+	}
+	if err := b.Release(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -164,53 +164,8 @@ func HeatMap(m Matrix) (*plot.Plot, vg.Length, vg.Length, error) {
 	for i := range g.Rows {
 		y := float64(len(g.Rows) - 1 - i) // first row on top
 		for j := range g.Cols {
-			gc := g.Cells[i][j]
-			x := float64(j)
-			fill := colEmpty
-			var fc color.Color = fill
-			if gc.Judged > 0 {
-				fc = rateColour(gc.Rate())
-			}
-			sq, err := plotter.NewPolygon(box(x-0.5, x+0.5, y-0.5, y+0.5))
-			if err != nil {
+			if err := addGridCell(p, g.Cells[i][j], float64(j), y); err != nil {
 				return nil, 0, 0, err
-			}
-			sq.Color, sq.LineStyle.Color, sq.LineStyle.Width = fc, colGrid, vg.Points(2)
-			p.Add(sq)
-			if gc.Unknown > 0 {
-				// Diagonal hatching, clipped to the square.
-				for k := -0.9; k < 1; k += 0.15 {
-					x0, x1 := x-0.5+max(k, 0), x+0.5+min(k, 0)
-					y0, y1 := y-0.5+(x0-(x-0.5+k)), y-0.5+(x1-(x-0.5+k))
-					l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y0}, {X: x1, Y: y1}})
-					if err != nil {
-						return nil, 0, 0, err
-					}
-					l.LineStyle.Color, l.LineStyle.Width = colHatch, vg.Points(0.5)
-					p.Add(l)
-				}
-			}
-			if gc.Missed > 0 {
-				ol, err := plotter.NewPolygon(box(x-0.44, x+0.44, y-0.44, y+0.44))
-				if err != nil {
-					return nil, 0, 0, err
-				}
-				ol.Color, ol.LineStyle.Color, ol.LineStyle.Width = nil, colOutline, vg.Points(4)
-				p.Add(ol)
-			}
-			if gc.Cells > 0 {
-				lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: y}}, Labels: []string{gc.Label(false)}})
-				if err != nil {
-					return nil, 0, 0, err
-				}
-				for k := range lb.TextStyle {
-					lb.TextStyle[k].Font.Size = 13
-					lb.TextStyle[k].XAlign, lb.TextStyle[k].YAlign = draw.XCenter, draw.YCenter
-					if gc.Judged > 0 && gc.Rate() > 0.6 {
-						lb.TextStyle[k].Color = color.White // readable on deep red
-					}
-				}
-				p.Add(lb)
 			}
 		}
 	}
@@ -230,6 +185,67 @@ func HeatMap(m Matrix) (*plot.Plot, vg.Length, vg.Length, error) {
 	w := vg.Length(longest)*6 + vg.Length(max(len(g.Cols), 4))*95 + 60
 	h := vg.Length(len(g.Rows))*55 + 110
 	return p, w, h, nil
+}
+
+// addGridCell draws grid cell gc as the square centred on (x, y): filled
+// with its rate's colour, hatched when some runs were unknown, outlined
+// when an expectation was missed, and labelled.
+func addGridCell(p *plot.Plot, gc GridCell, x, y float64) error {
+	fill := colEmpty
+	var fc color.Color = fill
+	if gc.Judged > 0 {
+		fc = rateColour(gc.Rate())
+	}
+	sq, err := plotter.NewPolygon(box(x-0.5, x+0.5, y-0.5, y+0.5))
+	if err != nil {
+		return err
+	}
+	sq.Color, sq.LineStyle.Color, sq.LineStyle.Width = fc, colGrid, vg.Points(2)
+	p.Add(sq)
+	if gc.Unknown > 0 {
+		if err := addHatching(p, x, y); err != nil {
+			return err
+		}
+	}
+	if gc.Missed > 0 {
+		ol, err := plotter.NewPolygon(box(x-0.44, x+0.44, y-0.44, y+0.44))
+		if err != nil {
+			return err
+		}
+		ol.Color, ol.LineStyle.Color, ol.LineStyle.Width = nil, colOutline, vg.Points(4)
+		p.Add(ol)
+	}
+	if gc.Cells > 0 {
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: y}}, Labels: []string{gc.Label(false)}})
+		if err != nil {
+			return err
+		}
+		for k := range lb.TextStyle {
+			lb.TextStyle[k].Font.Size = 13
+			lb.TextStyle[k].XAlign, lb.TextStyle[k].YAlign = draw.XCenter, draw.YCenter
+			if gc.Judged > 0 && gc.Rate() > 0.6 {
+				lb.TextStyle[k].Color = color.White // readable on deep red
+			}
+		}
+		p.Add(lb)
+	}
+	return nil
+}
+
+// addHatching draws diagonal hatching on the square centred on (x, y),
+// clipped to it.
+func addHatching(p *plot.Plot, x, y float64) error {
+	for k := -0.9; k < 1; k += 0.15 {
+		x0, x1 := x-0.5+max(k, 0), x+0.5+min(k, 0)
+		y0, y1 := y-0.5+(x0-(x-0.5+k)), y-0.5+(x1-(x-0.5+k))
+		l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y0}, {X: x1, Y: y1}})
+		if err != nil {
+			return err
+		}
+		l.LineStyle.Color, l.LineStyle.Width = colHatch, vg.Points(0.5)
+		p.Add(l)
+	}
+	return nil
 }
 
 // WriteHeatMap writes the heat map as PNG and SVG into dir.

@@ -76,51 +76,8 @@ func WriteJUnit(w io.Writer, m Matrix) error {
 	}}
 	var total float64
 	for _, c := range m.Cells {
-		tc := junitTestCase{Name: c.ID(), Classname: "matrix." + c.Lock, Time: seconds(c.Seconds)}
-		if c.Scenario != "" {
-			tc.Classname = "matrix.scenario." + c.Scenario
-		}
-		props := []junitProp{{"lock", c.Lock}, {"nemeses", c.NemesisSet()}}
-		if c.Scenario != "" {
-			props = append(props, junitProp{"scenario", c.Scenario}, junitProp{"repeat", strconv.Itoa(c.Repeat)})
-		} else {
-			props = append(props, junitProp{"seed", strconv.FormatUint(c.Seed, 10)})
-		}
-		props = append(props, junitProp{"backend", c.Backend}, junitProp{"reproduce", c.Command},
-			junitProp{"verdict", orDash(string(c.Verdict))}, junitProp{"expect", orDash(c.Expect)})
-		if c.Dir != "" {
-			props = append(props, junitProp{"report", c.Dir + "/index.html"})
-		}
-		tc.Properties = &junitPropList{Props: props}
-		detail := fmt.Sprintf("%s\nreproduce: %s", c.Explain, c.Command)
-		if c.Dir != "" {
-			detail += "\nreport: " + c.Dir + "/index.html"
-		}
-		switch c.Outcome {
-		case Missed:
-			msg := c.Headline
-			if msg == "" {
-				msg = c.Explain
-			}
-			tc.Failure = &junitResult{Message: msg, Type: "expected-" + orDash(c.Expect), Text: detail}
-			suite.Failures++
-		case Error:
-			tc.Error = &junitResult{Message: c.Error, Type: "error", Text: detail}
-			suite.Errors++
-		case Flaky:
-			tc.Skipped = &junitResult{Message: fmt.Sprintf("flaky: %s (%s); got %s", c.Reason, c.Link, orDash(string(c.Verdict))), Type: "flaky", Text: detail}
-			suite.Skipped++
-		case NotRun:
-			tc.Skipped = &junitResult{Message: "not run", Type: "not-run", Text: detail}
-			suite.Skipped++
-		default:
-			if c.Headline != "" {
-				tc.SystemOut = c.Explain + ": " + c.Headline
-			}
-		}
-		suite.Tests++
+		suite.add(c)
 		total += c.Seconds
-		suite.Cases = append(suite.Cases, tc)
 	}
 	suite.Time = seconds(total)
 	doc := junitSuites{Name: "lockharness", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
@@ -135,6 +92,62 @@ func WriteJUnit(w io.Writer, m Matrix) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// add adds cell c as a test case, and counts it: a missed expectation is a
+// failure, a cell that could not run an error, a flaky or unrun one is
+// skipped; the detail says how to reproduce it and where its report is.
+func (s *junitSuite) add(c CellResult) {
+	tc := junitTestCase{Name: c.ID(), Classname: "matrix." + c.Lock, Time: seconds(c.Seconds)}
+	if c.Scenario != "" {
+		tc.Classname = "matrix.scenario." + c.Scenario
+	}
+	tc.Properties = &junitPropList{Props: cellProps(c)}
+	detail := fmt.Sprintf("%s\nreproduce: %s", c.Explain, c.Command)
+	if c.Dir != "" {
+		detail += "\nreport: " + c.Dir + "/index.html"
+	}
+	switch c.Outcome {
+	case Missed:
+		msg := c.Headline
+		if msg == "" {
+			msg = c.Explain
+		}
+		tc.Failure = &junitResult{Message: msg, Type: "expected-" + orDash(c.Expect), Text: detail}
+		s.Failures++
+	case Error:
+		tc.Error = &junitResult{Message: c.Error, Type: "error", Text: detail}
+		s.Errors++
+	case Flaky:
+		tc.Skipped = &junitResult{Message: fmt.Sprintf("flaky: %s (%s); got %s", c.Reason, c.Link, orDash(string(c.Verdict))), Type: "flaky", Text: detail}
+		s.Skipped++
+	case NotRun:
+		tc.Skipped = &junitResult{Message: "not run", Type: "not-run", Text: detail}
+		s.Skipped++
+	default:
+		if c.Headline != "" {
+			tc.SystemOut = c.Explain + ": " + c.Headline
+		}
+	}
+	s.Tests++
+	s.Cases = append(s.Cases, tc)
+}
+
+// cellProps are a cell's properties: what it ran, on which backend, how
+// to run it again, its verdict and what was expected, its report.
+func cellProps(c CellResult) []junitProp {
+	props := []junitProp{{"lock", c.Lock}, {"nemeses", c.NemesisSet()}}
+	if c.Scenario != "" {
+		props = append(props, junitProp{"scenario", c.Scenario}, junitProp{"repeat", strconv.Itoa(c.Repeat)})
+	} else {
+		props = append(props, junitProp{"seed", strconv.FormatUint(c.Seed, 10)})
+	}
+	props = append(props, junitProp{"backend", c.Backend}, junitProp{"reproduce", c.Command},
+		junitProp{"verdict", orDash(string(c.Verdict))}, junitProp{"expect", orDash(c.Expect)})
+	if c.Dir != "" {
+		props = append(props, junitProp{"report", c.Dir + "/index.html"})
+	}
+	return props
 }
 
 // mdEscape keeps a cell of a markdown table in its cell.

@@ -516,3 +516,29 @@ func TestMatrixJSONRoundTrips(t *testing.T) {
 		t.Error("matrix.json does not round-trip")
 	}
 }
+
+// A scenario's cells are named for the scenario in JUnit: their class,
+// and the scenario and repeat in place of a seed.
+func TestJUnitNamesScenarioCells(t *testing.T) {
+	s := testSpec()
+	s.Scenarios, s.Repeat = []ScenarioRef{{Name: "token-pause", Lock: "token"}}, 1
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, Build(s, Shard{}, fakeResults(s))); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	i := strings.Index(doc, `classname="matrix.scenario.token-pause"`)
+	if i < 0 {
+		t.Fatalf("no test case of the scenario:\n%s", doc)
+	}
+	tc := doc[i:]
+	tc = tc[:strings.Index(tc, "</testcase>")]
+	for _, want := range []string{`<property name="lock" value="token">`, `<property name="scenario" value="token-pause">`, `<property name="repeat" value="1">`} {
+		if !strings.Contains(tc, want) {
+			t.Errorf("the scenario's test case lacks %s:\n%s", want, tc)
+		}
+	}
+	if strings.Contains(tc, `name="seed"`) {
+		t.Errorf("the scenario's test case names a seed:\n%s", tc)
+	}
+}

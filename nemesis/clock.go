@@ -83,6 +83,8 @@ func ns(d time.Duration) *int64 {
 	return &v
 }
 
+// do runs one step on the nodes it names: bump, drift, strobe or reset.
+// Each stops a strobe running on a node before it sets that node's clock.
 func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 	nodes, err := e.targetNodes(s.Targets)
 	if err != nil {
@@ -93,104 +95,127 @@ func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 		return err
 	}
 	names := nodeNames(nodes)
-	ev := event{fault: "clock"}
 	switch s.Action {
 	case "bump":
-		delta, err := durParam(s.Params, "delta", e.cfg.ClockBump)
-		if err != nil {
-			return err
-		}
-		return e.recordV("bump-clock", ev.value(names), func(v *history.Value) error {
-			var d []string
-			var errs []error
-			for i, n := range clocks {
-				k.stopStrobe(names[i])
-				c := n.Clock()
-				if err := n.SetClock(c.SkewAt(time.Now())+delta, c.Rate); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				obs, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
-				errs = append(errs, err)
-				d = append(d, fmt.Sprintf("%s %s (reads %s)", names[i], fmtSkew(delta), fmtSkew(obs.Round(time.Millisecond))))
-				nc := history.NodeClock{Node: names[i], Delta: ns(delta)}
-				if err == nil {
-					nc.Offset = ns(obs.Round(time.Millisecond))
-				}
-				v.Clocks = append(v.Clocks, nc)
-			}
-			v.Detail = strings.Join(d, ", ")
-			return errors.Join(errs...)
-		})
+		return k.bump(ctx, e, s, clocks, names)
 	case "drift":
-		rate, err := floatParam(s.Params, "rate", 2)
-		if err != nil {
-			return err
-		}
-		return e.recordV("drift-clock", ev.value(names), func(v *history.Value) error {
-			var errs []error
-			for i, n := range clocks {
-				k.stopStrobe(names[i])
-				if err := n.SetClock(n.Clock().SkewAt(time.Now()), rate); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				_, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
-				errs = append(errs, err)
-				v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Rate: rate})
-			}
-			v.Detail = fmt.Sprintf("rate x%g", rate)
-			return errors.Join(errs...)
-		})
+		return k.drift(ctx, e, s, clocks, names)
 	case "strobe":
-		a, err := durParam(s.Params, "a", 0)
-		if err != nil {
-			return err
-		}
-		b, err := durParam(s.Params, "b", e.cfg.ClockBump)
-		if err != nil {
-			return err
-		}
-		period, err := durParam(s.Params, "period", e.cfg.StrobePeriod)
-		if err != nil {
-			return err
-		}
-		return e.recordV("strobe-clock", ev.value(names), func(v *history.Value) error {
-			var errs []error
-			for i, n := range clocks {
-				k.stopStrobe(names[i])
-				// Confirm the far offset once, then flip in the background.
-				if err := n.SetClock(b, 1); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				if _, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				k.startStrobe(names[i], n, a, b, period)
-				v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Strobe: []int64{int64(a), int64(b)}, Period: int64(period)})
-			}
-			v.Detail = fmt.Sprintf("between %s and %s every %v", fmtSkew(a), fmtSkew(b), period)
-			return errors.Join(errs...)
-		})
+		return k.strobe(ctx, e, s, clocks, names)
 	case "reset":
-		return e.recordV("reset-clock", event{ends: []string{"clock"}}.value(names), func(v *history.Value) error {
-			var errs []error
-			for i, n := range clocks {
-				k.stopStrobe(names[i])
-				if err := n.SetClock(0, 1); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				_, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
-				errs = append(errs, err)
-				v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Offset: ns(0)})
-			}
-			return errors.Join(errs...)
-		})
+		return k.resetClocks(ctx, e, clocks, names)
 	}
 	return fmt.Errorf("unknown action %q (want bump, strobe, drift or reset)", s.Action)
+}
+
+// bump moves each node's clock by Params "delta" from where it is now,
+// keeping its rate, and records the offset each node then reads.
+func (k *clock) bump(ctx context.Context, e *exec, s Step, clocks []sut.Clocked, names []string) error {
+	delta, err := durParam(s.Params, "delta", e.cfg.ClockBump)
+	if err != nil {
+		return err
+	}
+	return e.recordV("bump-clock", event{fault: "clock"}.value(names), func(v *history.Value) error {
+		var d []string
+		var errs []error
+		for i, n := range clocks {
+			k.stopStrobe(names[i])
+			c := n.Clock()
+			if err := n.SetClock(c.SkewAt(time.Now())+delta, c.Rate); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			obs, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
+			errs = append(errs, err)
+			d = append(d, fmt.Sprintf("%s %s (reads %s)", names[i], fmtSkew(delta), fmtSkew(obs.Round(time.Millisecond))))
+			nc := history.NodeClock{Node: names[i], Delta: ns(delta)}
+			if err == nil {
+				nc.Offset = ns(obs.Round(time.Millisecond))
+			}
+			v.Clocks = append(v.Clocks, nc)
+		}
+		v.Detail = strings.Join(d, ", ")
+		return errors.Join(errs...)
+	})
+}
+
+// drift makes each node's clock run at Params "rate" from where it is now.
+func (k *clock) drift(ctx context.Context, e *exec, s Step, clocks []sut.Clocked, names []string) error {
+	rate, err := floatParam(s.Params, "rate", 2)
+	if err != nil {
+		return err
+	}
+	return e.recordV("drift-clock", event{fault: "clock"}.value(names), func(v *history.Value) error {
+		var errs []error
+		for i, n := range clocks {
+			k.stopStrobe(names[i])
+			if err := n.SetClock(n.Clock().SkewAt(time.Now()), rate); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			_, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
+			errs = append(errs, err)
+			v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Rate: rate})
+		}
+		v.Detail = fmt.Sprintf("rate x%g", rate)
+		return errors.Join(errs...)
+	})
+}
+
+// strobe flips each node's clock between offsets Params "a" and "b" every
+// "period", in the background until the next step on that node; the far
+// offset is set and confirmed first.
+func (k *clock) strobe(ctx context.Context, e *exec, s Step, clocks []sut.Clocked, names []string) error {
+	a, err := durParam(s.Params, "a", 0)
+	if err != nil {
+		return err
+	}
+	b, err := durParam(s.Params, "b", e.cfg.ClockBump)
+	if err != nil {
+		return err
+	}
+	period, err := durParam(s.Params, "period", e.cfg.StrobePeriod)
+	if err != nil {
+		return err
+	}
+	return e.recordV("strobe-clock", event{fault: "clock"}.value(names), func(v *history.Value) error {
+		var errs []error
+		for i, n := range clocks {
+			k.stopStrobe(names[i])
+			// Confirm the far offset once, then flip in the background.
+			if err := n.SetClock(b, 1); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if _, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			k.startStrobe(names[i], n, a, b, period)
+			v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Strobe: []int64{int64(a), int64(b)}, Period: int64(period)})
+		}
+		v.Detail = fmt.Sprintf("between %s and %s every %v", fmtSkew(a), fmtSkew(b), period)
+		return errors.Join(errs...)
+	})
+}
+
+// resetClocks sets each node's clock back to real time, and ends the clock
+// fault.
+func (k *clock) resetClocks(ctx context.Context, e *exec, clocks []sut.Clocked, names []string) error {
+	return e.recordV("reset-clock", event{ends: []string{"clock"}}.value(names), func(v *history.Value) error {
+		var errs []error
+		for i, n := range clocks {
+			k.stopStrobe(names[i])
+			if err := n.SetClock(0, 1); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			_, err := n.ConfirmClock(ctx, confirmTolerance, 5*time.Second)
+			errs = append(errs, err)
+			v.Clocks = append(v.Clocks, history.NodeClock{Node: names[i], Offset: ns(0)})
+		}
+		return errors.Join(errs...)
+	})
 }
 
 func (k *clock) startStrobe(name string, n sut.Clocked, a, b, period time.Duration) {

@@ -53,6 +53,8 @@ func (clusterFailover) generate(rng *rand.Rand, _ Config, _ Topology) []Step {
 	}
 }
 
+// do finds the slot of the step's key and its shard, then fails the
+// shard's master over or moves the slot.
 func (clusterFailover) do(ctx context.Context, e *exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
@@ -80,55 +82,83 @@ func (clusterFailover) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return e.record(f, mark, nil, func() (string, error) { return "", err })
 	}
-	change := &history.ShardChange{Key: key, Slot: slot, From: shard.Master}
-	inv := &history.Value{Mark: true, Shard: change}
+	t := struckSlot{key: key, slot: slot, shard: shard}
 	if s.Action == "failover" {
-		mode := strings.ToLower(s.Params["mode"])
-		change.Mode = mode
-		replica := s.Params["replica"]
-		if replica == "" && len(shard.Replicas) > 0 {
-			replica = shard.Replicas[0]
-		}
-		inv.Targets = []string{replica, shard.Master}
-		return e.recordV("cluster-failover", inv, func(v *history.Value) error {
-			if replica == "" {
-				return fmt.Errorf("%w: slot %d's master %s has no replica", ErrNotDone, slot, shard.Master)
-			}
-			c := *change
-			v.Shard = &c
-			t0 := time.Now()
-			if err := sh.Failover(ctx, replica, mode); err != nil {
-				return err
-			}
-			c.To, c.Took = replica, int64(time.Since(t0))
-			v.Detail = fmt.Sprintf("%s took over slot %d (%s) from %s: CLUSTER FAILOVER %s in %v",
-				replica, slot, key, shard.Master, strings.ToUpper(orWord(mode, "(graceful)")), time.Since(t0).Round(time.Millisecond))
-			return nil
-		})
+		return failoverSlot(ctx, e, sh, s.Params, t)
 	}
-	to := s.Params["to"]
+	return moveSlot(ctx, e, sh, s.Params, t)
+}
+
+// struckSlot is what a cluster-failover step strikes: the lock key, its
+// slot, and the shard serving the slot before the step.
+type struckSlot struct {
+	key   string
+	slot  int
+	shard sut.Shard
+}
+
+// change is the history's record of the step as far as it is known before
+// the step runs, and inv the invocation that carries it.
+func (t struckSlot) change() (change *history.ShardChange, inv *history.Value) {
+	change = &history.ShardChange{Key: t.key, Slot: t.slot, From: t.shard.Master}
+	return change, &history.Value{Mark: true, Shard: change}
+}
+
+// failoverSlot has a replica of the slot's master (params "replica", else
+// its first) take the slot over: CLUSTER FAILOVER in params "mode".
+func failoverSlot(ctx context.Context, e *exec, sh sut.Sharded, params map[string]string, t struckSlot) error {
+	change, inv := t.change()
+	mode := strings.ToLower(params["mode"])
+	change.Mode = mode
+	replica := params["replica"]
+	if replica == "" && len(t.shard.Replicas) > 0 {
+		replica = t.shard.Replicas[0]
+	}
+	inv.Targets = []string{replica, t.shard.Master}
+	return e.recordV("cluster-failover", inv, func(v *history.Value) error {
+		if replica == "" {
+			return fmt.Errorf("%w: slot %d's master %s has no replica", ErrNotDone, t.slot, t.shard.Master)
+		}
+		c := *change
+		v.Shard = &c
+		t0 := time.Now()
+		if err := sh.Failover(ctx, replica, mode); err != nil {
+			return err
+		}
+		c.To, c.Took = replica, int64(time.Since(t0))
+		v.Detail = fmt.Sprintf("%s took over slot %d (%s) from %s: CLUSTER FAILOVER %s in %v",
+			replica, t.slot, t.key, t.shard.Master, strings.ToUpper(orWord(mode, "(graceful)")), time.Since(t0).Round(time.Millisecond))
+		return nil
+	})
+}
+
+// moveSlot migrates the slot and its keys to another master (params "to",
+// else the next master after the slot's), as resharding does.
+func moveSlot(ctx context.Context, e *exec, sh sut.Sharded, params map[string]string, t struckSlot) error {
+	change, inv := t.change()
+	to := params["to"]
 	if to == "" {
 		ms, err := sh.Masters(ctx)
 		if err != nil {
 			return e.record("move-slot", mark, nil, func() (string, error) { return "", err })
 		}
-		to = nextAfter(ms, shard.Master)
+		to = nextAfter(ms, t.shard.Master)
 	}
-	inv.Targets = []string{shard.Master, to}
+	inv.Targets = []string{t.shard.Master, to}
 	return e.recordV("move-slot", inv, func(v *history.Value) error {
-		if to == "" || to == shard.Master {
-			return fmt.Errorf("%w: no other master to move slot %d to", ErrNotDone, slot)
+		if to == "" || to == t.shard.Master {
+			return fmt.Errorf("%w: no other master to move slot %d to", ErrNotDone, t.slot)
 		}
 		c := *change
 		v.Shard = &c
 		t0 := time.Now()
-		n, err := sh.MoveSlot(ctx, slot, to)
+		n, err := sh.MoveSlot(ctx, t.slot, to)
 		c.Keys = n
 		if err != nil {
 			return err
 		}
 		c.To, c.Took = to, int64(time.Since(t0))
-		v.Detail = fmt.Sprintf("slot %d (%s) moved from %s to %s with %d key(s) in %v", slot, key, shard.Master, to, n, time.Since(t0).Round(time.Millisecond))
+		v.Detail = fmt.Sprintf("slot %d (%s) moved from %s to %s with %d key(s) in %v", t.slot, t.key, t.shard.Master, to, n, time.Since(t0).Round(time.Millisecond))
 		return nil
 	})
 }

@@ -91,207 +91,262 @@ func (*failover) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	}
 }
 
+// do runs one step: cut, promote and demote for a manual failover, start
+// and stop for Sentinel's.
 func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 	d, r, err := e.replication()
 	if err != nil {
 		return err
 	}
-	net := d.Network()
 	switch s.Action {
 	case "cut":
-		m := r.Primary()
+		return f.cut(e, s, d, r)
+	case "promote":
+		return f.promote(ctx, e, s, d, r)
+	case "demote":
+		return f.demote(ctx, e, s, r)
+	case "start":
+		return f.failMaster(ctx, e, s, d, r)
+	case "stop":
+		return f.healMaster(ctx, e, d, r)
+	}
+	return fmt.Errorf("unknown action %q (manual: cut, promote, demote; sentinel: start, stop)", s.Action)
+}
+
+// cut freezes the replication link of the replica the step names (or the
+// one its pick draws) from the master: what the master acknowledges from
+// now on never reaches that replica.
+func (f *failover) cut(e *exec, s Step, d sut.Deployment, r sut.Replication) error {
+	m := r.Primary()
+	rs := sut.Replicas(d)
+	if len(rs) == 0 {
+		return fmt.Errorf("no replica to promote")
+	}
+	var rep string
+	if len(s.Targets) == 1 && !isRole(s.Targets) {
+		n, err := d.Node(s.Targets[0])
+		if err != nil {
+			return err
+		}
+		rep = n.Name()
+	} else {
+		k, _ := strconv.Atoi(s.Params["pick"])
+		rep = rs[k%len(rs)]
+	}
+	l, err := d.Network().Link(rep, m)
+	if err != nil {
+		return err
+	}
+	f.cutLink, f.replica, f.oldMaster = l.Name(), rep, m
+	return e.record("cut-replication", event{fault: "replication cut"}, []string{l.Name()}, func() (string, error) {
+		return fmt.Sprintf("%s stops receiving %s's writes", rep, m), l.Cut()
+	})
+}
+
+// promote makes a replica the master (the one the step names, else the
+// one cut froze, else the first) and moves the clients and the other
+// replicas to it. The old master is left as it is, a second master: the
+// split brain the demote ends.
+func (f *failover) promote(ctx context.Context, e *exec, s Step, d sut.Deployment, r sut.Replication) error {
+	rep := f.replica
+	if len(s.Targets) == 1 && !isRole(s.Targets) {
+		rep = s.Targets[0]
+	}
+	if rep == "" {
 		rs := sut.Replicas(d)
 		if len(rs) == 0 {
 			return fmt.Errorf("no replica to promote")
 		}
-		var rep string
-		if len(s.Targets) == 1 && !isRole(s.Targets) {
-			n, err := d.Node(s.Targets[0])
-			if err != nil {
-				return err
-			}
-			rep = n.Name()
-		} else {
-			k, _ := strconv.Atoi(s.Params["pick"])
-			rep = rs[k%len(rs)]
+		rep = rs[0]
+	}
+	old := r.Primary()
+	f.oldMaster, f.replica = old, rep
+	// The frozen link is dropped when the replica is promoted.
+	return e.record("promote", event{fault: "promote", ends: []string{"replication cut"}}, []string{rep}, func() (string, error) {
+		if err := r.Promote(ctx, rep); err != nil {
+			return "", err
 		}
-		l, err := net.Link(rep, m)
-		if err != nil {
-			return err
+		if err := r.SetPrimary(rep); err != nil {
+			return "", err
 		}
-		f.cutLink, f.replica, f.oldMaster = l.Name(), rep, m
-		return e.record("cut-replication", event{fault: "replication cut"}, []string{l.Name()}, func() (string, error) {
-			return fmt.Sprintf("%s stops receiving %s's writes", rep, m), l.Cut()
-		})
-	case "promote":
-		rep := f.replica
-		if len(s.Targets) == 1 && !isRole(s.Targets) {
-			rep = s.Targets[0]
-		}
-		if rep == "" {
-			rs := sut.Replicas(d)
-			if len(rs) == 0 {
-				return fmt.Errorf("no replica to promote")
-			}
-			rep = rs[0]
-		}
-		old := r.Primary()
-		f.oldMaster, f.replica = old, rep
-		// The frozen link is dropped when the replica is promoted.
-		return e.record("promote", event{fault: "promote", ends: []string{"replication cut"}}, []string{rep}, func() (string, error) {
-			if err := r.Promote(ctx, rep); err != nil {
-				return "", err
-			}
-			if err := r.SetPrimary(rep); err != nil {
-				return "", err
-			}
-			var errs []error
-			for _, o := range sut.Replicas(d) {
-				if o != old {
-					errs = append(errs, r.Follow(ctx, o, rep))
-				}
-			}
-			if f.cutLink != "" {
-				// The frozen link led to the old master; it is not used
-				// any more, and must not stay cut for a later failover.
-				if ls, err := resolveLinks(net, []string{f.cutLink}); err == nil {
-					errs = append(errs, ls[0].Uncut(ctx))
-				}
-				f.cutLink = ""
-			}
-			return fmt.Sprintf("REPLICAOF NO ONE; clients moved from %s", old), errors.Join(errs...)
-		})
-	case "demote":
-		old := f.oldMaster
-		if len(s.Targets) == 1 && !isRole(s.Targets) {
-			old = s.Targets[0]
-		}
-		m := r.Primary()
-		// Demoting the old master ends the split brain that promoting a
-		// replica began, whichever node each names.
-		ev := event{ends: []string{"promote"}}
-		if old == "" || old == m {
-			return e.record("demote", ev, nil, func() (string, error) {
-				return "", fmt.Errorf("%w: no old master to demote", ErrNotDone)
-			})
-		}
-		return e.record("demote", ev, []string{old}, func() (string, error) {
-			if err := r.Follow(ctx, old, m); err != nil {
-				return "", err
-			}
-			f.oldMaster = ""
-			return "follows " + m, nil
-		})
-	case "start":
-		how := s.Params["how"]
-		if how == "" {
-			how = "pause"
-		}
-		if sm, err := r.Elected(ctx); err == nil {
-			if err := r.SetPrimary(sm); err != nil {
-				return err
+		var errs []error
+		for _, o := range sut.Replicas(d) {
+			if o != old {
+				errs = append(errs, r.Follow(ctx, o, rep))
 			}
 		}
-		m := r.Primary()
-		mn, err := d.Node(m)
-		if err != nil {
-			return err
+		if f.cutLink != "" {
+			// The frozen link led to the old master; it is not used
+			// any more, and must not stay cut for a later failover.
+			if ls, err := resolveLinks(d.Network(), []string{f.cutLink}); err == nil {
+				errs = append(errs, ls[0].Uncut(ctx))
+			}
+			f.cutLink = ""
 		}
-		f.oldMaster, f.how = m, how
-		err = e.record(how+"-master", event{fault: "master " + pastTense(how)}, []string{m}, func() (string, error) {
-			switch how {
-			case "pause":
-				p, err := sut.As[sut.Pauser](mn, sut.CanPause)
-				if err != nil {
-					return "", err
-				}
-				return "SIGSTOP", p.Pause(ctx)
-			case "isolate":
-				ls, err := resolveLinks(net, linkNames(e.topo.nodeLinks(m)))
-				if err != nil {
-					return "", err
-				}
-				var errs []error
-				for _, l := range ls {
-					if !l.IsCut() {
-						errs = append(errs, l.Cut())
-					}
-				}
-				return "every link to and from it blackholed", errors.Join(errs...)
-			}
-			return "", fmt.Errorf("unknown failover fault %q (want pause or isolate)", how)
-		})
-		if err != nil {
-			return err
-		}
-		return e.record("await-promotion", mark, nil, func() (string, error) {
-			t0 := time.Now()
-			for {
-				sm, err := r.Elected(ctx)
-				if err == nil && sm != m {
-					return fmt.Sprintf("sentinels name %s after %v", sm, time.Since(t0).Round(time.Millisecond)), r.SetPrimary(sm)
-				}
-				if time.Since(t0) > 15*time.Second {
-					return "", fmt.Errorf("sentinels still name %s after %v", m, time.Since(t0).Round(time.Millisecond))
-				}
-				if err := sleep(ctx, 20*time.Millisecond); err != nil {
-					return "", err
-				}
-			}
-		})
-	case "stop":
-		old := f.oldMaster
-		ev := event{ends: []string{"master paused", "master isolated"}}
-		if old == "" {
-			return e.record("heal-master", ev, nil, func() (string, error) {
-				return "", fmt.Errorf("%w: no master was failed", ErrNotDone)
-			})
-		}
-		n, err := d.Node(old)
-		if err != nil {
-			return err
-		}
-		return e.record("heal-master", ev, []string{old}, func() (string, error) {
-			var err error
-			switch f.how {
-			case "isolate":
-				ls, lerr := resolveLinks(net, linkNames(e.topo.nodeLinks(old)))
-				if lerr != nil {
-					return "", lerr
-				}
-				var errs []error
-				for _, l := range ls {
-					errs = append(errs, l.Uncut(ctx))
-				}
-				err = errors.Join(errs...)
-			default:
-				p, perr := sut.As[sut.Pauser](n, sut.CanPause)
-				if perr != nil {
-					return "", perr
-				}
-				err = p.Resume(ctx)
-			}
-			if err != nil {
-				return "", err
-			}
-			f.oldMaster = ""
-			t0 := time.Now()
-			// Sentinel demotes the returning master at its next look at it.
-			for {
-				ri, err := r.Role(ctx, old)
-				if err == nil && ri.Role == "slave" {
-					return fmt.Sprintf("%s demoted by Sentinel after %v", old, time.Since(t0).Round(time.Millisecond)), nil
-				}
-				if time.Since(t0) > 15*time.Second {
-					return "", fmt.Errorf("%s still %s %v after %v", old, ri.Role, err, time.Since(t0).Round(time.Millisecond))
-				}
-				if err := sleep(ctx, 20*time.Millisecond); err != nil {
-					return "", err
-				}
-			}
+		return fmt.Sprintf("REPLICAOF NO ONE; clients moved from %s", old), errors.Join(errs...)
+	})
+}
+
+// demote makes the old master (the one the step names, else the one
+// promote replaced) follow the master: the end of the split brain.
+func (f *failover) demote(ctx context.Context, e *exec, s Step, r sut.Replication) error {
+	old := f.oldMaster
+	if len(s.Targets) == 1 && !isRole(s.Targets) {
+		old = s.Targets[0]
+	}
+	m := r.Primary()
+	// Demoting the old master ends the split brain that promoting a
+	// replica began, whichever node each names.
+	ev := event{ends: []string{"promote"}}
+	if old == "" || old == m {
+		return e.record("demote", ev, nil, func() (string, error) {
+			return "", fmt.Errorf("%w: no old master to demote", ErrNotDone)
 		})
 	}
-	return fmt.Errorf("unknown action %q (manual: cut, promote, demote; sentinel: start, stop)", s.Action)
+	return e.record("demote", ev, []string{old}, func() (string, error) {
+		if err := r.Follow(ctx, old, m); err != nil {
+			return "", err
+		}
+		f.oldMaster = ""
+		return "follows " + m, nil
+	})
+}
+
+// failMaster pauses or isolates (Params "how") the master Sentinel names,
+// then waits for Sentinel to promote a replica, as a mark of its own: the
+// history shows how long the clients were without a master.
+func (f *failover) failMaster(ctx context.Context, e *exec, s Step, d sut.Deployment, r sut.Replication) error {
+	how := s.Params["how"]
+	if how == "" {
+		how = "pause"
+	}
+	if sm, err := r.Elected(ctx); err == nil {
+		if err := r.SetPrimary(sm); err != nil {
+			return err
+		}
+	}
+	m := r.Primary()
+	mn, err := d.Node(m)
+	if err != nil {
+		return err
+	}
+	f.oldMaster, f.how = m, how
+	err = e.record(how+"-master", event{fault: "master " + pastTense(how)}, []string{m}, func() (string, error) {
+		return strikeMaster(ctx, e, d.Network(), how, mn, m)
+	})
+	if err != nil {
+		return err
+	}
+	return e.record("await-promotion", mark, nil, func() (string, error) {
+		return awaitPromotion(ctx, r, m)
+	})
+}
+
+// strikeMaster pauses master m (node mn) or cuts every link to and from it.
+func strikeMaster(ctx context.Context, e *exec, net sut.Network, how string, mn sut.Node, m string) (string, error) {
+	switch how {
+	case "pause":
+		p, err := sut.As[sut.Pauser](mn, sut.CanPause)
+		if err != nil {
+			return "", err
+		}
+		return "SIGSTOP", p.Pause(ctx)
+	case "isolate":
+		ls, err := resolveLinks(net, linkNames(e.topo.nodeLinks(m)))
+		if err != nil {
+			return "", err
+		}
+		var errs []error
+		for _, l := range ls {
+			if !l.IsCut() {
+				errs = append(errs, l.Cut())
+			}
+		}
+		return "every link to and from it blackholed", errors.Join(errs...)
+	}
+	return "", fmt.Errorf("unknown failover fault %q (want pause or isolate)", how)
+}
+
+// awaitPromotion polls Sentinel until it names a master other than m (and
+// takes it as the master), 15 seconds at most.
+func awaitPromotion(ctx context.Context, r sut.Replication, m string) (string, error) {
+	t0 := time.Now()
+	for {
+		sm, err := r.Elected(ctx)
+		if err == nil && sm != m {
+			return fmt.Sprintf("sentinels name %s after %v", sm, time.Since(t0).Round(time.Millisecond)), r.SetPrimary(sm)
+		}
+		if time.Since(t0) > 15*time.Second {
+			return "", fmt.Errorf("sentinels still name %s after %v", m, time.Since(t0).Round(time.Millisecond))
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+}
+
+// healMaster brings back the master failMaster struck and waits for
+// Sentinel to demote it.
+func (f *failover) healMaster(ctx context.Context, e *exec, d sut.Deployment, r sut.Replication) error {
+	old := f.oldMaster
+	ev := event{ends: []string{"master paused", "master isolated"}}
+	if old == "" {
+		return e.record("heal-master", ev, nil, func() (string, error) {
+			return "", fmt.Errorf("%w: no master was failed", ErrNotDone)
+		})
+	}
+	n, err := d.Node(old)
+	if err != nil {
+		return err
+	}
+	return e.record("heal-master", ev, []string{old}, func() (string, error) {
+		if err := f.unstrikeMaster(ctx, e, d.Network(), n, old); err != nil {
+			return "", err
+		}
+		f.oldMaster = ""
+		return awaitDemotion(ctx, r, old)
+	})
+}
+
+// unstrikeMaster undoes what strikeMaster did to old (node n): its links
+// uncut, or the process resumed.
+func (f *failover) unstrikeMaster(ctx context.Context, e *exec, net sut.Network, n sut.Node, old string) error {
+	switch f.how {
+	case "isolate":
+		ls, err := resolveLinks(net, linkNames(e.topo.nodeLinks(old)))
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, l := range ls {
+			errs = append(errs, l.Uncut(ctx))
+		}
+		return errors.Join(errs...)
+	default:
+		p, err := sut.As[sut.Pauser](n, sut.CanPause)
+		if err != nil {
+			return err
+		}
+		return p.Resume(ctx)
+	}
+}
+
+// awaitDemotion polls old until it reports itself a replica, 15 seconds at
+// most: Sentinel demotes a returning master at its next look at it.
+func awaitDemotion(ctx context.Context, r sut.Replication, old string) (string, error) {
+	t0 := time.Now()
+	for {
+		ri, err := r.Role(ctx, old)
+		if err == nil && ri.Role == "slave" {
+			return fmt.Sprintf("%s demoted by Sentinel after %v", old, time.Since(t0).Round(time.Millisecond)), nil
+		}
+		if time.Since(t0) > 15*time.Second {
+			return "", fmt.Errorf("%s still %s %v after %v", old, ri.Role, err, time.Since(t0).Round(time.Millisecond))
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
 }
 
 // pastTense names what a Sentinel failover did to the master.

@@ -2,6 +2,8 @@ package nemesis_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +119,97 @@ func retry(fn func() error) error {
 		}
 	}
 	return err
+}
+
+// The manual failover's steps act on the nodes they name, when they name
+// them; a demote or a heal with nothing to undo certainly did not happen
+// (ErrNotDone, recorded as fail); a promote without a cut before it takes
+// the first replica; an action it does not know is refused.
+func TestFailoverManualNamedNodesAndNothingToDo(t *testing.T) {
+	t.Parallel()
+	f := start(t, sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Nodes: 3, Clients: 1},
+		nemesis.Config{Names: []string{"failover"}, Seed: 7}, nil)
+	ctx := context.Background()
+	notDone := func(s nemesis.Step, fn string) {
+		t.Helper()
+		err := f.r.Do(ctx, f.env, s)
+		if op, _ := last(f.rec, fn); !errors.Is(err, nemesis.ErrNotDone) || op.Type != history.Fail || len(op.Value.Targets) != 0 {
+			t.Fatalf("%s with nothing to do: %v, recorded %+v", s.Action, err, op)
+		}
+	}
+	notDone(nemesis.Step{Nemesis: "failover", Action: "demote"}, "demote")
+	notDone(nemesis.Step{Nemesis: "failover", Action: "stop"}, "heal-master")
+	if err := f.r.Do(ctx, f.env, nemesis.Step{Nemesis: "failover", Action: "swap"}); err == nil || !strings.Contains(err.Error(), `unknown action "swap"`) {
+		t.Fatalf("an unknown action: %v", err)
+	}
+
+	// Without a cut first: the first replica is promoted, and nothing is
+	// left to uncut.
+	f.do(t, nemesis.Step{Nemesis: "failover", Action: "promote"})
+	if op, _ := last(f.rec, "promote"); op.Type != history.OK || op.Value.Targets[0] != "n2" || op.Value.Detail != "REPLICAOF NO ONE; clients moved from n1" {
+		t.Fatalf("promote without a cut recorded as %+v", op)
+	}
+	f.do(t, nemesis.Step{Nemesis: "failover", Action: "demote"})
+	if op, _ := last(f.rec, "demote"); op.Type != history.OK || op.Value.Targets[0] != "n1" || op.Value.Detail != "follows n2" {
+		t.Fatalf("demote after the promote recorded as %+v", op)
+	}
+	waitFor(t, 10*time.Second, "topology healthy", func() bool { return nemesis.Healthy(ctx, f.c) == nil })
+
+	// Named: cut n3's link to the master (n2 now), promote n3, demote n2
+	// by name.
+	f.do(t, nemesis.Step{Nemesis: "failover", Action: "cut", Targets: []string{"n3"}})
+	if op, _ := last(f.rec, "cut-replication"); op.Type != history.OK || len(op.Value.Targets) != 1 || op.Value.Targets[0] != "n3->n2" {
+		t.Fatalf("cut of n3 recorded as %+v", op)
+	}
+	f.do(t, nemesis.Step{Nemesis: "failover", Action: "promote", Targets: []string{"n3"}})
+	if m := f.c.Master().Name; m != "n3" {
+		t.Fatalf("master after promoting n3: %s", m)
+	}
+	if l, _ := f.c.Link("n3", "n2"); l.IsCut() {
+		t.Fatal("the frozen link stayed cut after the promotion")
+	}
+	f.do(t, nemesis.Step{Nemesis: "failover", Action: "demote", Targets: []string{"n2"}})
+	if op, _ := last(f.rec, "demote"); op.Type != history.OK || op.Value.Detail != "follows n3" || op.Value.Targets[0] != "n2" {
+		t.Fatalf("demote of n2 recorded as %+v", op)
+	}
+	waitFor(t, 10*time.Second, "topology healthy", func() bool { return nemesis.Healthy(ctx, f.c) == nil })
+}
+
+// Sentinel promotes a replica after the master is isolated (every link to
+// and from it cut), and demotes the old master once its links are back.
+func TestFailoverSentinelIsolate(t *testing.T) {
+	t.Parallel()
+	f := start(t, sut.Config{Topology: sut.Replicated},
+		nemesis.Config{Names: []string{"failover"}}, nil)
+	ctx := context.Background()
+	old := f.c.Master()
+	f.do(t, nemesis.Step{Nemesis: "failover", Action: "start", Targets: []string{"master"}, Params: map[string]string{"how": "isolate"}})
+	op, _ := last(f.rec, "isolate-master")
+	if op.Type != history.OK || op.Value.Fault != "master isolated" || op.Value.Detail != "every link to and from it blackholed" {
+		t.Fatalf("isolate-master recorded as %+v", op)
+	}
+	for _, l := range f.c.Network().Links() {
+		if (l.From() == old.Name || l.To() == old.Name) && !l.IsCut() {
+			t.Errorf("link %s of the isolated master is not cut", l.Name())
+		}
+	}
+	if op, _ := last(f.rec, "await-promotion"); op.Type != history.OK {
+		t.Fatalf("await-promotion: %+v", op)
+	}
+	if nm := f.c.Master(); nm == old {
+		t.Fatal("no replica promoted")
+	}
+	f.do(t, nemesis.Step{Nemesis: "failover", Action: "stop"})
+	op, _ = last(f.rec, "heal-master")
+	if op.Type != history.OK || !strings.Contains(op.Value.Detail, old.Name+" demoted by Sentinel") {
+		t.Fatalf("heal-master: %+v", op)
+	}
+	for _, l := range f.c.Network().Links() {
+		if l.IsCut() {
+			t.Errorf("link %s still cut after the heal", l.Name())
+		}
+	}
+	if ri, err := redisbackend.ReplicationOf(ctx, old); err != nil || ri.Role != "slave" {
+		t.Fatalf("old master %s after heal: %+v %v", old.Name, ri, err)
+	}
 }

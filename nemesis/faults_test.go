@@ -171,6 +171,33 @@ func TestClock(t *testing.T) {
 	// Cleanup's final heal resets both clocks (n1 still drifts, n2 strobes).
 }
 
+// A clock step whose parameters do not parse, or whose action the clock
+// nemesis does not know, is refused before anything is recorded or set.
+func TestClockRefusesBadSteps(t *testing.T) {
+	t.Parallel()
+	f := start(t, sut.Config{Nodes: 1, Faketime: true}, nemesis.Config{Names: []string{"clock"}}, nil)
+	ctx := context.Background()
+	for _, s := range []nemesis.Step{
+		{Action: "bump", Params: map[string]string{"delta": "soon"}},
+		{Action: "drift", Params: map[string]string{"rate": "fast"}},
+		{Action: "strobe", Params: map[string]string{"a": "soon"}},
+		{Action: "strobe", Params: map[string]string{"b": "later"}},
+		{Action: "strobe", Params: map[string]string{"period": "often"}},
+		{Action: "warp"},
+	} {
+		s.Nemesis, s.Targets = "clock", []string{"n1"}
+		if err := f.r.Do(ctx, f.env, s); err == nil {
+			t.Errorf("%s %v: no error", s.Action, s.Params)
+		}
+	}
+	if ops := f.rec.Ops(); len(ops) != 0 {
+		t.Fatalf("refused steps recorded %+v", ops)
+	}
+	if !f.c.Nodes[0].Clock().Real() {
+		t.Fatalf("a refused step set the clock: %v", f.c.Nodes[0].Clock())
+	}
+}
+
 func TestPause(t *testing.T) {
 	t.Parallel()
 	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"pause"}}, nil)

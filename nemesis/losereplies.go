@@ -44,6 +44,7 @@ func (loseReplies) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 
 var lostRepliesEvent = event{fault: "lost replies"}
 
+// do starts or stops dropping the replies on the links the step names.
 func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
@@ -56,57 +57,67 @@ func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
 	if err != nil {
 		return err
 	}
-	stop := func(ctx context.Context) error {
-		return e.record("stop-lose-replies", event{ends: []string{lostRepliesEvent.fault}}, s.Targets, func() (string, error) {
-			var errs []error
-			for _, l := range links {
-				errs = append(errs, l.Uncut(ctx))
-			}
-			return "replies delivered again; stalled connections closed", errors.Join(errs...)
-		})
-	}
 	switch s.Action {
 	case "start":
-		dur, err := durParam(s.Params, "duration", 0)
-		if err != nil {
-			return err
-		}
-		droppers := make([]sut.ReplyDropper, 0, len(links))
-		for _, l := range links {
-			rd, ok := l.(sut.ReplyDropper)
-			if !ok {
-				return &sut.UnsupportedError{Capability: sut.CanDropReplies, Target: l.Name(), Need: "the lose-replies nemesis"}
-			}
-			droppers = append(droppers, rd)
-		}
-		err = e.record("start-lose-replies", lostRepliesEvent, s.Targets, func() (string, error) {
-			var errs []error
-			for _, rd := range droppers {
-				errs = append(errs, rd.DropReplies())
-			}
-			detail := "replies dropped, requests delivered"
-			if dur > 0 {
-				detail += fmt.Sprintf(" for %v", dur)
-			}
-			return detail, errors.Join(errs...)
-		})
-		if err == nil && dur > 0 {
-			// A window of its own length, measured from when it began,
-			// whenever a scripted step that came before it let it begin.
-			// A run that ends first leaves it to the final heal.
-			go func() {
-				t := time.NewTimer(dur)
-				defer t.Stop()
-				select {
-				case <-ctx.Done():
-				case <-t.C:
-					_ = stop(ctx)
-				}
-			}()
-		}
-		return err
+		return startLosingReplies(ctx, e, s, links)
 	case "stop":
-		return stop(ctx)
+		return stopLosingReplies(ctx, e, s.Targets, links)
 	}
 	return fmt.Errorf("unknown action %q (want start or stop)", s.Action)
+}
+
+// startLosingReplies drops the replies on links (named targets in the
+// step). With Params "duration" the window stops by itself that long after
+// it began.
+func startLosingReplies(ctx context.Context, e *exec, s Step, links []sut.Link) error {
+	dur, err := durParam(s.Params, "duration", 0)
+	if err != nil {
+		return err
+	}
+	droppers := make([]sut.ReplyDropper, 0, len(links))
+	for _, l := range links {
+		rd, ok := l.(sut.ReplyDropper)
+		if !ok {
+			return &sut.UnsupportedError{Capability: sut.CanDropReplies, Target: l.Name(), Need: "the lose-replies nemesis"}
+		}
+		droppers = append(droppers, rd)
+	}
+	err = e.record("start-lose-replies", lostRepliesEvent, s.Targets, func() (string, error) {
+		var errs []error
+		for _, rd := range droppers {
+			errs = append(errs, rd.DropReplies())
+		}
+		detail := "replies dropped, requests delivered"
+		if dur > 0 {
+			detail += fmt.Sprintf(" for %v", dur)
+		}
+		return detail, errors.Join(errs...)
+	})
+	if err == nil && dur > 0 {
+		// A window of its own length, measured from when it began,
+		// whenever a scripted step that came before it let it begin.
+		// A run that ends first leaves it to the final heal.
+		go func() {
+			t := time.NewTimer(dur)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+				_ = stopLosingReplies(ctx, e, s.Targets, links)
+			}
+		}()
+	}
+	return err
+}
+
+// stopLosingReplies delivers the replies on links (named targets) again:
+// the stalled connections are closed, as a reset would.
+func stopLosingReplies(ctx context.Context, e *exec, targets []string, links []sut.Link) error {
+	return e.record("stop-lose-replies", event{ends: []string{lostRepliesEvent.fault}}, targets, func() (string, error) {
+		var errs []error
+		for _, l := range links {
+			errs = append(errs, l.Uncut(ctx))
+		}
+		return "replies delivered again; stalled connections closed", errors.Join(errs...)
+	})
 }

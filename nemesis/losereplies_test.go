@@ -56,3 +56,25 @@ func TestLoseReplies(t *testing.T) {
 		t.Fatalf("start-lose-replies recorded as %+v", op)
 	}
 }
+
+// With a duration the window stops by itself that long after it began,
+// and the history says so.
+func TestLoseRepliesForADuration(t *testing.T) {
+	t.Parallel()
+	f := start(t, sut.Config{Nodes: 1, Clients: 1}, nemesis.Config{Names: []string{"lose-replies"}}, nil)
+	l, _ := f.c.Link("c0", "n1")
+	f.do(t, nemesis.Step{Nemesis: "lose-replies", Action: "start", Targets: []string{"c0->n1"}, Params: map[string]string{"duration": "300ms"}})
+	if op, _ := last(f.rec, "start-lose-replies"); op.Type != history.OK || op.Value.Detail != "replies dropped, requests delivered for 300ms" {
+		t.Fatalf("start-lose-replies recorded as %+v", op)
+	}
+	took := waitFor(t, 5*time.Second, "the window stops by itself", func() bool {
+		op, ok := last(f.rec, "stop-lose-replies")
+		return ok && op.Type == history.OK
+	})
+	if took < 250*time.Millisecond {
+		t.Fatalf("the window stopped after %v, want about 300ms", took)
+	}
+	if l.Faulted() {
+		t.Fatalf("the link still has %v after the window", l.Faults())
+	}
+}

@@ -136,32 +136,12 @@ func (m *memoryPressure) press(ctx context.Context, name string, c sut.Commander
 	if _, err := c.Command(ctx, "config", "set", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
 		return "", err
 	}
-	const size = 256 << 10
-	value := strings.Repeat("x", size)
-	written, refused := int64(0), 0
-	for written < fill {
-		key := fmt.Sprintf("%s%d", fillerPrefix, p.fillers)
-		p.fillers++
-		m.pressed[name] = p
-		if _, err := c.Command(ctx, "set", key, value); err != nil {
-			if !strings.Contains(err.Error(), "OOM") {
-				return "", fmt.Errorf("fill: %w", err)
-			}
-			refused++
-			break // noeviction: the node refuses writes, nothing is evicted
-		}
-		written += size
+	written, refused, err := m.fill(ctx, name, c, fill)
+	if err != nil {
+		return "", err
 	}
 	if policy == "noeviction" {
-		// The last write that fitted may have left room for a small one:
-		// halve the limit, so every write that needs memory is refused
-		// (a cache that keeps the node full) until the fault stops.
-		full, err := infoInt(ctx, c, "memory", "used_memory")
-		if err != nil {
-			return "", err
-		}
-		limit = full / 2
-		if _, err := c.Command(ctx, "config", "set", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
+		if limit, err = halveLimit(ctx, c); err != nil {
 			return "", err
 		}
 	}
@@ -175,6 +155,46 @@ func (m *memoryPressure) press(ctx context.Context, name string, c sut.Commander
 		d += ", writes refused (OOM)"
 	}
 	return d, nil
+}
+
+// fill writes filler values of 256KB to node name until fill bytes are
+// written or the node refuses one (OOM: under noeviction, where nothing is
+// evicted). Each filler key is counted in m.pressed before it is written,
+// so that release deletes every one that may exist.
+func (m *memoryPressure) fill(ctx context.Context, name string, c sut.Commander, fill int64) (written int64, refused int, err error) {
+	p := m.pressed[name]
+	const size = 256 << 10
+	value := strings.Repeat("x", size)
+	for written < fill {
+		key := fmt.Sprintf("%s%d", fillerPrefix, p.fillers)
+		p.fillers++
+		m.pressed[name] = p
+		if _, err := c.Command(ctx, "set", key, value); err != nil {
+			if !strings.Contains(err.Error(), "OOM") {
+				return 0, 0, fmt.Errorf("fill: %w", err)
+			}
+			refused++
+			break // noeviction: the node refuses writes, nothing is evicted
+		}
+		written += size
+	}
+	return written, refused, nil
+}
+
+// halveLimit sets the node's limit to half the memory it uses now, and
+// returns it. Under noeviction the last write that fitted may have left
+// room for a small one: at half, every write that needs memory is refused
+// (a cache that keeps the node full) until the fault stops.
+func halveLimit(ctx context.Context, c sut.Commander) (int64, error) {
+	full, err := infoInt(ctx, c, "memory", "used_memory")
+	if err != nil {
+		return 0, err
+	}
+	limit := full / 2
+	if _, err := c.Command(ctx, "config", "set", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
+		return 0, err
+	}
+	return limit, nil
 }
 
 // release restores each node's memory limit and policy and deletes the

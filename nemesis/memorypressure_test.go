@@ -52,3 +52,38 @@ func TestMemoryPressureEvictsLockKeys(t *testing.T) {
 		t.Errorf("maxmemory of n2 after the final heal: %v (heal: %s)", mm, heal.Value.Detail)
 	}
 }
+
+// Under noeviction nothing is evicted: the filler runs into the limit, the
+// limit is halved so that every write needing memory is refused, and the
+// lock key set before the fault survives; stop restores the limit and the
+// policy the node had.
+func TestMemoryPressureNoevictionRefusesWrites(t *testing.T) {
+	t.Parallel()
+	f := start(t, sut.Config{Nodes: 1}, nemesis.Config{Names: []string{"memory-pressure"}}, nil)
+	ctx := context.Background()
+	n1, _ := f.c.Server("n1")
+	cl := client(t, n1, 2*time.Second)
+	setLock(t, cl, "lock-0", 30*time.Second)
+	f.do(t, nemesis.Step{Nemesis: "memory-pressure", Action: "start", Targets: []string{"n1"},
+		Params: map[string]string{"policy": "noeviction", "headroom": "1048576", "fill": "16777216"}})
+	op, _ := last(f.rec, "start-memory-pressure")
+	if op.Type != history.OK || !strings.Contains(op.Value.Detail, "noeviction") ||
+		!strings.HasSuffix(op.Value.Detail, "0 keys evicted, writes refused (OOM)") {
+		t.Fatalf("start-memory-pressure recorded as %+v", op)
+	}
+	t.Logf("%s", op.Value.Detail)
+	if !exists(t, cl, "lock-0") {
+		t.Fatal("the lock key was evicted under noeviction")
+	}
+	if err := cl.Set(ctx, "lock-1", "other", 30*time.Second).Err(); err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("a write under noeviction at the limit: %v, want OOM", err)
+	}
+	f.do(t, nemesis.Step{Nemesis: "memory-pressure", Action: "stop", Targets: []string{"n1"}})
+	cfg, _ := cl.ConfigGet(ctx, "maxmemory*").Result()
+	if cfg["maxmemory"] != "0" || cfg["maxmemory-policy"] != "noeviction" {
+		t.Fatalf("after stop: %v, want maxmemory 0 and the node's own policy", cfg)
+	}
+	if keys, _ := cl.Keys(ctx, "filler:*").Result(); len(keys) != 0 {
+		t.Fatalf("%d filler keys left after stop", len(keys))
+	}
+}

@@ -87,92 +87,126 @@ func (p partition) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 }
 
 // partitionLinks draws the links a pattern cuts, and describes the groups.
+// Every pattern draws the nodes' order first; halves and bridge then draw
+// each client's side, in client order, from the same rng: a seed draws the
+// same partition.
 func partitionLinks(rng *rand.Rand, t Topology, pat string) ([]link, string) {
 	nodes := pick(rng.IntN, t.Nodes, len(t.Nodes)) // a random order
-	n := len(nodes)
-	side := map[string]int{}
-	clientsRandom := func() {
-		for c := 0; c < t.Clients; c++ {
-			side[clientName(c)] = rng.IntN(2)
-		}
-	}
 	switch pat {
 	case PatternIsolate:
 		return t.nodeLinks(nodes[0]), fmt.Sprintf("%s alone", nodes[0])
 	case PatternHalves:
-		for i, nd := range nodes {
-			side[nd] = 0
-			if i >= n/2 {
-				side[nd] = 1
-			}
-		}
-		clientsRandom()
+		side := halvesSides(nodes)
+		drawClientSides(rng, t, side)
 		return t.cutBetween(side), describeSides(side, t)
 	case PatternBridge:
-		for i, nd := range nodes {
-			switch {
-			case i < (n-1)/2:
-				side[nd] = 0
-			case i == (n-1)/2:
-				side[nd] = -1
-			default:
-				side[nd] = 1
-			}
-		}
-		clientsRandom()
-		return t.cutBetween(side), describeSides(side, t) + fmt.Sprintf(", bridge %s", nodes[(n-1)/2])
+		side, bridge := bridgeSides(nodes)
+		drawClientSides(rng, t, side)
+		return t.cutBetween(side), describeSides(side, t) + fmt.Sprintf(", bridge %s", bridge)
 	case PatternMajoritiesRing:
-		m := n/2 + 1
-		view := map[string]map[string]bool{}
-		var desc []string
-		for i, nd := range nodes {
-			view[nd] = map[string]bool{}
-			var vs []string
-			for k := 0; k < m; k++ {
-				o := nodes[(i+k)%n]
-				view[nd][o] = true
-				vs = append(vs, o)
-			}
-			desc = append(desc, nd+" sees "+strings.Join(vs, "+"))
-		}
-		var cut []link
-		for c := 0; c < t.Clients; c++ {
-			home := nodes[c%n]
-			for _, o := range t.Nodes {
-				if !view[home][o] {
-					cut = append(cut, link{clientName(c), o})
-				}
-			}
-		}
-		if t.nodeToNode() {
-			for _, a := range t.Nodes {
-				for _, b := range t.Nodes {
-					if a != b && !view[a][b] {
-						cut = append(cut, link{a, b})
-					}
-				}
-			}
-		}
-		return cut, strings.Join(desc, "; ")
+		return majoritiesRing(t, nodes)
 	case PatternClientSplit:
-		// Kleppmann's example uses the nodes in order: c0 on 1..m, c1 on
-		// n−m+1..n; further clients alternate.
-		m := n/2 + 1
-		var cut []link
-		for c := 0; c < t.Clients; c++ {
-			for i, nd := range t.Nodes {
-				reach := i < m
-				if c%2 == 1 {
-					reach = i >= n-m
-				}
-				if !reach {
-					cut = append(cut, link{clientName(c), nd})
-				}
-			}
-		}
-		return cut, fmt.Sprintf("c0 reaches %s, c1 reaches %s", strings.Join(t.Nodes[:m], "+"), strings.Join(t.Nodes[n-m:], "+"))
+		return clientSplit(t)
 	}
 	return nil, "unknown pattern " + pat
+}
+
+// halvesSides puts the first half of nodes (the smaller, when odd) on side
+// 0, the rest on side 1.
+func halvesSides(nodes []string) map[string]int {
+	side := map[string]int{}
+	for i, nd := range nodes {
+		side[nd] = 0
+		if i >= len(nodes)/2 {
+			side[nd] = 1
+		}
+	}
+	return side
+}
+
+// bridgeSides splits nodes in two around the bridge, the middle one, which
+// is on both sides (-1: no link of it is cut).
+func bridgeSides(nodes []string) (side map[string]int, bridge string) {
+	n := len(nodes)
+	side = map[string]int{}
+	for i, nd := range nodes {
+		switch {
+		case i < (n-1)/2:
+			side[nd] = 0
+		case i == (n-1)/2:
+			side[nd] = -1
+		default:
+			side[nd] = 1
+		}
+	}
+	return side, nodes[(n-1)/2]
+}
+
+// drawClientSides puts each client on side 0 or 1, at random.
+func drawClientSides(rng *rand.Rand, t Topology, side map[string]int) {
+	for c := 0; c < t.Clients; c++ {
+		side[clientName(c)] = rng.IntN(2)
+	}
+}
+
+// majoritiesRing gives node i of nodes a view of itself and the next
+// n/2 nodes around the ring (a majority, each a different one); client c
+// sees what node c mod n sees. Every link between two that do not see each
+// other is cut.
+func majoritiesRing(t Topology, nodes []string) ([]link, string) {
+	n := len(nodes)
+	m := n/2 + 1
+	view := map[string]map[string]bool{}
+	var desc []string
+	for i, nd := range nodes {
+		view[nd] = map[string]bool{}
+		var vs []string
+		for k := 0; k < m; k++ {
+			o := nodes[(i+k)%n]
+			view[nd][o] = true
+			vs = append(vs, o)
+		}
+		desc = append(desc, nd+" sees "+strings.Join(vs, "+"))
+	}
+	var cut []link
+	for c := 0; c < t.Clients; c++ {
+		home := nodes[c%n]
+		for _, o := range t.Nodes {
+			if !view[home][o] {
+				cut = append(cut, link{clientName(c), o})
+			}
+		}
+	}
+	if t.nodeToNode() {
+		for _, a := range t.Nodes {
+			for _, b := range t.Nodes {
+				if a != b && !view[a][b] {
+					cut = append(cut, link{a, b})
+				}
+			}
+		}
+	}
+	return cut, strings.Join(desc, "; ")
+}
+
+// clientSplit is Kleppmann's example, on the nodes in order (not drawn):
+// c0 reaches 1..m, c1 n−m+1..n (m = n/2+1); further clients alternate.
+func clientSplit(t Topology) ([]link, string) {
+	n := len(t.Nodes)
+	m := n/2 + 1
+	var cut []link
+	for c := 0; c < t.Clients; c++ {
+		for i, nd := range t.Nodes {
+			reach := i < m
+			if c%2 == 1 {
+				reach = i >= n-m
+			}
+			if !reach {
+				cut = append(cut, link{clientName(c), nd})
+			}
+		}
+	}
+	return cut, fmt.Sprintf("c0 reaches %s, c1 reaches %s", strings.Join(t.Nodes[:m], "+"), strings.Join(t.Nodes[n-m:], "+"))
 }
 
 func describeSides(side map[string]int, t Topology) string {

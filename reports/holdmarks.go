@@ -1,9 +1,7 @@
 package reports
 
 import (
-	"cmp"
 	"math"
-	"slices"
 
 	"github.com/lockharness/lockharness/checker"
 )
@@ -125,7 +123,10 @@ func (b *barCoverage) count() {
 }
 
 // runs are the bars to draw: touched columns side by side at the same
-// level (1/8 steps of coverage) drawn as one.
+// level (1/8 steps of coverage, at least one eighth when anything is there,
+// so that a short hold never vanishes) drawn as one. A hold several pixels
+// wide comes out as one solid run; a thousand holds in a pixel come out as
+// one shaded column, as light as the lock was idle.
 func (b *barCoverage) runs() []run {
 	b.count()
 	var out []run
@@ -139,24 +140,4 @@ func (b *barCoverage) runs() []run {
 		out[len(out)-1].To = to
 	}
 	return out
-}
-
-// coverage downsamples intervals to pixel columns of width res between
-// xmin and xmax: for each column, the share of its time that some interval
-// covers, rounded to eighths (at least one eighth when anything is there,
-// so that a short hold never vanishes). Adjacent columns with the same
-// share become one run. A hold several pixels wide comes out as one solid
-// run; a thousand holds in a pixel come out as one shaded column, as light
-// as the lock was idle. Intervals need not be sorted; overlaps count once.
-func coverage(ivs [][2]float64, xmin, xmax, res float64) []run {
-	if len(ivs) == 0 || res <= 0 || xmax <= xmin {
-		return nil
-	}
-	ivs = slices.Clone(ivs)
-	slices.SortFunc(ivs, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
-	b := newBarCoverage(xmin, xmax, res)
-	for _, iv := range ivs {
-		b.add(iv)
-	}
-	return b.runs()
 }

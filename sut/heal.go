@@ -21,8 +21,30 @@ const (
 // every other node (HealReplication). It returns what it did, for the
 // history, or "nothing to heal". A backend's Heal may be just this.
 func HealAll(ctx context.Context, d Deployment) (string, error) {
-	var did []string
-	var errs []error
+	var h healing
+	h.links(ctx, d)
+	h.partitionedNodes(ctx, d)
+	members := d.Members()
+	h.resume(ctx, members)
+	followElected(ctx, d)
+	h.restart(ctx, members)
+	h.clocks(ctx, members)
+	h.oneMaster(ctx, d)
+	if len(h.did) == 0 {
+		h.did = append(h.did, "nothing to heal")
+	}
+	return strings.Join(h.did, ", "), errors.Join(h.errs...)
+}
+
+// healing is what HealAll did, for the history, and what failed, in the
+// order of its steps.
+type healing struct {
+	did  []string
+	errs []error
+}
+
+// links heals every link, and counts those that had a fault.
+func (h *healing) links(ctx context.Context, d Deployment) {
 	healed := 0
 	for _, l := range d.Network().Links() {
 		if Faulted(l) {
@@ -31,43 +53,65 @@ func HealAll(ctx context.Context, d Deployment) (string, error) {
 		l.Heal(ctx)
 	}
 	if healed > 0 {
-		did = append(did, fmt.Sprintf("healed %d links", healed))
+		h.did = append(h.did, fmt.Sprintf("healed %d links", healed))
 	}
-	if p, ok := nodePartitioner(d); ok {
-		if cut := p.PartitionedNodes(); len(cut) > 0 {
-			if err := p.HealNodes(ctx); err != nil {
-				errs = append(errs, err)
-			} else {
-				did = append(did, "rejoined "+strings.Join(cut, ", "))
-			}
+}
+
+// partitionedNodes rejoins the nodes a deployment that partitions its own
+// nodes has cut off.
+func (h *healing) partitionedNodes(ctx context.Context, d Deployment) {
+	p, ok := nodePartitioner(d)
+	if !ok {
+		return
+	}
+	if cut := p.PartitionedNodes(); len(cut) > 0 {
+		if err := p.HealNodes(ctx); err != nil {
+			h.errs = append(h.errs, err)
+		} else {
+			h.did = append(h.did, "rejoined "+strings.Join(cut, ", "))
 		}
 	}
-	members := d.Members()
+}
+
+// resume resumes the paused members.
+func (h *healing) resume(ctx context.Context, members []Node) {
 	for _, n := range members {
 		if p, err := As[Pauser](n, CanPause); err == nil && p.Paused() {
 			if err := p.Resume(ctx); err != nil {
-				errs = append(errs, err)
+				h.errs = append(h.errs, err)
 				continue
 			}
-			did = append(did, "resumed "+n.Name())
+			h.did = append(h.did, "resumed "+n.Name())
 		}
 	}
+}
+
+// followElected takes the master the failure detector elected as the
+// master, so that a restarted node comes back in the role it gave it.
+func followElected(ctx context.Context, d Deployment) {
 	if r, ok := replication(d); ok && d.Capabilities().Has(CanElect) {
-		// A restarted node should come back in the role the failure
-		// detector gave it.
 		if m, err := r.Elected(ctx); err == nil {
 			_ = r.SetPrimary(m)
 		}
 	}
+}
+
+// restart starts the members that are not running.
+func (h *healing) restart(ctx context.Context, members []Node) {
 	for _, n := range members {
 		if k, err := As[Killer](n, CanKill); err == nil && !k.Running() {
 			if err := k.Start(ctx); err != nil {
-				errs = append(errs, err)
+				h.errs = append(h.errs, err)
 				continue
 			}
-			did = append(did, "restarted "+n.Name())
+			h.did = append(h.did, "restarted "+n.Name())
 		}
 	}
+}
+
+// clocks sets the lock nodes' clocks back to real time, and confirms each
+// clock, reset or not.
+func (h *healing) clocks(ctx context.Context, members []Node) {
 	for _, n := range members {
 		c, err := As[Clocked](n, CanSetClock)
 		if err != nil || n.Kind() != KindLock {
@@ -75,28 +119,30 @@ func HealAll(ctx context.Context, d Deployment) (string, error) {
 		}
 		if !c.Clock().Real() {
 			if err := c.SetClock(0, 1); err != nil {
-				errs = append(errs, err)
+				h.errs = append(h.errs, err)
 				continue
 			}
-			did = append(did, "reset clock of "+n.Name())
+			h.did = append(h.did, "reset clock of "+n.Name())
 		}
 		if _, err := c.ConfirmClock(ctx, 100*time.Millisecond, 5*time.Second); err != nil {
-			errs = append(errs, err)
+			h.errs = append(h.errs, err)
 		}
 	}
-	if _, ok := replication(d); ok {
-		s, err := HealReplication(ctx, d)
-		if s != "" {
-			did = append(did, s)
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
+}
+
+// oneMaster makes a replicated deployment one master followed by every
+// other node (HealReplication).
+func (h *healing) oneMaster(ctx context.Context, d Deployment) {
+	if _, ok := replication(d); !ok {
+		return
 	}
-	if len(did) == 0 {
-		did = append(did, "nothing to heal")
+	s, err := HealReplication(ctx, d)
+	if s != "" {
+		h.did = append(h.did, s)
 	}
-	return strings.Join(did, ", "), errors.Join(errs...)
+	if err != nil {
+		h.errs = append(h.errs, err)
+	}
 }
 
 // CheckHealthy reports, through the seam, what a nemesis left broken on

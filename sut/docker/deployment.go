@@ -234,24 +234,9 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 	if _, err := Sweep(ctx); err != nil {
 		return nil, err
 	}
-	im, err := InspectImage(ctx, cfg.Image)
+	im, err := checkImage(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Faketime {
-		if err := im.Require(NeedFaketime); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.NetAdmin {
-		if err := im.Require(NeedIptables); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Sentinels > 0 {
-		if err := im.Require(NeedSentinel); err != nil {
-			return nil, err
-		}
 	}
 	d := &Deployment{cfg: cfg, image: im, runID: newRunID(), links: map[string]*local.Link{}, hostNetns: HostNetns()}
 	d.cfg.NetAdmin = im.Iptables
@@ -282,28 +267,62 @@ func Up(ctx context.Context, cfg Config) (_ *Deployment, err error) {
 		return nil, err
 	}
 	d.renderConfigs()
+	if err := d.start(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// checkImage inspects cfg's image and checks that it holds what cfg asks
+// for: libfaketime, iptables, redis-sentinel.
+func checkImage(ctx context.Context, cfg Config) (Image, error) {
+	im, err := InspectImage(ctx, cfg.Image)
+	if err != nil {
+		return Image{}, err
+	}
+	if cfg.Faketime {
+		if err := im.Require(NeedFaketime); err != nil {
+			return Image{}, err
+		}
+	}
+	if cfg.NetAdmin {
+		if err := im.Require(NeedIptables); err != nil {
+			return Image{}, err
+		}
+	}
+	if cfg.Sentinels > 0 {
+		if err := im.Require(NeedSentinel); err != nil {
+			return Image{}, err
+		}
+	}
+	return im, nil
+}
+
+// start starts the containers: the nodes and the storage node, then, once
+// replicated nodes are in sync, the sentinels.
+func (d *Deployment) start(ctx context.Context) error {
 	// The sentinels start only once the master and its replicas are up and
 	// in sync: a sentinel that finds the master not answering yet (a
 	// container still starting on a loaded machine) fails it over before
 	// the run begins.
 	servers := append(append([]*Node(nil), d.Nodes...), d.Storage)
 	if err := startAll(ctx, servers); err != nil {
-		return nil, err
+		return err
 	}
-	if cfg.Topology == sut.Replicated {
+	if d.cfg.Topology == sut.Replicated {
 		if err := d.waitReplicated(ctx, 30*time.Second, false); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if len(d.Sentinels) > 0 {
 		if err := startAll(ctx, d.Sentinels); err != nil {
-			return nil, err
+			return err
 		}
 		if err := d.waitReplicated(ctx, 30*time.Second, true); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // startAll starts the containers of nodes in parallel and waits until

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -180,10 +179,4 @@ func (d *peerDialer) Close() {
 	d.mu.Unlock()
 	_ = d.ln.Close()
 	d.wg.Wait()
-}
-
-func portOf(addr string) int {
-	_, p, _ := net.SplitHostPort(addr)
-	n, _ := strconv.Atoi(p)
-	return n
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -213,5 +215,51 @@ func TestClockJump(t *testing.T) {
 			t.Fatalf("skew %v: NOW() is %v off", skew, got)
 		}
 		t.Logf("skew %v: confirmed %v", skew, obs)
+	}
+}
+
+// With no template cached, Up builds one (mariadb-install-db, the schema,
+// a clean shutdown) in the user's cache directory, leaving nothing of the
+// build beside it, and the next Up uses it as it is.
+func TestTemplateBuiltWhenNoneIsCached(t *testing.T) {
+	mariadbtest.Require(t)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	ctx := context.Background()
+	built := func() string {
+		t.Helper()
+		dirs, err := filepath.Glob(filepath.Join(cache, "lockharness", "mariadb-*"))
+		if err != nil || len(dirs) != 1 {
+			t.Fatalf("the cache holds %v (%v), want one template and nothing of its build", dirs, err)
+		}
+		if _, err := os.Stat(filepath.Join(dirs[0], "ready")); err != nil {
+			t.Fatalf("the template is not marked ready: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(dirs[0], "ib_buffer_pool")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the template keeps ib_buffer_pool: %v", err)
+		}
+		return dirs[0]
+	}
+	var readyAt time.Time
+	for round := 0; round < 2; round++ {
+		c := mariadbtest.Up(t, sut.Config{Clients: 1})
+		if err := c.Healthy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := open(t, c.Endpoints(0)[0].Addr).QueryRowContext(ctx, "SELECT COUNT(*) FROM "+locks.MySQLLockTable).Scan(&n); err != nil {
+			t.Fatalf("round %d: the schema: %v", round, err)
+		}
+		st, err := os.Stat(filepath.Join(built(), "ready"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 1 && !st.ModTime().Equal(readyAt) {
+			t.Fatalf("the second Up built the template again (ready at %v, then %v)", readyAt, st.ModTime())
+		}
+		readyAt = st.ModTime()
+		if err := c.Down(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

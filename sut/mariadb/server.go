@@ -186,19 +186,36 @@ func (c *Cluster) rowHolder(ctx context.Context, key string) (sql.NullInt64, err
 	go func() {
 		defer wg.Done()
 		defer conn.Close()
-		// The probe's wait ends with its kill below, or after 5s.
-		_, err := conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION innodb_lock_wait_timeout = 5")
-		if err == nil {
-			var tx *sql.Tx
-			if tx, err = conn.BeginTx(context.WithoutCancel(ctx), nil); err == nil {
-				var name string
-				err = tx.QueryRowContext(context.WithoutCancel(ctx), "SELECT name FROM "+locks.MySQLLockTable+" WHERE name = ? FOR UPDATE", key).Scan(&name)
-				_ = tx.Rollback()
-			}
-		}
-		got <- err
+		got <- probeRow(ctx, conn, key)
 	}()
 	defer wg.Wait()
+	return awaitBlocker(ctx, db, key, probe, got)
+}
+
+// probeRow asks for key's row FOR UPDATE on conn in a transaction it rolls
+// back: it waits while another transaction holds the row, until its kill
+// or for 5s (innodb_lock_wait_timeout). It runs on a context that is not
+// cancelled, so that only the kill ends its wait.
+func probeRow(ctx context.Context, conn *sql.Conn, key string) error {
+	// The probe's wait ends with its kill (awaitBlocker), or after 5s.
+	_, err := conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION innodb_lock_wait_timeout = 5")
+	if err == nil {
+		var tx *sql.Tx
+		if tx, err = conn.BeginTx(context.WithoutCancel(ctx), nil); err == nil {
+			var name string
+			err = tx.QueryRowContext(context.WithoutCancel(ctx), "SELECT name FROM "+locks.MySQLLockTable+" WHERE name = ? FOR UPDATE", key).Scan(&name)
+			_ = tx.Rollback()
+		}
+	}
+	return err
+}
+
+// awaitBlocker asks InnoDB, every 120ms for up to 3s, which running
+// transaction blocks session probe, whose probeRow ends on got. It kills
+// the probe once it has the blocker's session. The probe ending first
+// means nobody held the row: no holder, and no error unless the probe
+// failed.
+func awaitBlocker(ctx context.Context, db *sql.DB, key string, probe int64, got <-chan error) (sql.NullInt64, error) {
 	const q = `SELECT b.trx_mysql_thread_id
 FROM information_schema.INNODB_LOCK_WAITS w
 JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id
@@ -229,25 +246,8 @@ WHERE r.trx_mysql_thread_id = ? AND b.trx_state = 'RUNNING'`
 			return sql.NullInt64{}, fmt.Errorf("kill holder of %s: ask InnoDB: %w", key, err)
 		}
 		if time.Now().After(deadline) {
-			var waits, trxs []string
-			rows, qerr := db.QueryContext(ctx, "SELECT CONCAT_WS(' ', requesting_trx_id, blocking_trx_id) FROM information_schema.INNODB_LOCK_WAITS")
-			if qerr == nil {
-				for rows.Next() {
-					var s string
-					_ = rows.Scan(&s)
-					waits = append(waits, s)
-				}
-				rows.Close()
-			}
-			rows, qerr = db.QueryContext(ctx, "SELECT CONCAT_WS(' ', ID, USER, HOST, COMMAND, IFNULL(INFO,'-')) FROM information_schema.PROCESSLIST")
-			if qerr == nil {
-				for rows.Next() {
-					var s string
-					_ = rows.Scan(&s)
-					trxs = append(trxs, s)
-				}
-				rows.Close()
-			}
+			waits := queryStrings(ctx, db, "SELECT CONCAT_WS(' ', requesting_trx_id, blocking_trx_id) FROM information_schema.INNODB_LOCK_WAITS")
+			trxs := queryStrings(ctx, db, "SELECT CONCAT_WS(' ', ID, USER, HOST, COMMAND, IFNULL(INFO,'-')) FROM information_schema.PROCESSLIST")
 			_, _ = db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", probe))
 			return sql.NullInt64{}, fmt.Errorf("kill holder of %s: the probe (%d) waited, but InnoDB named no blocker within 3s (waits %q, transactions %q)", key, probe, waits, trxs)
 		}
@@ -256,6 +256,22 @@ WHERE r.trx_mysql_thread_id = ? AND b.trx_state = 'RUNNING'`
 		// see the same stale picture for ever.
 		time.Sleep(120 * time.Millisecond)
 	}
+}
+
+// queryStrings is the one string column of every row q returns, for an
+// error message: nothing when the query fails.
+func queryStrings(ctx context.Context, db *sql.DB, q string) []string {
+	var out []string
+	rows, err := db.QueryContext(ctx, q)
+	if err == nil {
+		for rows.Next() {
+			var s string
+			_ = rows.Scan(&s)
+			out = append(out, s)
+		}
+		rows.Close()
+	}
+	return out
 }
 
 // binaries are MariaDB's programs.
@@ -306,16 +322,10 @@ var templateMu sync.Mutex
 func template(ctx context.Context, b binaries) (string, error) {
 	templateMu.Lock()
 	defer templateMu.Unlock()
-	ver, err := exec.Command(b.server, "--version").Output()
+	dir, err := templateDir(b)
 	if err != nil {
-		return "", fmt.Errorf("%s --version: %w", b.server, err)
+		return "", err
 	}
-	sum := sha256.Sum256([]byte(string(ver) + strings.Join(bootstrap, " ") + schemaSQL))
-	base, err := os.UserCacheDir()
-	if err != nil || base == "" {
-		base = os.TempDir()
-	}
-	dir := filepath.Join(base, "lockharness", "mariadb-"+hex.EncodeToString(sum[:8]))
 	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
 		return dir, nil
 	}
@@ -328,51 +338,8 @@ func template(ctx context.Context, b binaries) (string, error) {
 	}
 	defer os.RemoveAll(work)
 	data := filepath.Join(work, "data")
-	// --no-defaults must come first.
-	args := append([]string{"--no-defaults", "--datadir=" + data, "--user=" + currentUser()}, bootstrap...)
-	if out, err := exec.CommandContext(ctx, b.install, args...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("mariadb template: mariadb-install-db: %w: %s", err, lastLines(string(out), 5))
-	}
-	port, err := local.FreePort()
-	if err != nil {
+	if err := buildTemplate(ctx, b, work, data); err != nil {
 		return "", err
-	}
-	s := &local.Server{Name: "template", Port: port, Binary: b.server, Dir: work, Output: true, Config: optionFile(work, port, "")}
-	s.Args = []string{"--defaults-file=" + s.ConfigPath()}
-	defer s.Kill()
-	if err := s.Start(ctx, false); err != nil {
-		return "", err
-	}
-	admin, err := openAdmin(s.Addr(), "")
-	if err != nil {
-		return "", err
-	}
-	defer admin.Close()
-	s.Ready = func(ctx context.Context) error { return admin.PingContext(ctx) }
-	if err := s.WaitReady(ctx, readyTimeout); err != nil {
-		return "", fmt.Errorf("mariadb template: %w", err)
-	}
-	for _, stmt := range strings.Split(schemaSQL, ";") {
-		if stmt = strings.TrimSpace(stmt); stmt == "" {
-			continue
-		}
-		if _, err := admin.ExecContext(ctx, stmt); err != nil {
-			return "", fmt.Errorf("mariadb template: %s: %w", stmt, err)
-		}
-	}
-	// A clean shutdown leaves nothing to recover at each start.
-	if _, err := admin.ExecContext(ctx, "SHUTDOWN"); err != nil {
-		return "", fmt.Errorf("mariadb template: SHUTDOWN: %w", err)
-	}
-	for s.Running() {
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	for _, f := range []string{"ib_buffer_pool"} {
-		_ = os.Remove(filepath.Join(data, f))
 	}
 	if err := os.WriteFile(filepath.Join(data, "ready"), nil, 0o644); err != nil {
 		return "", fmt.Errorf("mariadb template: %w", err)
@@ -384,6 +351,75 @@ func template(ctx context.Context, b binaries) (string, error) {
 		return "", fmt.Errorf("mariadb template: %w", err)
 	}
 	return dir, nil
+}
+
+// templateDir is where the template of the server b runs lives: in the
+// user's cache directory (else the temporary one), under a name that
+// hashes the server's version, the bootstrap options and the schema.
+func templateDir(b binaries) (string, error) {
+	ver, err := exec.Command(b.server, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", b.server, err)
+	}
+	sum := sha256.Sum256([]byte(string(ver) + strings.Join(bootstrap, " ") + schemaSQL))
+	base, err := os.UserCacheDir()
+	if err != nil || base == "" {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "lockharness", "mariadb-"+hex.EncodeToString(sum[:8])), nil
+}
+
+// buildTemplate makes the data directory data (in work) with
+// mariadb-install-db, starts a server on it once to create the schema, and
+// shuts it down cleanly, so that each start has nothing to recover.
+func buildTemplate(ctx context.Context, b binaries, work, data string) error {
+	// --no-defaults must come first.
+	args := append([]string{"--no-defaults", "--datadir=" + data, "--user=" + currentUser()}, bootstrap...)
+	if out, err := exec.CommandContext(ctx, b.install, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("mariadb template: mariadb-install-db: %w: %s", err, lastLines(string(out), 5))
+	}
+	port, err := local.FreePort()
+	if err != nil {
+		return err
+	}
+	s := &local.Server{Name: "template", Port: port, Binary: b.server, Dir: work, Output: true, Config: optionFile(work, port, "")}
+	s.Args = []string{"--defaults-file=" + s.ConfigPath()}
+	defer s.Kill()
+	if err := s.Start(ctx, false); err != nil {
+		return err
+	}
+	admin, err := openAdmin(s.Addr(), "")
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	s.Ready = func(ctx context.Context) error { return admin.PingContext(ctx) }
+	if err := s.WaitReady(ctx, readyTimeout); err != nil {
+		return fmt.Errorf("mariadb template: %w", err)
+	}
+	for _, stmt := range strings.Split(schemaSQL, ";") {
+		if stmt = strings.TrimSpace(stmt); stmt == "" {
+			continue
+		}
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("mariadb template: %s: %w", stmt, err)
+		}
+	}
+	// A clean shutdown leaves nothing to recover at each start.
+	if _, err := admin.ExecContext(ctx, "SHUTDOWN"); err != nil {
+		return fmt.Errorf("mariadb template: SHUTDOWN: %w", err)
+	}
+	for s.Running() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for _, f := range []string{"ib_buffer_pool"} {
+		_ = os.Remove(filepath.Join(data, f))
+	}
+	return nil
 }
 
 // schemaSQL is what every server starts with: the harness's database, the

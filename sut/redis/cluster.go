@@ -96,17 +96,9 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if cfg.Topology == sut.RedisCluster {
 		return nil, fmt.Errorf("topology %s is started by rediscluster.Up, not Up", sut.RedisCluster)
 	}
-	bin := cfg.RedisServer
-	if bin == "" {
-		if bin, err = LookBinary("redis-server"); err != nil {
-			return nil, err
-		}
-	}
-	sbin := cfg.RedisSentinel
-	if sbin == "" && cfg.Sentinels > 0 {
-		if sbin, err = LookBinary("redis-sentinel"); err != nil {
-			return nil, err
-		}
+	bin, sbin, err := binaries(cfg)
+	if err != nil {
+		return nil, err
 	}
 	c := &Cluster{cfg: cfg, links: map[string]*local.Link{}, announce: map[string]string{}}
 	defer func() {
@@ -114,22 +106,9 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 			_ = c.Down()
 		}
 	}()
-	// Each server runs in its own directory and reads its config by path:
-	// a relative path would resolve against the wrong one.
-	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-"); err != nil {
+	ftEnv, err := c.openDir()
+	if err != nil {
 		return nil, err
-	}
-	var ftEnv func(clockFile string) []string
-	if cfg.Faketime {
-		lib, err := local.Libfaketime()
-		if err != nil {
-			return nil, err
-		}
-		shim, err := local.BuildMallocShim(c.cfg.Dir)
-		if err != nil {
-			return nil, err
-		}
-		ftEnv = func(f string) []string { return local.FaketimeEnv(f, shim, lib) }
 	}
 	ports, held, err := c.ports()
 	if err != nil {
@@ -142,23 +121,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		held = nil
 	}
 	defer release()
-	for i := 0; i < cfg.Nodes; i++ {
-		name := fmt.Sprintf("n%d", i+1)
-		s := NewServer(name, ports[i], bin, filepath.Join(c.cfg.Dir, name))
-		if cfg.Faketime {
-			s.ClockFile = filepath.Join(s.Dir, "faketime")
-			s.Env = ftEnv(s.ClockFile)
-		}
-		c.Nodes = append(c.Nodes, s)
-	}
-	sp := ports[cfg.Nodes]
-	c.Storage = Storage(bin, c.cfg.Dir, sp)
-	for i := 0; i < cfg.Sentinels; i++ {
-		name := fmt.Sprintf("s%d", i+1)
-		p := ports[cfg.Nodes+1+i]
-		c.Sentinels = append(c.Sentinels, NewServer(name, p, sbin, filepath.Join(c.cfg.Dir, name)))
-	}
-
+	c.newServers(bin, sbin, ports, ftEnv)
 	// Every proxy exists before any server starts: a replica whose first
 	// connection to its master is refused retries only after ≈1 s.
 	c.proxies = local.NewProxyServer()
@@ -168,7 +131,94 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	// The chosen ports stayed bound while the proxies took theirs, so no
 	// proxy got a node's port.
 	release()
+	c.configure()
+	all := append(append([]*local.Server(nil), c.Nodes...), c.Storage)
+	if err := StartAll(ctx, append(all, c.Sentinels...), defaultReadyTimeout); err != nil {
+		return nil, err
+	}
 	if cfg.Topology == sut.Replicated {
+		if err := c.waitReplicated(ctx, 30*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// binaries are the redis-server and redis-sentinel programs cfg names, or
+// those on PATH; redis-sentinel only when cfg has sentinels.
+func binaries(cfg sut.Config) (server, sentinel string, err error) {
+	server = cfg.RedisServer
+	if server == "" {
+		if server, err = LookBinary("redis-server"); err != nil {
+			return "", "", err
+		}
+	}
+	sentinel = cfg.RedisSentinel
+	if sentinel == "" && cfg.Sentinels > 0 {
+		if sentinel, err = LookBinary("redis-sentinel"); err != nil {
+			return "", "", err
+		}
+	}
+	return server, sentinel, nil
+}
+
+// openDir makes the deployment's directory its own (absolute) or a new
+// temporary one, and, with faketime, the environment of a server whose
+// clock the harness sets.
+func (c *Cluster) openDir() (ftEnv func(clockFile string) []string, err error) {
+	// Each server runs in its own directory and reads its config by path:
+	// a relative path would resolve against the wrong one.
+	if c.cfg.Dir, c.tempDir, err = local.WorkDir(c.cfg.Dir, "lockharness-"); err != nil {
+		return nil, err
+	}
+	if !c.cfg.Faketime {
+		return nil, nil
+	}
+	return FaketimeEnv(c.cfg.Dir)
+}
+
+// FaketimeEnv is the environment of a redis-server whose clock the
+// harness sets: libfaketime preloaded with the malloc shim (built in dir
+// when it has to be), reading the server's clock file.
+func FaketimeEnv(dir string) (func(clockFile string) []string, error) {
+	lib, err := local.Libfaketime()
+	if err != nil {
+		return nil, err
+	}
+	shim, err := local.BuildMallocShim(dir)
+	if err != nil {
+		return nil, err
+	}
+	return func(f string) []string { return local.FaketimeEnv(f, shim, lib) }, nil
+}
+
+// newServers makes (without starting them) the nodes n1…, the storage
+// node and the sentinels s1…, on ports in that order; with ftEnv, each
+// node's clock is a file of its own that ftEnv makes it read.
+func (c *Cluster) newServers(bin, sbin string, ports []int, ftEnv func(clockFile string) []string) {
+	cfg := c.cfg
+	for i := 0; i < cfg.Nodes; i++ {
+		name := fmt.Sprintf("n%d", i+1)
+		s := NewServer(name, ports[i], bin, filepath.Join(cfg.Dir, name))
+		if cfg.Faketime {
+			s.ClockFile = filepath.Join(s.Dir, "faketime")
+			s.Env = ftEnv(s.ClockFile)
+		}
+		c.Nodes = append(c.Nodes, s)
+	}
+	sp := ports[cfg.Nodes]
+	c.Storage = Storage(bin, cfg.Dir, sp)
+	for i := 0; i < cfg.Sentinels; i++ {
+		name := fmt.Sprintf("s%d", i+1)
+		p := ports[cfg.Nodes+1+i]
+		c.Sentinels = append(c.Sentinels, NewServer(name, p, sbin, filepath.Join(cfg.Dir, name)))
+	}
+}
+
+// configure renders every node's and sentinel's config, once the links
+// they announce exist; replicated, n1 starts as the master.
+func (c *Cluster) configure() {
+	if c.cfg.Topology == sut.Replicated {
 		c.master = c.Nodes[0].Name
 	}
 	for _, s := range c.Nodes {
@@ -177,31 +227,26 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	for _, s := range c.Sentinels {
 		s.Config = c.sentinelConfig(s)
 	}
+}
 
-	all := append(append([]*local.Server(nil), c.Nodes...), c.Storage)
-	all = append(all, c.Sentinels...)
-	for _, s := range all {
+// StartAll starts every server, then waits for all of them at once and
+// joins what each said. It waits for every one even after one found its
+// port taken (local.WaitAllReady ends the wait there).
+func StartAll(ctx context.Context, servers []*local.Server, timeout time.Duration) error {
+	for _, s := range servers {
 		if err := s.Start(ctx, false); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	errs := make(chan error, len(all))
-	for _, s := range all {
-		go func(s *local.Server) { errs <- s.WaitReady(ctx, defaultReadyTimeout) }(s)
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		go func(s *local.Server) { errs <- s.WaitReady(ctx, timeout) }(s)
 	}
 	var werr error
-	for range all {
+	for range servers {
 		werr = errors.Join(werr, <-errs)
 	}
-	if werr != nil {
-		return nil, werr
-	}
-	if cfg.Topology == sut.Replicated {
-		if err := c.waitReplicated(ctx, 30*time.Second); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	return werr
 }
 
 // addLinks creates every proxy of the topology:

@@ -167,20 +167,9 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 			_ = c.Down()
 		}
 	}()
-	if c.cfg.Dir, c.tempDir, err = local.WorkDir(cfg.Dir, "lockharness-"); err != nil {
+	ftEnv, err := c.openDir()
+	if err != nil {
 		return nil, err
-	}
-	var ftEnv func(string) []string
-	if cfg.Faketime {
-		lib, err := local.Libfaketime()
-		if err != nil {
-			return nil, err
-		}
-		shim, err := local.BuildMallocShim(c.cfg.Dir)
-		if err != nil {
-			return nil, err
-		}
-		ftEnv = func(f string) []string { return local.FaketimeEnv(f, shim, lib) }
 	}
 	// Data ports, the storage node's, then bus ports.
 	ports, held, err := local.Ports(cfg.BasePort, 2*cfg.Nodes+1)
@@ -194,19 +183,7 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		held = nil
 	}
 	defer release()
-	for i := 0; i < cfg.Nodes; i++ {
-		name := fmt.Sprintf("n%d", i+1)
-		s := redisbackend.NewServer(name, ports[i], bin, filepath.Join(c.cfg.Dir, name))
-		if cfg.Faketime {
-			s.ClockFile = filepath.Join(s.Dir, "faketime")
-			s.Env = ftEnv(s.ClockFile)
-		}
-		c.Nodes = append(c.Nodes, s)
-		c.bus[name] = ports[cfg.Nodes+1+i]
-	}
-	sp := ports[cfg.Nodes]
-	c.Storage = redisbackend.Storage(bin, c.cfg.Dir, sp)
-
+	c.newServers(bin, ports, ftEnv)
 	zerolog.SetGlobalLevel(zerolog.Disabled) // as in Up: the bandwidth toxic logs globally
 	c.proxies = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	if err := c.addLinks(); err != nil {
@@ -216,22 +193,8 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	for _, s := range c.Nodes {
 		s.Config = c.renderConfig(s)
 	}
-	all := append(append([]*local.Server(nil), c.Nodes...), c.Storage)
-	for _, s := range all {
-		if err := s.Start(ctx, false); err != nil {
-			return nil, err
-		}
-	}
-	errs := make(chan error, len(all))
-	for _, s := range all {
-		go func(s *local.Server) { errs <- s.WaitReady(ctx, readyTimeout) }(s)
-	}
-	var werr error
-	for range all {
-		werr = errors.Join(werr, <-errs)
-	}
-	if werr != nil {
-		return nil, werr
+	if err := redisbackend.StartAll(ctx, append(append([]*local.Server(nil), c.Nodes...), c.Storage), readyTimeout); err != nil {
+		return nil, err
 	}
 	if err := c.form(ctx); err != nil {
 		return nil, err
@@ -240,6 +203,39 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("redis cluster not ready: %w", err)
 	}
 	return c, nil
+}
+
+// openDir makes the deployment's directory its own (absolute) or a new
+// temporary one, and, with faketime, the environment of a server whose
+// clock the harness sets.
+func (c *Cluster) openDir() (ftEnv func(clockFile string) []string, err error) {
+	if c.cfg.Dir, c.tempDir, err = local.WorkDir(c.cfg.Dir, "lockharness-"); err != nil {
+		return nil, err
+	}
+	if !c.cfg.Faketime {
+		return nil, nil
+	}
+	return redisbackend.FaketimeEnv(c.cfg.Dir)
+}
+
+// newServers makes (without starting them) the nodes n1… on the first
+// ports, the storage node on the next, and gives each node the bus port
+// after that in turn; with ftEnv, each node's clock is a file of its own
+// that ftEnv makes it read.
+func (c *Cluster) newServers(bin string, ports []int, ftEnv func(clockFile string) []string) {
+	cfg := c.cfg
+	for i := 0; i < cfg.Nodes; i++ {
+		name := fmt.Sprintf("n%d", i+1)
+		s := redisbackend.NewServer(name, ports[i], bin, filepath.Join(cfg.Dir, name))
+		if cfg.Faketime {
+			s.ClockFile = filepath.Join(s.Dir, "faketime")
+			s.Env = ftEnv(s.ClockFile)
+		}
+		c.Nodes = append(c.Nodes, s)
+		c.bus[name] = ports[cfg.Nodes+1+i]
+	}
+	sp := ports[cfg.Nodes]
+	c.Storage = redisbackend.Storage(bin, cfg.Dir, sp)
 }
 
 // addLinks creates "cK->nI" for every client and node, and each node's
@@ -592,6 +588,17 @@ func (c *Cluster) consistent(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	errs := c.clusterInfoErrs(ctx)
+	owner, masters, slotErrs := slotOwners(self)
+	errs = append(errs, slotErrs...)
+	errs = append(errs, c.viewErrs(self, views, owner)...)
+	errs = append(errs, c.replicaErrs(ctx, self, masters)...)
+	return errors.Join(errs...)
+}
+
+// clusterInfoErrs is what CLUSTER INFO on each node says is wrong: a
+// cluster_state not ok, or nodes that disagree on the current epoch.
+func (c *Cluster) clusterInfoErrs(ctx context.Context) []error {
 	var errs []error
 	epochs := map[string][]string{}
 	for _, s := range c.Nodes {
@@ -617,8 +624,16 @@ func (c *Cluster) consistent(ctx context.Context) error {
 	if len(epochs) > 1 {
 		errs = append(errs, fmt.Errorf("nodes disagree on the current epoch: %v", epochs))
 	}
-	owner := make([]string, clusterSlots)
-	masters := map[string]int{}
+	return errs
+}
+
+// slotOwners is, by each master's own account (self), the master of every
+// slot (owner, by slot) and the masters that serve slots (masters, each
+// with no replica counted yet), with what is wrong: a slot half moved,
+// claimed twice, or served by no master (the first such slot only).
+func slotOwners(self map[string]ClusterNode) (owner []string, masters map[string]int, errs []error) {
+	owner = make([]string, clusterSlots)
+	masters = map[string]int{}
 	for name, n := range self {
 		if len(n.Migrating) > 0 || len(n.Importing) > 0 {
 			errs = append(errs, fmt.Errorf("%s has slots half moved (migrating %v, importing %v)", name, n.Migrating, n.Importing))
@@ -644,6 +659,13 @@ func (c *Cluster) consistent(ctx context.Context) error {
 			break
 		}
 	}
+	return owner, masters, errs
+}
+
+// viewErrs is where a node's view of the others (views) differs from what
+// they say of themselves (self) or from the slots' owners.
+func (c *Cluster) viewErrs(self map[string]ClusterNode, views map[string][]ClusterNode, owner []string) []error {
+	var errs []error
 	for name, v := range views {
 		for _, n := range v {
 			// Every node sees every other in the role it claims (a master
@@ -663,6 +685,13 @@ func (c *Cluster) consistent(ctx context.Context) error {
 			}
 		}
 	}
+	return errs
+}
+
+// replicaErrs is every replica whose link to its master is not up, and
+// every master of masters that no replica in sync follows.
+func (c *Cluster) replicaErrs(ctx context.Context, self map[string]ClusterNode, masters map[string]int) []error {
+	var errs []error
 	for name, n := range self {
 		if n.Master() {
 			continue
@@ -683,7 +712,7 @@ func (c *Cluster) consistent(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("master %s has no replica in sync", m))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func (c *Cluster) waitConsistent(ctx context.Context, timeout time.Duration) error {

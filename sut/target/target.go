@@ -106,40 +106,81 @@ func (f File) Validate() error {
 	if len(f.Nodes) == 0 {
 		return errors.New("no nodes: list the lock nodes under nodes: with their name and addr")
 	}
-	names := map[string]bool{}
-	addrs := map[string]bool{}
-	check := func(kind string, i int, n NodeSpec) error {
-		if n.Name == "" {
-			return fmt.Errorf("%s[%d] has no name", kind, i)
-		}
-		if names[n.Name] {
-			return fmt.Errorf("%s[%d]: name %q used twice", kind, i, n.Name)
-		}
-		names[n.Name] = true
-		if err := checkAddr(n.Addr); err != nil {
-			return fmt.Errorf("%s %s: %w", kind, n.Name, err)
-		}
-		if addrs[n.Addr] {
-			return fmt.Errorf("%s %s: address %s used twice", kind, n.Name, n.Addr)
-		}
-		addrs[n.Addr] = true
-		return nil
+	seen := seenNodes{names: map[string]bool{}, addrs: map[string]bool{}}
+	masters, err := f.validateNodes(seen)
+	if err != nil {
+		return err
 	}
-	masters := 0
-	for i, n := range f.Nodes {
-		if err := check("nodes", i, n); err != nil {
+	if err := f.validateTopology(masters); err != nil {
+		return err
+	}
+	for i, s := range f.Sentinels {
+		if s.Role != "" && s.Role != "sentinel" {
+			return fmt.Errorf("sentinel %s: role %q (leave it out)", s.Name, s.Role)
+		}
+		if err := seen.check("sentinels", i, s); err != nil {
 			return err
+		}
+	}
+	if f.Storage == "" {
+		return errors.New("no storage: name a Redis (storage: host:port) to hold the protected resource, one no fault reaches")
+	}
+	if err := checkAddr(f.Storage); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if seen.addrs[f.Storage] {
+		return fmt.Errorf("storage %s is also a lock node: it must be a Redis of its own", f.Storage)
+	}
+	return nil
+}
+
+// seenNodes are the names and addresses of the nodes and sentinels
+// checked so far: each may be used once.
+type seenNodes struct{ names, addrs map[string]bool }
+
+// check checks node i of kind (nodes or sentinels): a name and an address
+// of its own.
+func (seen seenNodes) check(kind string, i int, n NodeSpec) error {
+	if n.Name == "" {
+		return fmt.Errorf("%s[%d] has no name", kind, i)
+	}
+	if seen.names[n.Name] {
+		return fmt.Errorf("%s[%d]: name %q used twice", kind, i, n.Name)
+	}
+	seen.names[n.Name] = true
+	if err := checkAddr(n.Addr); err != nil {
+		return fmt.Errorf("%s %s: %w", kind, n.Name, err)
+	}
+	if seen.addrs[n.Addr] {
+		return fmt.Errorf("%s %s: address %s used twice", kind, n.Name, n.Addr)
+	}
+	seen.addrs[n.Addr] = true
+	return nil
+}
+
+// validateNodes checks each lock node, and its role in the topology, in
+// order; it counts the masters.
+func (f File) validateNodes(seen seenNodes) (masters int, err error) {
+	for i, n := range f.Nodes {
+		if err := seen.check("nodes", i, n); err != nil {
+			return 0, err
 		}
 		switch {
 		case f.Topology == sut.Independent && n.Role != "" && n.Role != "master":
-			return fmt.Errorf("node %s: role %q in an independent topology (every node is a master; leave role out)", n.Name, n.Role)
+			return 0, fmt.Errorf("node %s: role %q in an independent topology (every node is a master; leave role out)", n.Name, n.Role)
 		case f.Topology == sut.Replicated && n.Role != "master" && n.Role != "replica":
-			return fmt.Errorf("node %s: role %q, want master or replica", n.Name, n.Role)
+			return 0, fmt.Errorf("node %s: role %q, want master or replica", n.Name, n.Role)
 		}
 		if n.Role == "master" {
 			masters++
 		}
 	}
+	return masters, nil
+}
+
+// validateTopology checks the topology against the masters counted and
+// the sentinels listed.
+func (f File) validateTopology(masters int) error {
 	switch f.Topology {
 	case sut.Independent:
 		if len(f.Sentinels) > 0 {
@@ -151,23 +192,6 @@ func (f File) Validate() error {
 		}
 	default:
 		return fmt.Errorf("unknown topology %q (want %s or %s)", f.Topology, sut.Independent, sut.Replicated)
-	}
-	for i, s := range f.Sentinels {
-		if s.Role != "" && s.Role != "sentinel" {
-			return fmt.Errorf("sentinel %s: role %q (leave it out)", s.Name, s.Role)
-		}
-		if err := check("sentinels", i, s); err != nil {
-			return err
-		}
-	}
-	if f.Storage == "" {
-		return errors.New("no storage: name a Redis (storage: host:port) to hold the protected resource, one no fault reaches")
-	}
-	if err := checkAddr(f.Storage); err != nil {
-		return fmt.Errorf("storage: %w", err)
-	}
-	if addrs[f.Storage] {
-		return fmt.Errorf("storage %s is also a lock node: it must be a Redis of its own", f.Storage)
 	}
 	return nil
 }

@@ -33,6 +33,16 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 		{"replica role in independent", "nodes: [{name: n1, addr: 127.0.0.1:1, role: replica}]\nstorage: 127.0.0.1:3\n", "independent topology"},
 		{"sentinels without replication", "nodes: [{name: n1, addr: 127.0.0.1:1}]\nsentinels: [{name: s1, addr: 127.0.0.1:2}]\nstorage: 127.0.0.1:3\n", "topology: replicated"},
 		{"bad topology", "topology: ring\nnodes: [{name: n1, addr: 127.0.0.1:1}]\nstorage: 127.0.0.1:3\n", `unknown topology "ring"`},
+		{"dup name", "nodes: [{name: n1, addr: 127.0.0.1:1}, {name: n1, addr: 127.0.0.1:2}]\nstorage: 127.0.0.1:3\n", `nodes[1]: name "n1" used twice`},
+		{"no role in replicated", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: master}, {name: n2, addr: 127.0.0.1:2}]\nstorage: 127.0.0.1:3\n", `node n2: role "", want master or replica`},
+		{"sentinel with a role", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: master}]\nsentinels: [{name: s1, addr: 127.0.0.1:2, role: master}]\nstorage: 127.0.0.1:3\n", `sentinel s1: role "master" (leave it out)`},
+		{"sentinel named as a node", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: master}]\nsentinels: [{name: n1, addr: 127.0.0.1:2}]\nstorage: 127.0.0.1:3\n", `sentinels[0]: name "n1" used twice`},
+		{"sentinel at a node's address", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: master}]\nsentinels: [{name: s1, addr: 127.0.0.1:1}]\nstorage: 127.0.0.1:3\n", "sentinels s1: address 127.0.0.1:1 used twice"},
+		{"bad storage addr", "nodes: [{name: n1, addr: 127.0.0.1:1}]\nstorage: 127.0.0.1:0\n", "storage: "},
+		// The first problem in the file's order is the one named.
+		{"nodes before topology", "topology: ring\nnodes: [{addr: 127.0.0.1:1}]\n", "nodes[0] has no name"},
+		{"topology before sentinels", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: replica}]\nsentinels: [{name: s1, addr: nowhere}]\n", "0 masters"},
+		{"sentinels before storage", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: master}]\nsentinels: [{name: s1, addr: nowhere}]\n", `sentinels s1: address "nowhere" is not host:port`},
 	} {
 		p := filepath.Join(t.TempDir(), "t.yml")
 		if err := os.WriteFile(p, []byte(c.text), 0o644); err != nil {
