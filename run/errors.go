@@ -2,7 +2,6 @@ package run
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -15,10 +14,6 @@ type UsageError struct{ Err error }
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
-
-// usage is a usage error that is not about one field (a deployment that
-// cannot do what the run asks).
-func usage(format string, a ...any) error { return &UsageError{Err: fmt.Errorf(format, a...)} }
 
 // ErrInterrupted is returned (with the outcome of the prefix that ran) when
 // the run was cancelled before its end.
