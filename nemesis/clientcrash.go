@@ -24,20 +24,20 @@ type clientCrash struct{}
 // clientCrashKinds: how a report draws a client's crash, an instant.
 var clientCrashKinds = []faultKind{{Name: "crash-client", Instant: true}}
 
-func (clientCrash) info() Info {
+func (clientCrash) Info() Info {
 	return Info{Name: "client-crash", Kinds: clientCrashKinds, StrikesClient: history.FCrash, Description: "a client dies holding its lock and is replaced by a new process (or dies at a lock's named failpoint)"}
 }
 
-func (clientCrash) reset() {}
+func (clientCrash) Reset() {}
 
-func (clientCrash) setup(_ context.Context, e *exec) error {
+func (clientCrash) Setup(_ context.Context, e *Exec) error {
 	if e.env.Clients == nil {
 		return fmt.Errorf("client-crash needs the workload's Clients")
 	}
 	return nil
 }
 
-func (clientCrash) generate(rng *rand.Rand, cfg Config, _ Topology) []Step {
+func (clientCrash) Generate(rng *rand.Rand, cfg Config, _ Topology) []Step {
 	if len(cfg.Failpoints) > 0 && rng.IntN(2) == 0 {
 		fp := cfg.Failpoints[rng.IntN(len(cfg.Failpoints))]
 		return []Step{{Action: "failpoint", Params: map[string]string{"failpoint": fp}}}
@@ -45,7 +45,7 @@ func (clientCrash) generate(rng *rand.Rand, cfg Config, _ Topology) []Step {
 	return []Step{{Action: "holder"}}
 }
 
-func (clientCrash) do(ctx context.Context, e *exec, s Step) error {
+func (clientCrash) Do(ctx context.Context, e *Exec, s Step) error {
 	if e.env.Clients == nil {
 		return fmt.Errorf("no Clients to crash")
 	}

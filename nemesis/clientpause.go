@@ -21,20 +21,20 @@ type clientPause struct{}
 // clientPauseKinds: how a report draws a paused client.
 var clientPauseKinds = []faultKind{{Name: "pause-client", Label: "client pause"}}
 
-func (clientPause) info() Info {
+func (clientPause) Info() Info {
 	return Info{Name: "client-pause", Kinds: clientPauseKinds, StrikesClient: history.FPause, Description: "pause a client while it holds a lock (a GC pause), or at a lock's named failpoint"}
 }
 
-func (clientPause) reset() {}
+func (clientPause) Reset() {}
 
-func (clientPause) setup(_ context.Context, e *exec) error {
+func (clientPause) Setup(_ context.Context, e *Exec) error {
 	if e.env.Clients == nil {
 		return fmt.Errorf("client-pause needs the workload's Clients")
 	}
 	return nil
 }
 
-func (clientPause) generate(rng *rand.Rand, cfg Config, _ Topology) []Step {
+func (clientPause) Generate(rng *rand.Rand, cfg Config, _ Topology) []Step {
 	d := cfg.ClientPause.String()
 	if len(cfg.Failpoints) > 0 && rng.IntN(2) == 0 {
 		fp := cfg.Failpoints[rng.IntN(len(cfg.Failpoints))]
@@ -43,7 +43,7 @@ func (clientPause) generate(rng *rand.Rand, cfg Config, _ Topology) []Step {
 	return []Step{{Action: "holder", Params: map[string]string{"duration": d}}}
 }
 
-func (clientPause) do(ctx context.Context, e *exec, s Step) error {
+func (clientPause) Do(ctx context.Context, e *Exec, s Step) error {
 	if e.env.Clients == nil {
 		return fmt.Errorf("no Clients to pause")
 	}

@@ -28,7 +28,7 @@ var clockKinds = []faultKind{
 	{Name: "clock", Colour: "#9467bd", StartedBy: []string{"bump-clock", "drift-clock", "strobe-clock"}, EndedBy: []string{"reset-clock"}},
 }
 
-func (*clock) info() Info {
+func (*clock) Info() Info {
 	return Info{Name: "clock", Kinds: clockKinds, Strikes: []string{"bump-clock", "strobe-clock", "drift-clock"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanSetClock}}, Description: "per node, through libfaketime: bump the clock (± up to minutes), strobe it between two offsets, make it drift (rate ≠ 1), reset; each change confirmed with TIME"}
 }
 
@@ -38,9 +38,9 @@ const confirmTolerance = 100 * time.Millisecond
 
 // setup has nothing to prepare: Setup has checked that every lock node's
 // clock can be set (sut.CanSetClock).
-func (*clock) setup(context.Context, *exec) error { return nil }
+func (*clock) Setup(context.Context, *Exec) error { return nil }
 
-func (*clock) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (*clock) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	node := t.randomNode(rng.IntN)
 	// ClockBump is a magnitude (the direction is drawn below); a negative
 	// one from a library caller means the same jump, not a panic.
@@ -85,7 +85,7 @@ func ns(d time.Duration) *int64 {
 
 // do runs one step on the nodes it names: bump, drift, strobe or reset.
 // Each stops a strobe running on a node before it sets that node's clock.
-func (k *clock) do(ctx context.Context, e *exec, s Step) error {
+func (k *clock) Do(ctx context.Context, e *Exec, s Step) error {
 	nodes, err := e.targetNodes(s.Targets)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (k *clock) do(ctx context.Context, e *exec, s Step) error {
 
 // bump moves each node's clock by Params "delta" from where it is now,
 // keeping its rate, and records the offset each node then reads.
-func (k *clock) bump(ctx context.Context, e *exec, s Step, clocks []sut.Clocked, names []string) error {
+func (k *clock) bump(ctx context.Context, e *Exec, s Step, clocks []sut.Clocked, names []string) error {
 	delta, err := durParam(s.Params, "delta", e.cfg.ClockBump)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func (k *clock) bump(ctx context.Context, e *exec, s Step, clocks []sut.Clocked,
 }
 
 // drift makes each node's clock run at Params "rate" from where it is now.
-func (k *clock) drift(ctx context.Context, e *exec, s Step, clocks []sut.Clocked, names []string) error {
+func (k *clock) drift(ctx context.Context, e *Exec, s Step, clocks []sut.Clocked, names []string) error {
 	rate, err := floatParam(s.Params, "rate", 2)
 	if err != nil {
 		return err
@@ -165,7 +165,7 @@ func (k *clock) drift(ctx context.Context, e *exec, s Step, clocks []sut.Clocked
 // strobe flips each node's clock between offsets Params "a" and "b" every
 // "period", in the background until the next step on that node; the far
 // offset is set and confirmed first.
-func (k *clock) strobe(ctx context.Context, e *exec, s Step, clocks []sut.Clocked, names []string) error {
+func (k *clock) strobe(ctx context.Context, e *Exec, s Step, clocks []sut.Clocked, names []string) error {
 	a, err := durParam(s.Params, "a", 0)
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func (k *clock) strobe(ctx context.Context, e *exec, s Step, clocks []sut.Clocke
 
 // resetClocks sets each node's clock back to real time, and ends the clock
 // fault.
-func (k *clock) resetClocks(ctx context.Context, e *exec, clocks []sut.Clocked, names []string) error {
+func (k *clock) resetClocks(ctx context.Context, e *Exec, clocks []sut.Clocked, names []string) error {
 	return e.recordV("reset-clock", event{ends: []string{"clock"}}.value(names), func(v *history.Value) error {
 		var errs []error
 		for i, n := range clocks {
@@ -260,7 +260,7 @@ func (k *clock) stopStrobe(node string) {
 	}
 }
 
-func (k *clock) reset() {
+func (k *clock) Reset() {
 	k.mu.Lock()
 	var nodes []string
 	for n := range k.strobes {

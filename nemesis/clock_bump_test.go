@@ -16,7 +16,7 @@ func TestNegativeClockBumpIsAMagnitude(t *testing.T) {
 	cfg := Config{ClockBump: -time.Minute, Interval: time.Second}.WithDefaults()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200; i++ {
-		for _, s := range (&clock{}).generate(rng, cfg, topo) {
+		for _, s := range (&clock{}).Generate(rng, cfg, topo) {
 			for _, p := range []string{"delta", "b"} {
 				v, ok := s.Params[p]
 				if !ok {

@@ -33,17 +33,17 @@ import (
 // before and after, and how long it took (history.ShardChange).
 type clusterFailover struct{}
 
-func (clusterFailover) info() Info {
+func (clusterFailover) Info() Info {
 	return Info{Name: "cluster-failover", Strikes: []string{"cluster-failover", "move-slot"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanFailoverShard, sut.CanMoveSlots}},
 		Description: "Redis Cluster: fail over the master of a lock key's slot to its replica (CLUSTER FAILOVER, graceful, FORCE or TAKEOVER), or move the slot to another master (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE)"}
 }
 
-func (clusterFailover) reset() {}
+func (clusterFailover) Reset() {}
 
-func (clusterFailover) setup(context.Context, *exec) error { return nil }
+func (clusterFailover) Setup(context.Context, *Exec) error { return nil }
 
-func (clusterFailover) generate(rng *rand.Rand, _ Config, _ Topology) []Step {
+func (clusterFailover) Generate(rng *rand.Rand, _ Config, _ Topology) []Step {
 	switch rng.IntN(4) {
 	case 0:
 		return []Step{{Action: "move-slot"}}
@@ -55,7 +55,7 @@ func (clusterFailover) generate(rng *rand.Rand, _ Config, _ Topology) []Step {
 
 // do finds the slot of the step's key and its shard, then fails the
 // shard's master over or moves the slot.
-func (clusterFailover) do(ctx context.Context, e *exec, s Step) error {
+func (clusterFailover) Do(ctx context.Context, e *Exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (t struckSlot) change() (change *history.ShardChange, inv *history.Value) {
 
 // failoverSlot has a replica of the slot's master (params "replica", else
 // its first) take the slot over: CLUSTER FAILOVER in params "mode".
-func failoverSlot(ctx context.Context, e *exec, sh sut.Sharded, params map[string]string, t struckSlot) error {
+func failoverSlot(ctx context.Context, e *Exec, sh sut.Sharded, params map[string]string, t struckSlot) error {
 	change, inv := t.change()
 	mode := strings.ToLower(params["mode"])
 	change.Mode = mode
@@ -134,7 +134,7 @@ func failoverSlot(ctx context.Context, e *exec, sh sut.Sharded, params map[strin
 
 // moveSlot migrates the slot and its keys to another master (params "to",
 // else the next master after the slot's), as resharding does.
-func moveSlot(ctx context.Context, e *exec, sh sut.Sharded, params map[string]string, t struckSlot) error {
+func moveSlot(ctx context.Context, e *Exec, sh sut.Sharded, params map[string]string, t struckSlot) error {
 	change, inv := t.change()
 	to := params["to"]
 	if to == "" {
@@ -165,7 +165,7 @@ func moveSlot(ctx context.Context, e *exec, sh sut.Sharded, params map[string]st
 
 // lockKey is the key a step names, or the key of a client holding a
 // lock now (waiting for one at most a second).
-func (e *exec) lockKey(ctx context.Context, key string) (string, error) {
+func (e *Exec) lockKey(ctx context.Context, key string) (string, error) {
 	if key != "" {
 		return key, nil
 	}

@@ -19,21 +19,21 @@ import (
 // switch). There is nothing to heal: lost data stays lost.
 type dataLoss struct{}
 
-func (dataLoss) info() Info {
+func (dataLoss) Info() Info {
 	return Info{Name: "data-loss", Strikes: []string{"flush", "delete-keys"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "FLUSHALL a node, or DEL named keys on it (an operator's or another application's mistake): lock keys and fencing counters vanish"}
 }
 
-func (dataLoss) reset() {}
+func (dataLoss) Reset() {}
 
-func (dataLoss) setup(context.Context, *exec) error { return nil }
+func (dataLoss) Setup(context.Context, *Exec) error { return nil }
 
-func (dataLoss) generate(rng *rand.Rand, _ Config, t Topology) []Step {
+func (dataLoss) Generate(rng *rand.Rand, _ Config, t Topology) []Step {
 	return []Step{{Action: "flush", Targets: []string{t.randomNodeOrMaster(rng.IntN)}}}
 }
 
-func (dataLoss) do(ctx context.Context, e *exec, s Step) error {
+func (dataLoss) Do(ctx context.Context, e *Exec, s Step) error {
 	nodes, err := e.targetNodes(s.Targets)
 	if err != nil {
 		return err

@@ -10,9 +10,6 @@ import (
 	"github.com/lockharness/lockharness/sut"
 )
 
-// exec is the name the built-in faults know their execution context by.
-type exec = Exec
-
 // ErrNotDone is wrapped by Do's error when a step certainly did not happen
 // (nothing to act on: no client holds a lock, no old master to demote). It
 // is recorded as fail, not info.
@@ -23,7 +20,7 @@ var ErrNotDone = errors.New("not done")
 // wrapping ErrNotDone, info otherwise (the fault may be half applied). ev
 // says what the event means (the fault it starts, those it ends); fn may
 // fill in the completion's detail.
-func (e *exec) record(f string, ev event, targets []string, fn func() (string, error)) error {
+func (e *Exec) record(f string, ev event, targets []string, fn func() (string, error)) error {
 	return e.recordV(f, ev.value(targets), func(v *history.Value) error {
 		d, err := fn()
 		v.Detail = d
@@ -44,7 +41,7 @@ func (ev event) value(targets []string) *history.Value {
 	return &history.Value{Targets: targets, Fault: ev.fault, Ends: ev.ends, Mark: ev.fault == "" && len(ev.ends) == 0}
 }
 
-func (e *exec) recordV(f string, inv *history.Value, fn func(v *history.Value) error) error {
+func (e *Exec) recordV(f string, inv *history.Value, fn func(v *history.Value) error) error {
 	rec := e.env.Recorder
 	if rec != nil {
 		iv := *inv
@@ -64,7 +61,7 @@ func (e *exec) recordV(f string, inv *history.Value, fn func(v *history.Value) e
 	return err
 }
 
-func (e *exec) deployment() (sut.Deployment, error) {
+func (e *Exec) deployment() (sut.Deployment, error) {
 	if e.env.Deployment == nil {
 		return nil, fmt.Errorf("no deployment")
 	}
@@ -73,7 +70,7 @@ func (e *exec) deployment() (sut.Deployment, error) {
 
 // replication is the deployment's master and replicas, or an error when it
 // has none.
-func (e *exec) replication() (sut.Deployment, sut.Replication, error) {
+func (e *Exec) replication() (sut.Deployment, sut.Replication, error) {
 	d, err := e.deployment()
 	if err != nil {
 		return nil, nil, err
@@ -87,7 +84,7 @@ func (e *exec) replication() (sut.Deployment, sut.Replication, error) {
 
 // targetNodes resolves a step's node targets, or picks one node at random
 // (from the run's seed) when the step names none.
-func (e *exec) targetNodes(targets []string) ([]sut.Node, error) {
+func (e *Exec) targetNodes(targets []string) ([]sut.Node, error) {
 	if len(targets) == 0 {
 		targets = []string{e.topo.randomNode(e.rng.IntN)}
 	}
@@ -96,7 +93,7 @@ func (e *exec) targetNodes(targets []string) ([]sut.Node, error) {
 
 // nodes resolves node targets: names, or the roles "master" and "replica"
 // (the first replica) of a replicated topology.
-func (e *exec) nodes(targets []string) ([]sut.Node, error) {
+func (e *Exec) nodes(targets []string) ([]sut.Node, error) {
 	d, err := e.deployment()
 	if err != nil {
 		return nil, err

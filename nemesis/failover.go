@@ -43,16 +43,16 @@ var failoverKinds = []faultKind{
 	{Name: "master isolated", StartedBy: []string{"isolate-master"}, EndedBy: []string{"heal-master"}},
 }
 
-func (*failover) info() Info {
+func (*failover) Info() Info {
 	return Info{Name: "failover", Kinds: failoverKinds, Strikes: []string{"promote", "await-promotion"}, Needs: sut.Needs{Replicated: true}, Description: "replicated topology: manual (freeze a replica's replication link, promote it, move clients, demote the old master) or Sentinel (pause or isolate the master, let Sentinel promote)"}
 }
 
-func (f *failover) reset() { *f = failover{} }
+func (f *failover) Reset() { *f = failover{} }
 
 // setup checks what the layout's kind of failover needs beyond a master
 // with replicas (Setup has checked that): promoting by hand and cutting a
 // replication link, or an elected master and pausing or isolating it.
-func (*failover) setup(_ context.Context, e *exec) error {
+func (*failover) Setup(_ context.Context, e *Exec) error {
 	d, _, err := e.replication()
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func (*failover) setup(_ context.Context, e *exec) error {
 	return sut.Check(d, "the failover nemesis", needs)
 }
 
-func (*failover) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (*failover) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	if !t.Sentinel {
 		pick := strconv.Itoa(rng.IntN(1 << 16))
 		return []Step{
@@ -93,7 +93,7 @@ func (*failover) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 
 // do runs one step: cut, promote and demote for a manual failover, start
 // and stop for Sentinel's.
-func (f *failover) do(ctx context.Context, e *exec, s Step) error {
+func (f *failover) Do(ctx context.Context, e *Exec, s Step) error {
 	d, r, err := e.replication()
 	if err != nil {
 		return err
@@ -116,7 +116,7 @@ func (f *failover) do(ctx context.Context, e *exec, s Step) error {
 // cut freezes the replication link of the replica the step names (or the
 // one its pick draws) from the master: what the master acknowledges from
 // now on never reaches that replica.
-func (f *failover) cut(e *exec, s Step, d sut.Deployment, r sut.Replication) error {
+func (f *failover) cut(e *Exec, s Step, d sut.Deployment, r sut.Replication) error {
 	m := r.Primary()
 	rs := sut.Replicas(d)
 	if len(rs) == 0 {
@@ -147,7 +147,7 @@ func (f *failover) cut(e *exec, s Step, d sut.Deployment, r sut.Replication) err
 // one cut froze, else the first) and moves the clients and the other
 // replicas to it. The old master is left as it is, a second master: the
 // split brain the demote ends.
-func (f *failover) promote(ctx context.Context, e *exec, s Step, d sut.Deployment, r sut.Replication) error {
+func (f *failover) promote(ctx context.Context, e *Exec, s Step, d sut.Deployment, r sut.Replication) error {
 	rep := f.replica
 	if len(s.Targets) == 1 && !isRole(s.Targets) {
 		rep = s.Targets[0]
@@ -189,7 +189,7 @@ func (f *failover) promote(ctx context.Context, e *exec, s Step, d sut.Deploymen
 
 // demote makes the old master (the one the step names, else the one
 // promote replaced) follow the master: the end of the split brain.
-func (f *failover) demote(ctx context.Context, e *exec, s Step, r sut.Replication) error {
+func (f *failover) demote(ctx context.Context, e *Exec, s Step, r sut.Replication) error {
 	old := f.oldMaster
 	if len(s.Targets) == 1 && !isRole(s.Targets) {
 		old = s.Targets[0]
@@ -215,7 +215,7 @@ func (f *failover) demote(ctx context.Context, e *exec, s Step, r sut.Replicatio
 // failMaster pauses or isolates (Params "how") the master Sentinel names,
 // then waits for Sentinel to promote a replica, as a mark of its own: the
 // history shows how long the clients were without a master.
-func (f *failover) failMaster(ctx context.Context, e *exec, s Step, d sut.Deployment, r sut.Replication) error {
+func (f *failover) failMaster(ctx context.Context, e *Exec, s Step, d sut.Deployment, r sut.Replication) error {
 	how := s.Params["how"]
 	if how == "" {
 		how = "pause"
@@ -243,7 +243,7 @@ func (f *failover) failMaster(ctx context.Context, e *exec, s Step, d sut.Deploy
 }
 
 // strikeMaster pauses master m (node mn) or cuts every link to and from it.
-func strikeMaster(ctx context.Context, e *exec, net sut.Network, how string, mn sut.Node, m string) (string, error) {
+func strikeMaster(ctx context.Context, e *Exec, net sut.Network, how string, mn sut.Node, m string) (string, error) {
 	switch how {
 	case "pause":
 		p, err := sut.As[sut.Pauser](mn, sut.CanPause)
@@ -287,7 +287,7 @@ func awaitPromotion(ctx context.Context, r sut.Replication, m string) (string, e
 
 // healMaster brings back the master failMaster struck and waits for
 // Sentinel to demote it.
-func (f *failover) healMaster(ctx context.Context, e *exec, d sut.Deployment, r sut.Replication) error {
+func (f *failover) healMaster(ctx context.Context, e *Exec, d sut.Deployment, r sut.Replication) error {
 	old := f.oldMaster
 	ev := event{ends: []string{"master paused", "master isolated"}}
 	if old == "" {
@@ -310,7 +310,7 @@ func (f *failover) healMaster(ctx context.Context, e *exec, d sut.Deployment, r 
 
 // unstrikeMaster undoes what strikeMaster did to old (node n): its links
 // uncut, or the process resumed.
-func (f *failover) unstrikeMaster(ctx context.Context, e *exec, net sut.Network, n sut.Node, old string) error {
+func (f *failover) unstrikeMaster(ctx context.Context, e *Exec, net sut.Network, n sut.Node, old string) error {
 	switch f.how {
 	case "isolate":
 		ls, err := resolveLinks(net, linkNames(e.topo.nodeLinks(old)))

@@ -6,12 +6,6 @@ import (
 	"strings"
 )
 
-// healer is a built-in fault with state of its own on the nodes, healed
-// by itself (see Healer).
-type healer interface {
-	heal(ctx context.Context, e *exec) (string, error)
-}
-
 // nothingToHeal is the deployment's heal's detail when nothing was broken.
 const nothingToHeal = "nothing to heal"
 

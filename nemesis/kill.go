@@ -22,13 +22,13 @@ var killKinds = []faultKind{
 	{Name: "kill", Label: "node down", Colour: "#8c564b", StartedBy: []string{"kill"}, EndedBy: []string{"restart"}},
 }
 
-func (kill) info() Info {
+func (kill) Info() Info {
 	return Info{Name: "kill", Kinds: killKinds, Strikes: []string{"kill"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanKill}}, Description: "SIGKILL a node and restart it on the same port (persistence none, aof-everysec or aof-always; optional restart delay)"}
 }
 
-func (kill) reset() {}
+func (kill) Reset() {}
 
-func (kill) setup(ctx context.Context, e *exec) error {
+func (kill) Setup(ctx context.Context, e *Exec) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func (kill) setup(ctx context.Context, e *exec) error {
 	return nil
 }
 
-func (kill) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (kill) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	target := t.randomNodeOrMaster(rng.IntN)
 	return []Step{
 		{Action: "kill", Targets: []string{target}},
@@ -63,7 +63,7 @@ func persistence(d sut.Deployment) string {
 	return "unknown"
 }
 
-func (kill) do(ctx context.Context, e *exec, s Step) error {
+func (kill) Do(ctx context.Context, e *Exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err

@@ -22,26 +22,26 @@ type killConnection struct{}
 // killConnectionKinds: how a report draws a killed session, an instant.
 var killConnectionKinds = []faultKind{{Name: "kill-connection", Instant: true}}
 
-func (killConnection) info() Info {
+func (killConnection) Info() Info {
 	return Info{Name: "kill-connection", Kinds: killConnectionKinds, Strikes: []string{"kill-connection"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanKillConnections}},
 		Description: "KILL CONNECTION of the session holding a lock, while its client works in its critical section"}
 }
 
-func (killConnection) reset() {}
+func (killConnection) Reset() {}
 
-func (killConnection) setup(_ context.Context, e *exec) error {
+func (killConnection) Setup(_ context.Context, e *Exec) error {
 	if e.env.Clients == nil {
 		return fmt.Errorf("kill-connection needs the workload's Clients, to find a holder")
 	}
 	return nil
 }
 
-func (killConnection) generate(*rand.Rand, Config, Topology) []Step {
+func (killConnection) Generate(*rand.Rand, Config, Topology) []Step {
 	return []Step{{Action: "holder"}}
 }
 
-func (killConnection) do(ctx context.Context, e *exec, s Step) error {
+func (killConnection) Do(ctx context.Context, e *Exec, s Step) error {
 	if s.Action != "holder" {
 		return fmt.Errorf("unknown action %q (want holder)", s.Action)
 	}

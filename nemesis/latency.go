@@ -19,15 +19,15 @@ var latencyKinds = []faultKind{
 	{Name: "delay", Colour: "#1f77b4"},
 }
 
-func (latency) info() Info {
+func (latency) Info() Info {
 	return Info{Name: "latency", Kinds: latencyKinds, Strikes: []string{"start-latency"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanSlowLinks}}, Description: "adds delay and jitter to every link of a node (a slow node or a congested network path)"}
 }
 
-func (latency) reset() {}
+func (latency) Reset() {}
 
-func (latency) setup(context.Context, *exec) error { return nil }
+func (latency) Setup(context.Context, *Exec) error { return nil }
 
-func (latency) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (latency) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	node := t.randomNode(rng.IntN)
 	targets := linkNames(t.nodeLinks(node))
 	params := map[string]string{"latency": cfg.Latency.String(), "jitter": cfg.Jitter.String()}
@@ -37,7 +37,7 @@ func (latency) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	}
 }
 
-func (latency) do(ctx context.Context, e *exec, s Step) error {
+func (latency) Do(ctx context.Context, e *Exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err

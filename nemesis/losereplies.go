@@ -24,17 +24,17 @@ type loseReplies struct{}
 // loseRepliesKinds: how a report draws links that lose replies.
 var loseRepliesKinds = []faultKind{{Name: "lost replies"}}
 
-func (loseReplies) info() Info {
+func (loseReplies) Info() Info {
 	return Info{Name: "lose-replies", Kinds: loseRepliesKinds, Strikes: []string{"start-lose-replies"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanDropReplies}},
 		Description: "drop the replies on links (commands still run): a write whose answer is lost, and a retry that runs it twice"}
 }
 
-func (loseReplies) reset() {}
+func (loseReplies) Reset() {}
 
-func (loseReplies) setup(context.Context, *exec) error { return nil }
+func (loseReplies) Setup(context.Context, *Exec) error { return nil }
 
-func (loseReplies) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (loseReplies) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	links := linkNames(t.nodeLinks(t.randomNode(rng.IntN)))
 	return []Step{
 		{Action: "start", Targets: links},
@@ -45,7 +45,7 @@ func (loseReplies) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 var lostRepliesEvent = event{fault: "lost replies"}
 
 // do starts or stops dropping the replies on the links the step names.
-func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
+func (loseReplies) Do(ctx context.Context, e *Exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err
@@ -69,7 +69,7 @@ func (loseReplies) do(ctx context.Context, e *exec, s Step) error {
 // startLosingReplies drops the replies on links (named targets in the
 // step). With Params "duration" the window stops by itself that long after
 // it began.
-func startLosingReplies(ctx context.Context, e *exec, s Step, links []sut.Link) error {
+func startLosingReplies(ctx context.Context, e *Exec, s Step, links []sut.Link) error {
 	dur, err := durParam(s.Params, "duration", 0)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func startLosingReplies(ctx context.Context, e *exec, s Step, links []sut.Link) 
 
 // stopLosingReplies delivers the replies on links (named targets) again:
 // the stalled connections are closed, as a reset would.
-func stopLosingReplies(ctx context.Context, e *exec, targets []string, links []sut.Link) error {
+func stopLosingReplies(ctx context.Context, e *Exec, targets []string, links []sut.Link) error {
 	return e.record("stop-lose-replies", event{ends: []string{lostRepliesEvent.fault}}, targets, func() (string, error) {
 		var errs []error
 		for _, l := range links {

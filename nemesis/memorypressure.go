@@ -41,17 +41,17 @@ const fillerPrefix = "filler:"
 // memoryPressureKinds: how a report draws a node under memory pressure.
 var memoryPressureKinds = []faultKind{{Name: "memory pressure"}}
 
-func (*memoryPressure) info() Info {
+func (*memoryPressure) Info() Info {
 	return Info{Name: "memory-pressure", Kinds: memoryPressureKinds, Strikes: []string{"start-memory-pressure"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "set maxmemory just above a node's use with an eviction policy (default allkeys-lru) and fill it with other keys: lock keys are evicted"}
 }
 
-func (m *memoryPressure) reset() {}
+func (m *memoryPressure) Reset() {}
 
-func (*memoryPressure) setup(context.Context, *exec) error { return nil }
+func (*memoryPressure) Setup(context.Context, *Exec) error { return nil }
 
-func (*memoryPressure) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (*memoryPressure) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	target := []string{t.randomNodeOrMaster(rng.IntN)}
 	return []Step{
 		{Action: "start", Targets: target},
@@ -61,7 +61,7 @@ func (*memoryPressure) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 
 var memoryPressureEvent = event{fault: "memory pressure"}
 
-func (m *memoryPressure) do(ctx context.Context, e *exec, s Step) error {
+func (m *memoryPressure) Do(ctx context.Context, e *Exec, s Step) error {
 	nodes, err := e.targetNodes(s.Targets)
 	if err != nil {
 		return err
@@ -242,7 +242,7 @@ func (m *memoryPressure) restore(ctx context.Context, c sut.Commander, p pressed
 }
 
 // heal releases every node still under pressure.
-func (m *memoryPressure) heal(ctx context.Context, e *exec) (string, error) {
+func (m *memoryPressure) Heal(ctx context.Context, e *Exec) (string, error) {
 	if len(m.pressed) == 0 {
 		return "", nil
 	}

@@ -25,21 +25,21 @@ import (
 // "partition"), with "native" in the detail.
 type nativePartition struct{}
 
-func (nativePartition) info() Info {
+func (nativePartition) Info() Info {
 	return Info{Name: "native-partition", Kinds: partitionKinds, Strikes: []string{"start-partition"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanPartitionNodes}},
 		Description: "cuts nodes off from each other inside the deployment's own network (iptables in each container, Docker backend), beneath the harness's proxies: isolate a node, or halves; clients still reach every node"}
 }
 
-func (nativePartition) reset() {}
+func (nativePartition) Reset() {}
 
-func (nativePartition) setup(context.Context, *exec) error { return nil }
+func (nativePartition) Setup(context.Context, *Exec) error { return nil }
 
 // nativePatterns are the patterns the native partition draws from: one
 // side against everyone else.
 var nativePatterns = []string{PatternIsolate, PatternHalves}
 
-func (nativePartition) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (nativePartition) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	patterns := nativePatterns
 	if len(cfg.PartitionPatterns) > 0 {
 		var allowed []string
@@ -87,7 +87,7 @@ func sidePairs(side, members []string) [][2]string {
 	return out
 }
 
-func (nativePartition) do(ctx context.Context, e *exec, s Step) error {
+func (nativePartition) Do(ctx context.Context, e *Exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err

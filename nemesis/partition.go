@@ -52,15 +52,15 @@ var partitionKinds = []faultKind{
 	{Name: "partition", Colour: "#ffbe00", StartedBy: []string{"start-partition"}, EndedBy: []string{"stop-partition"}},
 }
 
-func (partition) info() Info {
+func (partition) Info() Info {
 	return Info{Name: "partition", Kinds: partitionKinds, Strikes: []string{"start-partition"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
 }
 
-func (partition) reset() {}
+func (partition) Reset() {}
 
-func (partition) setup(context.Context, *exec) error { return nil }
+func (partition) Setup(context.Context, *Exec) error { return nil }
 
-func (p partition) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (p partition) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	patterns := Patterns(t)
 	if len(cfg.PartitionPatterns) > 0 {
 		var allowed []string
@@ -229,7 +229,7 @@ func describeSides(side map[string]int, t Topology) string {
 	return strings.Join(a, "+") + " | " + strings.Join(b, "+")
 }
 
-func (p partition) do(ctx context.Context, e *exec, s Step) error {
+func (p partition) Do(ctx context.Context, e *Exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err

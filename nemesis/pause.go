@@ -21,15 +21,15 @@ var pauseKinds = []faultKind{
 	{Name: "pause", Label: "node pause", Colour: "#6e6e6e", StartedBy: []string{"pause-node", "pause"}, EndedBy: []string{"resume-node", "resume"}},
 }
 
-func (pause) info() Info {
+func (pause) Info() Info {
 	return Info{Name: "pause", Kinds: pauseKinds, Strikes: []string{"pause-node"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanPause}}, Description: "SIGSTOP then SIGCONT a node (in a replicated topology often the master)"}
 }
 
-func (pause) reset() {}
+func (pause) Reset() {}
 
-func (pause) setup(context.Context, *exec) error { return nil }
+func (pause) Setup(context.Context, *Exec) error { return nil }
 
-func (pause) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (pause) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	target := t.randomNodeOrMaster(rng.IntN)
 	return []Step{
 		{Action: "pause", Targets: []string{target}},
@@ -37,7 +37,7 @@ func (pause) generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	}
 }
 
-func (pause) do(ctx context.Context, e *exec, s Step) error {
+func (pause) Do(ctx context.Context, e *Exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err

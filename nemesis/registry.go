@@ -35,7 +35,7 @@ func NewRegistry() *Registry { return &Registry{reg: registry.New[entry]("nemesi
 func Builtin() *Registry {
 	r := NewRegistry()
 	for _, mk := range builtins() {
-		if err := r.Register(func() Fault { return asFault(mk()) }); err != nil {
+		if err := r.Register(mk); err != nil {
 			panic(err) // a programming error in this package, caught by its tests
 		}
 	}
@@ -45,25 +45,25 @@ func Builtin() *Registry {
 // builtins are the built-in faults, one file each, in the order the
 // record lists how they are drawn (FaultKinds): the network, the clocks,
 // the nodes' processes, failover, the data, then the clients.
-func builtins() []func() fault {
-	return []func() fault{
-		func() fault { return &partition{} },
-		func() fault { return &nativePartition{} },
-		func() fault { return &latency{} },
-		func() fault { return &clock{} },
-		func() fault { return &pause{} },
-		func() fault { return &kill{} },
-		func() fault { return &failover{} },
-		func() fault { return &loseReplies{} },
-		func() fault { return &memoryPressure{} },
-		func() fault { return &staleReplica{} },
-		func() fault { return &clientPause{} },
-		func() fault { return &renewerStall{} },
-		func() fault { return &clientCrash{} },
-		func() fault { return &killConnection{} },
-		func() fault { return &dataLoss{} },
-		func() fault { return &scriptFlush{} },
-		func() fault { return clusterFailover{} },
+func builtins() []func() Fault {
+	return []func() Fault{
+		func() Fault { return &partition{} },
+		func() Fault { return &nativePartition{} },
+		func() Fault { return &latency{} },
+		func() Fault { return &clock{} },
+		func() Fault { return &pause{} },
+		func() Fault { return &kill{} },
+		func() Fault { return &failover{} },
+		func() Fault { return &loseReplies{} },
+		func() Fault { return &memoryPressure{} },
+		func() Fault { return &staleReplica{} },
+		func() Fault { return &clientPause{} },
+		func() Fault { return &renewerStall{} },
+		func() Fault { return &clientCrash{} },
+		func() Fault { return &killConnection{} },
+		func() Fault { return &dataLoss{} },
+		func() Fault { return &scriptFlush{} },
+		func() Fault { return clusterFailover{} },
 	}
 }
 

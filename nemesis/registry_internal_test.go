@@ -17,7 +17,7 @@ import (
 
 func TestRegistryRejectsDuplicates(t *testing.T) {
 	r := Builtin()
-	if err := r.Register(func() Fault { return asFault(&pause{}) }); !errors.Is(err, registry.ErrDuplicate) ||
+	if err := r.Register(func() Fault { return &pause{} }); !errors.Is(err, registry.ErrDuplicate) ||
 		err.Error() != `register nemesis "pause": name already registered` {
 		t.Fatalf("a nemesis registered twice: %v", err)
 	}

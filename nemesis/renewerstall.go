@@ -30,25 +30,25 @@ type renewerStall struct{}
 // renewerStallKinds: how a report draws the renewals held back.
 var renewerStallKinds = []faultKind{{Name: "renewer stall"}}
 
-func (renewerStall) info() Info {
+func (renewerStall) Info() Info {
 	return Info{Name: "renewer-stall", Kinds: renewerStallKinds, Strikes: []string{"stall-renewers"},
 		Description: "hold back the locks' watchdog renewals (a starved renewer thread) while the clients keep working"}
 }
 
-func (renewerStall) reset() {}
+func (renewerStall) Reset() {}
 
-func (renewerStall) setup(_ context.Context, e *exec) error {
+func (renewerStall) Setup(_ context.Context, e *Exec) error {
 	if _, ok := e.env.Clients.(RenewerStaller); !ok {
 		return fmt.Errorf("renewer-stall needs a workload that can stall its locks' renewals")
 	}
 	return nil
 }
 
-func (renewerStall) generate(_ *rand.Rand, cfg Config, _ Topology) []Step {
+func (renewerStall) Generate(_ *rand.Rand, cfg Config, _ Topology) []Step {
 	return []Step{{Action: "stall", Params: map[string]string{"duration": cfg.ClientPause.String()}}}
 }
 
-func (renewerStall) do(_ context.Context, e *exec, s Step) error {
+func (renewerStall) Do(_ context.Context, e *Exec, s Step) error {
 	if s.Action != "stall" {
 		return fmt.Errorf("unknown action %q (want stall)", s.Action)
 	}

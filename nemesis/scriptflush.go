@@ -19,21 +19,21 @@ import (
 // again by whoever needs them.
 type scriptFlush struct{}
 
-func (scriptFlush) info() Info {
+func (scriptFlush) Info() Info {
 	return Info{Name: "script-flush", Strikes: []string{"script-flush"},
 		Needs:       sut.Needs{Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "SCRIPT FLUSH a node: cached Lua scripts are forgotten, as after a restart or failover (EVALSHA gets NOSCRIPT)"}
 }
 
-func (scriptFlush) reset() {}
+func (scriptFlush) Reset() {}
 
-func (scriptFlush) setup(context.Context, *exec) error { return nil }
+func (scriptFlush) Setup(context.Context, *Exec) error { return nil }
 
-func (scriptFlush) generate(rng *rand.Rand, _ Config, t Topology) []Step {
+func (scriptFlush) Generate(rng *rand.Rand, _ Config, t Topology) []Step {
 	return []Step{{Action: "flush", Targets: []string{t.randomNodeOrMaster(rng.IntN)}}}
 }
 
-func (scriptFlush) do(ctx context.Context, e *exec, s Step) error {
+func (scriptFlush) Do(ctx context.Context, e *Exec, s Step) error {
 	if s.Action != "flush" {
 		return fmt.Errorf("unknown action %q (want flush)", s.Action)
 	}

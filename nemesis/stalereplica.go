@@ -34,17 +34,17 @@ type staleReplica struct {
 // writes.
 var staleReplicaKinds = []faultKind{{Name: "stale replica"}}
 
-func (*staleReplica) info() Info {
+func (*staleReplica) Info() Info {
 	return Info{Name: "stale-replica", Kinds: staleReplicaKinds, Strikes: []string{"start-stale-replica"},
 		Needs:       sut.Needs{Replicated: true, Capabilities: []sut.Capability{sut.CanCommand}},
 		Description: "a replica stops receiving its master's writes (refused replication credentials) yet looks healthy to Sentinel, optionally preferred for promotion"}
 }
 
-func (*staleReplica) reset() {}
+func (*staleReplica) Reset() {}
 
-func (*staleReplica) setup(context.Context, *exec) error { return nil }
+func (*staleReplica) Setup(context.Context, *Exec) error { return nil }
 
-func (*staleReplica) generate(_ *rand.Rand, cfg Config, _ Topology) []Step {
+func (*staleReplica) Generate(_ *rand.Rand, cfg Config, _ Topology) []Step {
 	return []Step{
 		{Action: "start", Targets: []string{"replica"}, Params: map[string]string{"priority": "1"}},
 		{At: cfg.Interval, Action: "stop", Targets: []string{"replica"}},
@@ -53,7 +53,7 @@ func (*staleReplica) generate(_ *rand.Rand, cfg Config, _ Topology) []Step {
 
 var staleReplicaEvent = event{fault: "stale replica"}
 
-func (r *staleReplica) do(ctx context.Context, e *exec, s Step) error {
+func (r *staleReplica) Do(ctx context.Context, e *Exec, s Step) error {
 	nodes, err := e.targetNodes(s.Targets)
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func (r *staleReplica) release(ctx context.Context, nodes []sut.Node) (string, e
 }
 
 // heal releases every node still stale.
-func (r *staleReplica) heal(ctx context.Context, e *exec) (string, error) {
+func (r *staleReplica) Heal(ctx context.Context, e *Exec) (string, error) {
 	if len(r.staled) == 0 {
 		return "", nil
 	}
