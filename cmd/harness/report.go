@@ -15,7 +15,7 @@ import (
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/reports"
-	"github.com/lockharness/lockharness/reports/serve"
+	"github.com/lockharness/lockharness/serve"
 )
 
 func newReportCmd() *cobra.Command {
