@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockharness/lockharness"
+	lockrun "github.com/lockharness/lockharness/run"
 )
 
 // twoBackends is testSpec on local processes and on Docker.
@@ -107,7 +107,7 @@ func TestBackendsAreValidated(t *testing.T) {
 	}
 	// A backend the runner was not given stops the matrix before it runs
 	// anything: a configuration error.
-	var ue *lockharness.UsageError
+	var ue *lockrun.UsageError
 	if _, err := (Options{}).backend(Cell{Backend: DockerBackend}); !errors.As(err, &ue) {
 		t.Errorf("docker cell without a docker backend: %v", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/reports"
+	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/sut"
 )
@@ -40,7 +40,7 @@ func (o Options) backend(c Cell) (sut.Backend, error) {
 	}
 	b, ok := o.Backends[c.Backend]
 	if !ok || b == nil {
-		return nil, &lockharness.UsageError{Err: fmt.Errorf("backend %q: the matrix was given no way to start it (known: local, docker)", c.Backend)}
+		return nil, &lockrun.UsageError{Err: fmt.Errorf("backend %q: the matrix was given no way to start it (known: local, docker)", c.Backend)}
 	}
 	return b, nil
 }
@@ -83,12 +83,12 @@ func Run(ctx context.Context, spec Spec, shard Shard, opts Options) (Matrix, err
 			p.running(i, c)
 			r, err = runCell(ctx, spec, c, opts)
 			switch {
-			case errors.Is(err, lockharness.ErrInterrupted) || ctx.Err() != nil:
+			case errors.Is(err, lockrun.ErrInterrupted) || ctx.Err() != nil:
 				stopErr = ErrInterrupted
 				results = append(results, CellResult{Cell: c, Test: c.TestName(), Command: spec.Reproduce(c)})
 				continue
 			case err != nil:
-				var ue *lockharness.UsageError
+				var ue *lockrun.UsageError
 				why := err.Error()
 				switch {
 				case errors.Is(err, sut.ErrUnsupported) && c.Backend != "" && c.Backend != DefaultBackend:
@@ -119,23 +119,12 @@ func runCell(ctx context.Context, spec Spec, c Cell, opts Options) (CellResult, 
 	if err != nil {
 		return CellResult{}, err
 	}
-	var cfg lockharness.Config
-	if c.Scenario != "" {
-		s, err := scenarios.Lookup(c.Scenario)
-		if err != nil {
-			return CellResult{}, &lockharness.UsageError{Err: err}
-		}
-		// As scenarios.Run does, under the cell's own test name.
-		cfg = s.RunConfig(opts.Store)
-		cfg.Test = c.TestName()
-	} else {
-		cfg = spec.RunConfig(c, opts.Store)
+	cfg, err := spec.CellConfig(c, opts.Store)
+	if err != nil {
+		return CellResult{}, err
 	}
 	cfg.Backend = backend
-	// The record's command reproduces the cell on its backend (a
-	// scenario's own command line does not name one).
-	cfg.Command = spec.Reproduce(c)
-	out, err := lockharness.Run(ctx, cfg)
+	out, err := lockrun.Run(ctx, cfg)
 	if err != nil {
 		return CellResult{}, err
 	}

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/reports"
+	lockrun "github.com/lockharness/lockharness/run"
+	"github.com/lockharness/lockharness/scenarios"
 )
 
 // Spec is what a matrix is made of: its cells and how each one runs. It is
@@ -208,9 +209,9 @@ func (s Spec) Cells() []Cell {
 
 // RunConfig is the lockharness configuration of a lock cell, with the
 // command line that reproduces it alone.
-func (s Spec) RunConfig(c Cell, store string) lockharness.Config {
+func (s Spec) RunConfig(c Cell, store string) lockrun.Config {
 	p := s.Run
-	cfg := lockharness.Config{Lock: c.Lock, Seed: c.Seed, Store: store, Test: c.TestName(),
+	cfg := lockrun.Config{Lock: c.Lock, Seed: c.Seed, Store: store, Test: c.TestName(),
 		TimeLimit: p.TimeLimit, Recovery: p.Recovery, CheckTimeout: p.CheckTimeout}
 	cfg.Workload.Clients, cfg.Workload.Keys, cfg.Workload.TTL, cfg.Workload.Hold = p.Clients, p.Keys, p.TTL, p.Hold
 	cfg.Nemesis.Names = slices.Clone(c.Nemeses)
@@ -218,6 +219,33 @@ func (s Spec) RunConfig(c Cell, store string) lockharness.Config {
 	cfg.Nemesis.ClientPause = p.ClientPause
 	cfg.Command = s.Reproduce(c)
 	return cfg
+}
+
+// cellGiven are the fields RunConfig sets in every lock cell whose zero is
+// a mistake there, not a default (lockrun.Config.Given): a matrix always
+// gives its run settings.
+var cellGiven = []string{"Workload.Clients", "Workload.Keys", "Workload.TTL", "TimeLimit", "Nemesis.Interval", "CheckTimeout", "Nemesis.ClientPause"}
+
+// CellConfig is the configuration cell c runs with in store: a lock cell's
+// from the spec's run settings (RunConfig), a scenario cell's the
+// scenario's own, under the cell's test name. Its command reproduces the
+// cell on its backend. The matrix validates every cell with it before the
+// first runs, and runs each with it, so both see the same configuration.
+func (s Spec) CellConfig(c Cell, store string) (lockrun.Config, error) {
+	if c.Scenario == "" {
+		cfg := s.RunConfig(c, store)
+		cfg.Given = cellGiven
+		return cfg, nil
+	}
+	sc, err := scenarios.Lookup(c.Scenario)
+	if err != nil {
+		return lockrun.Config{}, &lockrun.UsageError{Err: err}
+	}
+	cfg := sc.RunConfig(store)
+	cfg.Test = c.TestName()
+	// A scenario's own command line does not name the cell's backend.
+	cfg.Command = s.Reproduce(c)
+	return cfg, nil
 }
 
 // Reproduce is the command that runs cell c by itself, on its backend.

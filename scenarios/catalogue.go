@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -81,8 +81,8 @@ func workload(clients int, ttl, hold, acquireTimeout time.Duration) workloads.Co
 // quarter TTL, and a timed-out acquire is given back with the lock's DEL,
 // which for these naive locks deletes A's key (a real flaw, but not this
 // scenario's).
-func crashRun(steps ...nemesis.Step) lockharness.Config {
-	return lockharness.Config{
+func crashRun(steps ...nemesis.Step) lockrun.Config {
+	return lockrun.Config{
 		Workload:      workload(2, time.Second, 500*ms, 500*ms),
 		Script:        steps,
 		ClientTimeout: time.Second,
@@ -94,8 +94,8 @@ func crashRun(steps ...nemesis.Step) lockharness.Config {
 // writes in time and is then paused 800ms before its release (the pause
 // point after the write): its lease runs out at 1.0s, B takes the lock at
 // 1.0s, A wakes at 1.4s and releases while B still works (until 1.6s).
-func releaseRun() lockharness.Config {
-	return lockharness.Config{
+func releaseRun() lockrun.Config {
+	return lockrun.Config{
 		Workload: workload(3, time.Second, 600*ms, time.Second),
 		Script: []nemesis.Step{at(200*ms, "client-pause", "holder", nil,
 			map[string]string{"duration": (800 * ms).String(), "at": string(nemesis.PauseAfterWrite)})},
@@ -111,8 +111,8 @@ func releaseRun() lockharness.Config {
 // accepted (the limit README describes). A wakes 1.5s after B's write is
 // due, because a loaded machine was seen to stretch B's section from 0.3s
 // to more than a second.
-func gcPauseRun() lockharness.Config {
-	return lockharness.Config{
+func gcPauseRun() lockrun.Config {
+	return lockrun.Config{
 		Workload:  workload(2, time.Second, 300*ms, time.Second),
 		Script:    []nemesis.Step{holderPause(100*ms, 2500*ms)},
 		TimeLimit: 3500 * ms, Recovery: 1500 * ms, Seed: 1,
@@ -128,14 +128,14 @@ func gcPauseRun() lockharness.Config {
 // waits for a holder with leaseLeft of its lease to run: on a loaded
 // machine X's grant may come after promote (a WAIT that timed out is
 // retried), and a promotion before it would test nothing.
-func manualFailoverRun(replicas int, ttl, hold, promote, leaseLeft time.Duration) lockharness.Config {
+func manualFailoverRun(replicas int, ttl, hold, promote, leaseLeft time.Duration) lockrun.Config {
 	promotion := at(promote, "failover", "promote", []string{"n2"}, nil)
 	limit := 2*hold + 700*ms
 	if leaseLeft > 0 {
 		promotion = awaiting(promotion, nemesis.Await{LeaseLeft: leaseLeft})
 		limit += time.Second
 	}
-	return lockharness.Config{
+	return lockrun.Config{
 		Workload: workload(2, ttl, hold, time.Second),
 		Cluster:  sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Replicas: replicas},
 		Script: []nemesis.Step{
@@ -160,9 +160,9 @@ func manualFailoverRun(replicas int, ttl, hold, promote, leaseLeft time.Duration
 // operator would, so that it rejoins as a replica at once instead of
 // waiting for Sentinel to demote it (Sentinel waits 8s or more, which
 // would make the final heal slow).
-func sentinelRun(extra string) lockharness.Config {
+func sentinelRun(extra string) lockrun.Config {
 	n1 := []string{"n1"}
-	return lockharness.Config{
+	return lockrun.Config{
 		Workload: workload(2, 6400*ms, time.Second, time.Second),
 		Cluster: sut.Config{Topology: sut.Replicated, Failover: sut.FailoverSentinel, ExtraConfig: extra,
 			SentinelFailoverTimeout: 2 * time.Second},
@@ -188,11 +188,11 @@ func sentinelRun(extra string) lockharness.Config {
 // kill a node and as long again for the other client's next try), and the
 // steps after it keep their distance from it; the run is long enough for
 // the next section to be the one struck.
-func redlockRun(fault ...nemesis.Step) lockharness.Config {
+func redlockRun(fault ...nemesis.Step) lockrun.Config {
 	if len(fault) > 0 {
 		fault[0] = awaiting(fault[0], nemesis.Await{LeaseLeft: 1500 * ms, Granted: []string{"n3"}, BareQuorum: true})
 	}
-	return lockharness.Config{
+	return lockrun.Config{
 		Nodes:     5,
 		Workload:  workload(2, 2*time.Second, 1400*ms, time.Second),
 		Script:    append([]nemesis.Step{clientSplit(0)}, fault...),
@@ -250,12 +250,12 @@ const (
 // catalogue: single node recipes, then client pauses, failover, Sentinel,
 // Redlock, and the real libraries.
 func catalogueOne() []Scenario {
-	redlockClock := func() lockharness.Config {
+	redlockClock := func() lockrun.Config {
 		c := redlockRun(at(2300*ms, "clock", "bump", []string{"n3"}, map[string]string{"delta": "+10s"}))
 		c.Cluster.Faketime = true
 		return c
 	}
-	restart := func(persistence string, delay time.Duration) lockharness.Config {
+	restart := func(persistence string, delay time.Duration) lockrun.Config {
 		c := redlockRun(
 			at(2300*ms, "kill", "kill", []string{"n3"}, nil),
 			at(2300*ms+delay, "kill", "restart", []string{"n3"}, nil))
@@ -489,7 +489,7 @@ func catalogueOne() []Scenario {
 				`do not. This is antirez's point: delays during acquisition are caught by measuring time after it.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{pausedAtFailpoint("the pause at " + locks.FailpointAfterMajority)},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Nodes:     5,
 				Workload:  workload(2, time.Second, 500*ms, time.Second),
 				Script:    []nemesis.Step{failpointPause(200*ms, locks.FailpointAfterMajority, 1500*ms)},
@@ -509,7 +509,7 @@ func catalogueOne() []Scenario {
 				`(redlock-fenced).`,
 			Expect:   Expect{valid, invalid, valid},
 			Exposure: []checker.Requirement{pausedAtFailpoint("the pause at " + locks.FailpointAfterValidityCheck)},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Nodes: 5,
 				// The first section runs 0–0.8s; the next grant (s = 0.8s) pauses
 				// 1.4s after the check and returns at 2.2s; its keys expired at
@@ -532,7 +532,7 @@ func catalogueOne() []Scenario {
 				`objection; the fix needs a lock with a monotonic token, here the single-node fenced lock.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{pauseOutlivedLease("a pause longer than the TTL")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				// The second section runs 0.8–1.6s; its holder is paused 1.4s at
 				// its safe point; its lease ends at 1.8s, the other client
 				// takes the lock and writes at 2.6s; the late write comes at 3.0s.
@@ -552,7 +552,7 @@ func catalogueOne() []Scenario {
 				`Nobody holds the lock in error; the lock is unavailable while the network is slow.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the slow network", "start-latency")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Nodes:    5,
 				Workload: workload(2, time.Second, 300*ms, 500*ms),
 				Script: []nemesis.Step{
@@ -574,7 +574,7 @@ func catalogueOne() []Scenario {
 				`does not learn that it lost it. Fix: fencing tokens checked by the storage.`,
 			Expect:   Expect{valid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the holder's partition", "start-partition")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, time.Second, 3*time.Second, time.Second),
 				Script: []nemesis.Step{
 					at(0, "partition", "start", []string{"c1->n1"}, map[string]string{"pattern": "isolate", "groups": "c1 cut off from n1"}),
@@ -597,8 +597,8 @@ func catalogueOne() []Scenario {
 				`enough for the other client's next try. The flaw is the algorithm's, not an implementation's.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the clock jump", "bump-clock")},
-			Run: func() lockharness.Config {
-				c := lockharness.Config{
+			Run: func() lockrun.Config {
+				c := lockrun.Config{
 					Nodes:    5,
 					Workload: workload(2, 4*time.Second, 3500*ms, 2*time.Second),
 					Script: []nemesis.Step{clientSplit(0), awaiting(
@@ -624,9 +624,9 @@ func catalogueOne() []Scenario {
 				`update follows.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the clock jump", "bump-clock")},
-			Run: func() lockharness.Config {
+			Run: func() lockrun.Config {
 				cut := []string{"c0->n4", "c0->n5", "c1->n4", "c1->n5"}
-				c := lockharness.Config{
+				c := lockrun.Config{
 					Nodes: 5,
 					// A's grant needs all of n1–n3, which the two clients may
 					// split for a while: 1.5s of partition leaves room for

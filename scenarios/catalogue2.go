@@ -4,10 +4,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
+	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/workloads"
 )
@@ -54,11 +54,11 @@ func catalogueTwo() []Scenario {
 				`success after the lease had lapsed counts as a new grant, and any overlap with B is a violation.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{pauseOutlivedLease("a pause of 1.5 TTLs, with nobody else able to acquire")},
-			Run: func() lockharness.Config {
+			Run: func() lockrun.Config {
 				links := allClientLinks(2, l.nodes)[l.nodes:] // c1's links
 				w := workload(2, time.Second, 300*ms, time.Second)
 				w.RenewBeforeWrite = true
-				return lockharness.Config{
+				return lockrun.Config{
 					Nodes:    l.nodes,
 					Workload: w,
 					Script: []nemesis.Step{
@@ -85,7 +85,7 @@ func catalogueTwo() []Scenario {
 				`else writes to, rename FLUSHALL/FLUSHDB away (rename-command), and fence the resource.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the FLUSHALL", "flush")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload:  workload(2, 2*time.Second, 600*ms, time.Second),
 				Script:    []nemesis.Step{awaiting(at(300*ms, "data-loss", "flush", []string{"n1"}, nil), nemesis.Await{LeaseLeft: time.Second})},
 				TimeLimit: 1500 * ms, Recovery: 1500 * ms, Seed: 1,
@@ -105,7 +105,7 @@ func catalogueTwo() []Scenario {
 				`from a consensus system's revision, as etcd's and ZooKeeper's locks do).`,
 			Expect:   Expect{valid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the deleted fencing counter", "delete-keys")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, time.Second, 300*ms, time.Second),
 				Script: []nemesis.Step{at(1050*ms, "data-loss", "delete", []string{"n1"},
 					map[string]string{"keys": locks.FenceKey(workloads.Key(0))})},
@@ -144,7 +144,7 @@ func catalogueTwo() []Scenario {
 			Expect: Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the stale replica", "start-stale-replica"),
 				struck("the isolation of the master", "start-partition"), pauseStruckHolder("the holder's pause")},
-			Run: func() lockharness.Config {
+			Run: func() lockrun.Config {
 				c := sentinelRun("")
 				sentinels := []string{sut.LinkName(sut.SentinelsFrom, "n1")}
 				c.Script = []nemesis.Step{
@@ -177,7 +177,7 @@ func catalogueTwo() []Scenario {
 				`held" gives up a lease it still has.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("SCRIPT FLUSH", "script-flush")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, time.Second, 400*ms, time.Second),
 				Script: []nemesis.Step{
 					at(250*ms, "script-flush", "flush", []string{"n1"}, nil),
@@ -204,7 +204,7 @@ func catalogueTwo() []Scenario {
 				`lease before it writes.`,
 			Expect:   Expect{valid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the stalled watchdog", "stall-renewers")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload:  workload(2, time.Second, 3*time.Second, time.Second),
 				Script:    []nemesis.Step{at(500*ms, "renewer-stall", "stall", nil, map[string]string{"duration": (1500 * ms).String()})},
 				TimeLimit: 4500 * ms, Recovery: 1500 * ms, Seed: 1,
@@ -226,7 +226,7 @@ func catalogueTwo() []Scenario {
 				`before unlocking.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the stalled watchdog", "stall-renewers")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload:  workload(2, time.Second, 400*ms, time.Second),
 				Script:    []nemesis.Step{at(200*ms, "renewer-stall", "stall", nil, map[string]string{"duration": (600 * ms).String()})},
 				TimeLimit: 2 * time.Second, Recovery: time.Second, Seed: 1,
@@ -313,7 +313,7 @@ func catalogueTwo() []Scenario {
 				`node (or at least maxmemory-policy noeviction) for locks alone; see eviction-refused-noeviction.`,
 			Expect:   Expect{invalid, invalid, valid},
 			Exposure: []checker.Requirement{struck("the memory pressure", "start-memory-pressure")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, 2*time.Second, 600*ms, time.Second),
 				Script: []nemesis.Step{
 					awaiting(at(300*ms, "memory-pressure", "start", []string{"n1"}, map[string]string{"policy": "allkeys-lru"}), nemesis.Await{LeaseLeft: time.Second}),
@@ -335,7 +335,7 @@ func catalogueTwo() []Scenario {
 			Expect: Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the memory pressure", "start-memory-pressure"),
 				attempted("acquires asked for while the node was full", "start-memory-pressure")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, 2*time.Second, 600*ms, time.Second),
 				Script: []nemesis.Step{
 					awaiting(at(300*ms, "memory-pressure", "start", []string{"n1"}, map[string]string{"policy": "noeviction"}), nemesis.Await{LeaseLeft: time.Second}),
@@ -402,8 +402,8 @@ func catalogueTwo() []Scenario {
 // crash, of that holder, tries again. A release is no such chance: the
 // releaser's next acquire gets the key before any waiter hears of it.
 // The lock is a deliberately buggy variant, in a registry of its own.
-func abandonedWaitRun() lockharness.Config {
-	return lockharness.Config{
+func abandonedWaitRun() lockrun.Config {
+	return lockrun.Config{
 		Registry: locks.WithDeliberateBugs(),
 		Workload: workload(2, time.Second, 300*ms, 50*ms),
 		Script: []nemesis.Step{
@@ -428,10 +428,10 @@ func abandonedWaitRun() lockharness.Config {
 // stalled connection is closed; the read timeout (1.5s) has not passed, so
 // the grant is B's only try inside the window (a new connection made in
 // the window would stall on its handshake anyway). A is let back at 2.5s.
-func ghostRun(retries int) lockharness.Config {
+func ghostRun(retries int) lockrun.Config {
 	w := workload(2, time.Second, 1200*ms, 2500*ms)
 	c0, c1 := []string{"c0->n1"}, []string{"c1->n1"}
-	return lockharness.Config{
+	return lockrun.Config{
 		Workload:      w,
 		ClientRetries: retries,
 		ClientTimeout: 1500 * ms,
@@ -470,14 +470,14 @@ func ghostRun(retries int) lockharness.Config {
 // until B is let back, and is then sent again (a network error), instead
 // of timing out into an unknown outcome whose give-back a naive lock's DEL
 // would send, deleting A's key, when the cut ends.
-func retryRun(retries int) lockharness.Config {
+func retryRun(retries int) lockrun.Config {
 	c1 := []string{"c1->n1"}
 	c0 := []string{"c0->n1"}
 	afterWrite := func(d time.Duration) nemesis.Step {
 		return at(100*ms, "client-pause", "holder", nil,
 			map[string]string{"duration": d.String(), "at": string(nemesis.PauseAfterWrite)})
 	}
-	return lockharness.Config{
+	return lockrun.Config{
 		Workload:      workload(2, 5*time.Second, 1200*ms, 3*time.Second),
 		ClientRetries: retries,
 		ClientTimeout: 3 * time.Second,

@@ -3,9 +3,9 @@ package scenarios
 import (
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/nemesis"
+	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/rediscluster"
 	"github.com/lockharness/lockharness/workloads"
@@ -33,8 +33,8 @@ var (
 //   - graceful: the master stops taking writes and the replica takes over
 //     once it has them all (about 1.5s later), X's grant included; X,
 //     still working, is struck holding a lock that survived.
-func clusterFailoverRun(mode string) lockharness.Config {
-	return lockharness.Config{
+func clusterFailoverRun(mode string) lockrun.Config {
+	return lockrun.Config{
 		Workload: workload(2, 3*time.Second, 2*time.Second, 2*time.Second),
 		Cluster:  sut.Config{Topology: sut.RedisCluster},
 		Script: []nemesis.Step{
@@ -99,7 +99,7 @@ func catalogueCluster() []Scenario {
 				`a slot move does not lose a lock (a failover does: cluster-failover-force-lost-lock).`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the slot move", "move-slot")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, 2*time.Second, time.Second, 2*time.Second),
 				Cluster:  sut.Config{Topology: sut.RedisCluster},
 				Script: []nemesis.Step{

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/nemesis"
+	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -73,7 +73,7 @@ func catalogueConsensus() []Scenario {
 			Expect: Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the leader's partition", "start-partition"),
 				attempted("acquires asked for while the leader was cut off", "start-partition")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, 2*time.Second, 1500*ms, 2*time.Second),
 				Script: []nemesis.Step{
 					at(500*ms, "partition", "start", isolate("n1", 2, 3),
@@ -98,8 +98,8 @@ func catalogueConsensus() []Scenario {
 // lock by 2.5s, reads, writes by 2.8s. A wakes at 4.8s and writes: 2s
 // after B's write is due, room for a loaded machine. No link is faulted,
 // so commands get 1s before they time out.
-func etcdPauseRun() lockharness.Config {
-	return lockharness.Config{
+func etcdPauseRun() lockrun.Config {
+	return lockrun.Config{
 		Workload: workload(2, 2*time.Second, 300*ms, time.Second),
 		Script: []nemesis.Step{
 			awaiting(at(100*ms, "renewer-stall", "stall", nil, map[string]string{"duration": (4500 * ms).String()}), nemesis.Await{}),

@@ -3,9 +3,9 @@ package scenarios
 import (
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/nemesis"
+	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -76,7 +76,7 @@ func catalogueMariaDB() []Scenario {
 				`(gc-pause-stale-write).`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{pauseStruckHolder("a holder paused while another waited")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload:      workload(2, time.Second, 300*ms, 5*time.Second),
 				Script:        []nemesis.Step{holderPause(100*ms, 3*time.Second)},
 				Cluster:       sut.Config{ExtraConfig: "innodb_lock_wait_timeout=1"},
@@ -97,7 +97,7 @@ func catalogueMariaDB() []Scenario {
 				`can make a waiter give up early or late. That is availability, not safety.)`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the clock jumps while a client held the row", "bump-clock")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, time.Second, time.Second, 3*time.Second),
 				Script: []nemesis.Step{
 					awaiting(at(300*ms, "clock", "bump", []string{"n1"}, map[string]string{"delta": "+1h"}), nemesis.Await{}),
@@ -128,8 +128,8 @@ func killedHolderExposure() []checker.Requirement {
 // 2s and writes at ≈3.0s, after B: with fencing it is rejected. A's
 // release then finds its connection gone. B reaches its safe point at
 // least 400ms after A, so the pause strikes A.
-func killedConnectionRun() lockharness.Config {
-	return lockharness.Config{
+func killedConnectionRun() lockrun.Config {
+	return lockrun.Config{
 		Workload: workload(2, time.Second, time.Second, 3*time.Second),
 		Script: []nemesis.Step{
 			at(300*ms, "kill-connection", "holder", nil, nil),

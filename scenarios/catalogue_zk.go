@@ -3,9 +3,9 @@ package scenarios
 import (
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/nemesis"
+	lockrun "github.com/lockharness/lockharness/run"
 )
 
 // Sources of the ZooKeeper part.
@@ -76,7 +76,7 @@ func catalogueZooKeeper() []Scenario {
 			Expect: Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the leader's partition", "start-partition"),
 				attempted("acquires asked for while the leader was cut off", "start-partition")},
-			Run: lockharness.Config{
+			Run: lockrun.Config{
 				Workload: workload(2, 2*time.Second, 1500*ms, 2*time.Second),
 				Script: []nemesis.Step{
 					// At 500ms, or once a client holds when a loaded
@@ -108,8 +108,8 @@ func catalogueZooKeeper() []Scenario {
 				`by its own wall clock, is not.`,
 			Expect:   Expect{valid, valid, valid},
 			Exposure: []checker.Requirement{struck("the clock jump", "bump-clock")},
-			Run: func() lockharness.Config {
-				c := lockharness.Config{
+			Run: func() lockrun.Config {
+				c := lockrun.Config{
 					Workload: workload(2, 2*time.Second, 1500*ms, 3*time.Second),
 					Script: []nemesis.Step{
 						awaiting(at(500*ms, "clock", "bump", []string{"n1", "n2", "n3"}, map[string]string{"delta": "+30s"}), nemesis.Await{LeaseLeft: time.Second}),
@@ -137,8 +137,8 @@ func catalogueZooKeeper() []Scenario {
 // timeout: a run was seen where A's session outlived its 4.5s pause that
 // way and B took the lock only after A's write. No link is faulted, so
 // requests get 1s before they time out.
-func zkPauseRun() lockharness.Config {
-	return lockharness.Config{
+func zkPauseRun() lockrun.Config {
+	return lockrun.Config{
 		Workload: workload(2, 2*time.Second, 300*ms, 4*time.Second),
 		Script: []nemesis.Step{
 			awaiting(at(100*ms, "renewer-stall", "stall", nil, map[string]string{"duration": (7 * time.Second).String()}), nemesis.Await{}),

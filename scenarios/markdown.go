@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/locks"
+	lockrun "github.com/lockharness/lockharness/run"
 )
 
 // WriteMarkdown writes the page of the manual that lists the scenarios
@@ -62,7 +62,7 @@ func (s Scenario) system() (string, error) {
 	if nodes == 0 {
 		nodes = info.MinNodes
 		if info.MaxNodes == 0 {
-			nodes = max(nodes, lockharness.DefaultNodes)
+			nodes = max(nodes, lockrun.DefaultNodes)
 		}
 	}
 	switch info.SystemName() {

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/registry"
+	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/sut"
 )
 
@@ -95,7 +95,7 @@ type Scenario struct {
 	Expect Expect
 	// Run is the configuration of the run, script included, without the
 	// fields RunConfig fills in (lock, labels, store).
-	Run lockharness.Config
+	Run lockrun.Config
 	// Exposure is what the run must reach for its verdicts to be evidence
 	// ("the clock jump struck while a client held the lock", "a pause
 	// outlived the holder's lease"); a run that misses it does not pass,
@@ -116,7 +116,7 @@ func (s Scenario) Sentinel() bool {
 
 // RunConfig is the lockharness configuration that runs the scenario, the
 // same as `harness run` would build: store is the directory of the runs.
-func (s Scenario) RunConfig(store string) lockharness.Config {
+func (s Scenario) RunConfig(store string) lockrun.Config {
 	cfg := s.Run
 	cfg.Lock = s.Lock
 	cfg.Store = store
@@ -195,8 +195,8 @@ func (o Outcome) ObservedString() string {
 	return e.String()
 }
 
-// Run runs one scenario through lockharness.Run, exactly as `harness run`
-// runs a configuration. The error is lockharness.Run's: a scenario that ran
+// Run runs one scenario through lockrun.Run, exactly as `harness run`
+// runs a configuration. The error is lockrun.Run's: a scenario that ran
 // but produced an unexpected verdict is not an error (see Outcome.Pass).
 func Run(ctx context.Context, s Scenario, opts Options) (Outcome, error) {
 	store := opts.Store
@@ -207,7 +207,7 @@ func Run(ctx context.Context, s Scenario, opts Options) (Outcome, error) {
 	cfg.Log, cfg.Progress, cfg.ProgressTTY = opts.Log, opts.Progress, opts.ProgressTTY
 	cfg.Backend = opts.Backend
 	start := time.Now()
-	out, err := lockharness.Run(ctx, cfg)
+	out, err := lockrun.Run(ctx, cfg)
 	o := Outcome{Scenario: s, Dir: out.Dir, Result: out.Results.Result, Why: out.Results.Why, Sizes: out.Results.Sizes, Elapsed: time.Since(start), Observed: map[string]checker.Verdict{}}
 	for _, n := range checkerNames {
 		if c, ok := out.Results.Checkers[n]; ok {

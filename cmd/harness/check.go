@@ -14,12 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockharness/lockharness"
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
+	lockrun "github.com/lockharness/lockharness/run"
 )
 
 func newCheckCmd() *cobra.Command {
@@ -118,18 +118,18 @@ func historyError(err error) error {
 }
 
 // storedRun is the record of the run stored in dir (run.json beside its
-// history; lockharness.StoredRecord) and how it was judged: the exposure
+// history; lockrun.StoredRecord) and how it was judged: the exposure
 // it required (its nemeses, or a scenario's declaration) and whether it
 // allowed a vacuous verdict. Without a record that says, only "something
 // was granted" is required, and the record holds nothing but the fault
 // kinds; stored is false without run.json.
 func storedRun(dir string) (ccfg checker.Config, rec reports.Record, stored bool, err error) {
-	rec, stored, err = lockharness.StoredRecord(dir)
+	rec, stored, err = lockrun.StoredRecord(dir)
 	bare := reports.Record{FaultKinds: rec.FaultKinds}
 	if err != nil || !stored || len(rec.Config) == 0 {
 		return checker.Config{}, bare, stored, err
 	}
-	var cfg lockharness.Config
+	var cfg lockrun.Config
 	if json.Unmarshal(rec.Config, &cfg) != nil {
 		return checker.Config{}, bare, stored, nil
 	}

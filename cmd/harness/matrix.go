@@ -17,7 +17,6 @@ import (
 	"github.com/lockharness/lockharness/matrix"
 	"github.com/lockharness/lockharness/nemesis"
 	lockrun "github.com/lockharness/lockharness/run"
-	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
 )
@@ -356,14 +355,10 @@ func matrixBackends(ctx context.Context, spec matrix.Spec, sh matrix.Shard, stor
 	return out, nil
 }
 
-// matrixGiven are the fields a matrix's flags set in every lock cell
-// whose zero is a mistake there (lockrun.Config.Given); matrixShared are
-// all the fields its flags set in every lock cell.
-var (
-	matrixGiven  = []string{"Workload.Clients", "Workload.Keys", "Workload.TTL", "TimeLimit", "Nemesis.Interval", "CheckTimeout", "Nemesis.ClientPause"}
-	matrixShared = map[string]bool{"Workload.Clients": true, "Workload.Keys": true, "Workload.TTL": true, "TimeLimit": true,
-		"Recovery": true, "Nemesis.Interval": true, "CheckTimeout": true, "Workload.Hold": true, "Nemesis.ClientPause": true}
-)
+// matrixShared are the fields the matrix's flags set in every lock cell:
+// a problem of one of them is its flag's, not one cell's.
+var matrixShared = map[string]bool{"Workload.Clients": true, "Workload.Keys": true, "Workload.TTL": true, "TimeLimit": true,
+	"Recovery": true, "Nemesis.Interval": true, "CheckTimeout": true, "Workload.Hold": true, "Nemesis.ClientPause": true}
 
 // validateCells validates every cell of the shard as its run will
 // (lockrun.Config.Validate), before the first one runs. A cell its
@@ -372,7 +367,7 @@ var (
 // is its flag's, the others are the cell's.
 func validateCells(spec matrix.Spec, sh matrix.Shard, store string, backends map[string]sut.Backend) error {
 	for _, c := range sh.Select(spec.Cells()) {
-		cfg, err := cellConfig(spec, c, store)
+		cfg, err := spec.CellConfig(c, store)
 		if err != nil {
 			return fmt.Errorf("cell %s: %w", c.ID(), err)
 		}
@@ -394,21 +389,4 @@ func validateCells(spec matrix.Spec, sh matrix.Shard, store string, backends map
 		}
 	}
 	return nil
-}
-
-// cellConfig is the configuration cell c runs with (as matrix.Run makes
-// it), the fields the matrix's flags set marked as given.
-func cellConfig(spec matrix.Spec, c matrix.Cell, store string) (lockrun.Config, error) {
-	if c.Scenario == "" {
-		cfg := spec.RunConfig(c, store)
-		cfg.Given = matrixGiven
-		return cfg, nil
-	}
-	s, err := scenarios.Lookup(c.Scenario)
-	if err != nil {
-		return lockrun.Config{}, &lockrun.UsageError{Err: err}
-	}
-	cfg := s.RunConfig(store)
-	cfg.Test = c.TestName()
-	return cfg, nil
 }
