@@ -59,6 +59,9 @@ type rueidisLock struct {
 	locker  rueidislock.Locker
 	hook    *rueidisHook
 	timeout time.Duration
+	// unknown holds the tokens of acquires whose outcome is unknown, until
+	// released (the workload releases every one).
+	unknown map[string]bool
 }
 
 func newRueidislock(nodes []sut.ClientNode, opts Options) (Lock, error) {
@@ -73,7 +76,7 @@ func newRueidislock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if timeout <= 0 {
 		timeout = sut.ClientOptions{}.WithDefaults().Timeout
 	}
-	l := &rueidisLock{node: nodes[0], opts: opts, timeout: timeout}
+	l := &rueidisLock{node: nodes[0], opts: opts, timeout: timeout, unknown: map[string]bool{}}
 	l.hook = &rueidisHook{opts: opts, holds: map[string]*rueidisHold{}, tries: map[string]rueidisTry{}}
 	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{
 		ClientOption: rueidis.ClientOption{
@@ -125,7 +128,11 @@ func (l *rueidisLock) Acquire(ctx context.Context, key string, o AcquireOptions)
 	ended := settle()
 	try := l.hook.endTry(key)
 	if err != nil {
-		return lease, l.acquireErr(err, try)
+		err = l.acquireErr(err, try)
+		if !errors.Is(err, ErrNotAcquired) {
+			l.unknown[lease.Token] = true
+		}
+		return lease, err
 	}
 	lease.ValidUntil = start.Add(l.opts.TTL - time.Millisecond)
 	if !try.deadline.IsZero() && try.deadline.Before(lease.ValidUntil) {
@@ -192,8 +199,14 @@ func waitContext(ctx context.Context, o AcquireOptions) (context.Context, func()
 // extension failed), unknown otherwise.
 func (l *rueidisLock) Release(ctx context.Context, lease Lease) error {
 	h := l.hook.find(lease)
+	if h == nil && l.unknown[lease.Token] {
+		delete(l.unknown, lease.Token)
+		return l.nodeErr("release", errors.New("the acquire's outcome was unknown; the library deleted what it may have set, with no answer kept"))
+	}
 	if h == nil {
-		return l.nodeErr("release", fmt.Errorf("no lease with token %s on this client; the library cleaned up its own attempt", lease.Token))
+		// The library's value is its own: a lease this client never
+		// tried for cannot be a key it holds.
+		return l.nodeErr("release", fmt.Errorf("no lease with token %s on this client: %w", lease.Token, ErrNotHeld))
 	}
 	h.mu.Lock()
 	h.releasing = true
