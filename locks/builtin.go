@@ -16,6 +16,7 @@ func builtins() []Info {
 		tokenWaitInfo,
 		redsyncInfo,
 		redislockInfo,
+		rueidislockInfo,
 		etcdInfo,
 		etcdFencedInfo,
 		mysqlForUpdateInfo,
@@ -23,5 +24,6 @@ func builtins() []Info {
 		mysqlGetLockInfo,
 		zkInfo,
 		zkFencedInfo,
+		zkNewLockInfo,
 	}
 }

@@ -29,7 +29,7 @@ func lockNames() []string {
 }
 
 func TestCatalogue(t *testing.T) {
-	want := []string{"fenced", "redislock", "redlock", "redsync", "reentrant", "set-nx-ex", "setnx", "setnx-expire", "token", "token-wait"}
+	want := []string{"fenced", "redislock", "redlock", "redsync", "reentrant", "rueidislock", "set-nx-ex", "setnx", "setnx-expire", "token", "token-wait"}
 	got := lockNames()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("built-in locks = %v, want %v", got, want)
