@@ -205,6 +205,9 @@ func (l *Lock) Kill() error {
 	return nil
 }
 
+// PID is the adapter process's id, also its process group's.
+func (l *Lock) PID() int { return l.p.pgid }
+
 // Err is why the adapter can no longer be trusted: it ended on its own or
 // broke the protocol.
 func (l *Lock) Err() error { return l.p.Err() }

@@ -157,10 +157,10 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 func (p *proc) dispatch(line []byte) {
 	p.mu.Lock()
 	p.lineNo++
-	n := p.lineNo
+	n, gone := p.lineNo, p.why != nil
 	p.mu.Unlock()
-	if len(bytes.TrimSpace(line)) == 0 {
-		return // blank lines are allowed
+	if gone || len(bytes.TrimSpace(line)) == 0 {
+		return // nothing it says after its end counts; blank lines are allowed
 	}
 	bad := func(problem string) {
 		p.breakProtocol(&ProtocolError{Adapter: p.name, LineNo: n, Line: string(line), Problem: problem})
