@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
+	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // ConformOptions are what a conformance run needs besides the adapter.
@@ -319,4 +321,58 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// CheckCommand is `harness adapter check`: it starts a Redis node of its
+// own (two clients, each through its own link), runs Conform on the
+// adapter that cmdline starts (or the shipped adapter of that name), keeps
+// the adapters' logs in dir, and stops everything. A Report with Fatal set
+// means nothing could be tested.
+func CheckCommand(ctx context.Context, cmdline, dir string) Report {
+	spec, err := specForCheck(ctx, cmdline)
+	if err != nil {
+		return Report{Adapter: cmdline, Fatal: err}
+	}
+	cl, err := redisbackend.Up(ctx, sut.Config{Nodes: 1, Clients: 2})
+	if err != nil {
+		return Report{Adapter: spec.Name, Fatal: fmt.Errorf("starting redis-server to check against: %w", err)}
+	}
+	defer cl.Down()
+	var views [2][]sut.ClientNode
+	defer func() {
+		for _, v := range views {
+			sut.CloseClientNodes(v)
+		}
+	}()
+	nodes := func(slot int) []sut.ClientNode {
+		if views[slot] == nil {
+			views[slot] = cl.ClientNodes(slot, sut.ClientOptions{})
+		}
+		return views[slot]
+	}
+	return Conform(ctx, spec, ConformOptions{Nodes: nodes, Dir: dir})
+}
+
+// specForCheck is the spec of a shipped adapter called cmdline, or of
+// cmdline as a command.
+func specForCheck(ctx context.Context, cmdline string) (Spec, error) {
+	if !strings.ContainsAny(cmdline, " \t/") {
+		specs, err := Shipped(ctx)
+		if err != nil {
+			return Spec{}, err
+		}
+		for _, s := range specs {
+			if s.Name == cmdline {
+				if s.Unavailable != "" {
+					return Spec{}, fmt.Errorf("shipped adapter %s cannot run here: %s", s.Name, s.Unavailable)
+				}
+				return s, nil
+			}
+		}
+	}
+	argv, err := SplitCommand(cmdline)
+	if err != nil {
+		return Spec{}, err
+	}
+	return Spec{Name: cmdline, Command: argv}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockharness/lockharness/locks/adapter"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 func TestShippedAdaptersConform(t *testing.T) {
@@ -21,5 +22,32 @@ func TestShippedAdaptersConform(t *testing.T) {
 			}
 			t.Logf("\n%s", b.String())
 		})
+	}
+}
+
+// harness adapter check's verdicts: a shipped name passes, an adapter that
+// answers twice fails naming the line, one that crashes at start could not
+// be tested.
+func TestCheckCommand(t *testing.T) {
+	redistest.Require(t, "redis-server")
+	requirePython(t)
+	script := testdataSpec(t, "misbehave.py").Command[1]
+	cases := []struct {
+		cmd        string
+		ok, fatal  bool
+		wantInText string
+	}{
+		{"minimal", true, false, "all 20 checks passed"},
+		{python + " " + script + " twice 4", false, false, `a second answer to request 5: every request gets exactly one`},
+		{python + " " + script + " crash-start", false, true, "ended (exit status 3) before answering request 1 (hello); its log ends: misbehave: crashing at start, as asked"},
+		{"'unclosed", false, true, "unclosed ' quote"},
+	}
+	for _, c := range cases {
+		rep := adapter.CheckCommand(context.Background(), c.cmd, t.TempDir())
+		var b strings.Builder
+		rep.Write(&b)
+		if rep.OK() != c.ok || (rep.Fatal != nil) != c.fatal || !strings.Contains(b.String(), c.wantInText) {
+			t.Errorf("%s: ok %v, fatal %v, want %v and %v and the report to contain %q:\n%s", c.cmd, rep.OK(), rep.Fatal, c.ok, c.fatal, c.wantInText, b.String())
+		}
 	}
 }
