@@ -87,7 +87,8 @@ class Adapter:
 
 def main():
     adapter = Adapter()
-    for line in sys.stdin:
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:  # bytes: no text layer between the pipe and json
         m = json.loads(line)
         try:
             answer = adapter.handle(m)
@@ -96,8 +97,8 @@ def main():
                   file=sys.stderr, flush=True)
             answer = {"status": "unknown", "reason": f"{type(e).__name__}: {e}"}
         answer["id"] = m["id"]
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+        out.write(json.dumps(answer).encode() + b"\n")
+        out.flush()
         if m.get("op") == "close":
             return
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -25,16 +24,23 @@ const maxLine = 1 << 20
 const maxLate = 1 << 14
 
 // proc is one running adapter process and the protocol over its pipes:
-// requests with ids out, answers matched to them in.
+// requests with ids out, answers matched to them in. The caller of a
+// request reads the answers itself (one wake-up per answer, not two: see
+// BenchmarkRedisPy), so whatever the adapter says between two requests is
+// judged when the next one reads it.
 type proc struct {
 	name  string
 	cmd   *exec.Cmd
 	stdin *os.File
+	out   *os.File
+	br    *bufio.Reader
 	log   *boundedLog
 
+	callMu  sync.Mutex // one request at a time
+	partial []byte     // a line read in part when a request ran out of time
+
 	mu      sync.Mutex
-	next    int64 // the last id sent
-	pending map[int64]chan answer
+	next    int64          // the last id sent
 	late    map[int64]bool // abandoned ids whose answer may still come
 	lineNo  int
 	// gone is closed once the process cannot answer any more; why says
@@ -82,25 +88,16 @@ func startProc(name string, argv []string, dir string, env []string, log *bounde
 		outR.Close()
 		return nil, fmt.Errorf("adapter %s: start %q: %w", name, argv[0], err)
 	}
-	p := &proc{name: name, cmd: cmd, stdin: inW, log: log, pending: map[int64]chan answer{}, late: map[int64]bool{},
-		gone: make(chan struct{}), exited: make(chan struct{}), pgid: cmd.Process.Pid}
-	readDone := make(chan struct{})
-	go func() { p.read(outR); close(readDone) }()
-	go p.wait(readDone, outR)
+	p := &proc{name: name, cmd: cmd, stdin: inW, out: outR, br: bufio.NewReaderSize(outR, 64<<10), log: log,
+		late: map[int64]bool{}, gone: make(chan struct{}), exited: make(chan struct{}), pgid: cmd.Process.Pid}
+	go p.wait()
 	return p, nil
 }
 
 // wait reaps the process and kills what is left of its group.
-func (p *proc) wait(readDone <-chan struct{}, out *os.File) {
+func (p *proc) wait() {
 	err := p.cmd.Wait()
-	p.signal(syscall.SIGKILL) // children it left behind
-	select {
-	case <-readDone:
-	case <-time.After(time.Second):
-		out.Close() // a grandchild holds stdout open: stop reading
-		<-readDone
-	}
-	out.Close()
+	_ = p.signal(syscall.SIGKILL) // children it left behind
 	status := "exit status 0"
 	if err != nil {
 		status = err.Error()
@@ -112,103 +109,130 @@ func (p *proc) wait(readDone <-chan struct{}, out *os.File) {
 	close(p.exited)
 }
 
-// read dispatches the adapter's stdout, line by line, until it ends.
-func (p *proc) read(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := readLine(br)
-		if errors.Is(err, errLineTooLong) {
-			p.mu.Lock()
-			p.lineNo++
-			n := p.lineNo
-			p.mu.Unlock()
-			p.breakProtocol(&ProtocolError{Adapter: p.name, LineNo: n, Line: string(line), Problem: fmt.Sprintf("a line longer than %d bytes", maxLine)})
-			_, _ = io.Copy(io.Discard, br)
-			return
-		}
-		if len(line) > 0 || err == nil {
-			p.dispatch(line)
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 var errLineTooLong = errors.New("line too long")
 
-// readLine reads one line without its newline, at most maxLine bytes.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
+// readLine reads one line without its newline, at most maxLine bytes, by
+// deadline. A line cut short by the deadline is kept for the next read.
+func (p *proc) readLine(deadline time.Time) ([]byte, error) {
+	if err := p.out.SetReadDeadline(deadline); err != nil {
+		return nil, err
+	}
 	for {
-		frag, err := br.ReadSlice('\n')
-		line = append(line, frag...)
-		if len(line) > maxLine {
-			return line[:maxLine], errLineTooLong
+		frag, err := p.br.ReadSlice('\n')
+		p.partial = append(p.partial, frag...)
+		if len(p.partial) > maxLine {
+			return p.partial[:maxLine], errLineTooLong
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimRight(line, "\r\n"), err
+		if err != nil {
+			return nil, err
+		}
+		line := bytes.TrimRight(p.partial, "\r\n")
+		p.partial = nil
+		return line, nil
 	}
 }
 
-// dispatch hands one line to the request it answers.
-func (p *proc) dispatch(line []byte) {
-	p.mu.Lock()
-	p.lineNo++
-	n, gone := p.lineNo, p.why != nil
-	p.mu.Unlock()
-	if gone || len(bytes.TrimSpace(line)) == 0 {
-		return // nothing it says after its end counts; blank lines are allowed
+// await reads answers until the one to id, the deadline, or the end of
+// the process.
+func (p *proc) await(id int64, op string, sent, deadline time.Time) (answer, error) {
+	for {
+		line, err := p.readLine(deadline)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			p.abandon(id)
+			if why := p.reason(); why != nil {
+				return answer{}, fmt.Errorf("%s: %w", op, why)
+			}
+			return answer{}, &errTimeout{adapter: p.name, id: id, op: op, after: time.Since(sent)}
+		case errors.Is(err, errLineTooLong):
+			n := p.countLine()
+			return answer{}, p.breakProtocol(&ProtocolError{Adapter: p.name, LineNo: n, Line: string(line), Problem: fmt.Sprintf("a line longer than %d bytes", maxLine)})
+		case err != nil:
+			return answer{}, fmt.Errorf("%s: %w", op, p.ended(err))
+		}
+		a, ok, err := p.dispatch(id, line)
+		if err != nil {
+			return answer{}, p.breakProtocol(err)
+		}
+		if ok {
+			return a, nil
+		}
 	}
-	bad := func(problem string) {
-		p.breakProtocol(&ProtocolError{Adapter: p.name, LineNo: n, Line: string(line), Problem: problem})
+}
+
+// ended is why the adapter's stdout ended: its exit, once reaped, or a
+// protocol fault when it closed stdout and lives on.
+func (p *proc) ended(readErr error) error {
+	select {
+	case <-p.exited:
+	case <-time.After(2 * time.Second):
+	}
+	if why := p.reason(); why != nil {
+		return why
+	}
+	return p.breakProtocol(&ProtocolError{Adapter: p.name, Problem: fmt.Sprintf("its stdout ended (%v) while it still runs", readErr)})
+}
+
+func (p *proc) countLine() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lineNo++
+	return p.lineNo
+}
+
+func (p *proc) reason() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.why
+}
+
+// dispatch judges one line read while waiting for request id: ok when it
+// is that request's answer, an error when it breaks the protocol.
+func (p *proc) dispatch(id int64, line []byte) (answer, bool, error) {
+	n := p.countLine()
+	if len(bytes.TrimSpace(line)) == 0 {
+		return answer{}, false, nil // blank lines are allowed
+	}
+	bad := func(problem string) error {
+		return &ProtocolError{Adapter: p.name, LineNo: n, Line: string(line), Problem: problem}
 	}
 	var a answer
 	if err := json.Unmarshal(line, &a); err != nil {
-		bad("not a JSON object (" + err.Error() + "); an adapter writes only answers to stdout, its log goes to stderr")
-		return
+		return a, false, bad("not a JSON object (" + err.Error() + "); an adapter writes only answers to stdout, its log goes to stderr")
 	}
 	if a.ID == nil {
-		bad(`no "id": every answer carries the id of the request it answers`)
-		return
+		return a, false, bad(`no "id": every answer carries the id of the request it answers`)
 	}
 	switch a.Status {
 	case statusOK, statusFail, statusUnknown:
 	default:
-		bad(fmt.Sprintf(`"status" is %q, want "ok", "fail" or "unknown"`, a.Status))
-		return
+		return a, false, bad(fmt.Sprintf(`"status" is %q, want "ok", "fail" or "unknown"`, a.Status))
 	}
-	p.deliver(*a.ID, a, bad)
-}
-
-// deliver gives a to the request with id, or says what is wrong.
-func (p *proc) deliver(id int64, a answer, bad func(string)) {
+	got := *a.ID
+	if got == id {
+		return a, true, nil
+	}
 	p.mu.Lock()
-	ch, ok := p.pending[id]
+	defer p.mu.Unlock()
 	switch {
-	case ok:
-		delete(p.pending, id)
-		p.mu.Unlock()
-		ch <- a
-	case p.late[id]:
-		delete(p.late, id)
-		p.mu.Unlock()
-		p.log.Note(fmt.Sprintf("late answer to request %d, after the harness gave up on it: dropped", id))
-	case id >= 1 && id <= p.next:
-		p.mu.Unlock()
-		bad(fmt.Sprintf("a second answer to request %d: every request gets exactly one", id))
-	default:
-		p.mu.Unlock()
-		bad(fmt.Sprintf("an answer to nothing: no request has id %d", id))
+	case p.late[got]:
+		delete(p.late, got)
+		p.log.Note(fmt.Sprintf("late answer to request %d, after the harness gave up on it: dropped", got))
+		return a, false, nil
+	case got >= 1 && got <= p.next:
+		return a, false, bad(fmt.Sprintf("a second answer to request %d: every request gets exactly one", got))
 	}
+	return a, false, bad(fmt.Sprintf("an answer to nothing: no request has id %d", got))
 }
 
-// breakProtocol records the adapter's fault and kills it.
-func (p *proc) breakProtocol(err error) {
+// breakProtocol records the adapter's fault, kills it and returns err.
+func (p *proc) breakProtocol(err error) error {
 	p.end(err)
-	p.signal(syscall.SIGKILL)
+	_ = p.signal(syscall.SIGKILL)
+	return err
 }
 
 // end marks the process as gone for reason err (the first reason wins),
@@ -254,6 +278,8 @@ func (e *errTimeout) Unwrap() []error { return []error{ErrUnknown, context.Deadl
 // is done. It returns the answer and the instant before the request was
 // sent (the anchor of a lease's deadline).
 func (p *proc) call(ctx context.Context, req request, limit time.Duration) (answer, time.Time, error) {
+	p.callMu.Lock()
+	defer p.callMu.Unlock()
 	p.mu.Lock()
 	if p.why != nil {
 		err := p.why
@@ -262,13 +288,10 @@ func (p *proc) call(ctx context.Context, req request, limit time.Duration) (answ
 	}
 	p.next++
 	req.ID = p.next
-	ch := make(chan answer, 1)
-	p.pending[req.ID] = ch
 	p.during = fmt.Sprintf("request %d (%s)", req.ID, req.Op)
 	p.mu.Unlock()
 	line, err := json.Marshal(req)
 	if err != nil {
-		p.abandon(req.ID)
 		return answer{}, time.Time{}, err
 	}
 	sent := time.Now()
@@ -280,28 +303,16 @@ func (p *proc) call(ctx context.Context, req request, limit time.Duration) (answ
 		p.abandon(req.ID)
 		return answer{}, sent, fmt.Errorf("adapter %s: sending request %d (%s): %v: %w", p.name, req.ID, req.Op, err, ErrUnknown)
 	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case a := <-ch:
-		return a, sent, nil
-	case <-timer.C:
-		p.abandon(req.ID)
-		return answer{}, sent, &errTimeout{adapter: p.name, id: req.ID, op: req.Op, after: time.Since(sent)}
-	case <-ctx.Done():
-		p.abandon(req.ID)
-		return answer{}, sent, fmt.Errorf("adapter %s: request %d (%s): %w", p.name, req.ID, req.Op, context.Cause(ctx))
-	case <-p.gone:
-		select {
-		case a := <-ch: // answered just before it went
-			return a, sent, nil
-		default:
-		}
-		p.mu.Lock()
-		err := p.why
-		p.mu.Unlock()
-		return answer{}, sent, fmt.Errorf("%s: %w", req.Op, err)
+	if ctx.Done() != nil {
+		// A cancelled context ends the wait at once.
+		stop := context.AfterFunc(ctx, func() { _ = p.out.SetReadDeadline(time.Now()) })
+		defer stop()
 	}
+	a, err := p.await(req.ID, req.Op, sent, deadline)
+	if err != nil && ctx.Err() != nil && errors.As(err, new(*errTimeout)) {
+		return answer{}, sent, fmt.Errorf("adapter %s: request %d (%s): %w: %w", p.name, req.ID, req.Op, ErrUnknown, context.Cause(ctx))
+	}
+	return a, sent, err
 }
 
 // write sends line, giving up at deadline (an adapter that reads nothing
@@ -318,10 +329,6 @@ func (p *proc) write(line []byte, deadline time.Time) error {
 func (p *proc) abandon(id int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.pending[id]; !ok {
-		return
-	}
-	delete(p.pending, id)
 	if len(p.late) < maxLate {
 		p.late[id] = true
 	}
@@ -338,6 +345,7 @@ func (p *proc) kill(why error) {
 	_ = p.signal(syscall.SIGKILL)
 	p.stdin.Close()
 	<-p.exited
+	p.out.Close()
 }
 
 // shutdown asks the adapter to close, gives it grace to exit, then kills
