@@ -39,10 +39,10 @@ type proc struct {
 	callMu  sync.Mutex // one request at a time
 	partial []byte     // a line read in part when a request ran out of time
 
-	mu      sync.Mutex
-	next    int64          // the last id sent
-	late    map[int64]bool // abandoned ids whose answer may still come
-	lineNo  int
+	mu     sync.Mutex
+	next   int64          // the last id sent
+	late   map[int64]bool // abandoned ids whose answer may still come
+	lineNo int
 	// gone is closed once the process cannot answer any more; why says
 	// why. fault is set when that was not the harness's doing (Err).
 	gone   chan struct{}
