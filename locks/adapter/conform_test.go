@@ -2,6 +2,7 @@ package adapter_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -49,5 +50,25 @@ func TestCheckCommand(t *testing.T) {
 		if rep.OK() != c.ok || (rep.Fatal != nil) != c.fatal || !strings.Contains(b.String(), c.wantInText) {
 			t.Errorf("%s: ok %v, fatal %v, want %v and %v and the report to contain %q:\n%s", c.cmd, rep.OK(), rep.Fatal, c.ok, c.fatal, c.wantInText, b.String())
 		}
+	}
+}
+
+// The protocol's page quotes the minimal adapter as shipped, so what a
+// reader copies is what `harness adapter check minimal` passes, and it
+// stays under 80 lines.
+func TestProtocolPageQuotesMinimalAdapter(t *testing.T) {
+	src, err := os.ReadFile("../../adapters/minimal/adapter.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile("../../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "```python\n"+string(src)+"```") {
+		t.Error("docs/protocol.md does not quote adapters/minimal/adapter.py as it is")
+	}
+	if n := strings.Count(string(src), "\n"); n >= 80 {
+		t.Errorf("the minimal adapter has %d lines, want under 80", n)
 	}
 }
