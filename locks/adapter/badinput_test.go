@@ -55,6 +55,9 @@ func TestBadAdapterAtInit(t *testing.T) {
 			if err == nil {
 				t.Fatal("the adapter started")
 			}
+			if left := processesUnder(t, "misbehave.py "+c.mode); len(left) > 0 {
+				t.Errorf("left running: %q", left)
+			}
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %q\nwant it to contain %q", err, c.want)
 			}

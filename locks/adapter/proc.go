@@ -151,7 +151,7 @@ func (p *proc) await(id int64, op string, sent, deadline time.Time) (answer, err
 			n := p.countLine()
 			return answer{}, p.breakProtocol(&ProtocolError{Adapter: p.name, LineNo: n, Line: string(line), Problem: fmt.Sprintf("a line longer than %d bytes", maxLine)})
 		case err != nil:
-			return answer{}, fmt.Errorf("%s: %w", op, p.ended(err))
+			return answer{}, p.ended(err)
 		}
 		a, ok, err := p.dispatch(id, line)
 		if err != nil {

@@ -31,8 +31,8 @@ func shippedRegistry(t *testing.T) *locks.Registry {
 	return reg
 }
 
-// processesUnder lists the live processes whose command line mentions
-// dir: adapters started from a run directory.
+// processesUnder lists the live processes whose command line (arguments
+// joined by spaces) mentions dir: adapters started from a run directory.
 func processesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
@@ -42,10 +42,11 @@ func processesUnder(t *testing.T, dir string) []string {
 	var out []string
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(b), dir) {
+		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+		if err != nil || !strings.Contains(cmdline, dir) {
 			continue
 		}
-		out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		out = append(out, e.Name()+": "+cmdline)
 	}
 	return out
 }

@@ -55,8 +55,11 @@ func RegisterShipped(reg *locks.Registry) error {
 }
 
 // Shipped returns the specs of the shipped adapters, sorted by folder.
-func Shipped(ctx context.Context) ([]Spec, error) {
-	dirs, err := fs.ReadDir(adapters.FS, ".")
+func Shipped(ctx context.Context) ([]Spec, error) { return shippedIn(ctx, adapters.FS) }
+
+// shippedIn returns the specs of the adapters in fsys, one folder each.
+func shippedIn(ctx context.Context, fsys fs.FS) ([]Spec, error) {
+	dirs, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +68,7 @@ func Shipped(ctx context.Context) ([]Spec, error) {
 		if !d.IsDir() {
 			continue
 		}
-		s, err := shipped(ctx, d.Name())
+		s, err := shipped(ctx, fsys, d.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -75,8 +78,8 @@ func Shipped(ctx context.Context) ([]Spec, error) {
 }
 
 // shipped reads folder's manifest and finds the interpreter that runs it.
-func shipped(ctx context.Context, folder string) (Spec, error) {
-	sub, err := fs.Sub(adapters.FS, folder)
+func shipped(ctx context.Context, fsys fs.FS, folder string) (Spec, error) {
+	sub, err := fs.Sub(fsys, folder)
 	if err != nil {
 		return Spec{}, err
 	}
