@@ -193,14 +193,23 @@ func (l *Lock) Close() error {
 	return err
 }
 
-// Stop suspends the adapter's process group (a client pause).
-func (l *Lock) Stop() error { return l.p.signal(syscall.SIGSTOP) }
+// Stop suspends the adapter's process group (a client pause); its log
+// says when.
+func (l *Lock) Stop() error {
+	l.log.Note("harness: SIGSTOP (client pause) at " + time.Now().Format(time.StampMicro))
+	return l.p.signal(syscall.SIGSTOP)
+}
 
 // Continue resumes it.
-func (l *Lock) Continue() error { return l.p.signal(syscall.SIGCONT) }
+func (l *Lock) Continue() error {
+	err := l.p.signal(syscall.SIGCONT)
+	l.log.Note("harness: SIGCONT at " + time.Now().Format(time.StampMicro))
+	return err
+}
 
 // Kill ends the adapter's process group at once, as a crash.
 func (l *Lock) Kill() error {
+	l.log.Note("harness: SIGKILL (client crash) at " + time.Now().Format(time.StampMicro))
 	l.p.kill(errors.New("killed: the client crashed"))
 	return nil
 }

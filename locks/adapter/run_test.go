@@ -2,6 +2,7 @@ package adapter_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,17 @@ func TestRedisPyPauseLongerThanLeaseLosesUpdate(t *testing.T) {
 	if stale == nil || len(stale.Processes) == 0 || stale.Key == "" {
 		t.Fatalf("no stale write naming its process and key among %+v", res.Violations)
 	}
+	// The pause stopped the adapter's process, not only the Go client.
+	logs, _ := filepath.Glob(filepath.Join(out.Dir, "adapters", "redis-py-c*.log"))
+	stopped := 0
+	for _, f := range logs {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), "[harness: SIGSTOP (client pause)") && strings.Contains(string(b), "[harness: SIGCONT") {
+			stopped++
+		}
+	}
+	if stopped != 1 {
+		t.Errorf("%d adapter logs say their process was stopped and continued, want 1", stopped)
+	}
 	if left := processesUnder(t, out.Dir); len(left) > 0 {
 		t.Errorf("adapters left running: %q", left)
 	}
@@ -152,6 +164,48 @@ func TestRunWithBrokenAdapterKeepsHistory(t *testing.T) {
 		t.Fatalf("the kept history cannot be checked: %v", err)
 	}
 	if left := processesUnder(t, filepath.Join("testdata", "misbehave.py")); len(left) > 0 {
+		t.Errorf("adapters left running: %q", left)
+	}
+}
+
+// The catalogue's set-nx-ex-crash schedule with redis-py: the holder's
+// adapter is killed inside its critical section, its lease expires, the
+// other client goes on, every verdict is valid, and the restarted client
+// is a new adapter process (a log of its own).
+func TestRedisPyHolderCrash(t *testing.T) {
+	reg := shippedRegistry(t)
+	s, err := scenarios.Lookup("set-nx-ex-crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.RunConfig(t.TempDir())
+	cfg.Lock, cfg.Registry, cfg.Test, cfg.Command = "redis-py", reg, "redis-py-crash", ""
+	out, err := run.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	res := out.Results
+	if res.Verdict != checker.Valid || len(res.Vacuous) > 0 {
+		t.Fatalf("verdict %s (unmet %q): %+v", res.Verdict, res.Vacuous, res.Violations)
+	}
+	h, err := history.ReadFile(filepath.Join(out.Dir, reports.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := -1
+	for _, op := range h.Ops {
+		if op.F == history.FCrash && op.Type == history.Invoke {
+			crashed = int(op.Process)
+		}
+	}
+	if crashed < 0 {
+		t.Fatal("no crash in the history")
+	}
+	restarted := filepath.Join(out.Dir, "adapters", fmt.Sprintf("redis-py-c%d.log", cfg.Workload.Clients))
+	if _, err := os.Stat(restarted); err != nil {
+		t.Errorf("client %d crashed, but its restart has no adapter of its own: %v", crashed, err)
+	}
+	if left := processesUnder(t, out.Dir); len(left) > 0 {
 		t.Errorf("adapters left running: %q", left)
 	}
 }
