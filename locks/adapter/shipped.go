@@ -3,11 +3,13 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockharness/lockharness/adapters"
@@ -57,24 +59,31 @@ func RegisterShipped(reg *locks.Registry) error {
 // Shipped returns the specs of the shipped adapters, sorted by folder.
 func Shipped(ctx context.Context) ([]Spec, error) { return shippedIn(ctx, adapters.FS) }
 
-// shippedIn returns the specs of the adapters in fsys, one folder each.
+// shippedIn returns the specs of the adapters in fsys, one folder each,
+// asking them hello in parallel (each is an interpreter's start-up).
 func shippedIn(ctx context.Context, fsys fs.FS) ([]Spec, error) {
 	dirs, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, err
 	}
-	var out []Spec
+	var folders []string
 	for _, d := range dirs {
-		if !d.IsDir() {
-			continue
+		if d.IsDir() {
+			folders = append(folders, d.Name())
 		}
-		s, err := shipped(ctx, fsys, d.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
 	}
-	return out, nil
+	specs := make([]Spec, len(folders))
+	errs := make([]error, len(folders))
+	var wg sync.WaitGroup
+	for i, f := range folders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			specs[i], errs[i] = shipped(ctx, fsys, f)
+		}()
+	}
+	wg.Wait()
+	return specs, errors.Join(errs...)
 }
 
 // shipped reads folder's manifest and finds the interpreter that runs it.
