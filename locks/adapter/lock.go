@@ -57,8 +57,7 @@ func open(spec Spec, workDir, logPath string, nodes []sut.ClientNode, opts locks
 	}}
 	about, err := l.hello(context.Background(), req)
 	if err != nil {
-		l.Kill()
-		_ = l.Close()
+		_ = l.Close() // kills what is left of its group
 		return nil, err
 	}
 	l.about = about
