@@ -75,6 +75,25 @@ type Closer interface {
 	Close() error
 }
 
+// Process is a Lock whose client runs as an operating-system process of
+// its own (a lock-client adapter in another language, package
+// locks/adapter). The workload faults it as the process it is: a client
+// pause stops the process (its runtime's GC and its renewal threads stall
+// with it), a client crash kills it. In-process locks do not implement it.
+type Process interface {
+	// Stop suspends the process (SIGSTOP to its process group) and
+	// Continue resumes it.
+	Stop() error
+	Continue() error
+	// Kill ends the process at once (SIGKILL to its process group),
+	// without releasing anything, as a crash would.
+	Kill() error
+	// Err is why the client can no longer be trusted (it died on its own,
+	// broke the protocol), nil while it is sound. A workload stops the
+	// client with this error: what it would record next is not evidence.
+	Err() error
+}
+
 // AcquireOptions tunes one acquisition.
 type AcquireOptions struct {
 	// Wait is how long a blocking acquire may wait for the lock; zero means

@@ -37,6 +37,15 @@ type Options struct {
 	// through Renewer.Renew are not reported here. Both functions run on the
 	// lock's background goroutine, concurrently with the client's own calls.
 	OnRenew func(key string) func(Lease, error)
+	// Dir is a directory the lock may write files into: the run's
+	// directory. A lock whose client is a process of its own (an adapter,
+	// package locks/adapter) keeps its program and its log there, so a run
+	// records the exact client it tested. Empty: the lock chooses a
+	// temporary directory.
+	Dir string
+	// Client is the process number of the client the instance belongs to
+	// (a restarted client has a new one), for names in logs.
+	Client int64
 }
 
 // WithDefaults fills in unset fields.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/sut"
@@ -224,7 +225,8 @@ func (r *runner) startClients() error {
 	})
 	wl, err := workloads.NewMutex(r.cfg.Workload, workloads.Env{
 		Recorder: r.rec, Lock: r.plan.Lock, Storage: r.storage,
-		Nodes: func(slot int) []sut.ClientNode { return r.slotNodes[slot] },
+		LockOptions: locks.Options{Dir: r.dir}, // an adapter keeps its program and log in the run
+		Nodes:       func(slot int) []sut.ClientNode { return r.slotNodes[slot] },
 	})
 	if err != nil {
 		return &UsageError{Err: err}

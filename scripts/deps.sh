@@ -20,6 +20,7 @@ command -v gcc            >/dev/null 2>&1 || need+=(gcc)
 command -v chromium       >/dev/null 2>&1 || need+=(chromium)
 command -v xmllint        >/dev/null 2>&1 || need+=(libxml2-utils) # the JUnit schema test
 [ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation) # chromium's text, without its recommends
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis) # the redis-py adapter (docs/protocol.md)
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then need+=(libfaketime); fi
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -228,6 +228,7 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	opts := m.env.LockOptions
 	opts.TTL = m.cfg.TTL
 	opts.Rand = rng
+	opts.Client = process
 	// Renewals a lock makes on its own (a watchdog) run beside the client:
 	// each is recorded by a renewer thread of the lock instance, with the
 	// client as its owner (see history.Op), so that a renewal racing the
@@ -320,6 +321,9 @@ func (m *Mutex) client(ctx, stop context.Context, s *slot) error {
 	defer func() { closeLock(lock) }()
 	for stop.Err() == nil && ctx.Err() == nil {
 		crashed := m.cycle(ctx, stop, s, history.Process(process), lock, rng)
+		if err := processErr(lock); err != nil {
+			return fmt.Errorf("client %d: %w", process, err)
+		}
 		if crashed {
 			// The process is gone with its lock instance (and any watchdog);
 			// the slot goes on as a new process, as a restarted client would.
@@ -410,7 +414,7 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 		}
 		pause += req.pause
 	}
-	m.pause(ctx, p, key, pause, "")
+	m.pauseClient(ctx, p, key, pause, lock)
 
 	if m.cfg.RenewBeforeWrite && !m.renew(ctx, p, lock, lease) {
 		return false // the lock says it is no longer ours: do not write
@@ -429,9 +433,30 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 
 	// The second safe point: the write is done, the release has not begun.
 	if req := m.take(p, nemesis.PauseAfterWrite); req != nil {
-		m.pause(ctx, p, key, req.pause, "")
+		m.pauseClient(ctx, p, key, req.pause, lock)
 	}
 	return false
+}
+
+// pauseClient pauses process p inside its critical section; a lock whose
+// client is a process of its own (locks.Process) is stopped for the pause,
+// as a GC pause stops every thread of the client.
+func (m *Mutex) pauseClient(ctx context.Context, p history.Process, key string, d time.Duration, lock locks.Lock) {
+	if pr, ok := lock.(locks.Process); ok && d > 0 {
+		if err := pr.Stop(); err == nil {
+			defer func() { _ = pr.Continue() }()
+		}
+	}
+	m.pause(ctx, p, key, d, "")
+}
+
+// processErr is why a lock's client process can no longer be trusted, nil
+// for a sound one and for in-process locks.
+func processErr(lock locks.Lock) error {
+	if pr, ok := lock.(locks.Process); ok {
+		return pr.Err()
+	}
+	return nil
 }
 
 // pause records process p stopping the world for d (where: a failpoint's
@@ -571,6 +596,9 @@ func (m *Mutex) release(ctx context.Context, p history.Process, lock locks.Lock,
 // crash kills process p's lock instance (its watchdog dies with it, as in
 // a real crash) and then records that p died, holding key if it did.
 func (m *Mutex) crash(p history.Process, key string, lock locks.Lock) {
+	if pr, ok := lock.(locks.Process); ok {
+		_ = pr.Kill() // a client process dies as it is, holding what it holds
+	}
 	closeLock(lock)
 	m.env.Recorder.Invoke(p, history.FCrash, key, nil)
 	m.complete(p, history.Info, history.FCrash, key, nil, errors.New("client crashed"))

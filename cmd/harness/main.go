@@ -139,7 +139,7 @@ ended. A second Ctrl-C ends the harness at once.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(), newScenarioCmd(), newCheckCmd(), newLocksCmd(), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd(), newMatrixCmd(), newImageCmd())
+	root.AddCommand(newRunCmd(), newScenarioCmd(), newCheckCmd(), newLocksCmd(), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd(), newMatrixCmd(), newImageCmd(), newAdapterCmd())
 	return root
 }
 

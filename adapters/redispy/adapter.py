@@ -1,0 +1,107 @@
+"""Lock-client adapter (docs/protocol.md) for redis-py's redis.lock.Lock, as
+Debian ships it (python3-redis). One Lock object per key, made as a user
+makes it: client.lock(key, timeout=ttl). acquire passes the harness's
+proposed token (Lock.acquire(token=...)); release and renew set the lease's
+token on the Lock first, so a release after an acquire whose answer was lost
+names the token that acquire used. renew is Lock.extend(ttl, replace_ttl=True).
+The library measures no validity of its own: a grant promises the lock's
+timeout from the SET, so validity_ms is the TTL."""
+import json
+import sys
+import time
+
+import redis
+from redis.exceptions import LockNotOwnedError
+
+ABOUT = {"name": "redis-py", "language": "python", "library": "redis-py",
+         "version": redis.__version__, "system": "redis", "protocol": 1,
+         "renew": True, "fenced": False}
+
+
+class Adapter:
+    def __init__(self):
+        self.client = None
+        self.ttl_ms = 1000
+        self.prefix = ""
+        self.locks = {}
+
+    def init(self, m):
+        host, port = m["nodes"][0]["addr"].rsplit(":", 1)
+        p = m["lock"]
+        self.ttl_ms, self.prefix = p["ttl_ms"], p.get("key_prefix", "")
+        t = p["timeout_ms"] / 1000
+        self.client = redis.Redis(host=host, port=int(port), socket_timeout=t,
+                                  socket_connect_timeout=t)
+        return {"status": "ok", "adapter": ABOUT}
+
+    def lock(self, key):
+        lk = self.locks.get(key)
+        if lk is None:
+            # sleep: how often a blocking acquire polls (the library's default is 0.1s).
+            lk = self.client.lock(self.prefix + key, timeout=self.ttl_ms / 1000, sleep=0.01)
+            self.locks[key] = lk
+        return lk
+
+    def lease(self, token):
+        if isinstance(token, bytes):
+            token = token.decode()
+        return {"token": token, "validity_ms": self.ttl_ms}
+
+    def acquire(self, m):
+        lk = self.lock(m["key"])
+        wait = m.get("wait_ms", 0) / 1000
+        ok = lk.acquire(blocking=wait > 0, blocking_timeout=wait if wait > 0 else None,
+                        token=m["token"])
+        if not ok:
+            return {"status": "fail", "reason": "not acquired: held by another client"}
+        return {"status": "ok", "lease": self.lease(lk.local.token)}
+
+    def release(self, m):
+        lk = self.lock(m["key"])
+        lk.local.token = m["token"].encode()
+        try:
+            lk.release()
+        except LockNotOwnedError as e:
+            return {"status": "fail", "reason": f"not held: {e}"}
+        return {"status": "ok"}
+
+    def renew(self, m):
+        lk = self.lock(m["key"])
+        lk.local.token = m["token"].encode()
+        try:
+            lk.extend(self.ttl_ms / 1000, replace_ttl=True)
+        except LockNotOwnedError as e:
+            return {"status": "fail", "reason": f"not held: {e}"}
+        return {"status": "ok", "lease": self.lease(m["token"])}
+
+    def handle(self, m):
+        op = m.get("op")
+        if op == "hello":
+            return {"status": "ok", "adapter": ABOUT}
+        if op == "close":
+            return {"status": "ok"}
+        if op in ("init", "acquire", "release", "renew"):
+            return getattr(self, op)(m)
+        return {"status": "unknown", "reason": f"unsupported op {op!r}"}
+
+
+def main():
+    adapter = Adapter()
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:  # bytes: no text layer between the pipe and json
+        m = json.loads(line)
+        try:
+            answer = adapter.handle(m)
+        except Exception as e:  # timeouts, resets, error replies: unknown
+            print(f"{time.time():.3f} {m.get('op')} {m.get('key', '')}: {type(e).__name__}: {e}",
+                  file=sys.stderr, flush=True)
+            answer = {"status": "unknown", "reason": f"{type(e).__name__}: {e}"}
+        answer["id"] = m["id"]
+        out.write(json.dumps(answer).encode() + b"\n")
+        out.flush()
+        if m.get("op") == "close":
+            return
+
+
+if __name__ == "__main__":
+    main()
