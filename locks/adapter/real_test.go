@@ -2,6 +2,7 @@ package adapter_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -96,7 +97,7 @@ func runScenario(t *testing.T, name, sc string) (scenarios.Scenario, run.Outcome
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := s.RunConfig(t.TempDir())
+	cfg := s.RunConfig(storeDir(t))
 	cfg.Lock, cfg.Registry, cfg.Test, cfg.Command = name, reg, name+"-"+sc, ""
 	out, err := run.Run(context.Background(), cfg)
 	if err != nil {
@@ -110,6 +111,15 @@ func runScenario(t *testing.T, name, sc string) (scenarios.Scenario, run.Outcome
 		t.Logf("violation %s: %s", v.Kind, v.Description)
 	}
 	return s, out
+}
+
+// storeDir is where a run is kept: $LOCKHARNESS_STORE when set (to read
+// a run after the test), else a temporary directory.
+func storeDir(t *testing.T) string {
+	if d := os.Getenv("LOCKHARNESS_STORE"); d != "" {
+		return d
+	}
+	return t.TempDir()
 }
 
 // expectPauseLosesUpdate asserts the mechanism of a pause longer than the
