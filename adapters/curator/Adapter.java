@@ -15,9 +15,11 @@
 // drops; LOST when the session expired, or, Curator 5, when SUSPENDED has
 // lasted a session timeout: Curator then expires the session itself). The
 // server expires a session it has not heard from for the negotiated timeout;
-// the grant's create reached it after the acquire was sent, so the validity
-// is the negotiated timeout (ZooKeeper.getSessionTimeout), anchored by the
-// harness at the instant before the acquire was sent. As for kazoo, it is a
+// a grant that did not wait made its node after the request was received,
+// so the validity is the negotiated timeout (ZooKeeper.getSessionTimeout)
+// from then (the harness anchors it at sent, earlier still); a grant that
+// waited is confirmed through the server once granted, as renew does, and
+// its validity counts from the request to that confirmation. As for kazoo, it is a
 // lower bound up to the leader's tickTime/2 relay of a follower's touches.
 //
 // renew is not Curator's (the mutex has none): it is what a careful user does:
@@ -96,11 +98,28 @@ public class Adapter {
         return reason == null ? o : o.put("reason", reason);
     }
 
-    ObjectNode lease(String token) throws Exception {
-        ObjectNode l = JSON.createObjectNode().put("token", token).put("validity_ms", validityMs());
+    /** A lease whose validity counts from received (System.nanoTime) and
+     *  was confirmed at or after at: the negotiated timeout plus at - received. */
+    ObjectNode lease(String token, long received, long at) throws Exception {
+        long ms = validityMs() + (at - received) / 1_000_000;
+        ObjectNode l = JSON.createObjectNode().put("token", token).put("validity_ms", ms);
         ObjectNode o = status("ok", null);
         o.set("lease", l);
         return o;
+    }
+
+    /** Confirms mu's node through the server: a sync through the leader,
+     *  then its existence (gone with the session, in the same transaction).
+     *  Returns the instant before the sync, or -1 when the node is gone. */
+    long confirm(Mutex mu) throws Exception {
+        long at = System.nanoTime();
+        String node = mu.node();
+        CountDownLatch synced = new CountDownLatch(1);
+        client.sync().inBackground((c, e) -> synced.countDown()).forPath(node);
+        if (!synced.await(validityMs(), TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("sync not answered within the session timeout");
+        }
+        return client.checkExists().forPath(node) == null ? -1 : at;
     }
 
     int validityMs() throws Exception {
@@ -137,16 +156,20 @@ public class Adapter {
     }
 
     ObjectNode acquire(JsonNode m) throws Exception {
+        long received = System.nanoTime();
         String token = m.get("token").asText();
         Mutex mu = new Mutex(client, ROOT + prefix + m.get("key").asText());
         long wait = m.path("wait_ms").asLong(0);
-        ObjectNode grant = lease(token); // the validity known before the request
         if (!mu.acquire(wait, TimeUnit.MILLISECONDS)) {
             return status("fail", "not acquired: held by another client");
         }
         holds.put(token, new Hold(mu, session(), losses.get()));
         log("acquired " + mu.node() + " session 0x" + Long.toHexString(session()));
-        return grant;
+        if (wait == 0) {
+            return lease(token, received, received); // its node was made after received
+        }
+        long at = confirm(mu); // made long before the grant: confirm the session now
+        return at < 0 ? status("fail", "not held: the lock node " + mu.node() + " is gone") : lease(token, received, at);
     }
 
     ObjectNode release(JsonNode m) throws Exception {
@@ -161,25 +184,17 @@ public class Adapter {
     }
 
     ObjectNode renew(JsonNode m) throws Exception {
+        long received = System.nanoTime();
         String token = m.get("token").asText();
         Hold h = holds.get(token);
         if (h == null || !h.mutex().isOwnedByCurrentThread()) {
             return status("fail", "not held: no acquired lock with this token");
         }
-        ObjectNode grant = lease(token);
         if (losses.get() != h.losses() || session() != h.session()) {
             return status("fail", "not held: the session was lost since the grant (the mutex still says it is owned)");
         }
-        String node = h.mutex().node();
-        CountDownLatch synced = new CountDownLatch(1);
-        client.sync().inBackground((c, e) -> synced.countDown()).forPath(node);
-        if (!synced.await(validityMs(), TimeUnit.MILLISECONDS)) {
-            throw new IllegalStateException("sync not answered within the session timeout");
-        }
-        if (client.checkExists().forPath(node) == null) {
-            return status("fail", "not held: the lock node " + node + " is gone");
-        }
-        return grant;
+        long at = confirm(h.mutex());
+        return at < 0 ? status("fail", "not held: the lock node " + h.mutex().node() + " is gone") : lease(token, received, at);
     }
 
     ObjectNode handle(JsonNode m) throws Exception {

@@ -10,8 +10,10 @@ a lease of ttl seconds (whole seconds: the TTL rounded up) granted just
 before; release deletes the key if it still holds the Lock's uuid. The
 library keeps nothing alive: the lease ends ttl seconds after its grant
 unless the caller calls refresh() (renew here). The validity is the TTL the
-server granted (etcd raises a TTL below its minimum), anchored by the harness
-at the instant before the acquire was sent, which is before the grant. The
+server granted (etcd raises a TTL below its minimum), counted from the start
+of the attempt that was granted (a waiting acquire adds the time it polled);
+the harness anchors it at the instant before the acquire was sent, earlier
+still. The
 library does not save the key's create revision (its own TODO), so it has no
 fencing token.
 
@@ -63,26 +65,35 @@ class Adapter:
         self.client = etcd3.client(host=host, port=int(port), timeout=p["timeout_ms"] / 1000)
         return {"status": "ok", "adapter": ABOUT}
 
-    def take(self, lk, wait):
+    def take(self, lk, wait, received):
+        """Takes the lock, waiting up to wait seconds; returns the instant
+        (monotonic) before the attempt that was granted, whose lease was
+        granted after it, or None."""
         if self.library_wait and wait > 0:
-            return lk.acquire(timeout=wait)
-        deadline = time.monotonic() + wait
+            return received if lk.acquire(timeout=wait) else None
+        deadline = received + wait
         while True:
+            attempt = time.monotonic()
             if lk.acquire(timeout=0):
-                return True
+                return attempt
             left = deadline - time.monotonic()
             if left <= 0:
-                return False
+                return None
             time.sleep(min(POLL, left))
 
     def acquire(self, m):
         lk = self.client.lock(self.prefix + m["key"], ttl=self.ttl)
         token = m["token"]
         self.holds[token] = lk  # an unknown outcome may be released
-        if not self.take(lk, m.get("wait_ms", 0) / 1000):
+        received = time.monotonic()
+        attempt = self.take(lk, m.get("wait_ms", 0) / 1000, received)
+        if attempt is None:
             del self.holds[token]
             return {"status": "fail", "reason": "not acquired: held by another client"}
-        return {"status": "ok", "lease": {"token": token, "validity_ms": lk.lease.ttl * 1000}}
+        # The lease was granted after the attempt began: its TTL counts from
+        # there, which is (attempt - received) after the request came.
+        ms = lk.lease.ttl * 1000 + int((attempt - received) * 1000)
+        return {"status": "ok", "lease": {"token": token, "validity_ms": ms}}
 
     def release(self, m):
         lk = self.holds.pop(m["token"], None)

@@ -11,10 +11,12 @@ nothing in time: Lock.is_acquired stays True after the session is lost, and
 the recipe tells its user of a loss only through connection-state listeners
 (SUSPENDED when the connection drops, LOST when the server says the session
 expired, which the client hears only once it reconnects). The server expires
-a session it has not heard from for the negotiated session timeout. The
-grant's create reached the server after the acquire request was sent, so the
-session cannot expire before sent + the negotiated timeout: that is the
-validity (anchored at sent by the harness). It is a lower bound only up to
+a session it has not heard from for the negotiated session timeout. A
+grant that did not wait made its node after the request was received, so the
+session cannot expire before then + the negotiated timeout: that is the
+validity (the harness anchors it at sent, earlier still). A grant that waited
+is confirmed through the server once granted, as renew does, and its
+validity counts from the request to that confirmation. It is a lower bound only up to
 how a follower relays session touches to the leader (every tickTime/2), so
 a request sent right after a pause of nearly the timeout may confirm a
 session that ends a little sooner; with the harness's ensembles (tickTime
@@ -102,7 +104,7 @@ class Adapter:
         path = ROOT + self.prefix + m["key"]
         lk = self.client.Lock(path, identifier=m["token"])
         wait = m.get("wait_ms", 0) / 1000
-        validity = self.validity()
+        received = time.monotonic()
         try:
             ok = lk.acquire(blocking=wait > 0, timeout=wait if wait > 0 else None)
         except LockTimeout as e:
@@ -111,7 +113,24 @@ class Adapter:
             return {"status": "fail", "reason": "not acquired: held by another client"}
         self.holds[m["token"]] = (lk, self.session(), self.losses)
         log(f"acquired {path} node {lk.node} session {self.session():#x}")
-        return {"status": "ok", "lease": {"token": m["token"], "validity_ms": validity}}
+        return self.confirm(m["token"], lk, received, waited=wait > 0)
+
+    def confirm(self, token, lk, received, waited):
+        """The lease of a grant or renewal: validity counted from when the
+        request was received (the harness anchors it earlier still, at
+        sent). A grant that did not wait created its node after that; one
+        that waited (its node made long before the grant) and a renewal are
+        confirmed now: a sync through the leader, then the node's existence
+        (gone with the session, in the same transaction), and the validity
+        grows by the time from the request to that confirmation."""
+        at = received
+        if waited:
+            at = time.monotonic()
+            self.client.sync(lk.path)
+            if self.client.exists(lk.path + "/" + lk.node) is None:
+                return {"status": "fail", "reason": f"not held: the lock node {lk.node} is gone"}
+        ms = self.validity() + int((at - received) * 1000)
+        return {"status": "ok", "lease": {"token": token, "validity_ms": ms}}
 
     def release(self, m):
         hold = self.holds.pop(m["token"], None)
@@ -126,13 +145,10 @@ class Adapter:
         if hold is None or not hold[0].is_acquired:
             return {"status": "fail", "reason": "not held: no acquired lock with this token"}
         lk, sid, losses = hold
-        validity = self.validity()
+        received = time.monotonic()
         if self.losses != losses or self.session() != sid:
             return {"status": "fail", "reason": "not held: the session was lost since the grant (kazoo's Lock.is_acquired still says True)"}
-        self.client.sync(lk.path)
-        if self.client.exists(lk.path + "/" + lk.node) is None:
-            return {"status": "fail", "reason": f"not held: the lock node {lk.node} is gone"}
-        return {"status": "ok", "lease": {"token": m["token"], "validity_ms": validity}}
+        return self.confirm(m["token"], lk, received, waited=True)
 
     def close(self):
         if self.client is not None:
