@@ -10,5 +10,5 @@ import "embed"
 
 // FS holds every shipped adapter, one top-level folder each.
 //
-//go:embed minimal redispy
+//go:embed curator etcd3 kazoo minimal redispy
 var FS embed.FS
