@@ -31,11 +31,14 @@ def handle(m):
     key, token = prefix + m["key"], m["token"]
     lease = {"token": token, "validity_ms": ttl}  # the key lives ttl from the SET
     if op == "acquire":
-        give_up = time.monotonic() + m.get("wait_ms", 0) / 1000
+        received = attempt = time.monotonic()
         while not client.set(key, token, nx=True, px=ttl):
-            if time.monotonic() >= give_up:
+            if time.monotonic() >= received + m.get("wait_ms", 0) / 1000:
                 return {"status": "fail", "reason": "held by another client"}
             time.sleep(0.01)
+            attempt = time.monotonic()
+        # validity counts from the request: the granted SET came (attempt - received) later
+        lease["validity_ms"] = ttl + int((attempt - received) * 1000)
         return {"status": "ok", "lease": lease}
     if op not in ("release", "renew"):
         return {"status": "unknown", "reason": "unsupported op " + op}

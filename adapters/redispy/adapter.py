@@ -5,7 +5,8 @@ proposed token (Lock.acquire(token=...)); release and renew set the lease's
 token on the Lock first, so a release after an acquire whose answer was lost
 names the token that acquire used. renew is Lock.extend(ttl, replace_ttl=True).
 The library measures no validity of its own: a grant promises the lock's
-timeout from the SET, so validity_ms is the TTL."""
+timeout from the SET that was granted, so validity_ms is the TTL plus the time
+from the request's arrival to that SET (the library's own wait loop, timed)."""
 import json
 import sys
 import time
@@ -39,22 +40,39 @@ class Adapter:
         if lk is None:
             # sleep: how often a blocking acquire polls (the library's default is 0.1s).
             lk = self.client.lock(self.prefix + key, timeout=self.ttl_ms / 1000, sleep=0.01)
+            self.watch_attempts(lk)
             self.locks[key] = lk
         return lk
 
-    def lease(self, token):
+    @staticmethod
+    def watch_attempts(lk):
+        """Notes when the library's own acquire loop sends each SET NX PX, so a
+        grant after a wait can say when its lease began (the loop stays the
+        library's: only the instant before each try is recorded)."""
+        do_acquire = lk.do_acquire
+
+        def timed(token):
+            lk.attempt_at = time.monotonic()
+            return do_acquire(token)
+        lk.do_acquire = timed
+
+    def lease(self, token, since=0.0):
+        """The lease as the library promises it: the key lives its timeout from
+        the SET that was granted, which came `since` seconds after the request
+        was received (validity counts from the request: docs/protocol.md)."""
         if isinstance(token, bytes):
             token = token.decode()
-        return {"token": token, "validity_ms": self.ttl_ms}
+        return {"token": token, "validity_ms": self.ttl_ms + int(since * 1000)}
 
     def acquire(self, m):
         lk = self.lock(m["key"])
         wait = m.get("wait_ms", 0) / 1000
+        received = lk.attempt_at = time.monotonic()
         ok = lk.acquire(blocking=wait > 0, blocking_timeout=wait if wait > 0 else None,
                         token=m["token"])
         if not ok:
             return {"status": "fail", "reason": "not acquired: held by another client"}
-        return {"status": "ok", "lease": self.lease(lk.local.token)}
+        return {"status": "ok", "lease": self.lease(lk.local.token, lk.attempt_at - received)}
 
     def release(self, m):
         lk = self.lock(m["key"])

@@ -116,6 +116,9 @@ func TestRedisPyPauseLongerThanLeaseLosesUpdate(t *testing.T) {
 			stale = &res.Violations[i]
 		}
 	}
+	for _, v := range res.Violations {
+		t.Logf("violation: %s %v %s", v.Kind, v.Processes, v.Description)
+	}
 	if stale == nil || len(stale.Processes) == 0 || stale.Key == "" {
 		t.Fatalf("no stale write naming its process and key among %+v", res.Violations)
 	}
