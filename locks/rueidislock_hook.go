@@ -34,10 +34,10 @@ const (
 
 func init() {
 	for text, kind := range map[string]rueidisScript{
-		`local r = redis.call("SET",KEYS[1],ARGV[1],"NX","PXAT",ARGV[2]);redis.call("GET",KEYS[1]);return r`: rueidisAcquire,
-		`local r = redis.call("SET",KEYS[1],ARGV[1],"NX","PX",ARGV[2]);redis.call("GET",KEYS[1]);return r`:   rueidisAcquire,
+		`local r = redis.call("SET",KEYS[1],ARGV[1],"NX","PXAT",ARGV[2]);redis.call("GET",KEYS[1]);return r`:                                             rueidisAcquire,
+		`local r = redis.call("SET",KEYS[1],ARGV[1],"NX","PX",ARGV[2]);redis.call("GET",KEYS[1]);return r`:                                               rueidisAcquire,
 		`if redis.call("GET",KEYS[1]) == ARGV[1] then local r = redis.call("PEXPIREAT",KEYS[1],ARGV[2]);redis.call("GET",KEYS[1]);return r end;return 0`: rueidisExtend,
-		`if redis.call("GET",KEYS[1]) == ARGV[1] then return redis.call("DEL",KEYS[1]) end;return 0`:                                                      rueidisDelete,
+		`if redis.call("GET",KEYS[1]) == ARGV[1] then return redis.call("DEL",KEYS[1]) end;return 0`:                                                     rueidisDelete,
 	} {
 		sum := sha1.Sum([]byte(text))
 		rueidisScripts[text] = kind
