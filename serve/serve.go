@@ -55,6 +55,9 @@ type Server struct {
 	// sendIdle is how long a response may wait on a client that takes
 	// nothing (SendIdle; shorter in tests).
 	sendIdle time.Duration
+	// view serves porcupine's views with their own script allowed, and
+	// no other (see viewPage).
+	view viewPage
 	// tmp holds the archives being built; Close removes it, and with it
 	// those of requests still running when the server stops.
 	tmp string
@@ -96,6 +99,12 @@ func NewServer(store string) (*Server, error) {
 	}
 	s := &Server{store: store, root: root, fsys: root.FS(), mux: http.NewServeMux(), cache: map[string]cachedRun{},
 		zips: make(chan struct{}, maxZips), downloads: downloads{perClient: map[string]int{}}, sendIdle: SendIdle, tmp: tmp}
+	// Should porcupine change its page so that it cannot be split (a test
+	// guards against it), its views are served as they are, without
+	// script, and everything else still works.
+	if v, err := newViewPage(); err == nil {
+		s.view = v
+	}
 	s.mux.HandleFunc("GET /{$}", s.list)
 	s.mux.HandleFunc("GET /latest", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, runPrefix+reports.LatestLink+"/", http.StatusFound)
@@ -115,8 +124,9 @@ func (s *Server) Close() error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
-	// Reports are self-contained: nothing may be loaded from elsewhere.
-	h.Set("Content-Security-Policy", "default-src 'self' 'unsafe-inline'; img-src 'self' data:")
+	// No script runs, nothing is loaded from elsewhere: see pagePolicy.
+	// Files shown as they are and porcupine's views set their own.
+	h.Set("Content-Security-Policy", pagePolicy)
 	h.Set("Referrer-Policy", "no-referrer")
 	s.mux.ServeHTTP(newDeadlineWriter(w, s.sendIdle), r)
 }
@@ -175,8 +185,13 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
-	if strings.HasSuffix(name, ".jsonl") {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if isView(name) && s.view.serve(w, r, f, st.Size()) {
+		return
+	}
+	ctype, page := storeType(name)
+	w.Header().Set("Content-Type", ctype)
+	if !page {
+		w.Header().Set("Content-Security-Policy", rawPolicy)
 	}
 	http.ServeContent(w, r, path.Base(name), st.ModTime(), rs)
 }
@@ -189,6 +204,7 @@ func (s *Server) dir(w http.ResponseWriter, r *http.Request, name string) {
 		defer f.Close()
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if rs, ok := f.(io.ReadSeeker); ok {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
 				http.ServeContent(w, r, reports.IndexFile, st.ModTime(), rs)
 				return
 			}
