@@ -165,6 +165,42 @@ func TestDownloadsPerClient(t *testing.T) {
 	}
 }
 
+// The server admits maxDownloads at once in all, maxPerClient from one
+// address, and admits again as they end.
+func TestDownloadLimits(t *testing.T) {
+	d := downloads{perClient: map[string]int{}}
+	for i := range maxPerClient {
+		if code, msg := d.admit("a"); code != 0 {
+			t.Fatalf("download %d from a: %d %s", i, code, msg)
+		}
+	}
+	if code, _ := d.admit("a"); code != http.StatusTooManyRequests {
+		t.Errorf("download %d from a: %d, want 429", maxPerClient+1, code)
+	}
+	for i := maxPerClient; i < maxDownloads; i++ {
+		if code, msg := d.admit(fmt.Sprint(i)); code != 0 {
+			t.Fatalf("download %d: %d %s", i, code, msg)
+		}
+	}
+	if code, _ := d.admit("b"); code != http.StatusServiceUnavailable {
+		t.Errorf("download %d: %d, want 503", maxDownloads+1, code)
+	}
+	d.release("a")
+	if code, _ := d.admit("b"); code != 0 || d.inFlight() != maxDownloads {
+		t.Errorf("after one ended: %d, %d in flight", code, d.inFlight())
+	}
+	for i := maxPerClient; i < maxDownloads; i++ {
+		d.release(fmt.Sprint(i))
+	}
+	for range maxPerClient - 1 {
+		d.release("a")
+	}
+	d.release("b")
+	if d.inFlight() != 0 || len(d.perClient) != 0 {
+		t.Errorf("all ended: %d in flight, %d addresses kept", d.inFlight(), len(d.perClient))
+	}
+}
+
 // A client that stops reading is cut off once it has taken nothing for
 // sendIdle: its download ends on the server, and the client gets less
 // than the archive's length.

@@ -27,11 +27,13 @@ const MaxZip = 1 << 30
 // first (rather than streaming the zip as it is compressed) also keeps a
 // failure half-way an error status instead of a 200 with a truncated
 // archive. The temporary files are bounded by maxDownloads × MaxZip on
-// disk, and one address may have maxPerClient downloads at once.
+// disk, and one address may have maxPerClient downloads at once (more
+// than one: under the default loopback address, every browser on the
+// machine is the same address).
 const (
 	maxZips      = 4  // archives built at once; more requests wait for a slot
 	maxDownloads = 16 // archives built or being sent at once; more are refused with 503
-	maxPerClient = 2  // downloads at once from one remote address; more are refused with 429
+	maxPerClient = 4  // downloads at once from one remote address; more are refused with 429
 )
 
 // SendIdle is how long a response may go without the client taking any of
