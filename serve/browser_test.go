@@ -23,21 +23,15 @@ func findChromium() (string, error) {
 	return "", err
 }
 
-// A real browser opens the store, follows the newest run and sees its
-// verdict and its timeline, loaded.
-func TestBrowserShowsNewestRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a headless Chromium")
-	}
+// newBrowser starts a headless Chromium for the test, for at most 90
+// seconds; the test's cleanup stops it.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
 	chrome, err := findChromium()
 	if err != nil {
 		t.Fatalf("headless Chromium not found (%v): apt-get install -y chromium", err)
 	}
-	store, _, newer := newStore(t)
-	ts := newTestServer(t, store)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chrome),
 		chromedp.NoSandbox, // root in CI
@@ -47,9 +41,20 @@ func TestBrowserShowsNewestRun(t *testing.T) {
 		chromedp.Flag("disable-dev-shm-usage", true),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc(); cancel() })
+	return bctx
+}
+
+// A real browser opens the store, follows the newest run and sees its
+// verdict and its timeline, loaded.
+func TestBrowserShowsNewestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a headless Chromium")
+	}
+	store, _, newer := newStore(t)
+	ts := newTestServer(t, store)
+	bctx := newBrowser(t)
 
 	step := func(what string, err error) {
 		t.Helper()
@@ -82,5 +87,42 @@ func TestBrowserShowsNewestRun(t *testing.T) {
 	}
 	if natural != 1200 {
 		t.Errorf("timeline naturalWidth = %d, want 1200", natural)
+	}
+}
+
+// In a real browser, porcupine's view draws (its script runs under the
+// policy), while the script of a hostile page in the store does not, in
+// any of its forms: inline, an event handler, code put where a view's
+// data goes.
+func TestBrowserRunsOnlyTheViewsScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a headless Chromium")
+	}
+	store, viewDir, evilDir := hostileStore(t)
+	ts := newTestServer(t, store)
+	bctx := newBrowser(t)
+	if err := chromedp.Do(bctx, chromedp.Navigate(ts.URL+viewDir+"porcupine-lock-0.html")); err != nil {
+		t.Fatal(err)
+	}
+	drawn, err := chromedp.Run(bctx, chromedp.Poll[int](
+		`(() => { const n = document.querySelectorAll("#canvas svg rect").length; return n > 0 ? n : null })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil || drawn == 0 {
+		t.Fatalf("porcupine's view did not draw: %v", err)
+	}
+	for _, p := range []string{evilDir, evilDir + "porcupine-evil.html", evilDir + "porcupine-code.html",
+		evilDir + "porcupine-script.html", evilDir + "evil.svg", evilDir + "evil.html"} {
+		// Navigate returns after the load event, which comes after an
+		// image's error (and its onerror).
+		if err := chromedp.Do(bctx, chromedp.Navigate(ts.URL+p)); err != nil {
+			t.Fatalf("open %s: %v", p, err)
+		}
+		title, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.title + (window.pwned ? " pwned" : "")`))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if strings.Contains(title, "pwned") {
+			t.Errorf("%s ran its script: title %q", p, title)
+		}
 	}
 }

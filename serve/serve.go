@@ -6,9 +6,7 @@
 package serve
 
 import (
-	"archive/zip"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +18,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,15 +48,20 @@ type Server struct {
 
 	// zips bounds the archives built at once: each holds a compressor
 	// (about a megabyte) and a core busy; fifty at once made the server
-	// grow by 80 MB and every download slow.
-	zips chan struct{}
+	// grow by 80 MB and every download slow. A slot is held while an
+	// archive is built, never while it is sent.
+	zips      chan struct{}
+	downloads downloads
+	// sendIdle is how long a response may wait on a client that takes
+	// nothing (SendIdle; shorter in tests).
+	sendIdle time.Duration
+	// view serves porcupine's views with their own script allowed, and
+	// no other (see viewPage).
+	view viewPage
 	// tmp holds the archives being built; Close removes it, and with it
 	// those of requests still running when the server stops.
 	tmp string
 }
-
-// maxZips is how many archives are built at once; other requests wait.
-const maxZips = 4
 
 type cachedRun struct {
 	mod  time.Time
@@ -96,7 +98,13 @@ func NewServer(store string) (*Server, error) {
 		return nil, fmt.Errorf("temporary directory for archives: %w (set TMPDIR to a writable directory)", err)
 	}
 	s := &Server{store: store, root: root, fsys: root.FS(), mux: http.NewServeMux(), cache: map[string]cachedRun{},
-		zips: make(chan struct{}, maxZips), tmp: tmp}
+		zips: make(chan struct{}, maxZips), downloads: downloads{perClient: map[string]int{}}, sendIdle: SendIdle, tmp: tmp}
+	// Should porcupine change its page so that it cannot be split (a test
+	// guards against it), its views are served as they are, without
+	// script, and everything else still works.
+	if v, err := newViewPage(); err == nil {
+		s.view = v
+	}
 	s.mux.HandleFunc("GET /{$}", s.list)
 	s.mux.HandleFunc("GET /latest", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, runPrefix+reports.LatestLink+"/", http.StatusFound)
@@ -116,10 +124,11 @@ func (s *Server) Close() error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
-	// Reports are self-contained: nothing may be loaded from elsewhere.
-	h.Set("Content-Security-Policy", "default-src 'self' 'unsafe-inline'; img-src 'self' data:")
+	// No script runs, nothing is loaded from elsewhere: see pagePolicy.
+	// Files shown as they are and porcupine's views set their own.
+	h.Set("Content-Security-Policy", pagePolicy)
 	h.Set("Referrer-Policy", "no-referrer")
-	s.mux.ServeHTTP(w, r)
+	s.mux.ServeHTTP(newDeadlineWriter(w, s.sendIdle), r)
 }
 
 // cleanName turns a URL path below a prefix into a name inside the store,
@@ -176,8 +185,13 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
-	if strings.HasSuffix(name, ".jsonl") {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if isView(name) && s.view.serve(w, r, f, st.Size()) {
+		return
+	}
+	ctype, page := storeType(name)
+	w.Header().Set("Content-Type", ctype)
+	if !page {
+		w.Header().Set("Content-Security-Policy", rawPolicy)
 	}
 	http.ServeContent(w, r, path.Base(name), st.ModTime(), rs)
 }
@@ -190,6 +204,7 @@ func (s *Server) dir(w http.ResponseWriter, r *http.Request, name string) {
 		defer f.Close()
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if rs, ok := f.(io.ReadSeeker); ok {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
 				http.ServeContent(w, r, reports.IndexFile, st.ModTime(), rs)
 				return
 			}
@@ -227,153 +242,6 @@ func (s *Server) dir(w http.ResponseWriter, r *http.Request, name string) {
 	}{name, status, names})
 }
 
-// MaxZip bounds the archive of one run. A run's directory is a history, a
-// few JSON files and figures: tens of megabytes for a long run.
-const MaxZip = 1 << 30
-
-// zip sends store/<test>/<run> as a zip: its regular files only, so a
-// symbolic link inside a run cannot smuggle anything out. The archive is
-// built in full, in a temporary file, before the status line is sent: a
-// failure half-way (a file removed while it was read) is then an error
-// status, never a 200 with a truncated archive. A run in progress is
-// refused with 409: its files are still changing.
-func (s *Server) zip(w http.ResponseWriter, r *http.Request) {
-	test, run := r.PathValue("test"), strings.TrimSuffix(r.PathValue("run"), ".zip")
-	name, ok := cleanName(test + "/" + run)
-	if !ok || strings.Count(name, "/") != 1 {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	st, err := fs.Stat(s.fsys, name)
-	if err != nil || !st.IsDir() {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	if s.progress(name) == InProgress {
-		http.Error(w, "run in progress: download it when its report is written", http.StatusConflict)
-		return
-	}
-	sub, err := fs.Sub(s.fsys, name)
-	if err != nil {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	base := test + "-" + run
-	select {
-	case s.zips <- struct{}{}:
-		defer func() { <-s.zips }()
-	case <-r.Context().Done():
-		return
-	}
-	tmp, err := os.CreateTemp(s.tmp, "zip-*")
-	if err != nil {
-		http.Error(w, "cannot build the archive: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	size, err := writeZip(r.Context(), tmp, sub, base)
-	if err != nil {
-		if r.Context().Err() != nil {
-			return // the client went away
-		}
-		http.Error(w, "cannot build the archive: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		http.Error(w, "cannot build the archive: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/zip")
-	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.zip"`, base))
-	h.Set("Content-Length", strconv.FormatInt(size, 10))
-	w.WriteHeader(http.StatusOK)
-	_, _ = io.Copy(w, tmp) // a client that hangs up gets less; the length tells it so
-}
-
-// errTooBig is returned when a run's archive would exceed MaxZip.
-var errTooBig = fmt.Errorf("the run is larger than %d MiB: copy its directory instead", MaxZip>>20)
-
-// writeZip writes the regular files of sub into out as a zip under base/
-// and returns the archive's size.
-func writeZip(ctx context.Context, out io.Writer, sub fs.FS, base string) (int64, error) {
-	cw := &capWriter{w: out, left: MaxZip}
-	zw := zip.NewWriter(cw)
-	err := fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if strings.HasPrefix(d.Name(), ".") && p != "." {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil // directories are implied; symlinks are left out
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		hdr, err := zip.FileInfoHeader(info)
-		if err != nil {
-			return err
-		}
-		hdr.Name, hdr.Method = base+"/"+p, zip.Deflate
-		zf, err := zw.CreateHeader(hdr)
-		if err != nil {
-			return err
-		}
-		f, err := sub.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(zf, ctxReader{ctx, f})
-		return err
-	})
-	if err == nil {
-		err = zw.Close()
-	}
-	return cw.n, err
-}
-
-// ctxReader stops reading when ctx is done: a client that hangs up
-// while a large history is compressed frees its slot at once.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(b []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(b)
-}
-
-// capWriter fails once more than left bytes have been written.
-type capWriter struct {
-	w    io.Writer
-	n    int64
-	left int64
-}
-
-func (c *capWriter) Write(b []byte) (int, error) {
-	if int64(len(b)) > c.left {
-		return 0, errTooBig
-	}
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	c.left -= int64(n)
-	return n, err
-}
-
 // HTTPServer is the http.Server `harness serve` runs h with: every phase
 // of a connection has a timeout, so idle keep-alive connections and slow
 // clients do not hold memory and descriptors for ever.
@@ -382,7 +250,9 @@ func HTTPServer(h http.Handler) *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		// A zip of a long run is up to a few hundred megabytes.
+		// Bounds a response that writes nothing at all; Server moves the
+		// deadline with every write (SendIdle), so a large file goes out to
+		// a client that keeps reading, and one that stops is cut off.
 		WriteTimeout:   5 * time.Minute,
 		IdleTimeout:    60 * time.Second,
 		MaxHeaderBytes: 64 << 10,
