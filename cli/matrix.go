@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -49,7 +49,7 @@ type matrixFlags struct {
 	outs                   matrixOutputs
 }
 
-func newMatrixCmd() *cobra.Command {
+func newMatrixCmd(a *app) *cobra.Command {
 	var mf matrixFlags
 	mf.spec.Run = matrix.DefaultRunParams()
 	cmd := &cobra.Command{

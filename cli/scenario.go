@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/lockharness/lockharness/sut"
 )
 
-func newScenarioCmd() *cobra.Command {
+func newScenarioCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",
 		Short: "the catalogue of named anomalies from the literature, each with its expected verdict",
@@ -23,7 +23,7 @@ func newScenarioCmd() *cobra.Command {
 or Jepsen's Redis analysis, next to the fix that makes it go away. It runs exactly like
 "harness run" and must produce its expected verdict every time.`,
 	}
-	cmd.AddCommand(newScenarioListCmd(), newScenarioRunCmd())
+	cmd.AddCommand(newScenarioListCmd(), newScenarioRunCmd(a))
 	// Without RunE cobra prints the help and exits 0 for any argument, so
 	// a typo ("scenario runn") looked like success.
 	cmd.Args = cobra.ArbitraryArgs
@@ -104,7 +104,7 @@ type scenarioRunFlags struct {
 	backend      backendFlags
 }
 
-func newScenarioRunCmd() *cobra.Command {
+func newScenarioRunCmd(a *app) *cobra.Command {
 	var sf scenarioRunFlags
 	cmd := &cobra.Command{
 		Use:   "run NAME… | --all",

@@ -1,7 +1,10 @@
-// Command harness is the thin command line of lockharness: it parses flags
-// into config structs, calls the library, and maps the verdict to an exit
-// code (0 valid, 1 invalid, 2 unknown or error).
-package main
+// Package cli is the command line of lockharness, importable: cmd/harness
+// is a thin main over Main, and a team with its own locks gets the whole
+// CLI (run, scenario run, matrix, locks, check, report) with them by
+// calling Main from a main of its own with its registry in Options. It
+// parses flags into config structs, calls the library, and maps the
+// verdict to an exit code (0 valid, 1 invalid, 2 unknown or error).
+package cli
 
 import (
 	"context"
@@ -10,11 +13,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+
+	"github.com/lockharness/lockharness/locks"
 )
 
 // Exit codes.
@@ -45,12 +51,34 @@ type quietRedisLog struct{}
 
 func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
-func main() {
+// Options is what a main gives the command line beyond its arguments.
+type Options struct {
+	// Locks are the locks every command can name (run --lock, scenario
+	// run --lock, matrix --locks, locks); nil means locks.Builtin(). A
+	// user's main registers its own locks here, beside the built-in ones
+	// or instead of them.
+	Locks *locks.Registry
+	// LockCommand turns a --lock-cmd command line into a lock (an adapter
+	// process speaking the lock-client protocol); nil makes --lock-cmd an
+	// error (exit 2) saying that this build has no adapter support.
+	LockCommand func(cmdline string) (locks.Info, error)
+}
+
+// registry is the registry the commands look locks up in.
+func (o Options) registry() *locks.Registry {
+	if o.Locks == nil {
+		return locks.Builtin()
+	}
+	return o.Locks
+}
+
+// Main runs the command line args (without the program's name) and
+// returns its exit code: 0 valid, 1 invalid, 2 unknown, error or bad
+// input, 128+n for a command a signal n interrupted (see InterruptContext).
+// It never exits the process; the caller does, with the code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, opts Options) int {
 	redis.SetLogger(quietRedisLog{})
-	ctx, stop := interruptContext()
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	return run(ctx, args, stdout, stderr, opts)
 }
 
 // signalCause is the cause of the command's context when a signal
@@ -65,12 +93,14 @@ func (s signalCause) Error() string {
 	return "interrupted by " + name
 }
 
-// interruptContext is cancelled, with a signalCause, by the first SIGINT or
+// InterruptContext is cancelled, with a signalCause, by the first SIGINT or
 // SIGTERM; the next one gets the default action (the process ends at once),
 // so a user whose first Ctrl-C is being honoured slowly is never ignored.
 // Children die with the harness (Pdeathsig), and the next run sweeps their
 // files.
-func interruptContext() (context.Context, func()) {
+// A main calls it once and passes the context to Main, so that Ctrl-C
+// stops a run cleanly; stop releases the signal handler.
+func InterruptContext() (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -101,8 +131,8 @@ func interruptCode(ctx context.Context) int {
 }
 
 // run executes the command line and returns the exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, opts Options) int {
+	root := newRoot(stdout, stderr, &app{opts: opts, args: args})
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -124,7 +154,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+// app is what the commands share: the main's options and the command
+// line, which a run records as the command that reproduces it.
+type app struct {
+	opts Options
+	args []string
+}
+
+// command is the command line as a user would type it again.
+func (a *app) command() string { return "harness " + strings.Join(a.args, " ") }
+
+func newRoot(stdout, stderr io.Writer, a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "harness",
 		Short: "Jepsen-style correctness and fault-injection tests of distributed locks on Redis",
@@ -139,11 +179,12 @@ ended. A second Ctrl-C ends the harness at once.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(), newScenarioCmd(), newCheckCmd(), newLocksCmd(), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd(), newMatrixCmd(), newImageCmd())
+	root.AddCommand(newRunCmd(a), newScenarioCmd(a), newCheckCmd(), newLocksCmd(a), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd(), newMatrixCmd(a), newImageCmd())
 	return root
 }
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with
+// -ldflags "-X github.com/lockharness/lockharness/cli.version=…".
 var version = "dev"
 
 func newVersionCmd() *cobra.Command {
