@@ -23,6 +23,7 @@ type runFlags struct {
 	cfg     lockrun.Config
 	jsonOut bool
 	backend backendFlags
+	lockCmd string
 }
 
 // runGiven are the fields `harness run` always sets from a flag whose
@@ -74,6 +75,7 @@ func (rf *runFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&cfg.AllowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or a requested fault never struck a holder (the coverage is still reported)")
 	addFaultFlags(f, cfg)
 	addBackendFlags(f, &rf.backend)
+	addLockCmdFlag(f, &rf.lockCmd)
 }
 
 // config is the run's configuration: the flags', with the backend they
@@ -87,7 +89,14 @@ func (rf *runFlags) config(cmd *cobra.Command, a *app) (lockrun.Config, error) {
 		return cfg, err
 	}
 	cfg.Backend = backend
-	cfg.Registry = a.opts.registry()
+	reg, adapted, err := a.invocationLocks(rf.lockCmd)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Registry = reg
+	if cfg.Lock == "" {
+		cfg.Lock = adapted
+	}
 	cfg.Command = a.command()
 	if !cmd.Flags().Changed("seed") {
 		cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
