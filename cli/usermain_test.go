@@ -171,3 +171,24 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// docs/locks.md quotes the main of testdata/usermain as it is: the page
+// shows what TestUsersOwnMain runs.
+func TestDocsQuoteTheUsersMain(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "usermain", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(src, []byte("func main() {"))
+	if i < 0 {
+		t.Fatal("testdata/usermain/main.go has no func main")
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "locks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quote := "```go\n" + strings.TrimSpace(string(src[i:])) + "\n```"
+	if !bytes.Contains(doc, []byte(quote)) {
+		t.Errorf("docs/locks.md does not quote the main of testdata/usermain as it is; quote:\n%s", quote)
+	}
+}
