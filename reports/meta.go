@@ -62,7 +62,7 @@ type Results struct {
 	// lock came about (Explain).
 	Why map[int]string `json:"why,omitempty"`
 	// Sizes says how large each fault and client pause was against the
-	// lock's TTL (and the drift the lock allows for, Redlock's): "partition 2.1 s =
+	// lock's TTL (and Redlock's drift allowance): "partition 2.1 s =
 	// 2.1 × TTL (1 s)".
 	Sizes []string `json:"sizes,omitempty"`
 }

@@ -90,7 +90,7 @@ func (f Fault) Size(s Scale) string {
 		}
 		out := fmt.Sprintf("clock jump %s%s = %s", fmtOffset(d), on, s.Times(d.Abs()))
 		if s.Drift > 0 {
-			out += fmt.Sprintf(", %s × the lock's drift allowance (%s)", ratio(float64(d.Abs())/float64(s.Drift)), fmtLength(s.Drift))
+			out += fmt.Sprintf(", %s × Redlock's drift allowance (%s)", ratio(float64(d.Abs())/float64(s.Drift)), fmtLength(s.Drift))
 		}
 		return out
 	case f.Family == "clock" && f.Rate > 0:
@@ -101,7 +101,7 @@ func (f Fault) Size(s Scale) string {
 		}
 		out := fmt.Sprintf("clock rate ×%s%s %s %s per TTL (%s) = %s × TTL", strconv.FormatFloat(f.Rate, 'g', -1, 64), on, verb, fmtLength(gain), fmtLength(s.TTL), ratio(math.Abs(f.Rate-1)))
 		if s.Drift > 0 {
-			out += fmt.Sprintf(", %s × the lock's drift allowance (%s): the drift is what matters", ratio(float64(gain)/float64(s.Drift)), fmtLength(s.Drift))
+			out += fmt.Sprintf(", %s × Redlock's drift allowance (%s): the drift is what matters", ratio(float64(gain)/float64(s.Drift)), fmtLength(s.Drift))
 		}
 		return out
 	case f.Family == "clock" && len(f.Strobe) == 2:
