@@ -188,7 +188,7 @@ func (sf *scenarioRunFlags) list(args []string, a *app) ([]scenarios.Scenario, e
 		case err != nil:
 			return nil, err
 		}
-		if o.Overridden && sf.lockCmd != "" {
+		if o.Instead != "" && sf.lockCmd != "" {
 			o.Run.Command += " --lock-cmd " + matrix.ShellQuote(sf.lockCmd)
 		}
 		out = append(out, o)
@@ -302,6 +302,9 @@ func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err e
 		mark = "UNEXPECTED"
 	}
 	fmt.Fprintf(w, "\n%s  %s  (%s, %.1fs)\n", mark, s.Name, s.Lock, o.Elapsed.Seconds())
+	if s.Instead != "" && len(s.Kinds) > 0 {
+		fmt.Fprintf(w, "  %-13s %s instead of %s, as a %s\n", "lock", s.Lock, s.Instead, s.Kinds[0])
+	}
 	if err != nil {
 		fmt.Fprintf(w, "  error        %s\n", flagText(err))
 	}

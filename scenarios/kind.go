@@ -248,7 +248,7 @@ func (s Scenario) WithLock(name string, reg *locks.Registry) (Scenario, error) {
 		}
 		return s, e
 	}
-	s.Lock, s.Run.Registry, s.Expect, s.Overridden = name, reg, k.Expect, true
+	s.Instead, s.Lock, s.Run.Registry, s.Expect, s.Kinds = s.Lock, name, reg, k.Expect, []Kind{k}
 	s.Run.Command = "harness scenario run " + s.Name + " --lock " + name
 	return s, nil
 }

@@ -74,8 +74,8 @@ func TestScenarioWithAUsersLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Lock != "mine" || !o.Overridden || o.Run.Registry != reg {
-		t.Fatalf("scenario with mine: lock %s, overridden %v", o.Lock, o.Overridden)
+	if o.Lock != "mine" || o.Instead != "token" || o.Run.Registry != reg || len(o.Kinds) != 1 {
+		t.Fatalf("scenario with mine: lock %s instead of %q, kinds %v", o.Lock, o.Instead, o.Kinds)
 	}
 	cfg := o.RunConfig(t.TempDir())
 	if len(cfg.Expected) != 1 || cfg.Expected[checker.Resource] != "invalid" {
@@ -96,7 +96,7 @@ func TestScenarioWithAUsersLock(t *testing.T) {
 		t.Error("an invalid lock promise, which nothing predicted, passed")
 	}
 	// Its own lock: the scenario as catalogued.
-	if own, err := s.WithLock("token", reg); err != nil || own.Overridden || own.Expect != s.Expect {
+	if own, err := s.WithLock("token", reg); err != nil || own.Instead != "" || own.Expect != s.Expect {
 		t.Errorf("own lock: %+v, %v", own.Expect, err)
 	}
 }

@@ -123,9 +123,10 @@ type Scenario struct {
 	// own lock, each with what the mechanism predicts of it (see
 	// AppliesTo and WithLock); empty: its own lock's kind.
 	Kinds []Kind
-	// Overridden is true when the scenario runs another lock than its
-	// own (WithLock): Expect is then the lock's kind's prediction.
-	Overridden bool
+	// Instead is the catalogue's own lock when the scenario runs another
+	// (WithLock); Expect is then the prediction of the kind the lock is
+	// of, the one kind left in Kinds.
+	Instead string
 }
 
 // Duration is the scripted length of the scenario (run and recovery
