@@ -3,7 +3,7 @@
 // nemesis injects faults, records every operation, checks the history and
 // writes a report. It is a thin facade over package run, which holds the
 // configuration, its one validation, the plan and the phases; the CLI
-// (cmd/harness) is a thin layer over the same Run.
+// (package cli, and cmd/harness over it) is a thin layer over the same Run.
 package lockharness
 
 import (

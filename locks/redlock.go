@@ -28,6 +28,7 @@ var redlockInfo = Info{
 	Description: "Redlock over N independent masters: quorum N/2+1 within a per-node timeout, validity = TTL − elapsed − drift, release on all nodes",
 	MinNodes:    1,
 	Failpoints:  []string{FailpointAfterMajority, FailpointAfterValidityCheck},
+	Drift:       RedlockDrift,
 	New:         newRedlock,
 }
 

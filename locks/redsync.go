@@ -19,6 +19,7 @@ var redsyncInfo = Info{
 	Name:        "redsync",
 	Description: "go-redsync/redsync v4 (Redlock in Go) over its go-redis v9 adapter, one pool per node; renew with Extend",
 	MinNodes:    1,
+	Drift:       RedlockDrift,
 	New:         newRedsyncLock,
 }
 

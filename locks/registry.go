@@ -107,7 +107,16 @@ type Info struct {
 	NeedsReplicas bool
 	// Failpoints lists the failpoint names the lock honours.
 	Failpoints []string
-	New        Factory
+	// Drift, when set, is the clock drift the lock allows for at a TTL
+	// (Redlock's RedlockDrift): its validity is the TTL less the time its
+	// acquire took less this, and the report measures clock faults
+	// against it. Nil for a lock that allows for none.
+	Drift func(ttl time.Duration) time.Duration
+	// Cluster is true for a lock that keeps all it writes under its one
+	// key, so that it runs on a Redis Cluster through one ClusterClient
+	// (see RunsOnCluster for the built-in ones).
+	Cluster bool
+	New     Factory
 }
 
 // SystemName is the lock's system, SystemRedis when none is named.

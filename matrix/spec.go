@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
 	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
@@ -43,6 +44,15 @@ type Spec struct {
 	Run RunParams `json:"run"`
 	// Expect is the expectations file the cells are judged by.
 	Expect Expectations `json:"expect"`
+	// Registry holds the locks the lock cells name (nil: locks.Builtin());
+	// the command line passes the registry its main was given. It is not
+	// recorded: a merge reads the cells' results, not their locks. A
+	// scenario cell runs with its scenario's own lock and registry.
+	Registry *locks.Registry `json:"-"`
+	// LockCmds are the adapter command lines (--lock-cmd) of the locks
+	// that have one, by lock name: a cell's reproduce line carries its
+	// lock's.
+	LockCmds map[string]string `json:"lock_cmds,omitempty"`
 }
 
 // ScenarioRef names a catalogued scenario with the lock and nemeses it
@@ -211,7 +221,7 @@ func (s Spec) Cells() []Cell {
 // command line that reproduces it alone.
 func (s Spec) RunConfig(c Cell, store string) lockrun.Config {
 	p := s.Run
-	cfg := lockrun.Config{Lock: c.Lock, Seed: c.Seed, Store: store, Test: c.TestName(),
+	cfg := lockrun.Config{Lock: c.Lock, Registry: s.Registry, Seed: c.Seed, Store: store, Test: c.TestName(),
 		TimeLimit: p.TimeLimit, Recovery: p.Recovery, CheckTimeout: p.CheckTimeout}
 	cfg.Workload.Clients, cfg.Workload.Keys, cfg.Workload.TTL, cfg.Workload.Hold = p.Clients, p.Keys, p.TTL, p.Hold
 	cfg.Nemesis.Names = slices.Clone(c.Nemeses)
@@ -265,6 +275,9 @@ func (s Spec) Reproduce(c Cell) string {
 	if slices.Contains(c.Nemeses, "client-pause") {
 		args = append(args, "--nemesis-client-pause", p.ClientPause.String())
 	}
+	if cmdline, ok := s.LockCmds[c.Lock]; ok {
+		args = append(args, "--lock-cmd", ShellQuote(cmdline))
+	}
 	args = append(args, s.backendArgs(c)...)
 	return strings.Join(args, " ")
 }
@@ -304,4 +317,13 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs it, so that a
+// reproduce line can be pasted as it is.
+func ShellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

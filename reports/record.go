@@ -36,6 +36,9 @@ type Record struct {
 // Facts are what a report needs to know of the lock under test, its
 // workload and its deployment.
 type Facts struct {
+	// System is the system the lock ran on ("redis", "etcd", …); empty
+	// in a record written before it was recorded.
+	System string `json:"system,omitempty"`
 	// TTL is the lease the workload asked for (0 for a lock without one).
 	TTL time.Duration `json:"ttl_ns,omitempty"`
 	// Drift is the clock drift the lock allows for (Redlock's 1% of the

@@ -156,7 +156,7 @@ func (p *Plan) resolveNodes() error {
 // nemesis that fails over a single master.
 func (p *Plan) redisClusterNodes() (int, error) {
 	c, info := p.Config, p.Lock
-	if !locks.RunsOnCluster(info.Name) {
+	if !info.Cluster && !locks.RunsOnCluster(info.Name) {
 		return 0, field("Lock", c.Lock, fmt.Sprintf("lock %s does not run on a Redis Cluster ({Cluster.Topology cluster})", info.Name),
 			fmt.Sprintf("a lock there must keep all it writes under its one key, reached through one ClusterClient; use one of %s, or another topology", strings.Join(locks.ClusterLocks(), ", ")))
 	}

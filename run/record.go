@@ -14,14 +14,15 @@ import (
 
 // record is the run's record, run.json: how the run was made, and what
 // its report needs to know of the lock, the workload, the deployment (its
-// lock nodes) and the faults, so that the report knows nothing else.
+// lock nodes) and the faults, so that the report knows nothing else: a
+// stored run of a lock of the user's own registry reads back without it.
 func (r *runner) record(start time.Time, nodes []string) (reports.Record, error) {
 	meta, err := r.meta(start)
 	if err != nil {
 		return reports.Record{}, err
 	}
-	f := leaseFacts(r.cfg.Lock, r.plan.Lock.NoLease, r.cfg.Workload.TTL)
-	f.Fenced, f.Nodes, f.Clients, f.Keys = r.plan.Lock.Fenced, nodes, r.cfg.Workload.Clients, r.cfg.Workload.Keys
+	f := lockFacts(r.plan.Lock, r.cfg.Workload.TTL)
+	f.Nodes, f.Clients, f.Keys = nodes, r.cfg.Workload.Clients, r.cfg.Workload.Keys
 	return reports.Record{RunMeta: meta, Facts: &f, FaultKinds: r.cfg.Nemesis.Faults().FaultKinds()}, nil
 }
 
@@ -38,20 +39,19 @@ func (r *runner) meta(start time.Time) (reports.RunMeta, error) {
 	}, nil
 }
 
-// driftLocks are the locks that subtract a drift allowance from their
-// validity (go-redsync uses Redlock's factor, 0.01).
-var driftLocks = map[string]bool{"redlock": true, "redsync": true}
-
-// leaseFacts is the lease a report measures a run's faults against: none
-// for a lock without one, else the workload's TTL and, for a
-// Redlock-style lock, the clock drift it allows for.
-func leaseFacts(lock string, noLease bool, ttl time.Duration) reports.Facts {
-	if noLease {
-		return reports.Facts{NoLease: true}
+// lockFacts are the lock's facts a report measures a run's faults
+// against: its system and fencing, no lease for a lock without one, else
+// the workload's TTL and the clock drift the lock allows for
+// (locks.Info.Drift).
+func lockFacts(info locks.Info, ttl time.Duration) reports.Facts {
+	f := reports.Facts{System: info.SystemName(), Fenced: info.Fenced}
+	if info.NoLease {
+		f.NoLease = true
+		return f
 	}
-	f := reports.Facts{TTL: ttl}
-	if driftLocks[lock] {
-		f.Drift = locks.RedlockDrift(ttl)
+	f.TTL = ttl
+	if info.Drift != nil {
+		f.Drift = info.Drift(ttl)
 	}
 	return f
 }
@@ -91,11 +91,17 @@ func recordedFacts(meta reports.RunMeta) *reports.Facts {
 	if json.Unmarshal(meta.Config, &cfg) != nil {
 		return nil
 	}
+	// Records without facts were written when every run's lock was a
+	// built-in one: its facts are those of locks.Builtin(). A lock it does
+	// not know (renamed since) is taken as what the report assumed then:
+	// a lease of the TTL, unfenced, no drift.
 	lock := cmp.Or(cfg.Lock, meta.Lock)
 	info, err := locks.Builtin().Lookup(lock)
-	known := err == nil
+	if err != nil {
+		info = locks.Info{Name: lock}
+	}
 	wl := cfg.Workload.WithDefaults()
-	f := leaseFacts(lock, known && info.NoLease, wl.TTL)
-	f.Fenced, f.Clients, f.Keys = known && info.Fenced, wl.Clients, wl.Keys
+	f := lockFacts(info, wl.TTL)
+	f.System, f.Clients, f.Keys = "", wl.Clients, wl.Keys // an old record did not say
 	return &f
 }

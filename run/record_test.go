@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -66,6 +67,24 @@ func TestStoredRecordOfANewRun(t *testing.T) {
 	none, ok, err := StoredRecord(t.TempDir())
 	if err != nil || ok || none.Facts != nil || len(none.FaultKinds) == 0 {
 		t.Errorf("no run.json: %+v (%v, %v)", none, ok, err)
+	}
+}
+
+// A lock of the user's own registry leaves in the record all the report
+// needs of it: its system, fencing and drift allowance, so that the
+// report of its stored run reads nothing of a registry; a lock without a
+// lease records none, whatever the TTL.
+func TestLockFactsOfAUsersLock(t *testing.T) {
+	mine := locks.Info{Name: "my-quorum", System: locks.SystemEtcd, Fenced: true,
+		Drift: func(ttl time.Duration) time.Duration { return ttl / 10 }}
+	got := lockFacts(mine, 2*time.Second)
+	want := reports.Facts{System: locks.SystemEtcd, Fenced: true, TTL: 2 * time.Second, Drift: 200 * time.Millisecond}
+	if mustJSON(got) != mustJSON(want) {
+		t.Errorf("facts %s, want %s", mustJSON(got), mustJSON(want))
+	}
+	row := lockFacts(locks.Info{Name: "my-row", NoLease: true, Drift: mine.Drift}, time.Second)
+	if mustJSON(row) != mustJSON(reports.Facts{System: locks.SystemRedis, NoLease: true}) {
+		t.Errorf("row lock facts %s", mustJSON(row))
 	}
 }
 

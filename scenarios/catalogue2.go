@@ -17,7 +17,12 @@ import (
 // those of a Redis Cluster (catalogueCluster). It
 // returns new values each time: callers may change them.
 func Catalogue() []Scenario {
-	return slices.Concat(catalogueOne(), catalogueTwo(), catalogueCluster(), catalogueConsensus(), catalogueZooKeeper(), catalogueMariaDB())
+	all := slices.Concat(catalogueOne(), catalogueTwo(), catalogueCluster(), catalogueConsensus(), catalogueZooKeeper(), catalogueMariaDB())
+	kinds := declaredKinds()
+	for i := range all {
+		all[i].Kinds = kinds[all[i].Name]
+	}
+	return all
 }
 
 // Sources of part two: public issue threads.

@@ -50,11 +50,7 @@ func WriteMarkdown(w io.Writer, list []Scenario) error {
 // system describes where the scenario's lock runs, as the run resolves it:
 // the lock's system and, for Redis, the topology and its size.
 func (s Scenario) system() (string, error) {
-	reg := s.Run.Registry
-	if reg == nil {
-		reg = locks.Builtin()
-	}
-	info, err := reg.Lookup(s.Lock)
+	info, err := s.ownRegistry().Lookup(s.Lock)
 	if err != nil {
 		return "", fmt.Errorf("scenario %s: %w", s.Name, err)
 	}

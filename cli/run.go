@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -23,6 +23,7 @@ type runFlags struct {
 	cfg     lockrun.Config
 	jsonOut bool
 	backend backendFlags
+	lockCmd string
 }
 
 // runGiven are the fields `harness run` always sets from a flag whose
@@ -30,7 +31,7 @@ type runFlags struct {
 // default (lockrun.Config.Given).
 var runGiven = []string{"Lock", "Workload.Clients", "Workload.Keys", "Workload.TTL", "TimeLimit"}
 
-func newRunCmd() *cobra.Command {
+func newRunCmd(a *app) *cobra.Command {
 	var rf runFlags
 	cmd := &cobra.Command{
 		Use:   "run --lock NAME [flags]",
@@ -39,7 +40,7 @@ func newRunCmd() *cobra.Command {
   harness run --lock set-nx-ex --client-pause 1.5s --time-limit 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := rf.config(cmd)
+			cfg, err := rf.config(cmd, a)
 			if err != nil {
 				return &codeError{exitError, err}
 			}
@@ -74,12 +75,13 @@ func (rf *runFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&cfg.AllowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or a requested fault never struck a holder (the coverage is still reported)")
 	addFaultFlags(f, cfg)
 	addBackendFlags(f, &rf.backend)
+	addLockCmdFlag(f, &rf.lockCmd)
 }
 
 // config is the run's configuration: the flags', with the backend they
 // choose, the command line that reproduces the run (with the seed drawn
 // when none was given), and where the phase log and the progress go.
-func (rf *runFlags) config(cmd *cobra.Command) (lockrun.Config, error) {
+func (rf *runFlags) config(cmd *cobra.Command, a *app) (lockrun.Config, error) {
 	cfg := rf.cfg
 	cfg.Given = runGiven
 	backend, err := rf.backend.resolve()
@@ -87,7 +89,15 @@ func (rf *runFlags) config(cmd *cobra.Command) (lockrun.Config, error) {
 		return cfg, err
 	}
 	cfg.Backend = backend
-	cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
+	reg, adapted, err := a.invocationLocks(rf.lockCmd)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Registry = reg
+	if cfg.Lock == "" {
+		cfg.Lock = adapted
+	}
+	cfg.Command = a.command()
 	if !cmd.Flags().Changed("seed") {
 		cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
 		cfg.Command += fmt.Sprintf(" --seed %d", cfg.Seed)

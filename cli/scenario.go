@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -10,11 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockharness/lockharness/matrix"
 	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/sut"
 )
 
-func newScenarioCmd() *cobra.Command {
+func newScenarioCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",
 		Short: "the catalogue of named anomalies from the literature, each with its expected verdict",
@@ -23,7 +24,7 @@ func newScenarioCmd() *cobra.Command {
 or Jepsen's Redis analysis, next to the fix that makes it go away. It runs exactly like
 "harness run" and must produce its expected verdict every time.`,
 	}
-	cmd.AddCommand(newScenarioListCmd(), newScenarioRunCmd())
+	cmd.AddCommand(newScenarioListCmd(), newScenarioRunCmd(a))
 	// Without RunE cobra prints the help and exits 0 for any argument, so
 	// a typo ("scenario runn") looked like success.
 	cmd.Args = cobra.ArbitraryArgs
@@ -51,16 +52,29 @@ func newScenarioListCmd() *cobra.Command {
 			all := scenarios.Catalogue()
 			w := cmd.OutOrStdout()
 			if jsonOut {
-				type item struct {
-					Name     string            `json:"name"`
-					Lock     string            `json:"lock"`
-					Summary  string            `json:"summary"`
-					Source   string            `json:"source"`
+				type kind struct {
+					Kind     string            `json:"kind"`
 					Expected map[string]string `json:"expected"`
+				}
+				type item struct {
+					Name      string            `json:"name"`
+					Lock      string            `json:"lock"`
+					Summary   string            `json:"summary"`
+					Source    string            `json:"source"`
+					Expected  map[string]string `json:"expected"`
+					AppliesTo []kind            `json:"applies_to"`
 				}
 				var items []item
 				for _, s := range all {
-					items = append(items, item{s.Name, s.Lock, s.Summary, s.Source, s.Expect.Map()})
+					kinds, err := s.AppliesTo()
+					if err != nil {
+						return &codeError{exitError, err}
+					}
+					it := item{s.Name, s.Lock, s.Summary, s.Source, s.Expect.Map(), nil}
+					for _, k := range kinds {
+						it.AppliesTo = append(it.AppliesTo, kind{k.String(), k.Expect.Map()})
+					}
+					items = append(items, it)
 				}
 				if err := writeJSON(w, items); err != nil {
 					return &codeError{exitError, err}
@@ -98,24 +112,34 @@ type scenarioRow struct {
 
 // scenarioRunFlags are `harness scenario run`'s flags.
 type scenarioRunFlags struct {
-	all, jsonOut bool
-	store        string
-	parallel     int
-	backend      backendFlags
+	all, jsonOut  bool
+	store         string
+	parallel      int
+	backend       backendFlags
+	lock, lockCmd string
 }
 
-func newScenarioRunCmd() *cobra.Command {
+func newScenarioRunCmd(a *app) *cobra.Command {
 	var sf scenarioRunFlags
 	cmd := &cobra.Command{
 		Use:   "run NAME… | --all",
 		Short: "run scenarios and compare each checker's verdict with the expected one",
 		Long: `Runs each named scenario (or every one with --all) and prints what happened in plain words,
 then a table: name, lock, expected, observed, seconds. Exit code 0 only if every verdict is as
-expected, 1 if one is not, 2 if a scenario could not be run.`,
+expected, 1 if one is not, 2 if a scenario could not be run.
+
+--lock NAME runs the scenarios with another lock of the same kind (see harness scenario list
+--json, "applies_to"): its system, and the properties the scenario's mechanism needs (expiring
+lease, fencing, quorum, session, the failpoints it arms). The expectation is then what the
+scenario predicts of every lock of that kind, checker by checker; a checker it makes no
+prediction for is judged as a run is (valid, or a finding). A lock of another kind exits 2,
+naming the kinds the scenario needs and the locks that fit. With --all, the scenarios the lock
+fits run and the others are left out.`,
 		Example: `  harness scenario run redlock-clock-jump
-  harness scenario run --all --store /tmp/store`,
+  harness scenario run --all --store /tmp/store
+  harness scenario run gc-pause-stale-write --lock my-lock`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := sf.list(args)
+			list, err := sf.list(args, a)
 			if err != nil {
 				return &codeError{exitError, err}
 			}
@@ -128,11 +152,55 @@ expected, 1 if one is not, 2 if a scenario could not be run.`,
 	f.StringVar(&sf.store, "store", "store", "directory runs are written to")
 	f.IntVar(&sf.parallel, "parallel", scenarios.DefaultParallel(), "most scenarios run side by side while the machine has a CPU idle (Sentinel scenarios always alone); 1 runs them one after another")
 	addBackendFlags(f, &sf.backend)
+	f.StringVar(&sf.lock, "lock", "", "run the scenarios with this lock instead of their own (a lock of the kind each applies to; see harness locks)")
+	addLockCmdFlag(f, &sf.lockCmd)
 	return cmd
 }
 
-// list is the scenarios to run: those named, or the catalogue.
-func (sf *scenarioRunFlags) list(args []string) ([]scenarios.Scenario, error) {
+// list is the scenarios to run, those named or the catalogue, each with
+// the lock of --lock (or --lock-cmd) when one is given.
+func (sf *scenarioRunFlags) list(args []string, a *app) ([]scenarios.Scenario, error) {
+	list, err := sf.named(args)
+	if err != nil {
+		return nil, err
+	}
+	reg, adapted, err := a.invocationLocks(sf.lockCmd)
+	if err != nil {
+		return nil, err
+	}
+	lock := sf.lock
+	if lock == "" {
+		lock = adapted
+	}
+	if lock == "" {
+		return list, nil
+	}
+	if _, err := reg.Lookup(lock); err != nil {
+		return nil, err
+	}
+	var out []scenarios.Scenario
+	for _, s := range list {
+		o, err := s.WithLock(lock, reg)
+		var ke *scenarios.KindError
+		switch {
+		case errors.As(err, &ke) && sf.all:
+			continue // --all runs those the lock fits
+		case err != nil:
+			return nil, err
+		}
+		if o.Instead != "" && sf.lockCmd != "" {
+			o.Run.Command += " --lock-cmd " + matrix.ShellQuote(sf.lockCmd)
+		}
+		out = append(out, o)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no scenario of the catalogue applies to lock %s (see harness scenario list --json, applies_to)", lock)
+	}
+	return out, nil
+}
+
+// named is the scenarios to run: those named, or the catalogue.
+func (sf *scenarioRunFlags) named(args []string) ([]scenarios.Scenario, error) {
 	switch {
 	case sf.all && len(args) > 0:
 		return nil, errors.New("give scenario names or --all, not both")
@@ -234,6 +302,9 @@ func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err e
 		mark = "UNEXPECTED"
 	}
 	fmt.Fprintf(w, "\n%s  %s  (%s, %.1fs)\n", mark, s.Name, s.Lock, o.Elapsed.Seconds())
+	if s.Instead != "" && len(s.Kinds) > 0 {
+		fmt.Fprintf(w, "  %-13s %s instead of %s, as a %s\n", "lock", s.Lock, s.Instead, s.Kinds[0])
+	}
 	if err != nil {
 		fmt.Fprintf(w, "  error        %s\n", flagText(err))
 	}
@@ -242,7 +313,11 @@ func printScenario(w io.Writer, s scenarios.Scenario, o scenarios.Outcome, err e
 		if got == "" {
 			got = "-"
 		}
-		fmt.Fprintf(w, "  %-13s %-8s (expected %s)\n", n, got, s.Expect.Of(n))
+		want := "expected " + string(s.Expect.Of(n))
+		if s.Expect.Of(n) == "" {
+			want = "no prediction for this kind of lock: judged as a run"
+		}
+		fmt.Fprintf(w, "  %-13s %-8s (%s)\n", n, got, want)
 	}
 	if o.Result.Reason != "" {
 		fmt.Fprintf(w, "  %-13s %s\n", "reason", o.Result.Reason)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 func TestCheckOfAFileIsTheCheckOfAPipe(t *testing.T) {
 	for _, name := range []string{"token", "set-nx-ex"} {
 		t.Run(name, func(t *testing.T) {
-			path := gunzip(t, filepath.Join("..", "..", "checker", "testdata", name+".jsonl.gz"))
+			path := gunzip(t, filepath.Join("..", "checker", "testdata", name+".jsonl.gz"))
 			fromFile, fileCode := checkJSON(t, path, nil)
 			f, err := os.Open(path)
 			if err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -136,10 +136,10 @@ func storedRun(dir string) (ccfg checker.Config, rec reports.Record, stored bool
 	return checker.Config{Require: cfg.Requirements(), AllowVacuous: cfg.AllowVacuous}, rec, stored, nil
 }
 
-func newLocksCmd() *cobra.Command {
+func newLocksCmd(a *app) *cobra.Command {
 	return newListCmd("locks", "list the locks under test", func() [][2]string {
 		var rows [][2]string
-		for _, l := range locks.Builtin().All() {
+		for _, l := range a.opts.registry().All() {
 			desc := l.Description
 			if sys := l.SystemName(); sys != locks.SystemRedis {
 				desc = "(" + sys + ") " + desc // the run starts that system, not Redis

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	harnessBin = filepath.Join(dir, "harness")
-	out, err := exec.Command("go", "build", "-o", harnessBin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", harnessBin, "../cmd/harness").CombinedOutput()
 	if err != nil {
 		os.Stderr.Write(out)
 		os.RemoveAll(dir)
@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, &stdout, &stderr)
+	code := run(context.Background(), args, &stdout, &stderr, Options{})
 	return code, stdout.String(), stderr.String()
 }
 

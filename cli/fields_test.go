@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 // fieldFlags says, each of its flags is one `harness run` has, and each
 // entry names a field of the configuration.
 func TestFieldFlags(t *testing.T) {
-	src, err := filepath.Glob(filepath.Join("..", "..", "run", "*.go"))
+	src, err := filepath.Glob(filepath.Join("..", "run", "*.go"))
 	if err != nil || len(src) == 0 {
 		t.Fatalf("the run package's sources: %v", err)
 	}
@@ -61,7 +61,7 @@ func TestFieldFlags(t *testing.T) {
 			t.Errorf("%s negative: %v, want a field error of a field fieldFlags maps", path, err)
 		}
 	}
-	run := newRunCmd().Flags()
+	run := newRunCmd(&app{}).Flags()
 	for field, name := range fieldFlags {
 		if got := (&lockrun.FieldError{Problem: "{" + field + "}"}).Text(func(f string) string { return fieldFlags[f] }); got != name {
 			t.Errorf("%s is not a field of the configuration (rendered %q)", field, got)

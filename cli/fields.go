@@ -1,4 +1,4 @@
-package main
+package cli
 
 import lockrun "github.com/lockharness/lockharness/run"
 

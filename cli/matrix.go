@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -47,9 +47,10 @@ type matrixFlags struct {
 	shard, store           string
 	backends               []string
 	outs                   matrixOutputs
+	lockCmd                string
 }
 
-func newMatrixCmd() *cobra.Command {
+func newMatrixCmd(a *app) *cobra.Command {
 	var mf matrixFlags
 	mf.spec.Run = matrix.DefaultRunParams()
 	cmd := &cobra.Command{
@@ -76,7 +77,7 @@ Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed
   harness matrix --backends local,docker …     # every cell on local processes and in containers
   harness matrix --scenarios all --repeat 20`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return mf.run(cmd) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return mf.run(cmd, a) },
 	}
 	mf.add(cmd)
 	cmd.AddCommand(newMatrixMergeCmd())
@@ -106,13 +107,14 @@ func (mf *matrixFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&mf.spec.Run.ClientPause, "nemesis-client-pause", mf.spec.Run.ClientPause, "how long the client-pause nemesis pauses a holder")
 	f.DurationVar(&mf.spec.Run.CheckTimeout, "check-timeout", mf.spec.Run.CheckTimeout, "bound on each linearizability check")
 	mf.outs.flags(cmd)
+	addLockCmdFlag(f, &mf.lockCmd)
 }
 
 // run checks everything it is given, every cell included, then runs the
 // cells and writes the outputs; a matrix interrupted exits 130 with the
 // cells that finished.
-func (mf *matrixFlags) run(cmd *cobra.Command) error {
-	spec, sh, err := mf.build()
+func (mf *matrixFlags) run(cmd *cobra.Command, a *app) error {
+	spec, sh, err := mf.build(a)
 	if err != nil {
 		return &codeError{exitError, err}
 	}
@@ -141,12 +143,23 @@ func (mf *matrixFlags) run(cmd *cobra.Command) error {
 
 // build is the matrix's spec and shard from the flags, the names in them
 // checked (locks, nemeses, scenarios, backends) and the expectations read.
-func (mf *matrixFlags) build() (matrix.Spec, matrix.Shard, error) {
+func (mf *matrixFlags) build(a *app) (matrix.Spec, matrix.Shard, error) {
 	sh, err := matrix.ParseShard(mf.shard)
 	if err != nil {
 		return matrix.Spec{}, sh, err
 	}
 	spec := mf.spec
+	reg, adapted, err := a.invocationLocks(mf.lockCmd)
+	if err != nil {
+		return spec, sh, err
+	}
+	spec.Registry = reg
+	if adapted != "" {
+		if len(spec.Locks) == 0 {
+			spec.Locks = []string{adapted}
+		}
+		spec.LockCmds = map[string]string{adapted: mf.lockCmd}
+	}
 	spec.Backends = mf.backends
 	spec.Nemeses = matrix.ParseNemesisSets(mf.nemeses)
 	if len(spec.Locks) > 0 {
@@ -280,7 +293,10 @@ func printMatrix(w io.Writer, dir string, m matrix.Matrix) {
 
 // checkNames rejects unknown locks and nemeses before any cell runs.
 func checkNames(spec matrix.Spec) error {
-	reg := locks.Builtin()
+	reg := spec.Registry
+	if reg == nil {
+		reg = locks.Builtin()
+	}
 	for _, l := range spec.Locks {
 		if _, err := reg.Lookup(l); err != nil {
 			return err
