@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -38,11 +39,15 @@ func Hello(ctx context.Context, spec Spec) (About, error) {
 	return l.hello(ctx, request{Op: opHello, Version: Version})
 }
 
+// storeName is a name the store accepts as a directory (reports.CheckName).
+var storeName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+
 // FromCommand is the registry entry of an adapter given as a command line
 // (`--lock-cmd 'CMD ARGS'`), split as a shell splits words (quotes and
 // backslashes; no variables, globs or pipes: no shell runs). The adapter is
-// asked hello once: its answer names the lock ("cmd:" + its name, so it
-// cannot shadow a built-in or shipped lock) and gives its language,
+// asked hello once: its answer names the lock ("cmd-" + its name, so it
+// cannot shadow a built-in or shipped lock, and a name that can name the
+// run's directory in the store) and gives its language,
 // library, version and system. An adapter that cannot answer is an error
 // naming what it sent or why it ended, before any run starts.
 func FromCommand(cmdline string) (locks.Info, error) {
@@ -55,8 +60,11 @@ func FromCommand(cmdline string) (locks.Info, error) {
 	if err != nil {
 		return locks.Info{}, fmt.Errorf("--lock-cmd %q: %w", cmdline, err)
 	}
+	if !storeName.MatchString(about.Name) {
+		return locks.Info{}, fmt.Errorf("--lock-cmd %q: hello names the adapter %q: a name is letters, digits, '.', '_' and '-', not starting with '.' (it names the run's directory)", cmdline, about.Name)
+	}
 	spec = specFrom(spec, about)
-	spec.Name = "cmd:" + about.Name
+	spec.Name = "cmd-" + about.Name
 	spec.Description = "the command " + cmdline
 	return Info(spec), nil
 }

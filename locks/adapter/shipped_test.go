@@ -76,7 +76,7 @@ func TestFromCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Name != "cmd:minimal" || info.SystemName() != locks.SystemRedis || !strings.Contains(info.Description, "python") {
+	if info.Name != "cmd-minimal" || info.SystemName() != locks.SystemRedis || !strings.Contains(info.Description, "python") {
 		t.Errorf("got %+v", info)
 	}
 	_, err = adapter.FromCommand(python + " testdata/misbehave.py crash-start")
