@@ -743,17 +743,13 @@ func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// logTail is the end of the node's log, for errors.
+// logTail is what an error quotes from the node's log: the line that says
+// why it stopped and its last lines (local.LogTail), when it has one.
 func (n *Node) logTail() string {
-	b, err := os.ReadFile(n.LogPath())
-	if err != nil || len(b) == 0 {
+	if st, err := os.Stat(n.LogPath()); err != nil || st.Size() == 0 {
 		return ""
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
-	}
-	return "; log: " + strings.Join(lines, " | ")
+	return "; log: " + local.LogTail(n.LogPath())
 }
 
 // Down removes every container, the network and the proxies, then the

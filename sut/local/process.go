@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -218,26 +217,8 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// logTail returns the last lines of the server's log, for error messages.
-func (s *Server) logTail() string {
-	f, err := os.Open(s.LogPath())
-	if err != nil {
-		return "(no log)"
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > 3 {
-			lines = lines[1:]
-		}
-	}
-	if len(lines) == 0 {
-		return "(empty log)"
-	}
-	return strings.Join(lines, " | ")
-}
+// logTail is what a start error quotes from the server's log (LogTail).
+func (s *Server) logTail() string { return LogTail(s.LogPath()) }
 
 // Signal sends sig to the process (SIGSTOP, SIGCONT, …).
 func (s *Server) Signal(sig syscall.Signal) error {
