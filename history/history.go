@@ -48,6 +48,17 @@ const (
 	// FFinalHeal is recorded by the nemesis process when every fault has been
 	// healed at the end of the run; the recovery period starts at its ok.
 	FFinalHeal = "final-heal"
+
+	// FServerExit is recorded under the nemesis process, as a notice (an
+	// ok without invocation), when a server the harness started ends
+	// without the harness asking: killed from outside, crashed. Its value
+	// names the node in Targets, says how it ended in Detail, and puts
+	// the fault FaultExit in force on it until it is healed. No nemesis
+	// planned it: the checker names it in the verdict (a valid one
+	// becomes unknown), and it counts as no fault's exposure.
+	FServerExit = "server-exit"
+	// FaultExit is the fault an FServerExit puts in force.
+	FaultExit = "exit"
 )
 
 // Process identifies who performed an event: a client number (0, 1, …) or

@@ -119,6 +119,12 @@ func readable(line string) string {
 	return out
 }
 
+// lastLinesOr is lastLines, none when the log cannot be read.
+func lastLinesOr(path string) []string {
+	lines, _ := lastLines(path)
+	return lines
+}
+
 // lastLines are the non-empty lines of the last logWindow bytes of the
 // file at path (the first, likely cut, line of a window that starts
 // mid-file is dropped).
