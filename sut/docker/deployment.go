@@ -371,14 +371,17 @@ func (d *Deployment) makeNetwork(ctx context.Context) error {
 		third := (pid + i*7) % 250
 		subnet := netip.MustParsePrefix(fmt.Sprintf("10.213.%d.0/24", third))
 		gw := netip.MustParseAddr(fmt.Sprintf("10.213.%d.1", third))
-		nw, err := tcnetwork.New(ctx,
+		// Not cancelled half way, as a container's create (Node.create).
+		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+		nw, err := tcnetwork.New(nctx,
 			tcnetwork.WithDriver("bridge"),
 			tcnetwork.WithLabels(ownLabels(d.runID, "network")),
 			tcnetwork.WithIPAM(&dnet.IPAM{Driver: "default", Config: []dnet.IPAMConfig{{Subnet: subnet, Gateway: gw}}}),
 		)
+		cancel()
 		if err == nil {
 			d.network, d.subnet, d.gateway = nw, subnet, gw
-			return nil
+			return ctx.Err()
 		}
 		last = err
 		if !strings.Contains(err.Error(), "overlap") {
@@ -711,7 +714,13 @@ func (n *Node) create(ctx context.Context) error {
 			m[nwName].IPAMConfig = &dnet.EndpointIPAMConfig{IPv4Address: n.IP}
 		},
 	}
-	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+	// A create is not cancelled half way (Ctrl-C): the engine would finish
+	// it anyway, and the answer that says which container it made would be
+	// lost. It runs to its end, then the cancellation counts, and Down
+	// removes what it made.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	c, err := testcontainers.GenericContainer(cctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: req, Started: true, Logger: tclog.NewNoopLogger(),
 	})
 	if c != nil {
@@ -719,11 +728,18 @@ func (n *Node) create(ctx context.Context) error {
 		n.ctr, n.ID = c, c.GetContainerID()
 		n.ct = newContainer(n.name, n.ID, d.dc)
 	}
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return fmt.Errorf("start container %s (%s): %w", n.name, d.cfg.Image, err)
 	}
 	return nil
 }
+
+// createTimeout bounds one container's or network's creation, which a
+// cancellation does not cut short (see Node.create).
+const createTimeout = 2 * time.Minute
 
 // waitReady waits until the node answers PING at its container address.
 func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
@@ -782,12 +798,12 @@ func (d *Deployment) Down() error {
 			}(n)
 		}
 		wg.Wait()
-		if d.network != nil {
-			if _, err := d.dc.NetworkRemove(ctx, d.network.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove network %s: %w", d.network.Name, err))
-			}
-		}
 		if d.dc != nil {
+			// What the harness never heard of too (removeRun), then the
+			// network.
+			if err := removeRun(ctx, d.dc.Client, d.runID); err != nil {
+				errs = append(errs, err)
+			}
 			_ = d.dc.Close()
 		}
 		if d.tempDir {
