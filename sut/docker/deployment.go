@@ -158,7 +158,8 @@ type Node struct {
 	supervised bool
 
 	mu           sync.Mutex
-	serverDead   bool // supervised: its server killed and not started again
+	stopWatch    func() // ends the exit watch (WatchExits)
+	serverDead   bool   // supervised: its server killed and not started again
 	disconnected bool
 	isolated     bool
 	clock        sut.Clock
@@ -691,8 +692,11 @@ func (n *Node) create(ctx context.Context) error {
 		// on a loaded machine (longer than a lease), with the same
 		// container, address and data directory.
 		n.supervised = true
-		cmd = []string{"/bin/sh", "-c", fmt.Sprintf("while :; do while [ -e %[1]s/down ]; do sleep 0.01; done; %[2]s %[1]s/%[3]s.conf; done",
-			mountPoint, "redis-server", n.name)}
+		// Each exit's status goes to the exits file, "planned" when the
+		// harness's down file was in place (Kill waits for that line
+		// before it returns): WatchExits reports the others.
+		cmd = []string{"/bin/sh", "-c", fmt.Sprintf("while :; do while [ -e %[1]s/down ]; do sleep 0.01; done; %[2]s %[1]s/%[3]s.conf; "+
+			"s=$?; if [ -e %[1]s/down ]; then echo planned $s; else echo $s; fi >> %[1]s/%[4]s; done", mountPoint, "redis-server", n.name, exitsFile)}
 	}
 	nwName := d.network.Name
 	req := testcontainers.ContainerRequest{
@@ -780,6 +784,11 @@ func (d *Deployment) Down() error {
 		var errs []error
 		if d.proxies != nil {
 			d.proxies.Collection.Clear()
+		}
+		for _, n := range d.all() {
+			if n != nil {
+				n.WatchExits(nil) // what dies now is the teardown's
+			}
 		}
 		var wg sync.WaitGroup
 		for _, n := range d.all() {
