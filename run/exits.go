@@ -46,7 +46,7 @@ func (r *runner) watchExits() {
 			op := r.rec.Record(history.ServerExit(e.Node, e.How))
 			s := fmt.Sprintf("%s exited unexpectedly at %.1f s (%s), not by the harness", e.Node, float64(op.Time)/1e9, e.How)
 			r.exits.add(s)
-			fmt.Fprintln(r.log, s)
+			fmt.Fprintf(r.log, "%-9s %s\n", "exit", s) // as the phases' lines are
 		})
 		watched = append(watched, w)
 	}
