@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/moby/moby/client"
 
 	"github.com/lockharness/lockharness/sut"
 )
@@ -22,12 +25,13 @@ const exitPoll = 100 * time.Millisecond
 
 var _ sut.ExitWatcher = (*Node)(nil)
 
-// WatchExits has f called for every exit of the node's redis-server that
-// the harness did not cause (sut.ExitWatcher): killed from outside the
-// harness, or crashed. The container's loop starts such a server again at
-// once, so without this the exit would pass unseen. Only a supervised
-// node (a node of an image with a shell) is watched; a sentinel's or a
-// shell-less image's server is the container itself, not watched yet.
+// WatchExits has f called for every exit of the node's server that the
+// harness did not cause (sut.ExitWatcher): killed from outside the
+// harness, or crashed. A supervised node's container loop starts such a
+// server again at once, so without this the exit would pass unseen: its
+// loop notes each exit (pollExits). Any other node's server is its
+// container's first process: the engine's die events say when it ends
+// (watchDie).
 func (n *Node) WatchExits(f func(sut.Exit)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -35,7 +39,19 @@ func (n *Node) WatchExits(f func(sut.Exit)) {
 		n.stopWatch()
 		n.stopWatch = nil
 	}
-	if f == nil || !n.supervised {
+	if f == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	n.stopWatch = func() { cancel(); wg.Wait() }
+	since := time.Now()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.watchDie(ctx, since, f) // a supervised node's container too can be killed whole
+	}()
+	if !n.supervised {
 		return
 	}
 	path := filepath.Join(n.Dir, exitsFile)
@@ -43,13 +59,40 @@ func (n *Node) WatchExits(f func(sut.Exit)) {
 	if st, err := os.Stat(path); err == nil {
 		from = st.Size() // what was before the watch is not its business
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	n.stopWatch = func() { cancel(); <-done }
+	wg.Add(1)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		n.pollExits(ctx, path, from, f)
 	}()
+}
+
+// watchDie tells f of every die event of the node's container since
+// since, until ctx ends, except those of the harness's own kills
+// (Container.Kill). The engine replays the events since then, so none is
+// missed while the stream starts; a stream the engine ends is asked for
+// again after a second, from the last event it gave.
+func (n *Node) watchDie(ctx context.Context, since time.Time, f func(sut.Exit)) {
+	for ctx.Err() == nil {
+		res := n.d.dc.Events(ctx, client.EventsListOptions{Since: fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond()),
+			Filters: make(client.Filters).Add("container", n.ID).Add("event", "die")})
+		for open := true; open; {
+			select {
+			case <-ctx.Done():
+				return
+			case m := <-res.Messages:
+				since = time.Unix(0, m.TimeNano+1)
+				if !n.ct.plannedDie() {
+					f(sut.Exit{Node: n.name, How: "its container exited, exit code " + m.Actor.Attributes["exitCode"]})
+				}
+			case <-res.Err:
+				open = false
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // pollExits reads the lines the loop appends to the exits file at path

@@ -56,3 +56,40 @@ func TestWatchExitsSeesAKillFromOutside(t *testing.T) {
 	}
 	n.WatchExits(nil)
 }
+
+// A node whose server is its container's first process (here the
+// storage node) is watched through the engine's die events: the
+// harness's own docker kill is not reported, a docker kill from outside
+// is.
+func TestWatchExitsSeesAContainerKilledFromOutside(t *testing.T) {
+	dockertest.Require(t)
+	d := up(t, docker.Config{Nodes: 1})
+	n := d.Storage
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exits := make(chan sut.Exit, 4)
+	n.WatchExits(func(e sut.Exit) { exits <- e })
+	defer n.WatchExits(nil)
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-exits:
+		t.Fatalf("the harness's own kill reported: %+v", e)
+	case <-time.After(time.Second):
+	}
+	if out, err := exec.CommandContext(ctx, "docker", "kill", n.ID).CombinedOutput(); err != nil {
+		t.Fatalf("docker kill: %v: %s", err, out)
+	}
+	select {
+	case e := <-exits:
+		if e.Node != "storage" || !strings.Contains(e.How, "exit code 137") {
+			t.Fatalf("exit %+v", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a docker kill from outside was not reported")
+	}
+}
