@@ -27,6 +27,10 @@ type Coverage struct {
 	Pauses PauseCoverage `json:"pauses"`
 	// Crashes are client crashes.
 	Crashes CrashCoverage `json:"crashes"`
+	// Disturbed names, in words, each server that exited without the
+	// harness asking (history.FServerExit): "n1 exited unexpectedly at
+	// 3.2 s". Not a fault's exposure: see judgeDisturbance.
+	Disturbed []string `json:"disturbed,omitempty"`
 }
 
 // FaultCoverage counts one nemesis f.
@@ -331,7 +335,7 @@ type faultExposure struct {
 func faultCoverage(nem []nemesisEvent, exp []faultExposure) map[string]FaultCoverage {
 	var out map[string]FaultCoverage
 	for i, e := range nem {
-		if isHeal(e.f) {
+		if isHeal(e.f) || e.f == history.FServerExit {
 			continue
 		}
 		if out == nil {

@@ -551,6 +551,7 @@ func (a *accumulator) result() Result {
 		}
 	}
 	judgeExposure(&res, cov, a.covErr, a.cfg)
+	judgeDisturbance(&res, res.Seen.Nemesis)
 	res.Seen.prune(res.Violations, res.NonLinearizableKeys)
 	guard(func() (CheckResult, error) { a.drawViews(&res); return CheckResult{}, nil })
 	return res

@@ -25,3 +25,14 @@ type FaultKind struct {
 	EndedBy   []string `json:"ended_by,omitempty"`
 	Marks     []string `json:"marks,omitempty"`
 }
+
+// ServerExitKind is how a report draws a server's unplanned exit
+// (FServerExit): an instant, shown until the heal that restarts it.
+var ServerExitKind = FaultKind{Name: FaultExit, Label: "unplanned server exit", Colour: "#d62728", Instant: true, StartedBy: []string{FServerExit}}
+
+// ServerExit is the event that records node's unplanned exit, how it
+// ended (see FServerExit); the recorder stamps its time.
+func ServerExit(node, how string) Op {
+	return Op{Process: Nemesis, Type: OK, F: FServerExit, Value: &Value{Targets: []string{node}, Fault: FaultExit,
+		Detail: node + " exited unexpectedly (" + how + "), not by the harness"}}
+}

@@ -48,6 +48,17 @@ const (
 	// FFinalHeal is recorded by the nemesis process when every fault has been
 	// healed at the end of the run; the recovery period starts at its ok.
 	FFinalHeal = "final-heal"
+
+	// FServerExit is recorded under the nemesis process, as a notice (an
+	// ok without invocation), when a server the harness started ends
+	// without the harness asking: killed from outside, crashed. Its value
+	// names the node in Targets, says how it ended in Detail, and puts
+	// the fault FaultExit in force on it until it is healed. No nemesis
+	// planned it: the checker names it in the verdict (a valid one
+	// becomes unknown), and it counts as no fault's exposure.
+	FServerExit = "server-exit"
+	// FaultExit is the fault an FServerExit puts in force.
+	FaultExit = "exit"
 )
 
 // Process identifies who performed an event: a client number (0, 1, …) or
@@ -203,15 +214,18 @@ type NodeClock struct {
 // recorded under a process number of their own (a renewer thread) with
 // Owner set to the client process whose lease they renew: the renewer's
 // calls pair unambiguously however they overlap the client's (or another
-// renewer's), and the checker attributes their effect to the owner. Owner
-// is absent on every other event, and in histories recorded before renewer
-// threads existed (their renews carry the client's own process number).
+// renewer's), and the checker attributes their effect to the owner. A
+// lock failpoint that pauses a renewer thread is recorded as a pause of
+// such a thread with the same Owner: the watchdog stood still, its client
+// did not. Owner is absent on every other event, and in histories recorded
+// before renewer threads existed (their renews carry the client's own
+// process number).
 type Op struct {
 	Index   int64   `json:"index"`
 	Time    int64   `json:"time"` // nanoseconds since the run started, one monotonic clock
 	Process Process `json:"process"`
 	// Owner is the client process on whose behalf a renewer thread acted
-	// (renew events only); nil otherwise.
+	// (renew and pause events only); nil otherwise.
 	Owner *Process `json:"owner,omitempty"`
 	Type  Type     `json:"type"`
 	F     string   `json:"f"`
@@ -239,8 +253,8 @@ func (o Op) Validate() error {
 		switch {
 		case o.Owner.IsNemesis() || o.Process.IsNemesis():
 			return fmt.Errorf("owner is only for client processes (process %s, owner %s)", o.Process, o.Owner)
-		case o.F != FRenew:
-			return fmt.Errorf("owner on a %s event: only a renewer thread's renews have an owner", o.F)
+		case o.F != FRenew && o.F != FPause:
+			return fmt.Errorf("owner on a %s event: only a renewer thread's renews and pauses have an owner", o.F)
 		}
 	}
 	if v := o.Value; v != nil {

@@ -170,3 +170,19 @@ func TestFileRecorderOpsReadsTheFileBack(t *testing.T) {
 		t.Fatalf("last events: %v, %v", ops[1000], ops[1001])
 	}
 }
+
+// A renewer thread's pause (a failpoint its watchdog reached) carries its
+// owner, as its renews do; no other client event may.
+func TestOwnerOnRenewsAndPausesOnly(t *testing.T) {
+	owner := history.Process(2)
+	for _, f := range []string{history.FRenew, history.FPause} {
+		if err := (history.Op{Process: 1_000_000, Owner: &owner, Type: history.Invoke, F: f, Key: "k"}).Validate(); err != nil {
+			t.Errorf("%s with an owner: %v", f, err)
+		}
+	}
+	for _, f := range []string{history.FAcquire, history.FRelease, history.FRead, history.FWrite, history.FCrash} {
+		if err := (history.Op{Process: 1_000_000, Owner: &owner, Type: history.Invoke, F: f, Key: "k"}).Validate(); err == nil {
+			t.Errorf("%s with an owner accepted", f)
+		}
+	}
+}

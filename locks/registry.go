@@ -22,7 +22,9 @@ type Options struct {
 	// Failpoint, when set, is called at each named failpoint of the lock
 	// (see the Failpoint… constants). A non-nil error aborts the operation
 	// with that error, as if the client crashed there; the hook may also
-	// block to pause the client.
+	// block to pause the client. A lock's background renewer (a watchdog)
+	// that reaches a failpoint passes a context marked by RenewerContext:
+	// the hook then pauses that thread, not the client.
 	Failpoint func(ctx context.Context, name string) error
 	// RetryDelay is the upper bound of the random delay between attempts of
 	// a blocking acquire. Default 10ms.
@@ -60,6 +62,23 @@ func (o Options) WithDefaults() Options {
 		o.RetryDelay = 10 * time.Millisecond
 	}
 	return o
+}
+
+// renewerKey marks a context as a background renewer's (RenewerContext).
+type renewerKey struct{}
+
+// RenewerContext marks ctx as the context of a lock's background renewer
+// (a watchdog thread), for the failpoints it reaches (Options.Failpoint):
+// a pause there is a pause of that thread, and the harness records it so,
+// not as one of the client, which goes on meanwhile.
+func RenewerContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, renewerKey{}, true)
+}
+
+// OnRenewer reports whether ctx is a background renewer's (RenewerContext).
+func OnRenewer(ctx context.Context) bool {
+	on, _ := ctx.Value(renewerKey{}).(bool)
+	return on
 }
 
 // failpoint calls the hook if one is set.

@@ -37,6 +37,9 @@ func Evidence(cov checker.Coverage) []string {
 	if len(client) > 0 {
 		out = append(out, strings.Join(client, "; "))
 	}
+	if len(cov.Disturbed) > 0 {
+		out = append(out, "DISTURBED: "+strings.Join(cov.Disturbed, "; ")+" (no fault planned it)")
+	}
 	return out
 }
 

@@ -31,6 +31,9 @@ type Record struct {
 	// FaultKinds say what each kind of fault is called and how it is
 	// drawn (see history.FaultKind).
 	FaultKinds []history.FaultKind `json:"fault_kinds,omitempty"`
+	// UnplannedExits say, in words, each server that exited during the
+	// run without the harness asking (history.FServerExit), and how.
+	UnplannedExits []string `json:"unplanned_exits,omitempty"`
 }
 
 // Facts are what a report needs to know of the lock under test, its

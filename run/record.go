@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/reports"
@@ -23,7 +24,8 @@ func (r *runner) record(start time.Time, nodes []string) (reports.Record, error)
 	}
 	f := lockFacts(r.plan.Lock, r.cfg.Workload.TTL)
 	f.Nodes, f.Clients, f.Keys = nodes, r.cfg.Workload.Clients, r.cfg.Workload.Keys
-	return reports.Record{RunMeta: meta, Facts: &f, FaultKinds: r.cfg.Nemesis.Faults().FaultKinds()}, nil
+	kinds := append(r.cfg.Nemesis.Faults().FaultKinds(), history.ServerExitKind)
+	return reports.Record{RunMeta: meta, Facts: &f, FaultKinds: kinds, UnplannedExits: r.exits.list()}, nil
 }
 
 // meta is how the run was made, for run.json.

@@ -115,6 +115,8 @@ type runner struct {
 	wl        *workloads.Mutex
 	env       nemesis.Env
 
+	exits exits
+
 	stopWorkload context.CancelFunc
 	wlDone       chan error
 	progressDone <-chan struct{}
@@ -170,6 +172,7 @@ func (r *runner) setup(ctx context.Context) error {
 	r.rec = history.NewRecorder(r.clock, hf)
 	r.onExit(func() { r.rec.Close() }) // flushes what an early return leaves; idempotent
 	r.start = time.Now()
+	r.watchExits()
 	if err := r.startClients(); err != nil {
 		return err
 	}

@@ -235,9 +235,9 @@ func (m *Mutex) newLock(s *slot, process int64, rng *rand.Rand) (locks.Lock, err
 	// client's release or next acquire, or another watchdog's renewal, pairs
 	// unambiguously; the checker credits the renewal to the owner.
 	p := history.Process(process)
-	opts.Failpoint = func(ctx context.Context, name string) error { return m.failpoint(ctx, p, s, name) }
 	owner := p
 	threads := &renewerThreads{next: &m.nextRenewer}
+	opts.Failpoint = func(ctx context.Context, name string) error { return m.failpoint(ctx, p, s, threads, name) }
 	opts.OnRenew = func(key string) func(locks.Lease, error) {
 		m.waitRenewStall()
 		t := threads.take()
@@ -471,6 +471,24 @@ func (m *Mutex) pause(ctx context.Context, p history.Process, key string, d time
 	m.complete(p, history.OK, history.FPause, key, v, nil)
 }
 
+// pauseRenewer records a renewer thread of owner's lock instance (from
+// threads) stopping for d at failpoint where: the watchdog stops, its
+// client goes on. Recorded as the client's own pause, it would overlap the
+// client's next pause and make the history unusable, and it would say the
+// client stood still when it did not.
+func (m *Mutex) pauseRenewer(ctx context.Context, owner history.Process, threads *renewerThreads, key string, d time.Duration, where string) {
+	if d <= 0 {
+		return
+	}
+	t := threads.take()
+	defer threads.put(t)
+	v := &history.Value{Duration: int64(d), Detail: where}
+	m.env.Recorder.Record(history.Op{Process: t, Owner: &owner, Type: history.Invoke, F: history.FPause, Key: key, Value: v})
+	sleep(ctx, d)
+	m.env.Recorder.Record(history.Op{Process: t, Owner: &owner, Type: history.OK, F: history.FPause, Key: key, Value: v})
+	m.count(history.OK)
+}
+
 // take hands process p, at safe point at of its critical section, the
 // nemesis's pending request for a holder if it is meant for that point (a
 // crash is taken before the write).
@@ -668,8 +686,11 @@ func (m *Mutex) FinalReads(ctx context.Context) {
 }
 
 // failpoint is every lock instance's failpoint hook: an armed failpoint
-// fires once, in the first client that reaches it.
-func (m *Mutex) failpoint(ctx context.Context, p history.Process, s *slot, name string) error {
+// fires once, in the first client that reaches it. A pause there pauses
+// the thread that reached it: the client p, or, when the lock's watchdog
+// reached it (locks.OnRenewer), a renewer thread of p's (see
+// pauseRenewer).
+func (m *Mutex) failpoint(ctx context.Context, p history.Process, s *slot, threads *renewerThreads, name string) error {
 	m.mu.Lock()
 	a, ok := m.failpoints[name]
 	if ok {
@@ -681,6 +702,10 @@ func (m *Mutex) failpoint(ctx context.Context, p history.Process, s *slot, name 
 	}
 	if a.crash {
 		return errCrash
+	}
+	if locks.OnRenewer(ctx) {
+		m.pauseRenewer(ctx, p, threads, s.key.Load().(string), a.pause, "failpoint "+name)
+		return nil
 	}
 	m.pause(ctx, p, s.key.Load().(string), a.pause, "failpoint "+name)
 	return nil

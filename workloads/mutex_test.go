@@ -28,6 +28,16 @@ func start(t *testing.T, cfg workloads.Config) (*workloads.Mutex, *history.Recor
 // startLock is start with the named lock.
 func startLock(t *testing.T, lock string, cfg workloads.Config) (*workloads.Mutex, *history.Recorder, func()) {
 	t.Helper()
+	info, err := locks.Builtin().Lookup(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startInfo(t, info, cfg)
+}
+
+// startInfo is start with the lock info.
+func startInfo(t *testing.T, info locks.Info, cfg workloads.Config) (*workloads.Mutex, *history.Recorder, func()) {
+	t.Helper()
 	ctx := context.Background()
 	c := redistest.Up(t, sut.Config{Nodes: 1, Clients: cfg.Clients})
 	storage := redisbackend.NewRedisClient(c.StorageAddr(), sut.ClientOptions{})
@@ -36,10 +46,6 @@ func startLock(t *testing.T, lock string, cfg workloads.Config) (*workloads.Mute
 	for i := range nodes {
 		nodes[i] = c.ClientNodes(i, sut.ClientOptions{})
 		t.Cleanup(func() { sut.CloseClientNodes(nodes[i]) })
-	}
-	info, err := locks.Builtin().Lookup(lock)
-	if err != nil {
-		t.Fatal(err)
 	}
 	rec := history.NewRecorder(history.NewClock(), &bytes.Buffer{})
 	t.Cleanup(func() { _ = rec.Close() })

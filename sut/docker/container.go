@@ -29,6 +29,7 @@ type Container struct {
 	mu        sync.Mutex
 	paused    bool // paused by Pause, not yet resumed
 	killed    bool // killed by Kill, not yet started
+	dying     int  // exits Kill caused that no watch has taken yet (plannedDie)
 	cachedPID int  // see pid
 }
 
@@ -94,7 +95,9 @@ func (c *Container) Paused() bool {
 // Kill sends SIGKILL to its main process (docker kill); a paused
 // container is killed too, and is no longer paused.
 func (c *Container) Kill(ctx context.Context) error {
+	c.set(func() { c.dying++ }) // before: the engine's die event may come before the answer
 	if _, err := c.dc.ContainerKill(ctx, c.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		c.set(func() { c.dying-- })
 		return fmt.Errorf("kill container %s: %w", c.Name, err)
 	}
 	c.set(func() { c.killed, c.paused = true, false })
@@ -183,6 +186,18 @@ func (c *Container) IPs(ctx context.Context) ([]netip.Addr, error) {
 		}
 	}
 	return out, nil
+}
+
+// plannedDie takes one exit Kill caused, if one is pending: the die event
+// a watch sees is then the harness's own.
+func (c *Container) plannedDie() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dying == 0 {
+		return false
+	}
+	c.dying--
+	return true
 }
 
 func (c *Container) set(f func()) {

@@ -158,7 +158,8 @@ type Node struct {
 	supervised bool
 
 	mu           sync.Mutex
-	serverDead   bool // supervised: its server killed and not started again
+	stopWatch    func() // ends the exit watch (WatchExits)
+	serverDead   bool   // supervised: its server killed and not started again
 	disconnected bool
 	isolated     bool
 	clock        sut.Clock
@@ -371,14 +372,17 @@ func (d *Deployment) makeNetwork(ctx context.Context) error {
 		third := (pid + i*7) % 250
 		subnet := netip.MustParsePrefix(fmt.Sprintf("10.213.%d.0/24", third))
 		gw := netip.MustParseAddr(fmt.Sprintf("10.213.%d.1", third))
-		nw, err := tcnetwork.New(ctx,
+		// Not cancelled half way, as a container's create (Node.create).
+		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+		nw, err := tcnetwork.New(nctx,
 			tcnetwork.WithDriver("bridge"),
 			tcnetwork.WithLabels(ownLabels(d.runID, "network")),
 			tcnetwork.WithIPAM(&dnet.IPAM{Driver: "default", Config: []dnet.IPAMConfig{{Subnet: subnet, Gateway: gw}}}),
 		)
+		cancel()
 		if err == nil {
 			d.network, d.subnet, d.gateway = nw, subnet, gw
-			return nil
+			return ctx.Err()
 		}
 		last = err
 		if !strings.Contains(err.Error(), "overlap") {
@@ -688,8 +692,11 @@ func (n *Node) create(ctx context.Context) error {
 		// on a loaded machine (longer than a lease), with the same
 		// container, address and data directory.
 		n.supervised = true
-		cmd = []string{"/bin/sh", "-c", fmt.Sprintf("while :; do while [ -e %[1]s/down ]; do sleep 0.01; done; %[2]s %[1]s/%[3]s.conf; done",
-			mountPoint, "redis-server", n.name)}
+		// Each exit's status goes to the exits file, "planned" when the
+		// harness's down file was in place (Kill waits for that line
+		// before it returns): WatchExits reports the others.
+		cmd = []string{"/bin/sh", "-c", fmt.Sprintf("while :; do while [ -e %[1]s/down ]; do sleep 0.01; done; %[2]s %[1]s/%[3]s.conf; "+
+			"s=$?; if [ -e %[1]s/down ]; then echo planned $s; else echo $s; fi >> %[1]s/%[4]s; done", mountPoint, "redis-server", n.name, exitsFile)}
 	}
 	nwName := d.network.Name
 	req := testcontainers.ContainerRequest{
@@ -711,7 +718,13 @@ func (n *Node) create(ctx context.Context) error {
 			m[nwName].IPAMConfig = &dnet.EndpointIPAMConfig{IPv4Address: n.IP}
 		},
 	}
-	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+	// A create is not cancelled half way (Ctrl-C): the engine would finish
+	// it anyway, and the answer that says which container it made would be
+	// lost. It runs to its end, then the cancellation counts, and Down
+	// removes what it made.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	c, err := testcontainers.GenericContainer(cctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: req, Started: true, Logger: tclog.NewNoopLogger(),
 	})
 	if c != nil {
@@ -719,11 +732,18 @@ func (n *Node) create(ctx context.Context) error {
 		n.ctr, n.ID = c, c.GetContainerID()
 		n.ct = newContainer(n.name, n.ID, d.dc)
 	}
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return fmt.Errorf("start container %s (%s): %w", n.name, d.cfg.Image, err)
 	}
 	return nil
 }
+
+// createTimeout bounds one container's or network's creation, which a
+// cancellation does not cut short (see Node.create).
+const createTimeout = 2 * time.Minute
 
 // waitReady waits until the node answers PING at its container address.
 func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
@@ -743,17 +763,13 @@ func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// logTail is the end of the node's log, for errors.
+// logTail is what an error quotes from the node's log: the line that says
+// why it stopped and its last lines (local.LogTail), when it has one.
 func (n *Node) logTail() string {
-	b, err := os.ReadFile(n.LogPath())
-	if err != nil || len(b) == 0 {
+	if st, err := os.Stat(n.LogPath()); err != nil || st.Size() == 0 {
 		return ""
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
-	}
-	return "; log: " + strings.Join(lines, " | ")
+	return "; log: " + local.LogTail(n.LogPath())
 }
 
 // Down removes every container, the network and the proxies, then the
@@ -768,6 +784,11 @@ func (d *Deployment) Down() error {
 		var errs []error
 		if d.proxies != nil {
 			d.proxies.Collection.Clear()
+		}
+		for _, n := range d.all() {
+			if n != nil {
+				n.WatchExits(nil) // what dies now is the teardown's
+			}
 		}
 		var wg sync.WaitGroup
 		for _, n := range d.all() {
@@ -786,12 +807,12 @@ func (d *Deployment) Down() error {
 			}(n)
 		}
 		wg.Wait()
-		if d.network != nil {
-			if _, err := d.dc.NetworkRemove(ctx, d.network.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove network %s: %w", d.network.Name, err))
-			}
-		}
 		if d.dc != nil {
+			// What the harness never heard of too (removeRun), then the
+			// network.
+			if err := removeRun(ctx, d.dc.Client, d.runID); err != nil {
+				errs = append(errs, err)
+			}
 			_ = d.dc.Close()
 		}
 		if d.tempDir {

@@ -43,10 +43,14 @@ func (n *Node) Kill(ctx context.Context) error {
 	if !n.supervised {
 		return n.ct.Kill(ctx)
 	}
+	before := exitsSize(n.Dir)
 	if err := n.killServer(ctx); err != nil {
 		return err
 	}
 	if err := n.ct.Resume(ctx); err != nil {
+		return err
+	}
+	if err := n.waitNoted(ctx, before); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -64,12 +68,36 @@ func (n *Node) killServer(ctx context.Context) error {
 		return fmt.Errorf("kill %s: %w", n.name, err)
 	}
 	if pid := n.serverHostPID(ctx); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-		return n.waitGone(ctx, pid)
-	}
-	if err := n.exec(ctx, fmt.Sprintf("kill -9 $(cat %s/%s.pid)", mountPoint, n.name)); err != nil {
+		if err := n.waitGone(ctx, pid); err != nil {
+			return err
+		}
+	} else if err := n.exec(ctx, fmt.Sprintf("kill -9 $(cat %s/%s.pid)", mountPoint, n.name)); err != nil {
 		return fmt.Errorf("kill %s: %w", n.name, err)
 	}
 	return nil
+}
+
+// waitNoted waits until the container's loop has written down the exit
+// Kill caused (the exits file grew past before), as planned: a Start
+// right after must not remove the down file before the loop has looked
+// at it, or the exit would read as nobody's (WatchExits). The loop of a
+// paused container writes nothing: call it once the container runs.
+func (n *Node) waitNoted(ctx context.Context, before int64) error {
+	return retry(ctx, 5*time.Second, 2*time.Millisecond, func() error {
+		if exitsSize(n.Dir) > before {
+			return nil
+		}
+		return fmt.Errorf("kill %s: its container's loop did not note the exit", n.name)
+	})
+}
+
+// exitsSize is the size of the exits file in dir, 0 when there is none.
+func exitsSize(dir string) int64 {
+	st, err := os.Stat(filepath.Join(dir, exitsFile))
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // serverHostPID is redis-server's process id as the host sees it: the

@@ -121,8 +121,11 @@ func InspectImage(ctx context.Context, name string) (Image, error) {
 	script := fmt.Sprintf(`for f in %s %s; do [ -e "$f" ] && echo "file $f"; done; `+
 		`for c in iptables redis-sentinel; do command -v "$c" >/dev/null 2>&1 && echo "cmd $c"; done; echo ok`,
 		shim, strings.Join(libfaketimePaths, " "))
-	out, err := runOnce(ctx, name, []string{"/bin/sh", "-c", script})
+	out, err := runOnce(ctx, dc, name, []string{"/bin/sh", "-c", script})
 	im := Image{Name: name}
+	if ctx.Err() != nil {
+		return im, fmt.Errorf("inspect image %s: %w", name, ctx.Err())
+	}
 	if err != nil {
 		// No shell (a scratch image): nothing can be checked, and the
 		// faults that need something inside are refused.
@@ -150,14 +153,24 @@ func InspectImage(ctx context.Context, name string) (Image, error) {
 }
 
 // runOnce runs cmd in a throwaway container of image (its entrypoint
-// replaced) and returns its output.
-func runOnce(ctx context.Context, image string, cmd []string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// replaced) and returns its output. The container has a run id of its
+// own, and whatever carries it is removed on the way out, through dc:
+// the probe's create may have failed after the engine made it.
+func runOnce(ctx context.Context, dc *testcontainers.DockerClient, image string, cmd []string) (string, error) {
+	run := newRunID()
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = removeRun(rctx, dc.Client, run)
+	}()
+	// Not cancelled half way, as a node's create (Node.create): it takes
+	// about a second.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:          image,
-			Labels:         ownLabels("probe", "probe"),
+			Labels:         ownLabels(run, "probe"),
 			ConfigModifier: func(cfg *container.Config) { cfg.Entrypoint = cmd[:1]; cfg.Cmd = cmd[1:] },
 			WaitingFor:     wait.ForExit().WithExitTimeout(20 * time.Second),
 		},

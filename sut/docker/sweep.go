@@ -62,6 +62,35 @@ func sweep(ctx context.Context, dc *client.Client, dead func(pid int) bool) (int
 	return n, errors.Join(errs...)
 }
 
+// removeRun removes every container and then every network labelled with
+// run (LabelRun): whatever the engine made for it, whether or not the
+// harness heard the answer. A create whose answer was lost (the request
+// cancelled by Ctrl-C, the connection cut) is done by the engine all the
+// same, and its container, in state Created, is known to nobody else.
+func removeRun(ctx context.Context, dc *client.Client, run string) error {
+	f := make(client.Filters).Add("label", LabelRun+"="+run)
+	ctrs, err := dc.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return fmt.Errorf("list the containers of run %s: %w", run, err)
+	}
+	var errs []error
+	for _, c := range ctrs.Items {
+		if _, err := dc.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s (%.12s): %w", c.Labels[LabelNode], c.ID, err))
+		}
+	}
+	nets, err := dc.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("list the networks of run %s: %w", run, err))...)
+	}
+	for _, nw := range nets.Items {
+		if _, err := dc.NetworkRemove(ctx, nw.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove network %s: %w", nw.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func deadLabel(labels map[string]string, dead func(int) bool) bool {
 	pid, err := strconv.Atoi(labels[LabelPID])
 	return err == nil && pid > 0 && dead(pid)

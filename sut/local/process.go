@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -75,6 +74,8 @@ type Server struct {
 	mu        sync.Mutex
 	cmd       *exec.Cmd
 	exit      chan struct{} // closed when the current process has been reaped
+	killing   *exec.Cmd     // the process Kill is ending: its exit is planned
+	onExit    func(sut.Exit)
 	paused    bool
 	clock     sut.Clock
 	startedAt time.Time // when libfaketime (roughly) took its start instant
@@ -160,14 +161,44 @@ func (s *Server) Start(ctx context.Context, wait bool) error {
 	s.mu.Lock()
 	s.cmd, s.exit, s.paused = cmd, exit, false
 	s.mu.Unlock()
-	go func() {
-		_ = cmd.Wait() // reaped; the exit status is in the log
-		close(exit)
-	}()
+	go s.reap(cmd, exit)
 	if !wait {
 		return nil
 	}
 	return s.WaitReady(ctx, 10*time.Second)
+}
+
+// reap waits for cmd to end, marks its exit, and, when the harness did
+// not end it (Kill), tells the watcher (WatchExits).
+func (s *Server) reap(cmd *exec.Cmd, exit chan struct{}) {
+	err := cmd.Wait()
+	close(exit)
+	s.mu.Lock()
+	planned, f := s.killing == cmd, s.onExit
+	s.mu.Unlock()
+	if planned || f == nil {
+		return
+	}
+	how := "exited"
+	if err != nil {
+		how = err.Error() // "signal: killed", "exit status 1"
+	}
+	// A process that ended itself may have said why; one killed by a
+	// signal did not, and an old error line would mislead.
+	if st := cmd.ProcessState; st != nil && st.Exited() {
+		if cause := causes(lastLinesOr(s.LogPath())); len(cause) > 0 {
+			how += ": " + clip(cause[len(cause)-1])
+		}
+	}
+	f(sut.Exit{Node: s.Name, How: how})
+}
+
+// WatchExits has f called for every exit of the server's process that Kill
+// did not cause (sut.ExitWatcher): killed from outside, or crashed.
+func (s *Server) WatchExits(f func(sut.Exit)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onExit = f
 }
 
 // WaitReady polls Ready until it succeeds, the process exits, or timeout
@@ -218,26 +249,8 @@ func (s *Server) WaitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// logTail returns the last lines of the server's log, for error messages.
-func (s *Server) logTail() string {
-	f, err := os.Open(s.LogPath())
-	if err != nil {
-		return "(no log)"
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > 3 {
-			lines = lines[1:]
-		}
-	}
-	if len(lines) == 0 {
-		return "(empty log)"
-	}
-	return strings.Join(lines, " | ")
-}
+// logTail is what a start error quotes from the server's log (LogTail).
+func (s *Server) logTail() string { return LogTail(s.LogPath()) }
 
 // Signal sends sig to the process (SIGSTOP, SIGCONT, …).
 func (s *Server) Signal(sig syscall.Signal) error {
@@ -261,6 +274,9 @@ func (s *Server) Kill() error {
 	if cmd == nil || cmd.Process == nil {
 		return nil
 	}
+	s.mu.Lock()
+	s.killing = cmd
+	s.mu.Unlock()
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	select {
 	case <-exit:
