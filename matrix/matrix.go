@@ -295,6 +295,9 @@ func ReadJSON(file string) (Matrix, error) {
 		return Matrix{}, fmt.Errorf("read matrix %s: %w", file, err)
 	}
 	m.Spec.upgrade()
+	if err := m.Spec.checkSize(); err != nil {
+		return Matrix{}, fmt.Errorf("read matrix %s: %w", file, err)
+	}
 	return m, nil
 }
 

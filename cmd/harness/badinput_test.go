@@ -203,6 +203,15 @@ func TestBadInputs(t *testing.T) {
 		{"serve store is a file", []string{"serve", "--store", f["file"]}, "is not a directory", "--store"},
 		{"serve bad address", []string{"serve", "--store", store, "--addr", "nowhere"}, "listen on nowhere", "--addr"},
 		{"serve stray argument", []string{"serve", "x"}, `unknown command "x"`, "harness serve --help"},
+		// run: issue 22 (round three)
+		{"ttl of 1.5ms", tok("--ttl", "1500us"), "--ttl must be a whole number of milliseconds", "--ttl 2ms"},
+		{"ttl of 1ns", tok("--ttl", "1ns"), "--ttl must be a whole number of milliseconds", "--ttl 1ms"},
+		{"no fault fits", tok("--nemesis", "stale-replica", "--time-limit", "2s"), "no fault can strike in the run", "--time-limit 12.5s"},
+		{"interval as long as the run", tok("--nemesis", "kill", "--time-limit", "5s", "--nemesis-interval", "5s"), "no fault can strike", "shorter --nemesis-interval"},
+		{"huge time limit", tok("--time-limit", "2562047h", "--recovery", "2562047h"), "--time-limit 2562047h0m0s is longer than the harness supports (24h0m0s)", "--time-limit 24h0m0s or less"},
+		{"huge recovery", tok("--recovery", "2562047h"), "--recovery 2562047h0m0s is longer than the harness supports (1h0m0s)", "--recovery 1h0m0s or less"},
+		{"empty nemesis", tok("--nemesis", ""), "--nemesis is given but names no nemesis", "harness nemeses"},
+		{"empty nemesis in a list", tok("--nemesis", "kill,"), `--nemesis has an empty name ("kill,")`, "known: "},
 		// the command itself
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`, "harness --help"},
 	}

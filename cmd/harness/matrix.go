@@ -150,10 +150,9 @@ func (mf *matrixFlags) build() (matrix.Spec, matrix.Shard, error) {
 	spec.Backends = mf.backends
 	spec.Nemeses = matrix.ParseNemesisSets(mf.nemeses)
 	if len(spec.Locks) > 0 {
-		if mf.seeds < 1 {
-			return spec, sh, fmt.Errorf("--seeds must be at least 1, got %d", mf.seeds)
+		if spec.Seeds, err = matrix.SeedsFlag(mf.seeds); err != nil {
+			return spec, sh, err
 		}
-		spec.Seeds = matrix.SeedRange(mf.seeds)
 	}
 	if len(mf.scenarioNames) > 0 {
 		if spec.Scenarios, err = matrix.ScenarioRefs(mf.scenarioNames); err != nil {
