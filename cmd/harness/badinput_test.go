@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -63,6 +64,30 @@ func badInputFixtures(t *testing.T) map[string]string {
 	if err := os.WriteFile(filepath.Join(paths["run-malformed"], "history.jsonl"), []byte(files["malformed"]), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Issue 22: files that are not regular, too large, and expectations
+	// that name what does not exist.
+	expects := map[string]string{
+		"expect-two-docs":     "rules:\n  - {lock: token, expect: valid}\n---\nrules:\n  - {lock: token, expect: invalid}\n",
+		"expect-tokne":        "rules:\n  - {lock: tokne, expect: valid}\n",
+		"expect-podman":       "rules:\n  - {lock: token, backend: podman, expect: valid}\n",
+		"expect-meteor":       "rules:\n  - {lock: token, nemeses: kill+meteor, expect: valid}\n",
+		"expect-scenario":     "rules:\n  - {scenario: no-such-scenario, expect: valid}\n",
+		"expect-empty":        "",
+		"target-big.yml":      "# " + strings.Repeat("x", 2<<20) + "\n",
+		"expect-big.yaml":     "# " + strings.Repeat("x", 2<<20) + "\n",
+		"expect-comment-only": "# nothing here\n",
+	}
+	for name, body := range expects {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths[name] = p
+	}
+	paths["fifo"] = filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(paths["fifo"], 0o600); err != nil {
+		t.Fatal(err)
+	}
 	paths["file"] = paths["malformed"]
 	paths["dir"] = dir
 	return paths
@@ -106,6 +131,9 @@ func TestBadInputs(t *testing.T) {
 	f := badInputFixtures(t)
 	runArgs := func(a ...string) []string { return append([]string{"run", "--store", store}, a...) }
 	tok := func(a ...string) []string { return runArgs(append([]string{"--lock", "token"}, a...)...) }
+	mat := func(a ...string) []string {
+		return append([]string{"matrix", "--locks", "token", "--nemeses", "kill", "--seeds", "1", "--store", store}, a...)
+	}
 
 	cases := []badCase{
 		// run: what to test
@@ -212,6 +240,22 @@ func TestBadInputs(t *testing.T) {
 		{"huge recovery", tok("--recovery", "2562047h"), "--recovery 2562047h0m0s is longer than the harness supports (1h0m0s)", "--recovery 1h0m0s or less"},
 		{"empty nemesis", tok("--nemesis", ""), "--nemesis is given but names no nemesis", "harness nemeses"},
 		{"empty nemesis in a list", tok("--nemesis", "kill,"), `--nemesis has an empty name ("kill,")`, "known: "},
+		// run and matrix: files named by a flag (issue 22 rows 7, 9, 10, 19)
+		{"target /dev/zero", tok("--target", "/dev/zero"), "target file /dev/zero is a character device, not a regular file", "compose/sentinel.target.yml"},
+		{"target FIFO", tok("--target", f["fifo"]), "is a named pipe (FIFO), not a regular file", "give the path of the target file"},
+		{"target a directory", tok("--target", f["dir"]), "is a directory, not a regular file", "compose/sentinel.target.yml"},
+		{"target too large", tok("--target", f["target-big.yml"]), "is 2.0 MiB, more than a target file may be (1.0 MiB)", "compose/sentinel.target.yml"},
+		{"expect /dev/zero", mat("--expect", "/dev/zero"), "--expect /dev/zero is a character device, not a regular file", "give the path of the expectations file"},
+		{"expect FIFO", mat("--expect", f["fifo"]), "is a named pipe (FIFO), not a regular file", "give the path of the expectations file"},
+		{"expect too large", mat("--expect", f["expect-big.yaml"]), "more than an expectations file may be (1.0 MiB)", "is it the right file?"},
+		{"expect two documents", mat("--expect", f["expect-two-docs"]), "more than one YAML document", "under the one rules: list"},
+		{"expect unknown lock", mat("--expect", f["expect-tokne"]), `lock "tokne" matches no known lock`, "known: "},
+		{"expect unknown backend", mat("--expect", f["expect-podman"]), `backend "podman" matches no known backend`, "known: local, docker"},
+		{"expect unknown nemesis", mat("--expect", f["expect-meteor"]), `nemesis "meteor" (in nemeses "kill+meteor") matches no known nemesis`, "known: none, "},
+		{"expect unknown scenario", mat("--expect", f["expect-scenario"]), `scenario "no-such-scenario" matches no known scenario`, "known: "},
+		{"expect empty file", mat("--expect", f["expect-empty"]), "no rules", "leave out --expect"},
+		{"expect comments only", mat("--expect", f["expect-comment-only"]), "no rules", "matrix/expectations.yaml"},
+		{"merge expect FIFO", []string{"matrix", "merge", "--store", store, "--expect", f["fifo"], f["dir"]}, "is a named pipe (FIFO)", "give the path of the expectations file"},
 		// the command itself
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`, "harness --help"},
 	}

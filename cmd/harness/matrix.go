@@ -112,7 +112,7 @@ func (mf *matrixFlags) add(cmd *cobra.Command) {
 // cells and writes the outputs; a matrix interrupted exits 130 with the
 // cells that finished.
 func (mf *matrixFlags) run(cmd *cobra.Command) error {
-	spec, sh, err := mf.build()
+	spec, sh, err := mf.build(cmd.Context())
 	if err != nil {
 		return &codeError{exitError, err}
 	}
@@ -141,7 +141,7 @@ func (mf *matrixFlags) run(cmd *cobra.Command) error {
 
 // build is the matrix's spec and shard from the flags, the names in them
 // checked (locks, nemeses, scenarios, backends) and the expectations read.
-func (mf *matrixFlags) build() (matrix.Spec, matrix.Shard, error) {
+func (mf *matrixFlags) build(ctx context.Context) (matrix.Spec, matrix.Shard, error) {
 	sh, err := matrix.ParseShard(mf.shard)
 	if err != nil {
 		return matrix.Spec{}, sh, err
@@ -163,7 +163,7 @@ func (mf *matrixFlags) build() (matrix.Spec, matrix.Shard, error) {
 		return spec, sh, err
 	}
 	if mf.outs.expect != "" {
-		if spec.Expect, err = matrix.ReadExpectations(mf.outs.expect); err != nil {
+		if spec.Expect, err = matrix.ReadExpectations(ctx, mf.outs.expect, knownNames()); err != nil {
 			return spec, sh, err
 		}
 	}
@@ -187,7 +187,7 @@ matrix (same cells and run settings). A cell no shard finished counts as not run
 		RunE: func(cmd *cobra.Command, dirs []string) error {
 			var expect *matrix.Expectations
 			if outs.expect != "" {
-				e, err := matrix.ReadExpectations(outs.expect)
+				e, err := matrix.ReadExpectations(cmd.Context(), outs.expect, knownNames())
 				if err != nil {
 					return &codeError{exitError, err}
 				}
@@ -300,6 +300,9 @@ func checkNames(spec matrix.Spec) error {
 	}
 	return nil
 }
+
+// knownNames are the names an expectations file may use.
+func knownNames() matrix.Known { return matrix.KnownNames(locks.Builtin(), nemesis.Builtin()) }
 
 // checkBackends rejects a backend the harness does not know and an image
 // no cell would use, before the engine is asked anything.

@@ -18,7 +18,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
+	"github.com/lockharness/lockharness/inputfile"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
 	"github.com/lockharness/lockharness/sut/local"
@@ -70,11 +70,16 @@ type NodeSpec struct {
 	Container string `yaml:"container"`
 }
 
-// Load reads and checks a target file; an unknown field is an error.
+// MaxFileSize bounds a target file: a node is a few lines.
+const MaxFileSize = 1 << 20
+
+// Load reads and checks a target file; an unknown field is an error. It
+// is read through inputfile: a regular file (a FIFO is refused, not waited
+// for) of at most MaxFileSize.
 func Load(path string) (File, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(context.Background(), path, inputfile.Kind{Name: "target file", Max: MaxFileSize})
 	if err != nil {
-		return File{}, fmt.Errorf("target file %s: %w (write one like compose/sentinel.target.yml)", path, err)
+		return File{}, fmt.Errorf("%w (write one like compose/sentinel.target.yml)", err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
