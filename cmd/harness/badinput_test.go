@@ -240,6 +240,9 @@ func TestBadInputs(t *testing.T) {
 		{"huge recovery", tok("--recovery", "2562047h"), "--recovery 2562047h0m0s is longer than the harness supports (1h0m0s)", "--recovery 1h0m0s or less"},
 		{"empty nemesis", tok("--nemesis", ""), "--nemesis is given but names no nemesis", "harness nemeses"},
 		{"empty nemesis in a list", tok("--nemesis", "kill,"), `--nemesis has an empty name ("kill,")`, "known: "},
+		{"cluster of 100000 masters", tok("--topology", "cluster", "--masters", "100000"), "is 200000 nodes, more than the harness starts (100", "at most --masters 50"},
+		{"cluster of 100000 replicas", tok("--topology", "cluster", "--replicas", "100000"), "is 300003 nodes, more than the harness starts (100", "--masters 3 --replicas 1"},
+		{"100000 replicas", tok("--topology", "replicated", "--replicas", "100000"), "more than a deployment the harness starts may have (100", "--replicas"},
 		// run and matrix: files named by a flag (issue 22 rows 7, 9, 10, 19)
 		{"target /dev/zero", tok("--target", "/dev/zero"), "target file /dev/zero is a character device, not a regular file", "compose/sentinel.target.yml"},
 		{"target FIFO", tok("--target", f["fifo"]), "is a named pipe (FIFO), not a regular file", "give the path of the target file"},
