@@ -309,10 +309,11 @@ func (s Spec) CellConfig(c Cell, store string) (lockrun.Config, error) {
 	return cfg, nil
 }
 
-// Reproduce is the command that runs cell c by itself, on its backend.
+// Reproduce is the command that runs cell c by itself, on its backend,
+// shell-quoted (lockrun.CommandLine).
 func (s Spec) Reproduce(c Cell) string {
 	if c.Scenario != "" {
-		return strings.Join(append([]string{"harness", "scenario", "run", c.Scenario}, s.backendArgs(c)...), " ")
+		return lockrun.CommandLine(append([]string{"harness", "scenario", "run", c.Scenario}, s.backendArgs(c)...)...)
 	}
 	p := s.Run
 	args := []string{"harness", "run", "--lock", c.Lock}
@@ -327,7 +328,7 @@ func (s Spec) Reproduce(c Cell) string {
 		args = append(args, "--nemesis-client-pause", p.ClientPause.String())
 	}
 	args = append(args, s.backendArgs(c)...)
-	return strings.Join(args, " ")
+	return lockrun.CommandLine(args...)
 }
 
 // backendArgs are the flags that put a command on cell c's backend: none

@@ -91,7 +91,7 @@ func (rf *runFlags) config(cmd *cobra.Command) (lockrun.Config, error) {
 		return cfg, err
 	}
 	cfg.Backend = backend
-	cfg.Command = "harness " + strings.Join(os.Args[1:], " ")
+	cfg.Command = lockrun.CommandLine(append([]string{"harness"}, os.Args[1:]...)...)
 	if !cmd.Flags().Changed("seed") {
 		cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
 		cfg.Command += fmt.Sprintf(" --seed %d", cfg.Seed)
