@@ -4,11 +4,12 @@ import "strings"
 
 // CommandLine is the command line of args as a POSIX shell reads it back:
 // each argument that is not made only of characters no shell treats
-// specially is put in single quotes (a quote inside as '\”), an empty one
-// as ”. Every reproduce line (Config.Command: `harness run`'s, a matrix
-// cell's, a scenario's) is built with it, so that one pasted into a shell
-// runs the same command: a --store with a space no longer splits in two, one
-// with ';' no longer runs a second command, and --nemesis "" is not lost.
+// specially is put in single quotes (a quote inside it closed, escaped
+// and opened again), and an empty one is an empty pair of quotes. Every
+// reproduce line (Config.Command: `harness run`'s, a matrix cell's, a
+// scenario's) is built with it, so that one pasted into a shell runs the
+// same command: a --store with a space no longer splits in two, one with
+// ';' no longer runs a second command, and --nemesis "" is not lost.
 func CommandLine(args ...string) string {
 	quoted := make([]string, len(args))
 	for i, a := range args {
