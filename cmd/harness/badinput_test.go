@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // badCase is one bad input: the command line, and what its error must say
@@ -76,6 +80,8 @@ func badInputFixtures(t *testing.T) map[string]string {
 		"target-big.yml":      "# " + strings.Repeat("x", 2<<20) + "\n",
 		"expect-big.yaml":     "# " + strings.Repeat("x", 2<<20) + "\n",
 		"expect-comment-only": "# nothing here\n",
+		"target-twice.yml":    "nodes: [{name: n1, addr: 127.0.0.1:27101}, {name: n2, addr: localhost:27101}]\nstorage: 127.0.0.1:27103\n",
+		"target-storage.yml":  "nodes: [{name: n1, addr: 127.0.0.1:27101}]\nstorage: localhost:027101\n",
 	}
 	for name, body := range expects {
 		p := filepath.Join(dir, name)
@@ -248,6 +254,8 @@ func TestBadInputs(t *testing.T) {
 		{"target FIFO", tok("--target", f["fifo"]), "is a named pipe (FIFO), not a regular file", "give the path of the target file"},
 		{"target a directory", tok("--target", f["dir"]), "is a directory, not a regular file", "compose/sentinel.target.yml"},
 		{"target too large", tok("--target", f["target-big.yml"]), "is 2.0 MiB, more than a target file may be (1.0 MiB)", "compose/sentinel.target.yml"},
+		{"target lists a server twice", tok("--target", f["target-twice.yml"]), "node n1 (127.0.0.1:27101) and node n2 (localhost:27101) are one server", "list each server once"},
+		{"target storage is a node", tok("--target", f["target-storage.yml"]), "storage localhost:027101 is the server of node n1", "a Redis of its own"},
 		{"expect /dev/zero", mat("--expect", "/dev/zero"), "--expect /dev/zero is a character device, not a regular file", "give the path of the expectations file"},
 		{"expect FIFO", mat("--expect", f["fifo"]), "is a named pipe (FIFO), not a regular file", "give the path of the expectations file"},
 		{"expect too large", mat("--expect", f["expect-big.yaml"]), "more than an expectations file may be (1.0 MiB)", "is it the right file?"},
@@ -316,6 +324,30 @@ func TestClientsBeyondOpenFileLimit(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("message lacks %q: %s", want, out)
 		}
+	}
+	if entries, _ := os.ReadDir(store); len(entries) != 0 {
+		t.Errorf("a refused run wrote to the store: %v", entries)
+	}
+}
+
+// A target whose servers are not what its file says is refused before the
+// run (issue 22 row 12: a replicated target whose replica was in fact a
+// master ran, and said VALID): exit 2, naming the node, its real role and
+// the fix, and the store as it was.
+func TestTargetWithWrongRoles(t *testing.T) {
+	redistest.Require(t)
+	ind := redistest.Up(t, sut.Config{Nodes: 2})
+	file := filepath.Join(t.TempDir(), "t.yml")
+	body := fmt.Sprintf("topology: replicated\nnodes:\n  - {name: n1, addr: %q, role: master}\n  - {name: n2, addr: %q, role: replica}\nstorage: %q\nflush: true\n",
+		ind.Nodes[0].Addr(), ind.Nodes[1].Addr(), ind.StorageAddr())
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	code, _, stderr := runCLI(t, "run", "--lock", "token-wait", "--target", file, "--time-limit", "2s", "--store", store)
+	if code != 2 || !strings.Contains(stderr, "node n2 at "+ind.Nodes[1].Addr()+" reports role:master in INFO replication, and the target file makes it a replica") ||
+		!strings.Contains(stderr, "correct its role in the file") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
 	if entries, _ := os.ReadDir(store); len(entries) != 0 {
 		t.Errorf("a refused run wrote to the store: %v", entries)

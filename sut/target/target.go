@@ -73,7 +73,8 @@ type NodeSpec struct {
 // MaxFileSize bounds a target file: a node is a few lines.
 const MaxFileSize = 1 << 20
 
-// Load reads and checks a target file; an unknown field is an error. It
+// Load reads and checks a target file (Validate, CheckAddresses); an
+// unknown field is an error. It
 // is read through inputfile: a regular file (a FIFO is refused, not waited
 // for) of at most MaxFileSize.
 func Load(path string) (File, error) {
@@ -88,7 +89,11 @@ func Load(path string) (File, error) {
 		return File{}, fmt.Errorf("target file %s: %w", path, err)
 	}
 	f = f.WithDefaults()
-	if err := f.Validate(); err != nil {
+	err = f.Validate()
+	if err == nil {
+		err = f.CheckAddresses(context.Background())
+	}
+	if err != nil {
 		return File{}, fmt.Errorf("target file %s: %w", path, err)
 	}
 	return f, nil
@@ -321,6 +326,9 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
+	if err := f.CheckAddresses(ctx); err != nil {
+		return nil, err
+	}
 	if clients < 1 {
 		return nil, fmt.Errorf("clients must be at least 1, got %d", clients)
 	}
@@ -355,6 +363,9 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	}
 	if err := redisbackend.Ping(ctx, f.Storage, 2*time.Second); err != nil {
 		return nil, fmt.Errorf("storage at %s does not answer PING: %w", f.Storage, err)
+	}
+	if err := d.checkRoles(ctx); err != nil {
+		return nil, err
 	}
 	if d.native, err = d.nativePartition(ctx); err != nil {
 		return nil, err
