@@ -290,20 +290,30 @@ func (m Matrix) WriteJSON(dir string) error {
 const MaxJSONSize = 64 << 20
 
 // ReadJSON reads a matrix.json: a regular file of at most MaxJSONSize
-// (inputfile), its spec no larger than a matrix runs.
+// (inputfile), parsed by ParseJSON.
 func ReadJSON(file string) (Matrix, error) {
 	b, err := inputfile.Read(context.Background(), file, inputfile.Kind{Name: "matrix.json", Max: MaxJSONSize})
 	if err != nil {
 		return Matrix{}, err
 	}
+	m, err := ParseJSON(b)
+	if err != nil {
+		return Matrix{}, fmt.Errorf("read matrix %s: %w", file, err)
+	}
+	return m, nil
+}
+
+// ParseJSON parses a matrix.json, its spec upgraded from an older one and
+// no larger than a matrix runs (checkSize): a shard's is data from outside.
+func ParseJSON(b []byte) (Matrix, error) {
 	var m Matrix
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&m); err != nil {
-		return Matrix{}, fmt.Errorf("read matrix %s: %w", file, err)
+		return Matrix{}, err
 	}
 	m.Spec.upgrade()
 	if err := m.Spec.checkSize(); err != nil {
-		return Matrix{}, fmt.Errorf("read matrix %s: %w", file, err)
+		return Matrix{}, err
 	}
 	return m, nil
 }

@@ -239,7 +239,7 @@ func fakeResults(s Spec) []CellResult {
 	return out
 }
 
-func testMatrix(t *testing.T) Matrix {
+func testMatrix(t testing.TB) Matrix {
 	t.Helper()
 	s := testSpec()
 	e, err := ParseExpectations([]byte(testRules))

@@ -73,28 +73,41 @@ type NodeSpec struct {
 // MaxFileSize bounds a target file: a node is a few lines.
 const MaxFileSize = 1 << 20
 
-// Load reads and checks a target file (Validate, CheckAddresses); an
-// unknown field is an error. It
-// is read through inputfile: a regular file (a FIFO is refused, not waited
+// Load reads and checks a target file (Parse, then CheckAddresses). It is
+// read through inputfile: a regular file (a FIFO is refused, not waited
 // for) of at most MaxFileSize.
 func Load(path string) (File, error) {
 	b, err := inputfile.Read(context.Background(), path, inputfile.Kind{Name: "target file", Max: MaxFileSize})
 	if err != nil {
 		return File{}, fmt.Errorf("%w (write one like compose/sentinel.target.yml)", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	var f File
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return File{}, fmt.Errorf("target file %s: %w", path, err)
-	}
-	f = f.WithDefaults()
-	err = f.Validate()
+	f, err := Parse(b)
 	if err == nil {
 		err = f.CheckAddresses(context.Background())
 	}
 	if err != nil {
 		return File{}, fmt.Errorf("target file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Parse parses and checks (Validate) the YAML of a target file, defaults
+// filled in; an unknown field is an error. It looks nothing up:
+// CheckAddresses resolves the addresses.
+func Parse(b []byte) (File, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var f File
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return File{}, err
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return File{}, errors.New("more than one YAML document (a line of ---): describe the deployment in one")
+	}
+	f = f.WithDefaults()
+	if err := f.Validate(); err != nil {
+		return File{}, err
 	}
 	return f, nil
 }
