@@ -78,7 +78,7 @@ func Validate(c sut.Config) error {
 	case c.Sentinels != 0 || c.Failover != "":
 		return fmt.Errorf("a Redis Cluster fails over by itself: it runs no sentinels and takes no --failover")
 	case c.Masters > sut.MaxServers/2 || c.Replicas > sut.MaxServers/3-1 || c.Nodes > sut.MaxServers:
-		return fmt.Errorf("a Redis Cluster of %d masters with %d replicas each is %s nodes, more than the harness starts (%d: masters × (1 + replicas)); use e.g. --masters 3 --replicas 1, at most --masters %d with --replicas 1",
+		return fmt.Errorf("a Redis Cluster of %d masters with %d replica(s) each is %s nodes, more than the harness starts (%d: masters × (1 + replicas)); use e.g. --masters 3 --replicas 1, at most --masters %d with --replicas 1",
 			c.Masters, c.Replicas, clusterSize(c.Masters, c.Replicas), sut.MaxServers, sut.MaxServers/2)
 	case c.ClusterNodeTimeout < 0:
 		return fmt.Errorf("cluster node timeout must not be negative, got %v", c.ClusterNodeTimeout)
