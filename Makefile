@@ -45,11 +45,17 @@ image:
 	@./scripts/image.sh $(IMAGE)
 
 # The fuzz targets, briefly (CI); by hand, longer: make fuzz FUZZTIME=5m.
-# `make test` runs their seed corpora.
+# `make test` runs their seed corpora. Every parser of outside data has
+# one: histories, the checker's input, expectations files, matrix specs,
+# shards' matrix.json and target files.
 FUZZTIME ?= 15s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./history/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./checker/
+	$(GO) test -run '^$$' -fuzz '^FuzzExpectations$$' -fuzztime $(FUZZTIME) ./matrix/
+	$(GO) test -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) ./matrix/
+	$(GO) test -run '^$$' -fuzz '^FuzzShard$$' -fuzztime $(FUZZTIME) ./matrix/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./sut/target/
 
 # The checks a reader should not have to make: go vet; staticcheck at the
 # version go.mod's tool line pins (`go tool staticcheck` builds it from the

@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/lockharness/lockharness/sut"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
 )
 
 // badCase is one bad input: the command line, and what its error must say
@@ -63,6 +68,32 @@ func badInputFixtures(t *testing.T) map[string]string {
 	if err := os.WriteFile(filepath.Join(paths["run-malformed"], "history.jsonl"), []byte(files["malformed"]), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Issue 22: files that are not regular, too large, and expectations
+	// that name what does not exist.
+	expects := map[string]string{
+		"expect-two-docs":     "rules:\n  - {lock: token, expect: valid}\n---\nrules:\n  - {lock: token, expect: invalid}\n",
+		"expect-tokne":        "rules:\n  - {lock: tokne, expect: valid}\n",
+		"expect-podman":       "rules:\n  - {lock: token, backend: podman, expect: valid}\n",
+		"expect-meteor":       "rules:\n  - {lock: token, nemeses: kill+meteor, expect: valid}\n",
+		"expect-scenario":     "rules:\n  - {scenario: no-such-scenario, expect: valid}\n",
+		"expect-empty":        "",
+		"target-big.yml":      "# " + strings.Repeat("x", 2<<20) + "\n",
+		"expect-big.yaml":     "# " + strings.Repeat("x", 2<<20) + "\n",
+		"expect-comment-only": "# nothing here\n",
+		"target-twice.yml":    "nodes: [{name: n1, addr: 127.0.0.1:27101}, {name: n2, addr: localhost:27101}]\nstorage: 127.0.0.1:27103\n",
+		"target-storage.yml":  "nodes: [{name: n1, addr: 127.0.0.1:27101}]\nstorage: localhost:027101\n",
+	}
+	for name, body := range expects {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths[name] = p
+	}
+	paths["fifo"] = filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(paths["fifo"], 0o600); err != nil {
+		t.Fatal(err)
+	}
 	paths["file"] = paths["malformed"]
 	paths["dir"] = dir
 	return paths
@@ -106,6 +137,9 @@ func TestBadInputs(t *testing.T) {
 	f := badInputFixtures(t)
 	runArgs := func(a ...string) []string { return append([]string{"run", "--store", store}, a...) }
 	tok := func(a ...string) []string { return runArgs(append([]string{"--lock", "token"}, a...)...) }
+	mat := func(a ...string) []string {
+		return append([]string{"matrix", "--locks", "token", "--nemeses", "kill", "--seeds", "1", "--store", store}, a...)
+	}
 
 	cases := []badCase{
 		// run: what to test
@@ -203,6 +237,36 @@ func TestBadInputs(t *testing.T) {
 		{"serve store is a file", []string{"serve", "--store", f["file"]}, "is not a directory", "--store"},
 		{"serve bad address", []string{"serve", "--store", store, "--addr", "nowhere"}, "listen on nowhere", "--addr"},
 		{"serve stray argument", []string{"serve", "x"}, `unknown command "x"`, "harness serve --help"},
+		// run: issue 22 (round three)
+		{"ttl of 1.5ms", tok("--ttl", "1500us"), "--ttl must be a whole number of milliseconds", "--ttl 2ms"},
+		{"ttl of 1ns", tok("--ttl", "1ns"), "--ttl must be a whole number of milliseconds", "--ttl 1ms"},
+		{"no fault fits", tok("--nemesis", "stale-replica", "--time-limit", "2s"), "no fault can strike in the run", "--time-limit 12.5s"},
+		{"interval as long as the run", tok("--nemesis", "kill", "--time-limit", "5s", "--nemesis-interval", "5s"), "no fault can strike", "shorter --nemesis-interval"},
+		{"huge time limit", tok("--time-limit", "2562047h", "--recovery", "2562047h"), "--time-limit 2562047h0m0s is longer than the harness supports (24h0m0s)", "--time-limit 24h0m0s or less"},
+		{"huge recovery", tok("--recovery", "2562047h"), "--recovery 2562047h0m0s is longer than the harness supports (1h0m0s)", "--recovery 1h0m0s or less"},
+		{"empty nemesis", tok("--nemesis", ""), "--nemesis is given but names no nemesis", "harness nemeses"},
+		{"empty nemesis in a list", tok("--nemesis", "kill,"), `--nemesis has an empty name ("kill,")`, "known: "},
+		{"cluster of 100000 masters", tok("--topology", "cluster", "--masters", "100000"), "is 200000 nodes, more than the harness starts (100", "at most --masters 50"},
+		{"cluster of 100000 replicas", tok("--topology", "cluster", "--replicas", "100000"), "is 300003 nodes, more than the harness starts (100", "--masters 3 --replicas 1"},
+		{"100000 replicas", tok("--topology", "replicated", "--replicas", "100000"), "more than a deployment the harness starts may have (100", "--replicas"},
+		// run and matrix: files named by a flag (issue 22 rows 7, 9, 10, 19)
+		{"target /dev/zero", tok("--target", "/dev/zero"), "target file /dev/zero is a character device, not a regular file", "compose/sentinel.target.yml"},
+		{"target FIFO", tok("--target", f["fifo"]), "is a named pipe (FIFO), not a regular file", "give the path of the target file"},
+		{"target a directory", tok("--target", f["dir"]), "is a directory, not a regular file", "compose/sentinel.target.yml"},
+		{"target too large", tok("--target", f["target-big.yml"]), "is 2.0 MiB, more than a target file may be (1.0 MiB)", "compose/sentinel.target.yml"},
+		{"target lists a server twice", tok("--target", f["target-twice.yml"]), "node n1 (127.0.0.1:27101) and node n2 (localhost:27101) are one server", "list each server once"},
+		{"target storage is a node", tok("--target", f["target-storage.yml"]), "storage localhost:027101 is the server of node n1", "a Redis of its own"},
+		{"expect /dev/zero", mat("--expect", "/dev/zero"), "--expect /dev/zero is a character device, not a regular file", "give the path of the expectations file"},
+		{"expect FIFO", mat("--expect", f["fifo"]), "is a named pipe (FIFO), not a regular file", "give the path of the expectations file"},
+		{"expect too large", mat("--expect", f["expect-big.yaml"]), "more than an expectations file may be (1.0 MiB)", "is it the right file?"},
+		{"expect two documents", mat("--expect", f["expect-two-docs"]), "more than one YAML document", "under the one rules: list"},
+		{"expect unknown lock", mat("--expect", f["expect-tokne"]), `lock "tokne" matches no known lock`, "known: "},
+		{"expect unknown backend", mat("--expect", f["expect-podman"]), `backend "podman" matches no known backend`, "known: local, docker"},
+		{"expect unknown nemesis", mat("--expect", f["expect-meteor"]), `nemesis "meteor" (in nemeses "kill+meteor") matches no known nemesis`, "known: none, "},
+		{"expect unknown scenario", mat("--expect", f["expect-scenario"]), `scenario "no-such-scenario" matches no known scenario`, "known: "},
+		{"expect empty file", mat("--expect", f["expect-empty"]), "no rules", "leave out --expect"},
+		{"expect comments only", mat("--expect", f["expect-comment-only"]), "no rules", "matrix/expectations.yaml"},
+		{"merge expect FIFO", []string{"matrix", "merge", "--store", store, "--expect", f["fifo"], f["dir"]}, "is a named pipe (FIFO)", "give the path of the expectations file"},
 		// the command itself
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`, "harness --help"},
 	}
@@ -260,6 +324,30 @@ func TestClientsBeyondOpenFileLimit(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("message lacks %q: %s", want, out)
 		}
+	}
+	if entries, _ := os.ReadDir(store); len(entries) != 0 {
+		t.Errorf("a refused run wrote to the store: %v", entries)
+	}
+}
+
+// A target whose servers are not what its file says is refused before the
+// run (issue 22 row 12: a replicated target whose replica was in fact a
+// master ran, and said VALID): exit 2, naming the node, its real role and
+// the fix, and the store as it was.
+func TestTargetWithWrongRoles(t *testing.T) {
+	redistest.Require(t)
+	ind := redistest.Up(t, sut.Config{Nodes: 2})
+	file := filepath.Join(t.TempDir(), "t.yml")
+	body := fmt.Sprintf("topology: replicated\nnodes:\n  - {name: n1, addr: %q, role: master}\n  - {name: n2, addr: %q, role: replica}\nstorage: %q\nflush: true\n",
+		ind.Nodes[0].Addr(), ind.Nodes[1].Addr(), ind.StorageAddr())
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	code, _, stderr := runCLI(t, "run", "--lock", "token-wait", "--target", file, "--time-limit", "2s", "--store", store)
+	if code != 2 || !strings.Contains(stderr, "node n2 at "+ind.Nodes[1].Addr()+" reports role:master in INFO replication, and the target file makes it a replica") ||
+		!strings.Contains(stderr, "correct its role in the file") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
 	if entries, _ := os.ReadDir(store); len(entries) != 0 {
 		t.Errorf("a refused run wrote to the store: %v", entries)

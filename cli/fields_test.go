@@ -83,7 +83,7 @@ func TestFlagsInFieldErrors(t *testing.T) {
 	before, latest := storeState(t, store)
 	tok := func(a ...string) []string { return append([]string{"run", "--store", store, "--lock", "token"}, a...) }
 	matrixArgs := func(a ...string) []string {
-		return append([]string{"matrix", "--store", store, "--seeds", "1", "--time-limit", "1s"}, a...)
+		return append([]string{"matrix", "--store", store, "--seeds", "1", "--time-limit", "1s", "--nemesis-interval", "500ms"}, a...)
 	}
 	for _, c := range []badCase{
 		{"redlock on a Redis Cluster", []string{"run", "--store", store, "--lock", "redlock", "--topology", "cluster"}, "does not run on a Redis Cluster (--topology cluster)", "use one of token"},

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockharness/lockharness/locks"
-	"github.com/lockharness/lockharness/matrix"
+	lockrun "github.com/lockharness/lockharness/run"
 )
 
 // errNoAdapters is --lock-cmd's error in a build whose main gave no
@@ -38,7 +38,7 @@ func (a *app) invocationLocks(cmdline string) (reg *locks.Registry, name string,
 	}
 	info, err := a.opts.LockCommand(cmdline)
 	if err != nil {
-		return nil, "", fmt.Errorf("--lock-cmd %s: %w", matrix.ShellQuote(cmdline), err)
+		return nil, "", fmt.Errorf("--lock-cmd %s: %w", lockrun.CommandLine(cmdline), err)
 	}
 	reg = locks.NewRegistry()
 	for _, l := range base.All() {
@@ -47,7 +47,7 @@ func (a *app) invocationLocks(cmdline string) (reg *locks.Registry, name string,
 		}
 	}
 	if err := reg.Register(info); err != nil {
-		return nil, "", fmt.Errorf("--lock-cmd %s: %w (an adapter names its lock; give it a name no other lock has)", matrix.ShellQuote(cmdline), err)
+		return nil, "", fmt.Errorf("--lock-cmd %s: %w (an adapter names its lock; give it a name no other lock has)", lockrun.CommandLine(cmdline), err)
 	}
 	return reg, info.Name, nil
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockharness/lockharness/locks"
+	lockrun "github.com/lockharness/lockharness/run"
 )
 
 // Exit codes.
@@ -162,7 +162,9 @@ type app struct {
 }
 
 // command is the command line as a user would type it again.
-func (a *app) command() string { return "harness " + strings.Join(a.args, " ") }
+func (a *app) command() string {
+	return lockrun.CommandLine(append([]string{"harness"}, a.args...)...)
+}
 
 func newRoot(stdout, stderr io.Writer, a *app) *cobra.Command {
 	root := &cobra.Command{

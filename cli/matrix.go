@@ -80,7 +80,7 @@ Exit codes: 0 every cell met its expectation (flaky ones aside), 1 a cell missed
 		RunE: func(cmd *cobra.Command, _ []string) error { return mf.run(cmd, a) },
 	}
 	mf.add(cmd)
-	cmd.AddCommand(newMatrixMergeCmd())
+	cmd.AddCommand(newMatrixMergeCmd(a))
 	return cmd
 }
 
@@ -114,7 +114,7 @@ func (mf *matrixFlags) add(cmd *cobra.Command) {
 // cells and writes the outputs; a matrix interrupted exits 130 with the
 // cells that finished.
 func (mf *matrixFlags) run(cmd *cobra.Command, a *app) error {
-	spec, sh, err := mf.build(a)
+	spec, sh, err := mf.build(cmd.Context(), a)
 	if err != nil {
 		return &codeError{exitError, err}
 	}
@@ -143,7 +143,7 @@ func (mf *matrixFlags) run(cmd *cobra.Command, a *app) error {
 
 // build is the matrix's spec and shard from the flags, the names in them
 // checked (locks, nemeses, scenarios, backends) and the expectations read.
-func (mf *matrixFlags) build(a *app) (matrix.Spec, matrix.Shard, error) {
+func (mf *matrixFlags) build(ctx context.Context, a *app) (matrix.Spec, matrix.Shard, error) {
 	sh, err := matrix.ParseShard(mf.shard)
 	if err != nil {
 		return matrix.Spec{}, sh, err
@@ -163,10 +163,9 @@ func (mf *matrixFlags) build(a *app) (matrix.Spec, matrix.Shard, error) {
 	spec.Backends = mf.backends
 	spec.Nemeses = matrix.ParseNemesisSets(mf.nemeses)
 	if len(spec.Locks) > 0 {
-		if mf.seeds < 1 {
-			return spec, sh, fmt.Errorf("--seeds must be at least 1, got %d", mf.seeds)
+		if spec.Seeds, err = matrix.SeedsFlag(mf.seeds); err != nil {
+			return spec, sh, err
 		}
-		spec.Seeds = matrix.SeedRange(mf.seeds)
 	}
 	if len(mf.scenarioNames) > 0 {
 		if spec.Scenarios, err = matrix.ScenarioRefs(mf.scenarioNames); err != nil {
@@ -177,7 +176,7 @@ func (mf *matrixFlags) build(a *app) (matrix.Spec, matrix.Shard, error) {
 		return spec, sh, err
 	}
 	if mf.outs.expect != "" {
-		if spec.Expect, err = matrix.ReadExpectations(mf.outs.expect); err != nil {
+		if spec.Expect, err = matrix.ReadExpectations(ctx, mf.outs.expect, knownNames(reg)); err != nil {
 			return spec, sh, err
 		}
 	}
@@ -187,7 +186,7 @@ func (mf *matrixFlags) build(a *app) (matrix.Spec, matrix.Shard, error) {
 	return spec, sh, spec.Validate()
 }
 
-func newMatrixMergeCmd() *cobra.Command {
+func newMatrixMergeCmd(a *app) *cobra.Command {
 	var store, name string
 	var outs matrixOutputs
 	cmd := &cobra.Command{
@@ -201,7 +200,7 @@ matrix (same cells and run settings). A cell no shard finished counts as not run
 		RunE: func(cmd *cobra.Command, dirs []string) error {
 			var expect *matrix.Expectations
 			if outs.expect != "" {
-				e, err := matrix.ReadExpectations(outs.expect)
+				e, err := matrix.ReadExpectations(cmd.Context(), outs.expect, knownNames(a.opts.registry()))
 				if err != nil {
 					return &codeError{exitError, err}
 				}
@@ -317,6 +316,11 @@ func checkNames(spec matrix.Spec) error {
 	}
 	return nil
 }
+
+// knownNames are the names an expectations file may use.
+// knownNames are the names an expectations file may use: the locks of the
+// command's registry (the main's, with --lock-cmd's) and the faults.
+func knownNames(reg *locks.Registry) matrix.Known { return matrix.KnownNames(reg, nemesis.Builtin()) }
 
 // checkBackends rejects a backend the harness does not know and an image
 // no cell would use, before the engine is asked anything.

@@ -182,6 +182,9 @@ func TestMatrixBadInput(t *testing.T) {
 		{"unknown backend", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--backends", "local,podman", "--store", store}, `unknown backend "podman" in --backends`},
 		{"image without docker", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--image", "redis:7", "--store", store}, "add docker to --backends"},
 		{"backend twice", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--backends", "docker,docker", "--store", store}, `"docker" is named twice`},
+		{"two billion seeds", []string{"matrix", "--locks", "token", "--nemeses", "kill", "--seeds", "2000000000", "--store", store}, "--seeds 2000000000 is more than a matrix runs (1000"},
+		{"two billion repeats", []string{"matrix", "--scenarios", "all", "--repeat", "2000000000", "--store", store}, "--repeat 2000000000: a matrix runs each scenario at most 1000 times"},
+		{"too many cells", []string{"matrix", "--locks", "token,fenced,redlock", "--nemeses", "kill,partition,clock,none", "--seeds", "1000", "--store", store}, "more than 10000 cells"},
 		{"merge nothing", []string{"matrix", "merge", "--store", store, t.TempDir()}, "is it the store of a `harness matrix` run"},
 	} {
 		code, _, stderr := runCLI(t, c.args...)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,9 @@ func (rf *runFlags) add(f *pflag.FlagSet) {
 func (rf *runFlags) config(cmd *cobra.Command, a *app) (lockrun.Config, error) {
 	cfg := rf.cfg
 	cfg.Given = runGiven
+	if cmd.Flags().Changed("nemesis") {
+		cfg.Given = append(slices.Clone(runGiven), "Nemesis.Names")
+	}
 	backend, err := rf.backend.resolve()
 	if err != nil {
 		return cfg, err

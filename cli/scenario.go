@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockharness/lockharness/matrix"
+	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/sut"
 )
@@ -189,7 +189,7 @@ func (sf *scenarioRunFlags) list(args []string, a *app) ([]scenarios.Scenario, e
 			return nil, err
 		}
 		if o.Instead != "" && sf.lockCmd != "" {
-			o.Run.Command += " --lock-cmd " + matrix.ShellQuote(sf.lockCmd)
+			o.Run.Command += " --lock-cmd " + lockrun.CommandLine(sf.lockCmd)
 		}
 		out = append(out, o)
 	}

@@ -2,14 +2,19 @@ package matrix
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lockharness/lockharness/inputfile"
+	"github.com/lockharness/lockharness/scenarios"
 )
 
 // Expected verdicts of a rule.
@@ -53,13 +58,36 @@ type Expectations struct {
 	Rules []Rule `yaml:"rules" json:"rules,omitempty"`
 }
 
-// ReadExpectations reads and checks an expectations file.
-func ReadExpectations(file string) (Expectations, error) {
-	b, err := os.ReadFile(file)
+// Known are the names an expectations file may name, from the registries
+// the matrix runs with: a rule whose pattern matches none of them is a
+// typo ("tokne"), and would otherwise leave every cell it meant to cover
+// without an expectation, which reads as a lock regression.
+type Known struct {
+	Locks, Nemeses, Backends, Scenarios []string
+}
+
+// KnownNames are the names of the given lock and nemesis registries, the
+// matrix's backends and the scenario catalogue.
+func KnownNames(locks, nemeses interface{ Names() []string }) Known {
+	k := Known{Locks: locks.Names(), Nemeses: nemeses.Names(), Backends: []string{DefaultBackend, DockerBackend}}
+	for _, sc := range scenarios.Catalogue() {
+		k.Scenarios = append(k.Scenarios, sc.Name)
+	}
+	return k
+}
+
+// ReadExpectations reads and checks an expectations file: its syntax
+// (ParseExpectations), and every name in it against known. The file is
+// read through inputfile: a regular file of at most MaxExpectationsSize.
+func ReadExpectations(ctx context.Context, file string, known Known) (Expectations, error) {
+	b, err := inputfile.Read(ctx, file, inputfile.Kind{Name: "expectations file", Max: MaxExpectationsSize, Flag: "--expect"})
 	if err != nil {
-		return Expectations{}, fmt.Errorf("expectations: %w", err)
+		return Expectations{}, err
 	}
 	e, err := ParseExpectations(b)
+	if err == nil {
+		err = e.CheckNames(known)
+	}
 	if err != nil {
 		return Expectations{}, fmt.Errorf("expectations %s: %w", file, err)
 	}
@@ -67,9 +95,15 @@ func ReadExpectations(file string) (Expectations, error) {
 	return e, nil
 }
 
+// MaxExpectationsSize bounds an expectations file: the project's own, a
+// rule per measured cell, is a few kilobytes.
+const MaxExpectationsSize = 1 << 20
+
 // ParseExpectations parses the YAML of an expectations file: unknown
 // fields, bad globs and rules without an expectation are errors, as is a
-// flaky rule without a reason and an issue link.
+// flaky rule without a reason and an issue link, a file of no rules (every
+// cell would miss its expectation), and a second YAML document (which a
+// decoder would silently ignore).
 func ParseExpectations(b []byte) (Expectations, error) {
 	var e Expectations
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -77,26 +111,75 @@ func ParseExpectations(b []byte) (Expectations, error) {
 	if err := dec.Decode(&e); err != nil && !errors.Is(err, io.EOF) {
 		return Expectations{}, err
 	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return Expectations{}, fmt.Errorf("more than one YAML document (a line of ---): put every rule under the one rules: list")
+	}
+	if len(e.Rules) == 0 {
+		return Expectations{}, fmt.Errorf("no rules: an expectations file is a rules: list (see matrix/expectations.yaml); leave out --expect to expect every lock cell valid")
+	}
 	for i, r := range e.Rules {
-		where := fmt.Sprintf("rule %d", i+1)
-		switch r.Expect {
-		case ExpectValid, ExpectInvalid:
-		case ExpectFlaky:
-			if r.Reason == "" || r.Link == "" {
-				return Expectations{}, fmt.Errorf("%s: a flaky rule needs a reason and a link to the issue that tracks it", where)
-			}
-		case "":
-			return Expectations{}, fmt.Errorf("%s: no expect (valid, invalid or flaky)", where)
-		default:
-			return Expectations{}, fmt.Errorf("%s: expect %q: use valid, invalid or flaky", where, r.Expect)
-		}
-		for _, p := range []string{r.Lock, r.Nemeses, r.Seed, r.Backend, r.Scenario} {
-			if _, err := path.Match(p, ""); err != nil {
-				return Expectations{}, fmt.Errorf("%s: bad pattern %q: %w", where, p, err)
-			}
+		if err := r.check(); err != nil {
+			return Expectations{}, fmt.Errorf("rule %d: %w", i+1, err)
 		}
 	}
 	return e, nil
+}
+
+// check is a rule's own syntax: its expectation and its globs.
+func (r Rule) check() error {
+	switch r.Expect {
+	case ExpectValid, ExpectInvalid:
+	case ExpectFlaky:
+		if r.Reason == "" || r.Link == "" {
+			return fmt.Errorf("a flaky rule needs a reason and a link to the issue that tracks it")
+		}
+	case "":
+		return fmt.Errorf("no expect (valid, invalid or flaky)")
+	default:
+		return fmt.Errorf("expect %q: use valid, invalid or flaky", r.Expect)
+	}
+	for _, p := range []string{r.Lock, r.Nemeses, r.Seed, r.Backend, r.Scenario} {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("bad pattern %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// CheckNames refuses a rule whose lock, backend or scenario pattern
+// matches no known name, or whose nemeses pattern has a part (between
+// '+') that matches no known nemesis (nor "none").
+func (e Expectations) CheckNames(k Known) error {
+	for i, r := range e.Rules {
+		for _, c := range []struct {
+			what, pattern string
+			known         []string
+		}{
+			{"lock", r.Lock, k.Locks}, {"backend", r.Backend, k.Backends}, {"scenario", r.Scenario, k.Scenarios},
+		} {
+			if c.pattern != "" && !matchesAny(c.pattern, c.known) {
+				return fmt.Errorf("rule %d: %s %q matches no known %s (known: %s)", i+1, c.what, c.pattern, c.what, strings.Join(c.known, ", "))
+			}
+		}
+		if r.Nemeses == "" {
+			continue
+		}
+		for _, part := range strings.Split(r.Nemeses, "+") {
+			if !matchesAny(part, append([]string{"none"}, k.Nemeses...)) {
+				return fmt.Errorf("rule %d: nemesis %q (in nemeses %q) matches no known nemesis (known: none, %s; join a set with '+')", i+1, part, r.Nemeses, strings.Join(k.Nemeses, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// matchesAny reports whether glob pattern matches one of names.
+func matchesAny(pattern string, names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool {
+		ok, _ := path.Match(pattern, n)
+		return ok
+	})
 }
 
 // Matches reports whether the rule applies to cell c. A rule naming a

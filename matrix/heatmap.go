@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"image/color"
@@ -13,6 +14,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lockharness/lockharness/reports"
 )
 
 // GridCell gathers the cells of one lock × nemesis set (its seeds or
@@ -258,11 +261,15 @@ func WriteHeatMap(dir string, m Matrix) error {
 		return fmt.Errorf("heat map: %w", err)
 	}
 	for _, name := range []string{HeatmapPNG, HeatmapSVG} {
-		tmp := filepath.Join(dir, "."+name+".tmp"+filepath.Ext(name))
-		if err := p.Save(w, h, tmp); err != nil {
+		wt, err := p.WriterTo(w, h, strings.TrimPrefix(filepath.Ext(name), "."))
+		if err != nil {
 			return fmt.Errorf("heat map: %w", err)
 		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		var b bytes.Buffer
+		if _, err := wt.WriteTo(&b); err != nil {
+			return fmt.Errorf("heat map: %w", err)
+		}
+		if err := writeFileAtomic(filepath.Join(dir, name), b.Bytes()); err != nil {
 			return fmt.Errorf("heat map: %w", err)
 		}
 	}
@@ -272,6 +279,9 @@ func WriteHeatMap(dir string, m Matrix) error {
 // WriteOutputs writes matrix.json, junit.xml, summary.md and the heat map
 // into store/<name>/, and returns that directory.
 func WriteOutputs(store string, m Matrix) (string, error) {
+	if err := reports.CheckName("matrix", m.Spec.Name); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(store, m.Spec.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("matrix outputs: %w (choose another --store)", err)
@@ -302,12 +312,24 @@ func WriteOutputs(store string, m Matrix) (string, error) {
 
 // writeFileAtomic writes b to file through a temporary file and a rename.
 func writeFileAtomic(file string, b []byte) error {
-	tmp := filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	// A temporary file of its own (O_EXCL, a random name): a fixed name
+	// planted as a symbolic link would be written through, outside dir.
+	f, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*.tmp")
+	if err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
-	if err := os.Rename(tmp, file); err != nil {
-		_ = os.Remove(tmp)
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), file)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/inputfile"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -283,18 +285,36 @@ func (m Matrix) WriteJSON(dir string) error {
 	return reports.WriteJSON(dir, JSONFile, m)
 }
 
-// ReadJSON reads a matrix.json.
+// MaxJSONSize bounds a matrix.json read back (a shard's, for a merge, or
+// the store's): MaxCells cells of a few kilobytes each.
+const MaxJSONSize = 64 << 20
+
+// ReadJSON reads a matrix.json: a regular file of at most MaxJSONSize
+// (inputfile), parsed by ParseJSON.
 func ReadJSON(file string) (Matrix, error) {
-	b, err := os.ReadFile(file)
+	b, err := inputfile.Read(context.Background(), file, inputfile.Kind{Name: "matrix.json", Max: MaxJSONSize})
 	if err != nil {
-		return Matrix{}, fmt.Errorf("read matrix: %w", err)
+		return Matrix{}, err
 	}
+	m, err := ParseJSON(b)
+	if err != nil {
+		return Matrix{}, fmt.Errorf("read matrix %s: %w", file, err)
+	}
+	return m, nil
+}
+
+// ParseJSON parses a matrix.json, its spec upgraded from an older one and
+// no larger than a matrix runs (checkSize): a shard's is data from outside.
+func ParseJSON(b []byte) (Matrix, error) {
 	var m Matrix
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&m); err != nil {
-		return Matrix{}, fmt.Errorf("read matrix %s: %w", file, err)
+		return Matrix{}, err
 	}
 	m.Spec.upgrade()
+	if err := m.Spec.checkSize(); err != nil {
+		return Matrix{}, err
+	}
 	return m, nil
 }
 

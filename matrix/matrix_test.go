@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,9 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
+
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/nemesis"
 )
 
 func testSpec() Spec {
@@ -162,7 +166,7 @@ func TestExpectationsRejectBadFiles(t *testing.T) {
 }
 
 func TestShippedExpectationsParse(t *testing.T) {
-	e, err := ReadExpectations("expectations.yaml")
+	e, err := ReadExpectations(context.Background(), "expectations.yaml", KnownNames(locks.Builtin(), nemesis.Builtin()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +239,7 @@ func fakeResults(s Spec) []CellResult {
 	return out
 }
 
-func testMatrix(t *testing.T) Matrix {
+func testMatrix(t testing.TB) Matrix {
 	t.Helper()
 	s := testSpec()
 	e, err := ParseExpectations([]byte(testRules))

@@ -94,6 +94,17 @@ func DefaultRunParams() RunParams {
 		Hold: 50 * time.Millisecond, ClientPause: 1500 * time.Millisecond}
 }
 
+// The limits of a matrix, checked before its seeds or cells are made: a
+// cell runs for seconds (DefaultRunParams: about ten), so MaxCells is more
+// than a day of cells on one machine; beyond them a typo (--seeds
+// 2000000000) would allocate gigabytes before anything said no. A longer
+// campaign is several matrices (or shards, --shard).
+const (
+	MaxSeeds  = 1000
+	MaxRepeat = 1000
+	MaxCells  = 10000
+)
+
 // SeedRange is the seeds 1…n.
 func SeedRange(n int) []uint64 {
 	out := make([]uint64, n)
@@ -101,6 +112,53 @@ func SeedRange(n int) []uint64 {
 		out[i] = uint64(i + 1)
 	}
 	return out
+}
+
+// SeedsFlag is the seeds of --seeds n: 1…n, n checked to be between 1
+// and MaxSeeds before anything is allocated.
+func SeedsFlag(n int) ([]uint64, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("--seeds must be at least 1, got %d", n)
+	}
+	if n > MaxSeeds {
+		return nil, fmt.Errorf("--seeds %d is more than a matrix runs (%d seeds of each lock × nemesis set): use --seeds %d or fewer, or split the seeds across matrices", n, MaxSeeds, MaxSeeds)
+	}
+	return SeedRange(n), nil
+}
+
+// checkSize refuses a spec with more seeds, repeats or cells than a matrix
+// runs (MaxSeeds, MaxRepeat, MaxCells), counting the cells without making
+// them: Cells would allocate every one first. A matrix.json is data from
+// outside, so ReadJSON checks it too.
+func (s Spec) checkSize() error {
+	if n := len(s.Seeds); n > MaxSeeds {
+		return fmt.Errorf("%d seeds: a matrix runs at most %d seeds of each lock × nemesis set: use --seeds %d or fewer", n, MaxSeeds, MaxSeeds)
+	}
+	if s.Repeat > MaxRepeat {
+		return fmt.Errorf("--repeat %d: a matrix runs each scenario at most %d times: use --repeat %d or fewer", s.Repeat, MaxRepeat, MaxRepeat)
+	}
+	lockCells := mulCapped(MaxCells, len(s.Locks), len(s.Nemeses), len(s.Seeds))
+	scenarioCells := mulCapped(MaxCells, len(s.Scenarios), max(s.Repeat, 0))
+	if n := mulCapped(MaxCells, len(s.BackendList()), lockCells+scenarioCells); n > MaxCells {
+		return fmt.Errorf("the matrix has more than %d cells (backends × (locks × nemesis sets × seeds + scenarios × repeat)): use fewer --seeds, --repeat, --locks or --nemeses, or run it as several matrices", MaxCells)
+	}
+	return nil
+}
+
+// mulCapped is the product of ns, or limit+1 when it is more than limit
+// (it never overflows).
+func mulCapped(limit int, ns ...int) int {
+	if slices.Contains(ns, 0) {
+		return 0
+	}
+	p := 1
+	for _, n := range ns {
+		if p > limit/n {
+			return limit + 1
+		}
+		p *= n
+	}
+	return p
 }
 
 // ParseNemesisSets reads the --nemeses list: each element is one set, its
@@ -119,6 +177,9 @@ func ParseNemesisSets(list []string) [][]string {
 
 // Validate reports the first thing wrong with the spec, naming the fix.
 func (s Spec) Validate() error {
+	if err := s.checkSize(); err != nil {
+		return err
+	}
 	if len(s.Locks) == 0 && len(s.Scenarios) == 0 {
 		return fmt.Errorf("nothing to run: give --locks (and --nemeses, --seeds) or --scenarios")
 	}
@@ -258,10 +319,11 @@ func (s Spec) CellConfig(c Cell, store string) (lockrun.Config, error) {
 	return cfg, nil
 }
 
-// Reproduce is the command that runs cell c by itself, on its backend.
+// Reproduce is the command that runs cell c by itself, on its backend,
+// shell-quoted (lockrun.CommandLine).
 func (s Spec) Reproduce(c Cell) string {
 	if c.Scenario != "" {
-		return strings.Join(append([]string{"harness", "scenario", "run", c.Scenario}, s.backendArgs(c)...), " ")
+		return lockrun.CommandLine(append([]string{"harness", "scenario", "run", c.Scenario}, s.backendArgs(c)...)...)
 	}
 	p := s.Run
 	args := []string{"harness", "run", "--lock", c.Lock}
@@ -276,10 +338,10 @@ func (s Spec) Reproduce(c Cell) string {
 		args = append(args, "--nemesis-client-pause", p.ClientPause.String())
 	}
 	if cmdline, ok := s.LockCmds[c.Lock]; ok {
-		args = append(args, "--lock-cmd", ShellQuote(cmdline))
+		args = append(args, "--lock-cmd", cmdline)
 	}
 	args = append(args, s.backendArgs(c)...)
-	return strings.Join(args, " ")
+	return lockrun.CommandLine(args...)
 }
 
 // backendArgs are the flags that put a command on cell c's backend: none
@@ -317,13 +379,4 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
-}
-
-// ShellQuote quotes s for a POSIX shell when it needs it, so that a
-// reproduce line can be pasted as it is.
-func ShellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -17,9 +17,4 @@ func TestReproduceCarriesTheLockCmd(t *testing.T) {
 			t.Errorf("%s: %s", c.ID(), got)
 		}
 	}
-	for in, want := range map[string]string{"plain": "plain", "": "''", "a b": "'a b'", "it's": `'it'\''s'`} {
-		if got := ShellQuote(in); got != want {
-			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
-		}
-	}
 }

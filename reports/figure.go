@@ -65,14 +65,32 @@ func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
 	return writeAtomic(filepath.Join(dir, base+".svg"), svg)
 }
 
+// createTemp creates the temporary file name is written to in dir before
+// it is renamed into place: a new file (O_EXCL) of a random name, readable
+// as the report's files are, so that a symbolic link planted under a fixed
+// temporary name (in a run directory from elsewhere) is never written
+// through to a file outside dir.
+func createTemp(dir, name string) (*os.File, error) {
+	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		_ = os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
+}
+
 // writeAtomic writes through a temporary file so a browser never sees half
 // a picture.
 func writeAtomic(path string, w io.WriterTo) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	f, err := os.Create(tmp)
+	f, err := createTemp(filepath.Dir(path), filepath.Base(path))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
+	tmp := f.Name()
 	bw := bufio.NewWriterSize(f, 256<<10)
 	_, err = w.WriteTo(bw)
 	if err == nil {

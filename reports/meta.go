@@ -89,11 +89,11 @@ func writeResultsFile(dir string, out Results) error { return WriteJSON(dir, Res
 // writeAtomicWith writes dir/name by write, through a temporary file that
 // replaces it only once complete.
 func writeAtomicWith(dir, name string, write func(io.Writer) error) error {
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	f, err := os.Create(tmp)
+	f, err := createTemp(dir, name)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
+	tmp := f.Name()
 	bw := bufio.NewWriterSize(f, 64<<10)
 	err = write(bw)
 	if err == nil {

@@ -98,7 +98,7 @@ type Config struct {
 	// Clients of a Config literal means 5. The fields it can name are
 	// those whose zero means a default: Lock, Workload.Clients,
 	// Workload.Keys, Workload.TTL, TimeLimit, Nemesis.Interval,
-	// CheckTimeout and Nemesis.ClientPause (see Validate).
+	// CheckTimeout, Nemesis.ClientPause and Nemesis.Names (see Validate).
 	Given []string `json:"-"`
 }
 

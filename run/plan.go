@@ -44,8 +44,8 @@ func NewPlan(cfg Config) (*Plan, error) {
 	c := cfg.WithDefaults()
 	p := &Plan{Config: c}
 	for _, step := range []func() error{
-		p.lookupLock, p.buildNemesis, c.checkNumbers, p.checkFailpoints, p.checkRenews,
-		c.checkWorkload, p.lookupSystem, c.checkClusterFaults, p.resolveNodes, p.checkStartable,
+		p.lookupLock, c.checkNumbers, c.checkLimits, p.buildNemesis, p.checkFailpoints, p.checkRenews,
+		c.checkWorkload, p.lookupSystem, c.checkClusterFaults, p.resolveNodes, p.checkLockOptions, p.checkStartable,
 	} {
 		if err := step(); err != nil {
 			return nil, err

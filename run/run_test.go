@@ -309,7 +309,7 @@ func TestRunRefusesAFaultTheDeploymentCannotDo(t *testing.T) {
 	store := t.TempDir()
 	_, err := run.Run(context.Background(), run.Config{
 		Lock: "token", Seed: 1, TimeLimit: time.Second, Store: store, Backend: noClock,
-		Nemesis: nemesis.Config{Names: []string{"clock"}},
+		Nemesis: nemesis.Config{Names: []string{"clock"}, Interval: 500 * time.Millisecond},
 	})
 	var ue *run.UsageError
 	if !errors.As(err, &ue) || !errors.Is(err, sut.ErrUnsupported) || !strings.Contains(err.Error(), "the clock nemesis needs setting nodes' clocks") {

@@ -20,6 +20,16 @@ import (
 // used in anger.
 const MaxClients = 1000
 
+// MaxTimeLimit and MaxRecovery bound the run's two timed phases. Far
+// beyond them a sum of durations overflows (2562047h is the largest
+// time.Duration), and a day of faults already records more history than a
+// check reads in its timeout; a soak is a series of runs (harness matrix
+// --repeat), each of which is checked and kept.
+const (
+	MaxTimeLimit = 24 * time.Hour
+	MaxRecovery  = time.Hour
+)
+
 // Validate checks c as Run would run it, before anything is created, and
 // returns the first problem: a *UsageError, holding a *FieldError when one
 // field is at fault. It is the one validation of a run (NewPlan without
@@ -57,6 +67,10 @@ var givenRules = []givenRule{
 		"{CheckTimeout} must be positive, got %v", "use e.g. {CheckTimeout 30s}"},
 	{"Nemesis.ClientPause", func(c Config) (any, bool) { return c.Nemesis.ClientPause, c.Nemesis.ClientPause <= 0 },
 		"{Nemesis.ClientPause} must be positive, got %v", "use e.g. {Nemesis.ClientPause 1.5s}"},
+	// A command line's empty --nemesis "" is no list at all: given, it is
+	// a name left out, not a request for no faults.
+	{"Nemesis.Names", func(c Config) (any, bool) { return strings.Join(c.Nemesis.Names, ","), len(c.Nemesis.Names) == 0 },
+		"{Nemesis.Names} is given but names no nemesis (got %q)", "name one (see `harness nemeses`) or leave {Nemesis.Names} out"},
 }
 
 // checkGiven refuses a zero the caller gave on purpose (Config.Given),
@@ -129,6 +143,49 @@ func (c Config) checkNumbers() error {
 	return nil
 }
 
+// checkLimits refuses what no system runs as asked and what cannot fit:
+// a TTL that is not a whole number of milliseconds (Redis's PX and
+// ZooKeeper's session timeout count milliseconds, so 1.5ms would be
+// truncated to 1ms while the checker assumes 1.5ms, and 1ns to 0, which
+// every SET refuses), phases longer than MaxTimeLimit and MaxRecovery, an
+// empty nemesis name, and nemeses whose first fault would start after the
+// run (each fault waits one Nemesis.Interval first).
+func (c Config) checkLimits() error {
+	if ttl := c.Workload.TTL; ttl%time.Millisecond != 0 {
+		up := ttl.Truncate(time.Millisecond) + time.Millisecond
+		return field("Workload.TTL", ttl, fmt.Sprintf("{Workload.TTL} must be a whole number of milliseconds (the systems count a lease in ms), got %v", ttl),
+			fmt.Sprintf("use e.g. {Workload.TTL %v}", up))
+	}
+	if c.TimeLimit > MaxTimeLimit {
+		return field("TimeLimit", c.TimeLimit, fmt.Sprintf("{TimeLimit} %v is longer than the harness supports (%v)", c.TimeLimit, MaxTimeLimit),
+			fmt.Sprintf("use {TimeLimit %v} or less, and run longer tests as several runs (harness matrix --repeat)", MaxTimeLimit))
+	}
+	if c.Recovery > MaxRecovery {
+		return field("Recovery", c.Recovery, fmt.Sprintf("{Recovery} %v is longer than the harness supports (%v)", c.Recovery, MaxRecovery),
+			fmt.Sprintf("use {Recovery %v} or less", MaxRecovery))
+	}
+	return c.checkNemesisFits()
+}
+
+// checkNemesisFits refuses an empty nemesis name and a random schedule
+// with no room for a fault: the first one starts after Nemesis.Interval, so
+// with an interval as long as the run none ever strikes, and the run ends
+// unknown after its whole length (a script times its own steps).
+func (c Config) checkNemesisFits() error {
+	names := c.Nemesis.Names
+	if slices.Contains(names, "") {
+		return field("Nemesis.Names", names, fmt.Sprintf("{Nemesis.Names} has an empty name (%q)", strings.Join(names, ",")),
+			fmt.Sprintf("name each nemesis (known: %s), or leave {Nemesis.Names} out", strings.Join(c.Nemesis.Faults().Names(), ", ")))
+	}
+	iv := c.Nemesis.WithDefaults().Interval
+	if len(names) == 0 || len(c.Script) > 0 || iv < c.TimeLimit {
+		return nil
+	}
+	return field("Nemesis.Interval", iv,
+		fmt.Sprintf("no fault can strike in the run: each waits {Nemesis.Interval} (%v) first, and {TimeLimit} is %v", iv, c.TimeLimit),
+		fmt.Sprintf("use {TimeLimit %v} or more, or a shorter {Nemesis.Interval}", 2*iv+iv/2))
+}
+
 // checkWorkload is the workload's own validation, and the clients'
 // retries.
 func (c Config) checkWorkload() error {
@@ -174,30 +231,60 @@ func (p *Plan) checkFailpoints() error {
 }
 
 // checkRenews checks that a workload that renews before it writes has a
-// lock that can renew. It asks an instance built over placeholder nodes,
-// which are never dialled (go-redis connects on the first command).
+// lock that can renew, asking an instance built over placeholder nodes.
 func (p *Plan) checkRenews() error {
 	info := p.Lock
 	if !p.Config.Workload.RenewBeforeWrite {
 		return nil
 	}
-	nodes := make([]sut.ClientNode, max(info.MinNodes, 1))
-	for i := range nodes {
-		nodes[i] = sut.ClientNode{Name: fmt.Sprintf("n%d", i+1), Addr: "127.0.0.1:0", Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
-	}
-	defer sut.CloseClientNodes(nodes)
-	l, err := info.New(nodes, locks.Options{})
+	l, done, err := placeholderLock(info, max(info.MinNodes, 1), locks.Options{})
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", info.Name, err)
 	}
-	if cl, ok := l.(locks.Closer); ok {
-		defer cl.Close()
-	}
+	defer done()
 	if _, ok := l.(locks.Renewer); !ok {
 		return field("Workload.RenewBeforeWrite", true, fmt.Sprintf("lock %s has no Renew, so its clients cannot renew before they write", info.Name),
 			"drop {Workload.RenewBeforeWrite} or use a lock with Renew (token, fenced, reentrant, redlock, redsync, redislock)")
 	}
 	return nil
+}
+
+// checkLockOptions builds a Redis lock once as each client will, over
+// placeholder nodes, so that what the lock itself refuses (set-nx-ex: a
+// TTL that is not whole seconds, as EX counts) is refused before anything
+// starts, not by every client after setup with a run of no operations.
+func (p *Plan) checkLockOptions() error {
+	info := p.Lock
+	if info.SystemName() != locks.SystemRedis {
+		return nil
+	}
+	_, done, err := placeholderLock(info, max(p.Nodes, 1), locks.Options{TTL: p.Config.Workload.TTL})
+	if err != nil {
+		return fieldErr("Lock", p.Config.Lock, fmt.Errorf("lock %s: %w", info.Name, err))
+	}
+	done()
+	return nil
+}
+
+// placeholderLock is an instance of the lock over n placeholder nodes,
+// which are never dialled (go-redis connects on the first command), and
+// the function that releases it.
+func placeholderLock(info locks.Info, n int, opts locks.Options) (locks.Lock, func(), error) {
+	nodes := make([]sut.ClientNode, n)
+	for i := range nodes {
+		nodes[i] = sut.ClientNode{Name: fmt.Sprintf("n%d", i+1), Addr: "127.0.0.1:0", Client: redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})}
+	}
+	l, err := info.New(nodes, opts)
+	if err != nil {
+		sut.CloseClientNodes(nodes)
+		return nil, nil, err
+	}
+	return l, func() {
+		if cl, ok := l.(locks.Closer); ok {
+			cl.Close()
+		}
+		sut.CloseClientNodes(nodes)
+	}, nil
 }
 
 // checkStartable refuses, before anything is created, what setup would

@@ -107,6 +107,16 @@ func TestValidateNamesTheField(t *testing.T) {
 		{base(func(c *Config) { c.Lock, c.Cluster.Topology = "etcd", sut.Replicated }), "Cluster.Topology", "a group of peers"},
 		{base(func(c *Config) { c.Workload.Clients = MaxClients + 1 }), "Workload.Clients", "is more than the harness supports"},
 		{base(func(c *Config) { c.Cluster.Topology = "ring" }), "Cluster", `unknown topology "ring"`},
+		// issue 22
+		{base(func(c *Config) { c.Workload.TTL = 1500 * time.Microsecond }), "Workload.TTL", "Workload.TTL must be a whole number of milliseconds (the systems count a lease in ms), got 1.5ms: use e.g. Workload.TTL=2ms"},
+		{base(func(c *Config) { c.Workload.TTL = time.Nanosecond }), "Workload.TTL", "got 1ns: use e.g. Workload.TTL=1ms"},
+		{base(func(c *Config) { c.Lock, c.Workload.TTL = "set-nx-ex", 1500*time.Millisecond }), "Lock", "set-nx-ex uses EX (whole seconds)"},
+		{base(func(c *Config) { c.TimeLimit = math.MaxInt64 }), "TimeLimit", "is longer than the harness supports (24h0m0s): use TimeLimit=24h0m0s or less"},
+		{base(func(c *Config) { c.Recovery = MaxRecovery + 1 }), "Recovery", "use Recovery=1h0m0s or less"},
+		{base(func(c *Config) { c.Nemesis.Names = []string{"kill", ""} }), "Nemesis.Names", `Nemesis.Names has an empty name ("kill,"): name each nemesis (known: `},
+		{base(func(c *Config) { c.Nemesis.Names, c.Given = nil, []string{"Nemesis.Names"} }), "Nemesis.Names", "Nemesis.Names is given but names no nemesis"},
+		{base(func(c *Config) { c.Nemesis.Names, c.TimeLimit = []string{"stale-replica"}, 2*time.Second }), "Nemesis.Interval",
+			"no fault can strike in the run: each waits Nemesis.Interval (5s) first, and TimeLimit is 2s: use TimeLimit=12.5s or more"},
 	} {
 		err := c.cfg.Validate()
 		var ue *UsageError
@@ -116,6 +126,24 @@ func TestValidateNamesTheField(t *testing.T) {
 		}
 		if _, serr := os.Stat(c.cfg.Store); serr == nil {
 			t.Errorf("validating %v created the store", err)
+		}
+	}
+}
+
+// The edges of the limits of issue 22 are accepted: a whole number of
+// milliseconds, the longest phases, a fault that starts just before the
+// end, and a script, which times its own steps.
+func TestValidateAcceptsTheEdges(t *testing.T) {
+	for _, c := range []Config{
+		{Lock: "token", Workload: workloads.Config{TTL: time.Millisecond}},
+		{Lock: "token", Workload: workloads.Config{TTL: 1500 * time.Millisecond}},
+		{Lock: "set-nx-ex", Workload: workloads.Config{TTL: 2 * time.Second}},
+		{Lock: "token", TimeLimit: MaxTimeLimit, Recovery: MaxRecovery},
+		{Lock: "token", TimeLimit: 5*time.Second + 1, Nemesis: nemesis.Config{Names: []string{"kill"}}},
+		{Lock: "token", TimeLimit: time.Second, Nemesis: nemesis.Config{Names: []string{"kill"}}, Script: []nemesis.Step{{Nemesis: "kill", Action: "start"}}},
+	} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
 		}
 	}
 }

@@ -151,7 +151,7 @@ func (s Scenario) RunConfig(store string) lockrun.Config {
 	cfg.Explanation = s.Explanation
 	cfg.Expected = s.Expect.Map()
 	if cfg.Command == "" {
-		cfg.Command = "harness scenario run " + s.Name
+		cfg.Command = lockrun.CommandLine("harness", "scenario", "run", s.Name)
 	}
 	cfg.Require = append(s.Exposure[:0:0], s.Exposure...)
 	// The script is data shared by every run of the catalogue: copy it so

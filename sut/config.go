@@ -142,6 +142,12 @@ func (c Config) clusterDefaults() Config {
 	return c
 }
 
+// MaxServers bounds the servers of one deployment (nodes and sentinels):
+// each is a process with a proxy per client and node, so a hundred already
+// ask more of a small machine than a lock test needs, and far beyond it
+// the ports run out (the error then named only the port).
+const MaxServers = 100
+
 // Validate rejects configurations that no backend can start. What only one
 // system can judge (a Redis Cluster's shape) is that system's
 // (System.Validate; System.Check runs both).
@@ -156,6 +162,9 @@ func (c Config) Validate() error {
 	}
 	if c.Nodes < 1 {
 		return fmt.Errorf("nodes must be at least 1, got %d", c.Nodes)
+	}
+	if n := c.Nodes + c.Sentinels; n > MaxServers {
+		return fmt.Errorf("%d servers (%d nodes, %d sentinels) is more than a deployment the harness starts may have (%d: each is a server process with a proxy per client, on a port of its own)", n, c.Nodes, c.Sentinels, MaxServers)
 	}
 	if c.Clients < 1 {
 		return fmt.Errorf("clients must be at least 1, got %d", c.Clients)

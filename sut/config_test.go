@@ -52,6 +52,9 @@ func TestConfigValidate(t *testing.T) {
 		{sut.Config{Topology: sut.Replicated, Failover: sut.FailoverManual, Sentinels: 2}, "manual failover runs no sentinels, got 2"},
 		{sut.Config{Topology: sut.Replicated, Failover: "raft"}, `unknown failover "raft" (want sentinel or manual)`},
 		{sut.Config{BasePort: 65534}, "base port 65534 out of range"},
+		{sut.Config{Topology: sut.Replicated, Replicas: 100000}, "100004 servers (100001 nodes, 3 sentinels) is more than a deployment the harness starts may have (100"},
+		{sut.Config{Nodes: sut.MaxServers}, ""},
+		{sut.Config{Nodes: sut.MaxServers + 1}, "101 servers"},
 	} {
 		err := tc.cfg.WithDefaults().Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

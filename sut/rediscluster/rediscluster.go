@@ -32,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"path/filepath"
 	"sort"
@@ -76,12 +77,22 @@ func Validate(c sut.Config) error {
 		return fmt.Errorf("a Redis Cluster here needs at least 1 replica per master (to fail over to), got %d", c.Replicas)
 	case c.Sentinels != 0 || c.Failover != "":
 		return fmt.Errorf("a Redis Cluster fails over by itself: it runs no sentinels and takes no --failover")
+	case c.Masters > sut.MaxServers/2 || c.Replicas > sut.MaxServers/3-1 || c.Nodes > sut.MaxServers:
+		return fmt.Errorf("a Redis Cluster of %d masters with %d replica(s) each is %s nodes, more than the harness starts (%d: masters × (1 + replicas)); use e.g. --masters 3 --replicas 1, at most --masters %d with --replicas 1",
+			c.Masters, c.Replicas, clusterSize(c.Masters, c.Replicas), sut.MaxServers, sut.MaxServers/2)
 	case c.ClusterNodeTimeout < 0:
 		return fmt.Errorf("cluster node timeout must not be negative, got %v", c.ClusterNodeTimeout)
 	case c.BasePort < 0 || c.BasePort > 65535-2*c.Nodes-1:
 		return fmt.Errorf("base port %d out of range", c.BasePort)
 	}
 	return nil
+}
+
+// clusterSize is masters × (1 + replicas) in words, computed without
+// overflow (both may be anything a flag took).
+func clusterSize(masters, replicas int) string {
+	per := new(big.Int).Add(big.NewInt(int64(replicas)), big.NewInt(1))
+	return new(big.Int).Mul(big.NewInt(int64(masters)), per).String()
 }
 
 // ClusterMaster is the initial master of node i (1-based) of a Redis

@@ -3,6 +3,7 @@ package rediscluster_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +82,21 @@ func TestRedisClusterConfig(t *testing.T) {
 		if err == nil {
 			t.Errorf("%+v validated", bad)
 		}
+	}
+	// Issue 22 row 15: the limit is named, not the port it ran into.
+	for _, c := range []sut.Config{
+		{Topology: sut.RedisCluster, Masters: 100000},
+		{Topology: sut.RedisCluster, Replicas: 100000},
+		{Topology: sut.RedisCluster, Masters: math.MaxInt, Replicas: math.MaxInt},
+		{Topology: sut.RedisCluster, Masters: 30, Replicas: 3},
+	} {
+		err := rediscluster.Validate(c.WithDefaults())
+		if err == nil || !strings.Contains(err.Error(), "more than the harness starts (100: masters × (1 + replicas))") {
+			t.Errorf("masters %d, replicas %d: %v", c.Masters, c.Replicas, err)
+		}
+	}
+	if err := rediscluster.Validate(sut.Config{Topology: sut.RedisCluster, Masters: 50}.WithDefaults()); err != nil {
+		t.Errorf("50 masters with 1 replica each: %v", err)
 	}
 	if got := rediscluster.ClusterMaster(5, 3, 1); got != "n2" {
 		t.Errorf("n5 follows %s", got)

@@ -18,7 +18,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
+	"github.com/lockharness/lockharness/inputfile"
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/docker"
 	"github.com/lockharness/lockharness/sut/local"
@@ -70,21 +70,44 @@ type NodeSpec struct {
 	Container string `yaml:"container"`
 }
 
-// Load reads and checks a target file; an unknown field is an error.
+// MaxFileSize bounds a target file: a node is a few lines.
+const MaxFileSize = 1 << 20
+
+// Load reads and checks a target file (Parse, then CheckAddresses). It is
+// read through inputfile: a regular file (a FIFO is refused, not waited
+// for) of at most MaxFileSize.
 func Load(path string) (File, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(context.Background(), path, inputfile.Kind{Name: "target file", Max: MaxFileSize})
 	if err != nil {
-		return File{}, fmt.Errorf("target file %s: %w (write one like compose/sentinel.target.yml)", path, err)
+		return File{}, fmt.Errorf("%w (write one like compose/sentinel.target.yml)", err)
 	}
+	f, err := Parse(b)
+	if err == nil {
+		err = f.CheckAddresses(context.Background())
+	}
+	if err != nil {
+		return File{}, fmt.Errorf("target file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Parse parses and checks (Validate) the YAML of a target file, defaults
+// filled in; an unknown field is an error. It looks nothing up:
+// CheckAddresses resolves the addresses.
+func Parse(b []byte) (File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	var f File
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return File{}, fmt.Errorf("target file %s: %w", path, err)
+		return File{}, err
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return File{}, errors.New("more than one YAML document (a line of ---): describe the deployment in one")
 	}
 	f = f.WithDefaults()
 	if err := f.Validate(); err != nil {
-		return File{}, fmt.Errorf("target file %s: %w", path, err)
+		return File{}, err
 	}
 	return f, nil
 }
@@ -316,6 +339,9 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
+	if err := f.CheckAddresses(ctx); err != nil {
+		return nil, err
+	}
 	if clients < 1 {
 		return nil, fmt.Errorf("clients must be at least 1, got %d", clients)
 	}
@@ -350,6 +376,9 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 	}
 	if err := redisbackend.Ping(ctx, f.Storage, 2*time.Second); err != nil {
 		return nil, fmt.Errorf("storage at %s does not answer PING: %w", f.Storage, err)
+	}
+	if err := d.checkRoles(ctx); err != nil {
+		return nil, err
 	}
 	if d.native, err = d.nativePartition(ctx); err != nil {
 		return nil, err

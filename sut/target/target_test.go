@@ -39,6 +39,15 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 		{"sentinel named as a node", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: master}]\nsentinels: [{name: n1, addr: 127.0.0.1:2}]\nstorage: 127.0.0.1:3\n", `sentinels[0]: name "n1" used twice`},
 		{"sentinel at a node's address", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: master}]\nsentinels: [{name: s1, addr: 127.0.0.1:1}]\nstorage: 127.0.0.1:3\n", "sentinels s1: address 127.0.0.1:1 used twice"},
 		{"bad storage addr", "nodes: [{name: n1, addr: 127.0.0.1:1}]\nstorage: 127.0.0.1:0\n", "storage: "},
+		// Issue 22 row 11: one server under two addresses.
+		{"node twice by name and address", "nodes: [{name: n1, addr: 127.0.0.1:27101}, {name: n2, addr: localhost:27101}]\nstorage: 127.0.0.1:3\n",
+			"node n1 (127.0.0.1:27101) and node n2 (localhost:27101) are one server (both reach 127.0.0.1:27101): list each server once"},
+		{"node twice by port", "nodes: [{name: n1, addr: 127.0.0.1:027101}, {name: n2, addr: 127.0.0.1:27101}]\nstorage: 127.0.0.1:3\n", "are one server"},
+		{"node twice by mapped address", "nodes: [{name: n1, addr: 127.0.0.1:1}, {name: n2, addr: \"[::ffff:127.0.0.1]:1\"}]\nstorage: 127.0.0.1:3\n", "are one server"},
+		{"storage as a node", "nodes: [{name: n1, addr: 127.0.0.1:27101}]\nstorage: localhost:27101\n",
+			"storage localhost:27101 is the server of node n1 (127.0.0.1:27101): both reach 127.0.0.1:27101; the storage must be a Redis of its own"},
+		{"sentinel at a node", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: master}]\nsentinels: [{name: s1, addr: localhost:01}]\nstorage: 127.0.0.1:3\n", "are one server"},
+		{"unresolvable host", "nodes: [{name: n1, addr: no-such-host.invalid:1}]\nstorage: 127.0.0.1:3\n", `host "no-such-host.invalid" does not resolve`},
 		// The first problem in the file's order is the one named.
 		{"nodes before topology", "topology: ring\nnodes: [{addr: 127.0.0.1:1}]\n", "nodes[0] has no name"},
 		{"topology before sentinels", "topology: replicated\nnodes: [{name: n1, addr: 127.0.0.1:1, role: replica}]\nsentinels: [{name: s1, addr: nowhere}]\n", "0 masters"},
