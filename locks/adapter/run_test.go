@@ -141,7 +141,7 @@ func TestRedisPyPauseLongerThanLeaseLosesUpdate(t *testing.T) {
 // misbehavingRun registers the misbehaving adapter in mode (after n
 // answers) and runs it with two clients and a time limit it must not
 // wait out.
-func misbehavingRun(t *testing.T, mode, after string) (run.Outcome, error, time.Duration) {
+func misbehavingRun(t *testing.T, mode, after string) (run.Outcome, time.Duration, error) {
 	t.Helper()
 	reg := shippedRegistry(t)
 	spec := testdataSpec(t, "misbehave.py")
@@ -158,7 +158,7 @@ func misbehavingRun(t *testing.T, mode, after string) (run.Outcome, error, time.
 	if left := processesUnder(t, filepath.Join("testdata", "misbehave.py")); len(left) > 0 {
 		t.Errorf("adapters left running: %q", left)
 	}
-	return out, err, time.Since(began)
+	return out, time.Since(began), err
 }
 
 // An adapter that breaks the protocol mid-run, in every client: the run
@@ -167,7 +167,7 @@ func misbehavingRun(t *testing.T, mode, after string) (run.Outcome, error, time.
 // sent (exit 2 in the CLI), keeps the history, which can be checked, and
 // leaves no adapter running.
 func TestRunWithBrokenAdapterKeepsHistory(t *testing.T) {
-	out, err, took := misbehavingRun(t, "garbage", "40")
+	out, took, err := misbehavingRun(t, "garbage", "40")
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -199,7 +199,7 @@ func TestRunWithBrokenAdapterKeepsHistory(t *testing.T) {
 // adapter, its exit and its log (exit 2 in the CLI), and keeps the
 // adapters' logs.
 func TestRunWithAdapterCrashingAtStart(t *testing.T) {
-	out, err, took := misbehavingRun(t, "crash-start", "0")
+	out, took, err := misbehavingRun(t, "crash-start", "0")
 	want := "nothing could be tested: client 0: new misbehave-crash-start lock: adapter misbehave-crash-start ended (exit status 3) before answering request 1 (init); its log ends: misbehave: crashing at start, as asked"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("run error %v\nwant it to contain %q", err, want)
