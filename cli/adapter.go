@@ -25,17 +25,20 @@ func newAdapterCheckCmd() *cobra.Command {
 	var logs string
 	cmd := &cobra.Command{
 		Use:   "check 'CMD ARGS' | SHIPPED-NAME",
-		Short: "run an adapter through the protocol against a real Redis, without faults, and say what is wrong",
-		Long: `check starts a redis-server of its own and two clients of the adapter (the command
+		Short: "run an adapter through the protocol against real servers, without faults, and say what is wrong",
+		Long: `check starts the system the adapter names in its hello (a redis-server, an etcd
+member, or a ZooKeeper ensemble of three) and two clients of the adapter (the command
 line, split as a shell splits words but run without a shell, or the name of a shipped
-adapter such as redis-py), and checks that it speaks the lock-client protocol: hello
-and init answered, a free key granted with a lease that has validity, a held key
-refused with fail, release, "not held" for a lease that is gone, renew, expiry, a
+adapter such as redis-py or kazoo), and checks that it speaks the lock-client protocol:
+hello and init answered, a free key granted with a lease that has validity and stored
+in the servers init named, a held key refused with fail, release, "not held" for a
+lease that is gone, renew, expiry (for ZooKeeper's session leases: held past the
+validity while the holder lives, handed on when a killed holder's session expires), a
 blocking acquire, close. Bad JSON, missing or duplicate ids, an answer to nothing and
 no answer are named with the line the adapter sent. The adapters' logs are kept.
 
 Exit codes: 0 every check passed, 1 some failed, 2 nothing could be tested (the
-adapter did not start or answer init, or no redis-server).`,
+adapter did not start or answer init, or its servers could not start).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := logs

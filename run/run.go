@@ -77,7 +77,7 @@ func (p *Plan) Run(ctx context.Context) (out Outcome, err error) {
 		return out, err
 	}
 	r.heal(running)
-	if !interrupted {
+	if !interrupted && !r.clientsGone {
 		interrupted = r.recovery(running)
 	}
 	if err := r.teardown(); err != nil {
@@ -87,7 +87,10 @@ func (p *Plan) Run(ctx context.Context) (out Outcome, err error) {
 	if err != nil {
 		return out, err
 	}
-	out.Results, err = r.report(ctx, finish, interrupted, res)
+	if err := r.nothingTested(res); err != nil {
+		return out, err
+	}
+	out.Results, err = r.report(ctx, finish, interrupted, r.judgeLost(res))
 	return out, err
 }
 
@@ -120,6 +123,10 @@ type runner struct {
 	stopWorkload context.CancelFunc
 	wlDone       chan error
 	progressDone <-chan struct{}
+	// clientsGone: every client ended early, its lock broken; lost is
+	// why (the workload's error): the verdict says it (judgeLost).
+	clientsGone bool
+	lost        error
 	nemErr       error
 
 	// src is the history the check read, for the report to read too.
@@ -283,7 +290,7 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 		}
 		nemDone <- nem.Run(faults, r.env)
 	}()
-	interrupted = !wait(ctx, r.cfg.TimeLimit)
+	interrupted = r.waitRun(ctx)
 	stopFaults()
 	r.nemErr = <-nemDone
 	return interrupted, nil
@@ -323,9 +330,7 @@ func (r *runner) teardown() error {
 		fmt.Fprintf(r.log, "teardown: %v\n", err)
 	}
 	_ = os.RemoveAll(r.nodeDir) // node data is not part of the record
-	if wlErr != nil {
-		return fmt.Errorf("workload: %w", wlErr)
-	}
+	r.lost = wlErr // the clients' locks broke: the verdict says so
 	if r.nemErr != nil {
 		return fmt.Errorf("nemesis: %w", r.nemErr)
 	}
@@ -373,6 +378,7 @@ func (r *runner) report(outer, finish context.Context, interrupted bool, res che
 	if err != nil {
 		return reports.Results{}, err
 	}
+	r.markLost(&rec)
 	if err := reports.WriteJSON(r.dir, reports.MetaFile, rec); err != nil {
 		return reports.Results{}, err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
-	redisbackend "github.com/lockharness/lockharness/sut/redis"
 )
 
 // ConformOptions are what a conformance run needs besides the adapter.
@@ -22,7 +21,10 @@ type ConformOptions struct {
 	// Dir keeps the adapters' logs (adapters/<name>-c<client>.log); empty:
 	// a temporary directory, removed.
 	Dir string
-	// TTL is the lease asked for (default 1s).
+	// Deploy, when Nodes is nil, starts the system the adapter names in
+	// its hello (see CheckCommand); Conform stops it when done.
+	Deploy Deployer
+	// TTL is the lease asked for (default: the system's, conformSystem).
 	TTL time.Duration
 }
 
@@ -89,6 +91,8 @@ type conformance struct {
 	rep   *Report
 	a, b  locks.Lock
 	fresh int
+	sys   conformSystem
+	stop  func()
 }
 
 // Conform runs spec's adapter through the protocol without faults, against
@@ -101,17 +105,18 @@ type conformance struct {
 // check it happened in, naming the line.
 func Conform(ctx context.Context, spec Spec, opts ConformOptions) Report {
 	spec = spec.withDefaults()
-	if opts.TTL == 0 {
-		opts.TTL = time.Second
-	}
 	rep := Report{Adapter: spec.Name}
 	c := &conformance{ctx: ctx, spec: spec, opts: opts, rep: &rep}
+	defer c.closeAll()
 	if !c.start() {
 		return rep
 	}
-	defer c.closeAll()
 	c.basics()
-	c.expiry()
+	if c.sys.session {
+		c.sessions()
+	} else {
+		c.expiry()
+	}
 	c.blocking()
 	c.closing()
 	return rep
@@ -131,16 +136,25 @@ func (c *conformance) start() bool {
 		return false
 	}
 	c.rep.About = about
-	if about.System != "" && about.System != locks.SystemRedis {
-		c.rep.Fatal = fmt.Errorf("adapter check runs Redis only; this adapter is for %s", about.System)
-		return false
-	}
 	spec := specFrom(c.spec, about)
 	spec.Name = c.spec.Name
-	f := Factory(spec)
+	sys, err := systemFor(spec)
+	if err != nil {
+		c.rep.Fatal = err
+		return false
+	}
+	c.sys, c.spec = sys, spec
+	if c.opts.TTL == 0 {
+		c.opts.TTL = sys.ttl
+	}
+	if c.opts.Nodes == nil {
+		if err := c.deploy(); err != nil {
+			c.rep.Fatal = err
+			return false
+		}
+	}
 	for i, l := range []*locks.Lock{&c.a, &c.b} {
-		opts := locks.Options{TTL: c.opts.TTL, Dir: c.opts.Dir, Client: int64(i), Rand: rand.New(rand.NewPCG(uint64(i), 7))}
-		lk, err := f(c.opts.Nodes(i), opts)
+		lk, err := c.client(i)
 		if !c.check(fmt.Sprintf("client %d starts and answers init", i), err) {
 			c.rep.Fatal = err
 			return false
@@ -148,6 +162,12 @@ func (c *conformance) start() bool {
 		*l = lk
 	}
 	return true
+}
+
+// client starts the adapter of client slot i.
+func (c *conformance) client(i int) (locks.Lock, error) {
+	opts := locks.Options{TTL: c.opts.TTL, Dir: c.opts.Dir, Client: int64(i), Rand: rand.New(rand.NewPCG(uint64(i), 7))}
+	return Factory(c.spec)(c.opts.Nodes(i), opts)
 }
 
 // key is a key no check used before.
@@ -193,8 +213,8 @@ func (c *conformance) expiry() {
 	}
 	sleep(c.ctx, time.Until(la.ValidUntil)+200*time.Millisecond)
 	now = time.Now()
-	lb, err := c.acquire(c.b, k, 0)
-	c.check("after its validity the key is granted to another client", c.leaseErr(lb, err, now))
+	lb, err := c.acquire(c.b, k, c.sys.expiryGrace)
+	c.check("after its validity the key is granted to another client"+c.sys.graceWords(), c.leaseErr(lb, err, now))
 	c.check("the expired holder's release is not held (fail)", want(c.a.Release(c.ctx, la), locks.ErrNotHeld, "fail (not held)"))
 	if err == nil {
 		c.check("the new holder's release is ok", c.sound(c.b, c.b.Release(c.ctx, lb)))
@@ -243,6 +263,9 @@ func (c *conformance) closeAll() {
 			_ = l.(locks.Closer).Close()
 		}
 	}
+	if c.stop != nil {
+		c.stop()
+	}
 }
 
 func asLock(l locks.Lock) *Lock {
@@ -286,6 +309,12 @@ func (c *conformance) leaseErr(l locks.Lease, err error, now time.Time) error {
 // stored checks that the client's server holds something: the adapter
 // dials the addresses init gave it.
 func (c *conformance) stored(k string) error {
+	switch c.spec.System {
+	case locks.SystemZooKeeper:
+		return zkStored(c.ctx, c.opts.Nodes(0), k)
+	case locks.SystemEtcd:
+		return etcdStored(c.ctx, c.opts.Nodes(0), k)
+	}
 	n := c.opts.Nodes(0)[0]
 	if n.Client == nil {
 		return nil
@@ -323,34 +352,19 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// CheckCommand is `harness adapter check`: it starts a Redis node of its
-// own (two clients, each through its own link), runs Conform on the
-// adapter that cmdline starts (or the shipped adapter of that name), keeps
-// the adapters' logs in dir, and stops everything. A Report with Fatal set
-// means nothing could be tested.
+// CheckCommand is `harness adapter check`: it runs Conform on the adapter
+// that cmdline starts (or the shipped adapter of that name) against a
+// deployment of its own of the system the adapter names in its hello
+// (Redis, etcd or a ZooKeeper ensemble of three, as a run starts them:
+// real servers, every client through its own links), keeps the adapters'
+// logs in dir, and stops everything. A Report with Fatal set means nothing
+// could be tested.
 func CheckCommand(ctx context.Context, cmdline, dir string) Report {
 	spec, err := specForCheck(ctx, cmdline)
 	if err != nil {
 		return Report{Adapter: cmdline, Fatal: err}
 	}
-	cl, err := redisbackend.Up(ctx, sut.Config{Nodes: 1, Clients: 2})
-	if err != nil {
-		return Report{Adapter: spec.Name, Fatal: fmt.Errorf("starting redis-server to check against: %w", err)}
-	}
-	defer cl.Down()
-	var views [2][]sut.ClientNode
-	defer func() {
-		for _, v := range views {
-			sut.CloseClientNodes(v)
-		}
-	}()
-	nodes := func(slot int) []sut.ClientNode {
-		if views[slot] == nil {
-			views[slot] = cl.ClientNodes(slot, sut.ClientOptions{})
-		}
-		return views[slot]
-	}
-	return Conform(ctx, spec, ConformOptions{Nodes: nodes, Dir: dir})
+	return Conform(ctx, spec, ConformOptions{Dir: dir})
 }
 
 // specForCheck is the spec of a shipped adapter called cmdline, or of

@@ -72,3 +72,29 @@ func TestProtocolPageQuotesMinimalAdapter(t *testing.T) {
 		t.Errorf("the minimal adapter has %d lines, want under 80", n)
 	}
 }
+
+// harness adapter check starts the system each shipped adapter of a real
+// library names (a ZooKeeper ensemble of three, an etcd member) and every
+// one passes: for ZooKeeper's session leases, the expiry checks are
+// session checks (held past the validity while the holder lives, handed
+// on when a killed holder's session expires).
+func TestRealAdaptersPassCheck(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+	}{
+		{"kazoo", "a dead holder's key goes to a waiter once its session expires"},
+		{"curator", "a dead holder's key goes to a waiter once its session expires"},
+		{"python-etcd3", "after its validity the key is granted to another client (within 1s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			requireLib(t, c.name)
+			rep := adapter.CheckCommand(context.Background(), c.name, t.TempDir())
+			var b strings.Builder
+			rep.Write(&b)
+			if !rep.OK() || !strings.Contains(b.String(), c.want) || !strings.Contains(b.String(), "ok    the lock is in the server init named") {
+				t.Fatalf("want every check passed, with %q:\n%s", c.want, b.String())
+			}
+			t.Logf("\n%s", b.String())
+		})
+	}
+}

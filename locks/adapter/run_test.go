@@ -138,26 +138,49 @@ func TestRedisPyPauseLongerThanLeaseLosesUpdate(t *testing.T) {
 	}
 }
 
-// An adapter that breaks the protocol mid-run: the run ends with an error
-// naming the adapter and its line (exit 2 in the CLI), the history is kept
-// and can be checked, and no adapter is left running.
-func TestRunWithBrokenAdapterKeepsHistory(t *testing.T) {
+// misbehavingRun registers the misbehaving adapter in mode (after n
+// answers) and runs it with two clients and a time limit it must not
+// wait out.
+func misbehavingRun(t *testing.T, mode, after string) (run.Outcome, time.Duration, error) {
+	t.Helper()
 	reg := shippedRegistry(t)
 	spec := testdataSpec(t, "misbehave.py")
-	spec.Name = "misbehave-garbage"
-	spec.Command = append(spec.Command, "garbage", "40")
+	spec.Name = "misbehave-" + mode
+	spec.Command = append(spec.Command, mode, after)
 	if err := reg.Register(adapter.Info(spec)); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	out, err := run.Run(context.Background(), run.Config{
-		Lock: spec.Name, Registry: reg, Seed: 3, TimeLimit: 2 * time.Second, Recovery: 500 * time.Millisecond, Store: t.TempDir(),
+		Lock: spec.Name, Registry: reg, Seed: 3, TimeLimit: 60 * time.Second, Recovery: 500 * time.Millisecond, Store: t.TempDir(),
 		Workload: workloads.Config{Clients: 2, TTL: time.Second},
 	})
-	if err == nil || !strings.Contains(err.Error(), `adapter misbehave-garbage broke the protocol: line 41 "Traceback`) {
-		t.Fatalf("run error %v, want the adapter's line named", err)
+	if left := processesUnder(t, filepath.Join("testdata", "misbehave.py")); len(left) > 0 {
+		t.Errorf("adapters left running: %q", left)
 	}
-	if out.Dir == "" {
-		t.Fatal("the run directory was discarded")
+	return out, time.Since(began), err
+}
+
+// An adapter that breaks the protocol mid-run, in every client: the run
+// stops early (it does not wait out its 60s), writes results whose
+// verdict is unknown with the reason naming the adapter and the line it
+// sent (exit 2 in the CLI), keeps the history, which can be checked, and
+// leaves no adapter running.
+func TestRunWithBrokenAdapterKeepsHistory(t *testing.T) {
+	out, took, err := misbehavingRun(t, "garbage", "40")
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the run took %v: it waited out its time limit with every client gone", took)
+	}
+	res := out.Results
+	want := `adapter misbehave-garbage broke the protocol: line 41 "Traceback`
+	if res.Verdict != checker.Unknown || !strings.Contains(res.Reason, want) || !strings.Contains(res.Meta.Partial, want) {
+		t.Fatalf("verdict %s, reason %q, partial %q: want unknown, both naming %q", res.Verdict, res.Reason, res.Meta.Partial, want)
+	}
+	if _, err := reports.ReadResults(out.Dir); err != nil {
+		t.Errorf("no results.json: %v", err)
 	}
 	path := filepath.Join(out.Dir, reports.HistoryFile)
 	if _, err := history.ReadFile(path); err != nil {
@@ -166,8 +189,29 @@ func TestRunWithBrokenAdapterKeepsHistory(t *testing.T) {
 	if _, err := checker.Check(context.Background(), history.File(path), checker.Config{Timeout: 10 * time.Second}); err != nil {
 		t.Fatalf("the kept history cannot be checked: %v", err)
 	}
-	if left := processesUnder(t, filepath.Join("testdata", "misbehave.py")); len(left) > 0 {
-		t.Errorf("adapters left running: %q", left)
+	if res.Counts["acquire"]["ok"] == 0 {
+		t.Errorf("no grant recorded before the adapters broke: %v", res.Counts)
+	}
+}
+
+// An adapter that crashes at start in a run: nothing could be tested, so
+// the run ends at once (not after its 60s) with an error naming the
+// adapter, its exit and its log (exit 2 in the CLI), and keeps the
+// adapters' logs.
+func TestRunWithAdapterCrashingAtStart(t *testing.T) {
+	out, took, err := misbehavingRun(t, "crash-start", "0")
+	want := "nothing could be tested: client 0: new misbehave-crash-start lock: adapter misbehave-crash-start ended (exit status 3) before answering request 1 (init); its log ends: misbehave: crashing at start, as asked"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("run error %v\nwant it to contain %q", err, want)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the run took %v: it waited out its time limit with no client started", took)
+	}
+	if out.Dir == "" {
+		t.Fatal("the run directory was discarded")
+	}
+	if _, err := os.Stat(filepath.Join(out.Dir, "adapters", "misbehave-crash-start-c0.log")); err != nil {
+		t.Errorf("the adapter's log is not kept: %v", err)
 	}
 }
 
