@@ -198,7 +198,7 @@ func busySpans(p *prepared, claims []claim, orphans []orphan) []span {
 	var busy []span
 	for _, c := range claims {
 		end := c.end.t
-		if t, dead := p.crashedAt[c.proc]; dead && c.end == forever {
+		if t, dead := p.crashed(c.proc); dead && c.end == forever {
 			end = max(c.start.t, t) // dead, and nothing will ever free it
 		}
 		busy = append(busy, span{c.start.t, min(end, p.last)})
@@ -255,7 +255,7 @@ func (lc *livenessCheck) holdersAtRecovery() {
 // that never ends.
 func blockedForGood(p *prepared, cs []claim) bool {
 	for _, c := range cs {
-		if _, dead := p.crashedAt[c.proc]; dead && c.end == forever && c.deadline == never {
+		if _, dead := p.crashed(c.proc); dead && c.end == forever && c.deadline == never {
 			return true
 		}
 	}
@@ -433,11 +433,11 @@ func holderAt(cs []claim, t int64) *claim {
 }
 
 // holderText names c, the claim that was in force when the recovery
-// began, to explain a deadlock. A crash ends the cuts, so every crash is
-// in the last window's p.
+// began, to explain a deadlock. Every crash is in the last window's p
+// or the windows' log of crashes before it (p.crashed).
 func holderText(p *prepared, c *claim) string {
 	s := fmt.Sprintf("; process %d held it from %s", c.proc, secs(c.start.t))
-	if t, dead := p.crashedAt[c.proc]; dead {
+	if t, dead := p.crashed(c.proc); dead {
 		s += fmt.Sprintf(" and crashed at %s", secs(t))
 	}
 	if c.deadline == never {
