@@ -137,6 +137,9 @@ type livenessCheck struct {
 // final heal begins it again.
 func newLivenessCheck(p *prepared, byKey map[string][]claim, w window) *livenessCheck {
 	lc := &livenessCheck{p: p, byKey: byKey, w: w, heal: p.heal, recoveryFrom: p.first, stats: map[string]float64{}}
+	if w.c.hasFirst {
+		lc.recoveryFrom = w.c.first // a window's first event is not the history's
+	}
 	if lc.heal < 0 {
 		lc.heal = w.c.heal
 	} else if lc.heal != w.c.heal {
@@ -150,10 +153,10 @@ func newLivenessCheck(p *prepared, byKey map[string][]claim, w window) *liveness
 	return lc
 }
 
-// judgesRecovery reports whether the window follows the recovery: it
-// lies after the final heal, or is the last (a history without a final
-// heal is all recovery).
-func (lc *livenessCheck) judgesRecovery() bool { return lc.heal >= 0 || lc.w.last }
+// judgesRecovery reports whether the window follows the recovery: every
+// window does, since a history without a final heal is all recovery
+// (until a final heal comes: its window begins the recovery again).
+func (lc *livenessCheck) judgesRecovery() bool { return true }
 
 // acquiresByKey is p's acquires, per key, in invocation order.
 func acquiresByKey(p *prepared) map[string][]*call {

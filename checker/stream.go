@@ -170,8 +170,8 @@ const windowTarget = 1 << 16
 
 // checkSource is Check of a history file, read in windows of at least
 // target events (see above). A history the windows cannot judge exactly
-// (its events out of index order after a cut, or no final heal after a
-// cut) is read again and checked whole.
+// (its events out of index order after a cut) is read again and checked
+// whole.
 func checkSource(ctx context.Context, src history.Source, cfg Config, target int) (Result, error) {
 	w := checkWindows(ctx, src, cfg, target)
 	if ctx.Err() != nil {
@@ -220,6 +220,9 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	cut := newCutter(a.c.pk)
 	var w windowRun
 	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
+		if cut.n == 0 {
+			a.c.first, a.c.hasFirst = op.Time, true
+		}
 		a.seen.Add(op)
 		if cut.since >= target && cut.ok(*op) {
 			a.cut(cut, &w.st)
@@ -234,12 +237,12 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	a.seen.Truncated = w.truncated
 	a.window(cut.rest(), true, 0)
 	w.res = a.result()
-	// Liveness is judged over the recovery after the final heal, which
-	// the windows carry (carry.rec); without one the whole history is
-	// the recovery, which the windows did not carry. An unusable history
-	// is judged by its first refusal, which is the whole check's: the
-	// cutter cuts no more once it has seen an event prepare refuses.
-	w.exact = w.st.cuts == 0 || a.c.heal >= 0 || a.shared != nil
+	// Liveness is judged over the recovery after the final heal, or the
+	// whole history without one, which the windows carry (carry.rec). An
+	// unusable history is judged by its first refusal, which is the whole
+	// check's: the cutter cuts no more once it has seen an event prepare
+	// refuses.
+	w.exact = true
 	return w
 }
 
@@ -271,6 +274,8 @@ type carry struct {
 	longest  int64        // the longest lease granted
 	unavail  map[string]int64
 	heal     int64                // the final heal's time, once a window had it (-1 before)
+	first    int64                // the history's first event's time (the recovery's start without a final heal), if hasFirst
+	hasFirst bool
 	rec      map[string]*recovery // per key, its acquires since the final heal
 	nem      []nemesisEvent       // the nemesis events so far
 	faults   []faultExposure      // of each of nem

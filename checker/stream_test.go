@@ -85,6 +85,15 @@ func withFinalHeal(ops []history.Op) []history.Op {
 		history.Op{Index: last.Index + 2, Time: last.Time + 2, Process: history.Nemesis, Type: history.OK, F: history.FFinalHeal})
 }
 
+// withoutFinalHeal is ops without its final heal.
+func withoutFinalHeal(ops []history.Op) []history.Op {
+	out := slices.DeleteFunc(slices.Clone(ops), func(op history.Op) bool { return op.F == history.FFinalHeal })
+	for i := range out {
+		out[i].Index = int64(i)
+	}
+	return out
+}
+
 // windowCase is a history for the windowed check to judge as the whole
 // check does; many: a history of many keys, which the windows must cut.
 type windowCase struct {
@@ -308,11 +317,17 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 		}
 		ops := shapeOps(t, shape, n, uint64(si))
 		cases = append(cases, brokenCases(rand.New(rand.NewPCG(uint64(si), 10)), "shape "+string(shape), ops, true)...)
+		// Without its final heal the whole history is the recovery.
+		cases = append(cases, windowCase{"shape " + string(shape) + ", no final heal", withoutFinalHeal(ops), true})
 	}
 	for si, shape := range append(shapes, manyShapes...) {
 		for seed := uint64(0); seed < 150; seed++ {
 			rng := rand.New(rand.NewPCG(seed, uint64(si)+100))
-			cases = append(cases, windowCase{"generated", withFinalHeal(genLockHistory(rng, shape)), si >= len(shapes)})
+			ops := genLockHistory(rng, shape)
+			if seed%3 != 0 {
+				ops = withFinalHeal(ops)
+			}
+			cases = append(cases, windowCase{"generated", ops, si >= len(shapes)})
 		}
 	}
 	windows, exact, recovery := 0, 0, 0
