@@ -153,10 +153,13 @@ func newLivenessCheck(p *prepared, byKey map[string][]claim, w window) *liveness
 	return lc
 }
 
-// judgesRecovery reports whether the window follows the recovery: every
-// window does, since a history without a final heal is all recovery
-// (until a final heal comes: its window begins the recovery again).
-func (lc *livenessCheck) judgesRecovery() bool { return true }
+// judgesRecovery reports whether the window follows the recovery: it
+// lies after the final heal, or is the last, or the windows follow the
+// recovery from the start (a history without a final heal is all
+// recovery).
+func (lc *livenessCheck) judgesRecovery() bool {
+	return lc.heal >= 0 || lc.w.last || lc.w.c.fromStart
+}
 
 // acquiresByKey is p's acquires, per key, in invocation order.
 func acquiresByKey(p *prepared) map[string][]*call {
@@ -189,7 +192,11 @@ func (lc *livenessCheck) measureKey(key string, acq []*call, orphans []orphan) {
 			r.observe(c, lc.recoveryFrom, busy)
 		}
 	}
-	lc.w.c.unavail[key] += uncovered(union(failing), busy)
+	if un := uncovered(union(failing), busy); un > 0 {
+		// Only keys that were unavailable at all: a history of a
+		// million keys carries (and reports) none of the others.
+		lc.w.c.unavail[key] += un
+	}
 }
 
 // busySpans are the spans (disjoint, sorted) in which a key was

@@ -64,11 +64,11 @@ type nemesisEvent struct {
 type prepared struct {
 	calls     []call // client operations, in invocation order
 	nemesis   []nemesisEvent
-	heal      int64 // time of the last final-heal ok, -1 if none
-	first     int64 // time of the first event
-	last      int64 // time of the last event
-	lastIndex int64 // history index of the last event
-	crashedAt map[int]int64 // the crashes in this window (see crashed)
+	heal      int64            // time of the last final-heal ok, -1 if none
+	first     int64            // time of the first event
+	last      int64            // time of the last event
+	lastIndex int64            // history index of the last event
+	crashedAt map[int]int64    // the crashes in this window (see crashed)
 	crashes   []crashRec       // the same, in order
 	keys      []string         // every key a client operation named, sorted
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order

@@ -173,7 +173,13 @@ const windowTarget = 1 << 16
 // (its events out of index order after a cut) is read again and checked
 // whole.
 func checkSource(ctx context.Context, src history.Source, cfg Config, target int) (Result, error) {
-	w := checkWindows(ctx, src, cfg, target)
+	w := checkWindows(ctx, src, cfg, target, false)
+	if w.noHeal && ctx.Err() == nil {
+		// Without a final heal the whole history is the recovery: read it
+		// again, following the recovery from its first event (which a
+		// history with one does not pay for).
+		w = checkWindows(ctx, src, cfg, target, true)
+	}
 	if ctx.Err() != nil {
 		// Stopped: the checkers that had not finished are unknown, as
 		// they are when ctx is done during a whole check.
@@ -208,15 +214,19 @@ type windowStats struct {
 type windowRun struct {
 	res       Result
 	exact     bool
+	noHeal    bool // cut, and no final heal: the recovery was not followed
 	truncated bool
 	err       error
 	st        windowStats
 }
 
 // checkWindows checks the events of src in windows of at least target
-// events.
-func checkWindows(ctx context.Context, src history.Source, cfg Config, target int) windowRun {
+// events. fromStart follows liveness's recovery from the first event, as
+// a history without a final heal needs; else it is followed from the
+// final heal.
+func checkWindows(ctx context.Context, src history.Source, cfg Config, target int, fromStart bool) windowRun {
 	a := newAccumulator(ctx, cfg, cfg.holdLimit())
+	a.c.fromStart = fromStart
 	cut := newCutter(a.c.pk)
 	var w windowRun
 	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
@@ -238,10 +248,11 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	a.window(cut.rest(), true, 0)
 	w.res = a.result()
 	// Liveness is judged over the recovery after the final heal, or the
-	// whole history without one, which the windows carry (carry.rec). An
-	// unusable history is judged by its first refusal, which is the whole
-	// check's: the cutter cuts no more once it has seen an event prepare
-	// refuses.
+	// whole history without one, which the windows carry (carry.rec) from
+	// the final heal, or with fromStart from the first event. An unusable
+	// history is judged by its first refusal, which is the whole check's:
+	// the cutter cuts no more once it has seen an event prepare refuses.
+	w.noHeal = w.st.cuts > 0 && a.c.heal < 0 && a.shared == nil && !fromStart
 	w.exact = true
 	return w
 }
@@ -254,6 +265,9 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 	}
 	a.window(win, false, cut.last.Time)
 	commit(a.c, counters)
+	// What the carry keeps of keys at rest (neither held back nor
+	// followed by the cutter) may go to its file.
+	a.c.pk.evict(func(key string) bool { return cut.keys[key] != nil })
 	st.cuts++
 	st.deferred += deferred
 	if a.c.heal >= 0 {
@@ -263,25 +277,26 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 
 // carry is what the checkers keep of the windows before the current one.
 type carry struct {
-	pk       map[procKey]*pkCarry // per process and key (see pkCarry)
-	reported caps                 // violations spelled out per kind and key
-	counter  map[string]int64     // each key's counter at the cut (0 if never written)
-	fenceTop map[string]fenceGrant
-	accepted map[string]int // writes storage accepted, per key
-	unknownW map[string]int // writes of unknown outcome, per key
-	lastRead map[string]Section
-	acquired map[int]bool // processes that acquired
-	longest  int64        // the longest lease granted
-	unavail  map[string]int64
-	heal     int64                // the final heal's time, once a window had it (-1 before)
-	first    int64                // the history's first event's time (the recovery's start without a final heal), if hasFirst
-	hasFirst bool
-	rec      map[string]*recovery // per key, its acquires since the final heal
-	nem      []nemesisEvent       // the nemesis events so far
-	faults   []faultExposure      // of each of nem
-	pauses   []pauseProbe         // the client pauses so far and whom they struck
-	crashes  *crashLog            // the client crashes so far and whom they struck
-	orphans  *orphanCarry         // liveness: orphan locks across cuts
+	pk        *pkStore         // per process and key (see pkCarry)
+	reported  caps             // violations spelled out per kind and key
+	counter   map[string]int64 // each key's counter at the cut (0 if never written)
+	fenceTop  map[string]fenceGrant
+	accepted  map[string]int // writes storage accepted, per key
+	unknownW  map[string]int // writes of unknown outcome, per key
+	lastRead  map[string]Section
+	acquired  map[int]bool // processes that acquired
+	longest   int64        // the longest lease granted
+	unavail   map[string]int64
+	heal      int64 // the final heal's time, once a window had it (-1 before)
+	first     int64 // the history's first event's time (the recovery's start without a final heal), if hasFirst
+	hasFirst  bool
+	fromStart bool                 // follow the recovery from the first event (rec), not the final heal
+	rec       map[string]*recovery // per key, its acquires since the final heal
+	nem       []nemesisEvent       // the nemesis events so far
+	faults    []faultExposure      // of each of nem
+	pauses    []pauseProbe         // the client pauses so far and whom they struck
+	crashes   *crashLog            // the client crashes so far and whom they struck
+	orphans   *orphanCarry         // liveness: orphan locks across cuts
 }
 
 // pkCarry is what the carry keeps of one process and key, in one map
@@ -298,7 +313,7 @@ type pkCarry struct {
 	// The cutter's, for the orphan renewals: the index of the completion
 	// of the process's latest release (max while in flight; released says
 	// there was one), and whether its latest acquire ok came after it.
-	relDone            int64
+	relDone int64
 	// A release of the windows before that never completes (see
 	// prepared.priorForever): its invocation.
 	foreverT, foreverI int64
@@ -307,8 +322,11 @@ type pkCarry struct {
 	released, held     bool // the cutter's
 }
 
-func newCarry() *carry {
-	oc := newOrphanCarry()
+func newCarry(spillDir string, hot int) *carry {
+	oc := newOrphanCarry(spillDir)
+	if hot > 0 {
+		oc.calls.hot, oc.calls.base = hot, hot
+	}
 	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
 		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc,
@@ -332,7 +350,7 @@ type recovery struct {
 func (c *carry) recoveryOf(key string) *recovery { return entry(c.rec, key) }
 
 // at is k's entry, made if need be.
-func (c *carry) at(k procKey) *pkCarry { return entry(c.pk, k) }
+func (c *carry) at(k procKey) *pkCarry { return c.pk.at(k) }
 
 // entry is m[k], a new zero value put there first if there is none.
 func entry[K comparable, V any](m map[K]*V, k K) *V {
@@ -347,7 +365,7 @@ func entry[K comparable, V any](m map[K]*V, k K) *V {
 // priorToken is the token of (proc, key)'s latest grant in the windows
 // before.
 func (c *carry) priorToken(proc int, key string) (string, bool) {
-	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasToken {
+	if pc := c.pk.get(procKey{proc, key}); pc != nil && pc.hasToken {
 		return pc.token, true
 	}
 	return "", false
@@ -356,7 +374,7 @@ func (c *carry) priorToken(proc int, key string) (string, bool) {
 // priorForever is the invocation of (proc, key)'s release in the windows
 // before that never completes.
 func (c *carry) priorForever(proc int, key string) (instant, bool) {
-	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasForever {
+	if pc := c.pk.get(procKey{proc, key}); pc != nil && pc.hasForever {
 		return instant{pc.foreverT, pc.foreverI}, true
 	}
 	return instant{}, false
@@ -365,7 +383,7 @@ func (c *carry) priorForever(proc int, key string) (instant, bool) {
 // priorClaim is (proc, key)'s latest claim in the windows before, as far
 // as staleWrites reads it: its end and grant.
 func (c *carry) priorClaim(proc int, key string) (claim, bool) {
-	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasClaim {
+	if pc := c.pk.get(procKey{proc, key}); pc != nil && pc.hasClaim {
 		return claim{proc: proc, key: key, end: instant{t: pc.claimEnd}, grant: pc.claimGrant}, true
 	}
 	return claim{}, false
@@ -422,7 +440,7 @@ func newAccumulator(ctx context.Context, cfg Config, holdLimit int) *accumulator
 	if holdLimit <= 0 {
 		holdLimit = math.MaxInt
 	}
-	return &accumulator{ctx: ctx, cfg: cfg.withDefaults(), c: newCarry(), holds: newHoldFile(cfg.SpillDir, holdLimit), counts: map[string]map[string]int{}, failed: map[string]CheckResult{}}
+	return &accumulator{ctx: ctx, cfg: cfg.withDefaults(), c: newCarry(cfg.SpillDir, cfg.carryInMemory), holds: newHoldFile(cfg.SpillDir, holdLimit), counts: map[string]map[string]int{}, failed: map[string]CheckResult{}}
 }
 
 // window checks the next window of the history, ops in index order. A
@@ -588,6 +606,7 @@ func (c *Coverage) add(d Coverage) {
 
 // result composes the windows' findings, with what the check saw.
 func (a *accumulator) result() Result {
+	defer a.c.pk.close()
 	res := Result{Checkers: map[string]CheckResult{}, Violations: []Violation{}, Counts: a.counts, Seen: a.seen}
 	if a.shared != nil {
 		for _, name := range []string{LockPromise, Resource, Liveness} {
@@ -676,7 +695,7 @@ type cutter struct {
 	pending  map[pendKey]pendOp        // every invocation not yet completed
 	busy     map[history.Process]bool  // client processes with an operation outstanding
 	keys     map[string]*keyState      // keys with events held back or state open
-	rel      map[procKey]*pkCarry      // each process and key's latest acquire and release (relDone, held, released)
+	rel      *pkStore                  // each process and key's latest acquire and release (relDone, held, released)
 	renewInv map[history.Process]int64 // index of a renewer's renew in flight
 	dead     map[history.Process]bool  // crashed client processes
 	// procKeys is, per owner, the keys on which it has a read not yet
@@ -723,9 +742,9 @@ type keyState struct {
 // newCutter is a cutter that keeps what it follows of each process and
 // key in pk's entries (the carry's: one map entry per process and key for
 // both, as a history has up to clients × keys of them); nil: its own.
-func newCutter(pk map[procKey]*pkCarry) *cutter {
+func newCutter(pk *pkStore) *cutter {
 	if pk == nil {
-		pk = map[procKey]*pkCarry{}
+		pk = newPKStore("")
 	}
 	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
 		keys: map[string]*keyState{}, rel: pk, renewInv: map[history.Process]int64{},
@@ -733,14 +752,7 @@ func newCutter(pk map[procKey]*pkCarry) *cutter {
 }
 
 // relOf is k's entry, made if need be.
-func (c *cutter) relOf(k procKey) *pkCarry {
-	pc := c.rel[k]
-	if pc == nil {
-		pc = &pkCarry{}
-		c.rel[k] = pc
-	}
-	return pc
-}
+func (c *cutter) relOf(k procKey) *pkCarry { return c.rel.at(k) }
 
 // quiet reports whether the key satisfies conditions 1 to 4 at time t:
 // nothing pending or open, the counter settled, every lease run out by t.
@@ -1071,7 +1083,7 @@ func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
 	// windows cannot follow, so the key splits no more (its events then
 	// wait for the last window). A renewal concurrent with the release is
 	// absorbed by it and no orphan.
-	switch r := c.rel[pk]; {
+	switch r := c.rel.get(pk); {
 	case op.F == history.FAcquire:
 		c.relOf(pk).held = true
 	case op.Owner != nil && (r == nil || !r.held):

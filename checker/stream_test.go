@@ -19,8 +19,15 @@ import (
 
 // windowed checks ops in windows of at least target events (1: a cut at
 // every point the cutter allows); st says how it cut them.
+//
+// What the windows carry of each process and key goes to a file past 8
+// entries (pkStore), and comes back when a window asks for it.
 func windowed(ops []history.Op, target int) (Result, windowStats, bool) {
-	w := checkWindows(ctx, history.Events(ops), Config{Timeout: time.Minute}, target)
+	cfg := Config{Timeout: time.Minute, carryInMemory: 8}
+	w := checkWindows(ctx, history.Events(ops), cfg, target, false)
+	if w.noHeal {
+		w = checkWindows(ctx, history.Events(ops), cfg, target, true)
+	}
 	return w.res, w.st, w.exact
 }
 
