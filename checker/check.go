@@ -41,6 +41,13 @@ type Config struct {
 	// after the verdict, each bounded by ten seconds.
 	Views bool
 
+	// Observe, when set, is given every event of the history as the
+	// check reads it, in order, once (also when the check reads a history
+	// again: the observer does not see it twice), and valid only during
+	// the call: so that whoever draws the verdict (reports.Digest) need
+	// not read the history again.
+	Observe func(*history.Op)
+
 	// carryInMemory is pkHot for tests (0: pkHot).
 	carryInMemory int
 }
@@ -93,6 +100,9 @@ func checkWhole(ctx context.Context, ops []history.Op, truncated bool, cfg Confi
 	a := newAccumulator(ctx, cfg, 0)
 	for i := range ops {
 		a.seen.Add(&ops[i])
+		if cfg.Observe != nil {
+			cfg.Observe(&ops[i])
+		}
 	}
 	a.seen.Complete, a.seen.Truncated = true, truncated
 	a.window(ops, true, 0)

@@ -174,6 +174,7 @@ const windowTarget = 1 << 16
 // whole.
 func checkSource(ctx context.Context, src history.Source, cfg Config, target int) (Result, error) {
 	w := checkWindows(ctx, src, cfg, target, false)
+	cfg.Observe = nil // it saw every event once
 	if w.noHeal && ctx.Err() == nil {
 		// Without a final heal the whole history is the recovery: read it
 		// again, following the recovery from its first event (which a
@@ -234,6 +235,9 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 			a.c.first, a.c.hasFirst = op.Time, true
 		}
 		a.seen.Add(op)
+		if cfg.Observe != nil {
+			cfg.Observe(op)
+		}
 		if cut.since >= target && cut.ok(*op) {
 			a.cut(cut, &w.st)
 		}

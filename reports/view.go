@@ -170,23 +170,19 @@ func (v *runView) marksOf(w window) *marks {
 // close-up of a violation whose events the check did not keep is placed
 // once the pass has found them, and its marks take a pass of their own.
 // It returns the windows, the overview first.
-func (v *runView) gather(ctx context.Context, zoomed []int) ([]window, error) {
+func (v *runView) gather(ctx context.Context, zoomed []int, g *Digest) ([]window, error) {
 	wins := make([]window, 1+len(zoomed))
 	wins[0] = window{From: 0, To: v.end, Title: v.title("timeline")}
-	var now, later []spanKey
-	now = append(now, wins[0].key())
 	for k, i := range zoomed {
 		if vi := v.res.Violations[i]; v.kept(vi) {
 			wins[k+1] = zoomWindow(v, i, vi)
-			now = append(now, wins[k+1].key())
 		}
 	}
-	ms, mp := newMarkPass(now)
-	d := newDigest(unkept(v.res))
-	if err := each(ctx, v.src, d.see, mp.see); err != nil {
+	ms, err := v.firstPass(ctx, wins, g)
+	if err != nil {
 		return nil, err
 	}
-	v.digested(d)
+	var later []spanKey
 	for k, i := range zoomed {
 		if vi := v.res.Violations[i]; !v.kept(vi) {
 			wins[k+1] = zoomWindow(v, i, vi)
@@ -207,6 +203,48 @@ func (v *runView) gather(ctx context.Context, zoomed []int) ([]window, error) {
 	}
 	maps.Copy(v.marks, ms)
 	return wins, nil
+}
+
+// firstPass is the digest and the write marks of the windows of wins
+// placed so far (the others are zero): what g gathered while the check
+// read the history, and what it did not from a pass over the history
+// (all of it without g).
+func (v *runView) firstPass(ctx context.Context, wins []window, g *Digest) (map[spanKey]*marks, error) {
+	ms := map[spanKey]*marks{}
+	var d *digest
+	if g != nil {
+		d = g.d
+	}
+	var now []spanKey
+	for _, w := range wins {
+		if w == (window{}) || ms[w.key()] != nil {
+			continue
+		}
+		if m := g.marksOf(w.key()); m != nil {
+			ms[w.key()] = m
+		} else {
+			now = append(now, w.key())
+		}
+	}
+	want := unkept(v.res)
+	if d == nil || len(now) > 0 || len(want) > 0 {
+		more, mp := newMarkPass(now)
+		dd := newDigest(want)
+		if err := each(ctx, v.src, dd.see, mp.see); err != nil {
+			return nil, err
+		}
+		if d == nil {
+			d = dd
+		}
+		for k, e := range dd.at {
+			d.at[k], d.invokedAt[k] = e, dd.invokedAt[k]
+		}
+		for k, m := range more {
+			ms[k] = m
+		}
+	}
+	v.digested(d)
+	return ms, nil
 }
 
 // gatherHolds adds the result's holds, in order of start, to the marks

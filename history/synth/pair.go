@@ -124,7 +124,9 @@ func (p *pair) renewals(hp, op *int, token string) {
 			p.then(p.ev(op, history.Invoke, history.FAcquire, nil, ""), p.ev(op, history.Fail, history.FAcquire, nil, "lock not acquired"))
 		}
 		var rinv int64
-		p.then(func(g *gen) { rinv = g.ev(*hp, history.Invoke, history.FRenew, p.key, &history.Value{Token: token}, "") },
+		p.then(func(g *gen) {
+			rinv = g.ev(*hp, history.Invoke, history.FRenew, p.key, &history.Value{Token: token}, "")
+		},
 			p.ev(hp, history.OK, history.FRenew, func() *history.Value { return &history.Value{Token: token, Deadline: rinv + TTL} }, ""))
 	}
 }
