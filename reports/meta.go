@@ -96,10 +96,14 @@ func WriteJSON(dir, name string, v any) error {
 // writeResultsFile writes out as dir/results.json, atomically, and its
 // holds, streamed, to dir/holds.jsonl: results.json stays as small as
 // the findings, whatever the run's length.
-func writeResultsFile(dir string, out Results) error {
+func writeResultsFile(dir string, out Results) error { return writeResultsWith(dir, out, nil) }
+
+// writeResultsWith is writeResultsFile, giving each hold to see (if not
+// nil) as it writes it; see sees none when there are no holds.
+func writeResultsWith(dir string, out Results, see func(checker.Hold)) error {
 	out.HoldCount = out.NumHolds()
 	if out.HoldCount > 0 {
-		if err := writeAtomicWith(dir, HoldsFile, func(w io.Writer) error { return encodeHolds(w, out.Result) }); err != nil {
+		if err := writeAtomicWith(dir, HoldsFile, func(w io.Writer) error { return encodeHolds(w, out.Result, see) }); err != nil {
 			return err
 		}
 	} else if err := os.Remove(filepath.Join(dir, HoldsFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -110,8 +114,11 @@ func writeResultsFile(dir string, out Results) error {
 }
 
 // encodeHolds writes res's holds, one JSON object a line, one at a time.
-func encodeHolds(w io.Writer, res checker.Result) error {
+func encodeHolds(w io.Writer, res checker.Result, see func(checker.Hold)) error {
 	return res.EachHold(func(h checker.Hold) error {
+		if see != nil {
+			see(h)
+		}
 		b, err := json.Marshal(h)
 		if err != nil {
 			return err

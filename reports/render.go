@@ -88,10 +88,8 @@ func render(ctx context.Context, dir string, rec Record, src history.Source, res
 	out := v.results()
 	// results.json is part of the report: write it in its canonical form,
 	// so that the run's file and a rebuilt one are the same.
-	if err := writeResultsFile(dir, out); err != nil {
-		return out, fmt.Errorf("render: %w", err)
-	}
-	if err := v.scanHolds(); err != nil {
+	// One pass over the holds writes them and scans them (scanHolds).
+	if err := writeResultsWith(dir, out, v.scanHold); err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
 	zoomed := v.zoomed()

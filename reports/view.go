@@ -56,12 +56,14 @@ func newView(rec Record, res checker.Result, src history.Source) *runView {
 // scanHolds goes through the result's holds for the processes and keys
 // that held, and the end of the last.
 func (v *runView) scanHolds() error {
-	return v.res.EachHold(func(h checker.Hold) error {
-		v.heldBy[h.Process] = true
-		v.heldKeys[h.Key] = true
-		v.end = max(v.end, h.Start, h.End)
-		return nil
-	})
+	return v.res.EachHold(func(h checker.Hold) error { v.scanHold(h); return nil })
+}
+
+// scanHold takes one hold into the view (scanHolds).
+func (v *runView) scanHold(h checker.Hold) {
+	v.heldBy[h.Process] = true
+	v.heldKeys[h.Key] = true
+	v.end = max(v.end, h.Start, h.End)
 }
 
 // digested completes the view with the digest of a pass over its
