@@ -26,8 +26,7 @@ type runView struct {
 	heal   int64
 	healed bool
 	end    int64
-	keys   []string
-	keyIdx map[string]int
+	keys   []string // sorted: a key's colour is its index's (keyColourIndex)
 	// why explains violations by index (Explain).
 	why map[int]string
 	// held are the processes and keys of the holds, for procs and keys.
@@ -76,15 +75,14 @@ func (v *runView) digested(d *digest) {
 		extra = append(extra, vi.Processes...)
 	}
 	v.procs = clientProcesses(d.procs, extra...)
-	keys := maps.Clone(v.heldKeys)
+	// The keys held and acquired, once: a run on a million keys has a
+	// million of them.
+	keys := v.heldKeys
 	for k := range d.acqKeys {
 		keys[k] = true
 	}
 	v.keys = slices.Sorted(maps.Keys(keys))
-	v.keyIdx = map[string]int{}
-	for i, k := range v.keys {
-		v.keyIdx[k] = i
-	}
+	v.heldKeys, d.acqKeys = nil, nil
 }
 
 // event is the event of history index i a violation names, and when the
@@ -127,7 +125,13 @@ func (v *runView) keyColour(key string) color.NRGBA {
 }
 
 // keyColourIndex is the index of key's colour in keyColours.
-func (v *runView) keyColourIndex(key string) int { return v.keyIdx[key] % len(keyColours) }
+func (v *runView) keyColourIndex(key string) int {
+	i, found := slices.BinarySearch(v.keys, key)
+	if !found {
+		return 0
+	}
+	return i % len(keyColours)
+}
 
 // holdEnd is where a hold's bar ends: its end, or the end of the run for a
 // claim that never ended.
