@@ -186,6 +186,9 @@ func TestManyKeysOverviewIsBoundedByColours(t *testing.T) {
 func BenchmarkReportFileValid(b *testing.B) { benchReportFile(b, synth.Valid) }
 func BenchmarkReportFileCrash(b *testing.B) { benchReportFile(b, synth.Crash) }
 
+// BenchmarkReportFileManyKeys is the report of a million keys (4M events).
+func BenchmarkReportFileManyKeys(b *testing.B) { benchReportFile(b, synth.ManyKeys) }
+
 func benchReportFile(b *testing.B, shape synth.Shape) {
 	events := 1_000_000
 	if testing.Short() {
