@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/history/synth"
 )
 
 // The histories are simulated runs of a correct lock (see simValidRun):
@@ -147,4 +148,49 @@ func peakHeap(b *testing.B) func() uint64 {
 		}
 	}()
 	return func() uint64 { close(stop); return <-done }
+}
+
+// The shapes of issue 27 (history/synth), read from a file as harness
+// check reads one: each must stay within a window's memory
+// (peak-heap-MB), whatever its length.
+func BenchmarkCheckFileValid(b *testing.B)     { benchShapeFile(b, synth.Valid, 1_000_000) }
+func BenchmarkCheckFileCrash(b *testing.B)     { benchShapeFile(b, synth.Crash, 1_000_000) }
+func BenchmarkCheckFileUnmatched(b *testing.B) { benchShapeFile(b, synth.Unmatched, 1_000_000) }
+func BenchmarkCheckFileLongHolds(b *testing.B) { benchShapeFile(b, synth.LongHolds, 1_000_000) }
+
+// BenchmarkCheckFileManyKeys is a million distinct keys, 4M events.
+func BenchmarkCheckFileManyKeys(b *testing.B) { benchShapeFile(b, synth.ManyKeys, 4_000_000) }
+
+// benchShapeFile writes a synthetic history of the shape to a file and
+// checks it with Check, in windows (a quarter of the events under -short).
+func benchShapeFile(b *testing.B, shape synth.Shape, events int) {
+	if testing.Short() {
+		events /= 4
+	}
+	path := filepath.Join(b.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := synth.Write(f, synth.Config{Shape: shape, Events: events, Seed: 1})
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	b.ReportAllocs()
+	peak := peakHeap(b)
+	b.ResetTimer()
+	for range b.N {
+		r, err := Check(ctx, history.File(path), Config{Timeout: time.Minute, SpillDir: b.TempDir()})
+		if err != nil || r.Verdict != Valid {
+			b.Fatalf("verdict %s (%v): %+v", r.Verdict, err, r.Checkers)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/event")
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(peak()>>20), "peak-heap-MB")
 }

@@ -27,9 +27,10 @@ type Config struct {
 	// unmet; Result.Vacuous still says which.
 	AllowVacuous bool
 	// SpillDir is where the windowed check of a history file keeps the
-	// holds of a long history, past the first 65,536: in a file it
-	// removes as soon as it has opened it. Empty is the system's temporary
-	// directory.
+	// holds of a long history, past the first 65,536, and what it carries
+	// of each process and key at rest, past the first 65,536 (see
+	// pkStore): in files it removes as soon as it has opened them. Empty
+	// is the system's temporary directory.
 	SpillDir string
 	// HoldsInMemory is how many holds the windowed check keeps in memory
 	// before it writes them to SpillDir; 0 is 65,536 (about 4 MB).
@@ -39,6 +40,16 @@ type Config struct {
 	// most MaxViewEvents events. The porcupine runs behind the views come
 	// after the verdict, each bounded by ten seconds.
 	Views bool
+
+	// Observe, when set, is given every event of the history as the
+	// check reads it, in order, once (also when the check reads a history
+	// again: the observer does not see it twice), and valid only during
+	// the call: so that whoever draws the verdict (reports.Digest) need
+	// not read the history again.
+	Observe func(*history.Op)
+
+	// carryInMemory is pkHot for tests (0: pkHot).
+	carryInMemory int
 }
 
 // holdLimit is how many holds a check keeps in memory before it writes
@@ -89,6 +100,9 @@ func checkWhole(ctx context.Context, ops []history.Op, truncated bool, cfg Confi
 	a := newAccumulator(ctx, cfg, 0)
 	for i := range ops {
 		a.seen.Add(&ops[i])
+		if cfg.Observe != nil {
+			cfg.Observe(&ops[i])
+		}
 	}
 	a.seen.Complete, a.seen.Truncated = true, truncated
 	a.window(ops, true, 0)

@@ -136,8 +136,10 @@ func describeSection(in Section) string {
 
 // sections is every key's critical sections, in the order they began. A
 // section is a read ok followed by the same process's write on that key;
-// a read with no write before the process's next read is read-only; a
-// write with no read before it is blind. Reads that failed or are unknown
+// a read with no write before the process's next read or release of that
+// key is read-only (a section lies within its claim: the workload writes
+// before it releases, or not at all); a write with no read before it is
+// blind. Reads that failed or are unknown
 // saw nothing and are left out.
 func sections(p *prepared) map[string][]Section {
 	acquired := map[int]bool{}
@@ -171,6 +173,10 @@ func sectionsFinal(p *prepared, acquired map[int]bool, final bool) map[string][]
 			open[k] = len(out[c.key])
 			lastRead[c.key] = len(out[c.key])
 			out[c.key] = append(out[c.key], s)
+		case history.FRelease:
+			// The claim ends: a read not yet followed by its write
+			// never will be (a later write of the process is blind).
+			delete(open, k)
 		case history.FWrite:
 			var s *Section
 			if j, ok := open[k]; ok {

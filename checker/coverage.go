@@ -128,12 +128,8 @@ func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
 		}
 	}
 	strike(w.c.pauses, cc.all)
-	for proc, t := range p.crashedAt {
-		cov.Crashes.Total++
-		if cc.heldBy(proc, t) != nil || endedByCrash(cc.byProc[proc], t) {
-			cov.Crashes.WhileHolding++
-		}
-	}
+	cov.Crashes.Total += len(p.crashes)
+	strikeCrashes(w.c.crashes, cc)
 	exposeFaults(p, w, cc)
 	return cov
 }
@@ -304,6 +300,31 @@ func strike(probes []pauseProbe, cs []*claim) {
 			if pr := &probes[j]; pr.proc == c.proc && (!pr.struck || c.key < pr.key) {
 				pr.struck, pr.key, pr.holdEnd = true, c.key, c.end.t
 			}
+		}
+	}
+}
+
+// strikeCrashes marks the crashes of log (the windows' so far, this
+// one's among them) that struck one of cc's claims: the crashed process's
+// claim live at the crash, or a session lease the crash ended. A crashed
+// process's claim may lie in a later window than its crash (see
+// CheckFile), never in an earlier one: a window's claims end by its cut,
+// before the next window's first event.
+func strikeCrashes(log *crashLog, cc coverageClaims) {
+	for proc, cs := range cc.byProc {
+		r := log.of(proc)
+		if r == nil || r.struck {
+			continue
+		}
+		r.struck = cc.heldBy(proc, r.t) != nil || endedByCrash(cs, r.t)
+	}
+}
+
+// crashCoverage counts the crashes of log that struck a holder.
+func crashCoverage(log *crashLog, cov *CrashCoverage) {
+	for _, r := range log.list {
+		if r.struck {
+			cov.WhileHolding++
 		}
 	}
 }

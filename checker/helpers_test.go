@@ -60,6 +60,9 @@ type genConfig struct {
 	// other and the client's next acquire, sometimes with an older lease's
 	// token, and after a crash.
 	renewers bool
+	// sessions makes one grant in three a session lease (no deadline;
+	// the holder's crash ends it), as a database row lock's.
+	sessions bool
 }
 
 // genLockHistory makes a random lock history: every process runs
@@ -94,6 +97,9 @@ func genLockHistory(rng *rand.Rand, cfg genConfig) []history.Op {
 	lat := func() int64 { return rng.Int64N(cfg.maxLat + 1) }
 	gap := func() int64 { return rng.Int64N(cfg.maxGap + 1) }
 	grantValue := func(invoke int64, token string) *history.Value {
+		if cfg.sessions && rng.IntN(3) == 0 {
+			return &history.Value{Token: token, Session: true}
+		}
 		if rng.IntN(10) == 0 {
 			return &history.Value{Token: token} // never expires
 		}

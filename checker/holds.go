@@ -242,6 +242,13 @@ func (r *Result) EachHold(f func(Hold) error) error {
 	return nil
 }
 
+// WithoutHolds is r without its holds, for a summary that keeps them
+// elsewhere (results.json, whose holds are in a file of their own).
+func (r Result) WithoutHolds() Result {
+	r.Holds, r.spilled = nil, nil
+	return r
+}
+
 // NumHolds is how many holds EachHold gives.
 func (r *Result) NumHolds() int {
 	if r.spilled != nil {

@@ -137,6 +137,9 @@ type livenessCheck struct {
 // final heal begins it again.
 func newLivenessCheck(p *prepared, byKey map[string][]claim, w window) *livenessCheck {
 	lc := &livenessCheck{p: p, byKey: byKey, w: w, heal: p.heal, recoveryFrom: p.first, stats: map[string]float64{}}
+	if w.c.hasFirst {
+		lc.recoveryFrom = w.c.first // a window's first event is not the history's
+	}
 	if lc.heal < 0 {
 		lc.heal = w.c.heal
 	} else if lc.heal != w.c.heal {
@@ -151,9 +154,12 @@ func newLivenessCheck(p *prepared, byKey map[string][]claim, w window) *liveness
 }
 
 // judgesRecovery reports whether the window follows the recovery: it
-// lies after the final heal, or is the last (a history without a final
-// heal is all recovery).
-func (lc *livenessCheck) judgesRecovery() bool { return lc.heal >= 0 || lc.w.last }
+// lies after the final heal, or is the last, or the windows follow the
+// recovery from the start (a history without a final heal is all
+// recovery).
+func (lc *livenessCheck) judgesRecovery() bool {
+	return lc.heal >= 0 || lc.w.last || lc.w.c.fromStart
+}
 
 // acquiresByKey is p's acquires, per key, in invocation order.
 func acquiresByKey(p *prepared) map[string][]*call {
@@ -186,7 +192,11 @@ func (lc *livenessCheck) measureKey(key string, acq []*call, orphans []orphan) {
 			r.observe(c, lc.recoveryFrom, busy)
 		}
 	}
-	lc.w.c.unavail[key] += uncovered(union(failing), busy)
+	if un := uncovered(union(failing), busy); un > 0 {
+		// Only keys that were unavailable at all: a history of a
+		// million keys carries (and reports) none of the others.
+		lc.w.c.unavail[key] += un
+	}
 }
 
 // busySpans are the spans (disjoint, sorted) in which a key was
@@ -198,7 +208,7 @@ func busySpans(p *prepared, claims []claim, orphans []orphan) []span {
 	var busy []span
 	for _, c := range claims {
 		end := c.end.t
-		if t, dead := p.crashedAt[c.proc]; dead && c.end == forever {
+		if t, dead := p.crashed(c.proc); dead && c.end == forever {
 			end = max(c.start.t, t) // dead, and nothing will ever free it
 		}
 		busy = append(busy, span{c.start.t, min(end, p.last)})
@@ -255,7 +265,7 @@ func (lc *livenessCheck) holdersAtRecovery() {
 // that never ends.
 func blockedForGood(p *prepared, cs []claim) bool {
 	for _, c := range cs {
-		if _, dead := p.crashedAt[c.proc]; dead && c.end == forever && c.deadline == never {
+		if _, dead := p.crashed(c.proc); dead && c.end == forever && c.deadline == never {
 			return true
 		}
 	}
@@ -433,11 +443,11 @@ func holderAt(cs []claim, t int64) *claim {
 }
 
 // holderText names c, the claim that was in force when the recovery
-// began, to explain a deadlock. A crash ends the cuts, so every crash is
-// in the last window's p.
+// began, to explain a deadlock. Every crash is in the last window's p
+// or the windows' log of crashes before it (p.crashed).
 func holderText(p *prepared, c *claim) string {
 	s := fmt.Sprintf("; process %d held it from %s", c.proc, secs(c.start.t))
-	if t, dead := p.crashedAt[c.proc]; dead {
+	if t, dead := p.crashed(c.proc); dead {
 		s += fmt.Sprintf(" and crashed at %s", secs(t))
 	}
 	if c.deadline == never {

@@ -238,7 +238,7 @@ func renewedByWatchdog(byKey map[string][]claim) bool {
 // each process and key (pkCarry), one map for everything the carry keeps
 // per process and key.
 type orphanCarry struct {
-	calls map[procKey]*pkCarry
+	calls *pkStore
 	found []Violation
 }
 
@@ -315,7 +315,7 @@ func (o *orphanCarry) before(k procKey) []*call {
 	if o == nil {
 		return nil
 	}
-	pc := o.calls[k]
+	pc := o.calls.get(k)
 	if pc == nil {
 		return nil
 	}
@@ -334,7 +334,7 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 	if o == nil {
 		return nil
 	}
-	pc := o.calls[k]
+	pc := o.calls.get(k)
 	if pc == nil {
 		return nil
 	}
@@ -350,8 +350,8 @@ func (o *orphanCarry) releasesOf(k procKey) []*call {
 // before (a stale renewal), never one from long ago.
 const priorReleases = 8
 
-func newOrphanCarry() *orphanCarry {
-	return &orphanCarry{calls: map[procKey]*pkCarry{}}
+func newOrphanCarry(dir string) *orphanCarry {
+	return &orphanCarry{calls: newPKStore(dir)}
 }
 
 // remember keeps p's latest acquire, granted acquire and release of each
@@ -363,11 +363,7 @@ func (o *orphanCarry) remember(p *prepared) {
 			continue
 		}
 		k := procKey{c.proc, c.key}
-		pc := o.calls[k]
-		if pc == nil {
-			pc = &pkCarry{}
-			o.calls[k] = pc
-		}
+		pc := o.calls.at(k)
 		if c.f == history.FAcquire {
 			pc.acquire, pc.acquired = keepAcquire(c), true
 			if c.typ == history.OK && (!pc.gotOne || pc.granted.done < c.done) {

@@ -64,11 +64,12 @@ type nemesisEvent struct {
 type prepared struct {
 	calls     []call // client operations, in invocation order
 	nemesis   []nemesisEvent
-	heal      int64 // time of the last final-heal ok, -1 if none
-	first     int64 // time of the first event
-	last      int64 // time of the last event
-	lastIndex int64 // history index of the last event
-	crashedAt map[int]int64
+	heal      int64            // time of the last final-heal ok, -1 if none
+	first     int64            // time of the first event
+	last      int64            // time of the last event
+	lastIndex int64            // history index of the last event
+	crashedAt map[int]int64    // the crashes in this window (see crashed)
+	crashes   []crashRec       // the same, in order
 	keys      []string         // every key a client operation named, sorted
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order
 
@@ -76,6 +77,78 @@ type prepared struct {
 	// ok in the windows of the history before this one (see CheckFile):
 	// markRenewals consults it when this window has none.
 	priorToken func(proc int, key string) (string, bool)
+	// prior, when set, is the client crashes of the windows before
+	// (see crashed).
+	prior *crashLog
+	// priorForever, when set, is the invocation of (proc, key)'s release
+	// in a window before that never completes (its process crashed with
+	// it in flight, or holding a session lease): markRenewals absorbs
+	// every later renew of the process's on the key, as the whole check
+	// does.
+	priorForever func(proc int, key string) (instant, bool)
+}
+
+// crashed is when process proc crashed, in this window or one before.
+// A window of a longer history may hold a process's events (its claims)
+// after the window that held its crash (see CheckFile): they came before
+// the crash.
+func (p *prepared) crashed(proc int) (int64, bool) {
+	if t, ok := p.crashedAt[proc]; ok {
+		return t, true
+	}
+	if r := p.prior.of(proc); r != nil {
+		return r.t, true
+	}
+	return 0, false
+}
+
+// crashLog is every client crash of the windows so far, in index order,
+// and by process (a process crashes once): what the windows after need of
+// them (see CheckFile): to refuse a crashed process's later events, to end
+// its session leases (endSessions) when its keys' events come in a later
+// window than its crash, to say whether it crashed while holding a key
+// (coverage), and for liveness.
+type crashLog struct {
+	list   []*crashRec
+	byProc map[int]*crashRec
+}
+
+// crashRec is one client crash: its process, time and history index, and
+// whether it struck a holder (coverage).
+type crashRec struct {
+	proc   int
+	t, idx int64
+	struck bool
+}
+
+func newCrashLog() *crashLog { return &crashLog{byProc: map[int]*crashRec{}} }
+
+// of is proc's crash, or nil (also for a nil log).
+func (l *crashLog) of(proc int) *crashRec {
+	if l == nil {
+		return nil
+	}
+	return l.byProc[proc]
+}
+
+// add logs the crashes of a window.
+func (l *crashLog) add(rs []crashRec) {
+	for _, r := range rs {
+		if l.byProc[r.proc] == nil {
+			rec := r
+			l.list = append(l.list, &rec)
+			l.byProc[r.proc] = &rec
+		}
+	}
+}
+
+// from is the logged crashes at or after history index idx.
+func (l *crashLog) from(idx int64) []*crashRec {
+	if l == nil {
+		return nil
+	}
+	i := sort.Search(len(l.list), func(i int) bool { return l.list[i].idx >= idx })
+	return l.list[i:]
 }
 
 // unusableError says why a history cannot be judged.
@@ -96,20 +169,35 @@ func prepare(ops []history.Op) (*prepared, error) {
 	return prepareWith(ops, nil)
 }
 
-// prepareWith is prepare for one window of a longer history: priorToken
-// (may be nil) says what the windows before it granted (see
-// prepared.priorToken).
-func prepareWith(ops []history.Op, priorToken func(proc int, key string) (string, bool)) (*prepared, error) {
+// prepareWith is prepare for one window of a longer history: c (may be
+// nil) is what the windows before it carry: what they granted (see
+// prepared.priorToken), which clients crashed in them (prepared.prior)
+// and their releases that never complete (prepared.priorForever).
+func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
+	var priorToken func(proc int, key string) (string, bool)
+	var prior *crashLog
+	if c != nil {
+		priorToken, prior = c.priorToken, c.crashes
+	}
 	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
 	pr := newPreparer(ops, priorToken)
+	pr.p.prior = prior
+	if c != nil {
+		pr.p.priorForever = c.priorForever
+	}
+	if len(ops) > 0 {
+		pr.priorCrashes = prior.from(ops[0].Index)
+	}
 	for i := range ops {
+		pr.endPriorSessions(ops[i].Index)
 		if err := pr.add(ops, i); err != nil {
 			return nil, err
 		}
 	}
+	pr.endPriorSessions(math.MaxInt64)
 	p := pr.p
 	indexKeys(p)
 	sort.Strings(p.keys)
@@ -126,6 +214,23 @@ type preparer struct {
 	sessions   map[int]map[string]bool
 	nemPending map[string]int // nemesis f → position in p.nemesis
 	prevTime   int64
+	// The crashes of the windows before, from this window's first event
+	// on, not yet passed: a session lease granted here ends at its
+	// holder's crash there.
+	priorCrashes []*crashRec
+}
+
+// endPriorSessions ends, at each crash of the windows before that came
+// before history index idx, the session leases its process holds here.
+func (pr *preparer) endPriorSessions(idx int64) {
+	for len(pr.priorCrashes) > 0 && pr.priorCrashes[0].idx < idx {
+		r := pr.priorCrashes[0]
+		pr.priorCrashes = pr.priorCrashes[1:]
+		if keys := pr.sessions[r.proc]; len(keys) > 0 {
+			endSessions(pr.p, keys, r.proc, &history.Op{Index: r.idx, Time: r.t})
+			delete(pr.sessions, r.proc)
+		}
+	}
 }
 
 // pendingKey is what pairs a completion with its invocation: the process
@@ -205,7 +310,7 @@ func (pr *preparer) client(op *history.Op) error {
 	if op.Owner != nil {
 		owner = int(*op.Owner)
 	}
-	if t, dead := pr.p.crashedAt[proc]; dead && op.F != history.FCrash {
+	if t, dead := pr.crashedBefore(proc, op.Index); dead && op.F != history.FCrash {
 		return unusable("process %d crashed at %s but recorded %s %s at event %d", proc, secs(t), op.F, op.Type, op.Index)
 	}
 	if op.F == history.FCrash {
@@ -234,11 +339,24 @@ func (pr *preparer) crash(op *history.Op, proc int) {
 	if op.Type == history.Invoke {
 		return
 	}
-	if _, dead := pr.p.crashedAt[proc]; !dead {
+	if _, dead := pr.crashedBefore(proc, op.Index); !dead {
 		pr.p.crashedAt[proc] = op.Time
+		pr.p.crashes = append(pr.p.crashes, crashRec{proc: proc, t: op.Time, idx: op.Index})
 		endSessions(pr.p, pr.sessions[proc], proc, op)
 		delete(pr.sessions, proc)
 	}
+}
+
+// crashedBefore is when proc crashed, if it did before history index idx
+// (in this window, or a window before).
+func (pr *preparer) crashedBefore(proc int, idx int64) (int64, bool) {
+	if t, dead := pr.p.crashedAt[proc]; dead {
+		return t, true
+	}
+	if r := pr.p.prior.of(proc); r != nil && r.idx < idx {
+		return r.t, true
+	}
+	return 0, false
 }
 
 // followSessions notes the session leases owner acquires and begins to
@@ -366,7 +484,7 @@ func markRenewals(p *prepared) {
 			// The latest release invoked before the renew completed.
 			rs := releases[k]
 			j := sort.Search(len(rs), func(j int) bool { return !rs[j].invoked().less(c.completion()) }) - 1
-			if j >= 0 && c.invoked().less(rs[j].completion()) {
+			if j >= 0 && c.invoked().less(rs[j].completion()) || p.foreverReleased(c) {
 				c.absorbed = true
 				continue
 			}
@@ -391,6 +509,17 @@ func markRenewals(p *prepared) {
 		}
 		c.lost = true
 	}
+}
+
+// foreverReleased reports whether renew c completed after the invocation
+// of its process's release on its key, in a window before, that never
+// completes: concurrent with it, so absorbed.
+func (p *prepared) foreverReleased(c *call) bool {
+	if p.priorForever == nil {
+		return false
+	}
+	at, ok := p.priorForever(c.proc, c.key)
+	return ok && at.less(c.completion())
 }
 
 // latestGrant returns the grant among acquires and renews (each sorted by

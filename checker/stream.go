@@ -36,8 +36,9 @@ import (
 //     a lease that has run out by then, which allows exactly what free
 //     allows;
 //  3. no critical section on k is open: every read ok of a client on k
-//     was followed by its write (or the same client's next read), so no
-//     section spans the split;
+//     was followed by its write, the same client's next read or its
+//     release invocation on k (sections end there, see sections), or
+//     its crash, so no section spans the split;
 //  4. k's counter value at the split is the same in every linearization
 //     of k's history before it: every write that was accepted, or whose
 //     outcome is unknown, read the counter first and wrote a larger
@@ -60,9 +61,10 @@ import (
 // A window ends after event e (cutter.ok, cutter.take) only where the
 // global conditions hold: no nemesis operation, client pause or keyless
 // client operation is pending, the next event is at a later nanosecond,
-// no client has crashed, no client ran two operations at once, no event
-// prepare would refuse has been seen (the whole check's first refusal is
-// then in the last window) and events come in index order. The window
+// no client ran two operations at once, no event prepare would refuse has
+// been seen (among them an event of a crashed process: the whole check's
+// first refusal is then in the last window) and events come in index
+// order. The window
 // takes every global event up to e; of each key quiet at e (1 to 4 with
 // t_k = e's time) all its events, of every other key its events up to its
 // latest split (t_k < e's time), and leaves the rest of that key's events
@@ -94,8 +96,8 @@ import (
 // the first three refused while nobody held the key, whether one was
 // granted, the claim in force at the heal (the latest, by grant) and
 // whether a crashed holder blocks the key for good (a claim without end,
-// which keeps its key from splitting, and a crash ends the cuts, so both
-// lie in the last window). The last window judges the recovery of every
+// which keeps its key from splitting, so it lies in the last window, whose
+// prepare knows every crash: see below). The last window judges the recovery of every
 // key it carries. A later final heal begins the recovery again: every
 // event of the windows before it is earlier. The final reads are judged
 // in the last window whichever window read them (carry.lastRead).
@@ -111,7 +113,37 @@ import (
 // is in the pause's window or a later one: the pause's probe
 // (carry.pauses) takes, from every window from its own on, its process's
 // claim live at its start on the first key, as the whole check's match.
-// Crashes end the cuts. The per-process state of prepare (pairing an
+//
+// A client crash (cutter.crash) does not end the cuts: the rule needs of
+// it only what the crashed process leaves behind, and that is carried.
+// Its process records nothing after it (else prepare refuses the history,
+// and so do the windows: the cutter cuts no more, and the carried crash
+// makes the last window's prepare refuse the event as the whole check's
+// does). Its operations in flight never complete: each is an unknown
+// outcome until the end of the history, which keeps nothing of its key
+// pending in the sense of 1 for the rules: an unknown acquire, renew or
+// read grants or shows nothing (the model leaves them out, claims begin
+// at an acquire's ok); an unknown release ended the claim at its
+// invocation, and the model may place its giving up anywhere after it, so
+// at its invocation, which leaves a free key, allowing all a held one
+// does; an unknown write is followed as any write of unknown outcome (4).
+// Its reads are followed by no write (3). Its claims run until their
+// deadlines, and keep their keys from splitting meanwhile (2): that is
+// the crashed process's open claim, carried as any lease is. A session
+// lease (a database row lock) ends at the crash, by a release invoked
+// there that never completes (endSessions). What the windows after need
+// of a crash is in carry.crashes, one entry per crash: which process
+// crashed when, so that a window that holds its process's events from
+// before it (a key held back past the crash's window) ends its session
+// leases at the crash (preparer.endPriorSessions), judges liveness as the
+// whole check (prepared.crashed), and counts whether it struck a holder
+// (strikeCrashes: a claim live at a crash is in the crash's window or a
+// later one, as for pauses). A release that never completes absorbs every
+// renew of its process's that completes after its invocation (see
+// markRenewals), in whatever window: it is carried per process and key
+// (carry.priorForever).
+//
+// The per-process state of prepare (pairing an
 // invocation with its completion by process and f) holds within a window
 // since a pending operation keeps its key (or, global, the cut) from
 // splitting; a process's operations on other keys may lie in other
@@ -126,9 +158,11 @@ import (
 // so a window check can decide where the whole check ran out and said
 // unknown. Memory is a window's, plus the events of keys that do not
 // split (a key held all run, a write of unknown outcome that no later read
-// settles, a write that read nothing): where a cut is never allowed (a
-// crash early in a run, a client running two operations at once), the
-// window grows to the end and memory is what the whole check costs.
+// settles, a write that read nothing, a key held by a crashed holder of
+// a lease that never expires), and of the carried crashes: where a cut is
+// never allowed (a client running two operations at once, an event
+// prepare refuses), the window grows to the end and memory is what the
+// whole check costs.
 
 // windowTarget is how many events a window of the check of a history
 // file holds at least before it is cut at the next point allowed.
@@ -136,10 +170,17 @@ const windowTarget = 1 << 16
 
 // checkSource is Check of a history file, read in windows of at least
 // target events (see above). A history the windows cannot judge exactly
-// (its events out of index order after a cut, or no final heal after a
-// cut) is read again and checked whole.
+// (its events out of index order after a cut) is read again and checked
+// whole.
 func checkSource(ctx context.Context, src history.Source, cfg Config, target int) (Result, error) {
-	w := checkWindows(ctx, src, cfg, target)
+	w := checkWindows(ctx, src, cfg, target, false)
+	cfg.Observe = nil // it saw every event once
+	if w.noHeal && ctx.Err() == nil {
+		// Without a final heal the whole history is the recovery: read it
+		// again, following the recovery from its first event (which a
+		// history with one does not pay for).
+		w = checkWindows(ctx, src, cfg, target, true)
+	}
 	if ctx.Err() != nil {
 		// Stopped: the checkers that had not finished are unknown, as
 		// they are when ctx is done during a whole check.
@@ -174,19 +215,29 @@ type windowStats struct {
 type windowRun struct {
 	res       Result
 	exact     bool
+	noHeal    bool // cut, and no final heal: the recovery was not followed
 	truncated bool
 	err       error
 	st        windowStats
 }
 
 // checkWindows checks the events of src in windows of at least target
-// events.
-func checkWindows(ctx context.Context, src history.Source, cfg Config, target int) windowRun {
+// events. fromStart follows liveness's recovery from the first event, as
+// a history without a final heal needs; else it is followed from the
+// final heal.
+func checkWindows(ctx context.Context, src history.Source, cfg Config, target int, fromStart bool) windowRun {
 	a := newAccumulator(ctx, cfg, cfg.holdLimit())
+	a.c.fromStart = fromStart
 	cut := newCutter(a.c.pk)
 	var w windowRun
 	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
+		if cut.n == 0 {
+			a.c.first, a.c.hasFirst = op.Time, true
+		}
 		a.seen.Add(op)
+		if cfg.Observe != nil {
+			cfg.Observe(op)
+		}
 		if cut.since >= target && cut.ok(*op) {
 			a.cut(cut, &w.st)
 		}
@@ -200,10 +251,13 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	a.seen.Truncated = w.truncated
 	a.window(cut.rest(), true, 0)
 	w.res = a.result()
-	// Liveness is judged over the recovery after the final heal, which
-	// the windows carry (carry.rec); without one the whole history is
-	// the recovery, which the windows did not carry.
-	w.exact = w.st.cuts == 0 || a.c.heal >= 0
+	// Liveness is judged over the recovery after the final heal, or the
+	// whole history without one, which the windows carry (carry.rec) from
+	// the final heal, or with fromStart from the first event. An unusable
+	// history is judged by its first refusal, which is the whole check's:
+	// the cutter cuts no more once it has seen an event prepare refuses.
+	w.noHeal = w.st.cuts > 0 && a.c.heal < 0 && a.shared == nil && !fromStart
+	w.exact = true
 	return w
 }
 
@@ -215,6 +269,9 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 	}
 	a.window(win, false, cut.last.Time)
 	commit(a.c, counters)
+	// What the carry keeps of keys at rest (neither held back nor
+	// followed by the cutter) may go to its file.
+	a.c.pk.evict(func(key string) bool { return cut.keys[key] != nil })
 	st.cuts++
 	st.deferred += deferred
 	if a.c.heal >= 0 {
@@ -224,22 +281,26 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 
 // carry is what the checkers keep of the windows before the current one.
 type carry struct {
-	pk       map[procKey]*pkCarry // per process and key (see pkCarry)
-	reported caps                 // violations spelled out per kind and key
-	counter  map[string]int64     // each key's counter at the cut (0 if never written)
-	fenceTop map[string]fenceGrant
-	accepted map[string]int // writes storage accepted, per key
-	unknownW map[string]int // writes of unknown outcome, per key
-	lastRead map[string]Section
-	acquired map[int]bool // processes that acquired
-	longest  int64        // the longest lease granted
-	unavail  map[string]int64
-	heal     int64                // the final heal's time, once a window had it (-1 before)
-	rec      map[string]*recovery // per key, its acquires since the final heal
-	nem      []nemesisEvent       // the nemesis events so far
-	faults   []faultExposure      // of each of nem
-	pauses   []pauseProbe         // the client pauses so far and whom they struck
-	orphans  *orphanCarry         // liveness: orphan locks across cuts
+	pk        *pkStore         // per process and key (see pkCarry)
+	reported  caps             // violations spelled out per kind and key
+	counter   map[string]int64 // each key's counter at the cut (0 if never written)
+	fenceTop  map[string]fenceGrant
+	accepted  map[string]int // writes storage accepted, per key
+	unknownW  map[string]int // writes of unknown outcome, per key
+	lastRead  map[string]Section
+	acquired  map[int]bool // processes that acquired
+	longest   int64        // the longest lease granted
+	unavail   map[string]int64
+	heal      int64 // the final heal's time, once a window had it (-1 before)
+	first     int64 // the history's first event's time (the recovery's start without a final heal), if hasFirst
+	hasFirst  bool
+	fromStart bool                 // follow the recovery from the first event (rec), not the final heal
+	rec       map[string]*recovery // per key, its acquires since the final heal
+	nem       []nemesisEvent       // the nemesis events so far
+	faults    []faultExposure      // of each of nem
+	pauses    []pauseProbe         // the client pauses so far and whom they struck
+	crashes   *crashLog            // the client crashes so far and whom they struck
+	orphans   *orphanCarry         // liveness: orphan locks across cuts
 }
 
 // pkCarry is what the carry keeps of one process and key, in one map
@@ -256,17 +317,24 @@ type pkCarry struct {
 	// The cutter's, for the orphan renewals: the index of the completion
 	// of the process's latest release (max while in flight; released says
 	// there was one), and whether its latest acquire ok came after it.
-	relDone            int64
+	relDone int64
+	// A release of the windows before that never completes (see
+	// prepared.priorForever): its invocation.
+	foreverT, foreverI int64
 	hasToken, hasClaim bool
+	hasForever         bool
 	released, held     bool // the cutter's
 }
 
-func newCarry() *carry {
-	oc := newOrphanCarry()
+func newCarry(spillDir string, hot int) *carry {
+	oc := newOrphanCarry(spillDir)
+	if hot > 0 {
+		oc.calls.hot, oc.calls.base = hot, hot
+	}
 	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
 		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc,
-		heal: -1, rec: map[string]*recovery{}}
+		heal: -1, rec: map[string]*recovery{}, crashes: newCrashLog()}
 }
 
 // recovery is what liveness keeps of one key's recovery period, from the
@@ -286,7 +354,7 @@ type recovery struct {
 func (c *carry) recoveryOf(key string) *recovery { return entry(c.rec, key) }
 
 // at is k's entry, made if need be.
-func (c *carry) at(k procKey) *pkCarry { return entry(c.pk, k) }
+func (c *carry) at(k procKey) *pkCarry { return c.pk.at(k) }
 
 // entry is m[k], a new zero value put there first if there is none.
 func entry[K comparable, V any](m map[K]*V, k K) *V {
@@ -301,16 +369,25 @@ func entry[K comparable, V any](m map[K]*V, k K) *V {
 // priorToken is the token of (proc, key)'s latest grant in the windows
 // before.
 func (c *carry) priorToken(proc int, key string) (string, bool) {
-	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasToken {
+	if pc := c.pk.get(procKey{proc, key}); pc != nil && pc.hasToken {
 		return pc.token, true
 	}
 	return "", false
 }
 
+// priorForever is the invocation of (proc, key)'s release in the windows
+// before that never completes.
+func (c *carry) priorForever(proc int, key string) (instant, bool) {
+	if pc := c.pk.get(procKey{proc, key}); pc != nil && pc.hasForever {
+		return instant{pc.foreverT, pc.foreverI}, true
+	}
+	return instant{}, false
+}
+
 // priorClaim is (proc, key)'s latest claim in the windows before, as far
 // as staleWrites reads it: its end and grant.
 func (c *carry) priorClaim(proc int, key string) (claim, bool) {
-	if pc := c.pk[procKey{proc, key}]; pc != nil && pc.hasClaim {
+	if pc := c.pk.get(procKey{proc, key}); pc != nil && pc.hasClaim {
 		return claim{proc: proc, key: key, end: instant{t: pc.claimEnd}, grant: pc.claimGrant}, true
 	}
 	return claim{}, false
@@ -367,7 +444,7 @@ func newAccumulator(ctx context.Context, cfg Config, holdLimit int) *accumulator
 	if holdLimit <= 0 {
 		holdLimit = math.MaxInt
 	}
-	return &accumulator{ctx: ctx, cfg: cfg.withDefaults(), c: newCarry(), holds: newHoldFile(cfg.SpillDir, holdLimit), counts: map[string]map[string]int{}, failed: map[string]CheckResult{}}
+	return &accumulator{ctx: ctx, cfg: cfg.withDefaults(), c: newCarry(cfg.SpillDir, cfg.carryInMemory), holds: newHoldFile(cfg.SpillDir, holdLimit), counts: map[string]map[string]int{}, failed: map[string]CheckResult{}}
 }
 
 // window checks the next window of the history, ops in index order. A
@@ -411,10 +488,11 @@ func (a *accumulator) prepare(ops []history.Op, until int64) (*prepared, map[str
 	var hs []Hold
 	shared := guard(func() (CheckResult, error) {
 		var err error
-		p, err = prepareWith(ops, a.c.priorToken)
+		p, err = prepareWith(ops, a.c)
 		if err != nil {
 			return CheckResult{}, err
 		}
+		a.c.crashes.add(p.crashes)
 		p.last = max(p.last, until)
 		byKey = buildClaims(p)
 		hs = holds(p, byKey)
@@ -483,6 +561,15 @@ func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
 	latest := map[procKey]int64{}
 	for i := range p.calls {
 		c := &p.calls[i]
+		if c.f == history.FRelease && !c.completed() {
+			// A window before the last holds none that will complete (a
+			// pending release keeps its key from splitting, unless its
+			// process crashed), and the last has no window after it.
+			pc := a.c.at(procKey{c.proc, c.key})
+			if !pc.hasForever {
+				pc.foreverT, pc.foreverI, pc.hasForever = c.start, c.inv, true
+			}
+		}
 		grant := c.typ == history.OK && (c.f == history.FAcquire || (c.f == history.FRenew && !c.absorbed && c.token() != ""))
 		if k := (procKey{c.proc, c.key}); grant {
 			if d, seen := latest[k]; !seen || c.done > d {
@@ -519,11 +606,11 @@ func (c *Coverage) add(d Coverage) {
 	c.Pauses.StruckHolder += d.Pauses.StruckHolder
 	c.Pauses.OutlivedLease += d.Pauses.OutlivedLease
 	c.Crashes.Total += d.Crashes.Total
-	c.Crashes.WhileHolding += d.Crashes.WhileHolding
 }
 
 // result composes the windows' findings, with what the check saw.
 func (a *accumulator) result() Result {
+	defer a.c.pk.close()
 	res := Result{Checkers: map[string]CheckResult{}, Violations: []Violation{}, Counts: a.counts, Seen: a.seen}
 	if a.shared != nil {
 		for _, name := range []string{LockPromise, Resource, Liveness} {
@@ -544,6 +631,7 @@ func (a *accumulator) result() Result {
 		g := guard(func() (CheckResult, error) {
 			cov.Faults = faultCoverage(a.c.nem, a.c.faults)
 			pauseCoverage(a.c.pauses, &cov.Pauses)
+			crashCoverage(a.c.crashes, &cov.Crashes)
 			return CheckResult{}, nil
 		})
 		if g.Verdict == Unknown {
@@ -612,9 +700,13 @@ type cutter struct {
 	pending  map[pendKey]pendOp        // every invocation not yet completed
 	busy     map[history.Process]bool  // client processes with an operation outstanding
 	keys     map[string]*keyState      // keys with events held back or state open
-	rel      map[procKey]*pkCarry      // each process and key's latest acquire and release (relDone, held, released)
+	rel      *pkStore                  // each process and key's latest acquire and release (relDone, held, released)
 	renewInv map[history.Process]int64 // index of a renewer's renew in flight
-	never    bool                      // no cut for the rest of the history
+	dead     map[history.Process]bool  // crashed client processes
+	// procKeys is, per owner, the keys on which it has a read not yet
+	// followed by its write or a session lease: what its crash closes.
+	procKeys map[int]map[string]bool
+	never    bool // no cut for the rest of the history
 	disorder bool
 	n        int // events observed
 	since    int // events observed since the last cut
@@ -644,6 +736,7 @@ type keyState struct {
 	top           int64         // the counter's largest value so far
 	pending       int           // invocations on the key not yet completed
 	leases        map[int]int64 // per owner, the latest deadline of a grant not released
+	sessions      map[int]bool  // owners whose lease is a session's (history.Value.Session)
 	open          map[int]int64 // per owner, the value a read returned that no write followed yet
 	unsettled     bool          // a write of unknown outcome no read has settled yet
 	unsettledRead int64         // the largest value such a write read
@@ -654,23 +747,17 @@ type keyState struct {
 // newCutter is a cutter that keeps what it follows of each process and
 // key in pk's entries (the carry's: one map entry per process and key for
 // both, as a history has up to clients × keys of them); nil: its own.
-func newCutter(pk map[procKey]*pkCarry) *cutter {
+func newCutter(pk *pkStore) *cutter {
 	if pk == nil {
-		pk = map[procKey]*pkCarry{}
+		pk = newPKStore("")
 	}
 	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
-		keys: map[string]*keyState{}, rel: pk, renewInv: map[history.Process]int64{}}
+		keys: map[string]*keyState{}, rel: pk, renewInv: map[history.Process]int64{},
+		dead: map[history.Process]bool{}, procKeys: map[int]map[string]bool{}}
 }
 
 // relOf is k's entry, made if need be.
-func (c *cutter) relOf(k procKey) *pkCarry {
-	pc := c.rel[k]
-	if pc == nil {
-		pc = &pkCarry{}
-		c.rel[k] = pc
-	}
-	return pc
-}
+func (c *cutter) relOf(k procKey) *pkCarry { return c.rel.at(k) }
 
 // quiet reports whether the key satisfies conditions 1 to 4 at time t:
 // nothing pending or open, the counter settled, every lease run out by t.
@@ -795,7 +882,7 @@ func (c *cutter) observe(op history.Op) {
 	if c.n > 0 && (op.Index <= c.last.Index || op.Time < c.last.Time) {
 		c.disorder, c.never = true, true
 	}
-	if op.Validate() != nil {
+	if op.Validate() != nil || c.dead[op.Process] && op.F != history.FCrash {
 		// prepare refuses it: the window that holds it must hold
 		// everything after it, and the whole check's first refusal.
 		c.never = true
@@ -825,9 +912,10 @@ func (c *cutter) observe(op history.Op) {
 // observeGlobal follows a global event.
 func (c *cutter) observeGlobal(op history.Op) {
 	pk := pendKey{op.Process, op.F}
-	switch {
-	case op.F == history.FCrash:
-		c.never = true
+	if op.F == history.FCrash {
+		if op.Type != history.Invoke {
+			c.crash(op.Process)
+		}
 		return
 	}
 	if op.Type == history.Invoke {
@@ -840,6 +928,73 @@ func (c *cutter) observeGlobal(op history.Op) {
 	delete(c.gpending, pk)
 	if !op.Process.IsNemesis() {
 		c.complete(op, int(op.Process))
+	}
+}
+
+// crash follows client process p's crash (see the argument above): its
+// operations in flight will never complete (an unknown write may still
+// land: it is followed as one; an unknown release ended its claim at its
+// invocation; an unknown acquire, renew or read grants or shows nothing),
+// its reads will never be followed by a write, and its session leases end
+// here. Its other leases run until their deadlines, as they would.
+func (c *cutter) crash(p history.Process) {
+	if c.dead[p] {
+		return
+	}
+	c.dead[p] = true
+	for pk, po := range c.pending {
+		if pk.p != p {
+			continue
+		}
+		delete(c.pending, pk)
+		if c.gpending[pk] {
+			delete(c.gpending, pk)
+			continue
+		}
+		if k := c.keys[po.key]; k != nil {
+			k.pending--
+			if pk.f == history.FWrite {
+				k.wrote(history.Op{Type: history.Info, F: history.FWrite, Key: po.key}, po.owner, po.in)
+			}
+		}
+	}
+	delete(c.busy, p)
+	for key := range c.procKeys[int(p)] {
+		if k := c.keys[key]; k != nil {
+			delete(k.open, int(p))
+			if k.sessions[int(p)] {
+				// Ended here, by a release that never completes
+				// (endSessions).
+				delete(k.leases, int(p))
+				delete(k.sessions, int(p))
+				r := c.relOf(procKey{int(p), key})
+				r.held, r.released, r.relDone = false, true, math.MaxInt64
+			}
+		}
+	}
+	delete(c.procKeys, int(p))
+}
+
+// track notes that owner has a read open or a session lease on key; untrack
+// that it may no longer have either.
+func (c *cutter) track(owner int, key string) {
+	m := c.procKeys[owner]
+	if m == nil {
+		m = map[string]bool{}
+		c.procKeys[owner] = m
+	}
+	m[key] = true
+}
+
+func (c *cutter) untrack(owner int, key string, k *keyState) {
+	if _, open := k.open[owner]; open || k.sessions[owner] {
+		return
+	}
+	if m := c.procKeys[owner]; m != nil {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(c.procKeys, owner)
+		}
 	}
 }
 
@@ -897,9 +1052,11 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 	case history.FRead:
 		if op.Type == history.OK && op.Value != nil && op.Value.Counter != nil {
 			k.read(owner, *op.Value.Counter)
+			c.track(owner, op.Key)
 		}
 	case history.FWrite:
 		k.wrote(op, owner, in)
+		c.untrack(owner, op.Key, k)
 	}
 }
 
@@ -909,7 +1066,12 @@ func (c *cutter) invokeKey(k *keyState, op history.Op, owner int, pk procKey) {
 	k.pending++
 	switch op.F {
 	case history.FRelease:
+		// The claim ends here, and so does the section of a read not
+		// yet followed by its write (see sections).
 		delete(k.leases, owner)
+		delete(k.sessions, owner)
+		delete(k.open, owner)
+		c.untrack(owner, op.Key, k)
 		r := c.relOf(pk)
 		r.held, r.released, r.relDone = false, true, math.MaxInt64
 	case history.FRenew:
@@ -926,7 +1088,7 @@ func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
 	// windows cannot follow, so the key splits no more (its events then
 	// wait for the last window). A renewal concurrent with the release is
 	// absorbed by it and no orphan.
-	switch r := c.rel[pk]; {
+	switch r := c.rel.get(pk); {
 	case op.F == history.FAcquire:
 		c.relOf(pk).held = true
 	case op.Owner != nil && (r == nil || !r.held):
@@ -942,6 +1104,13 @@ func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
 		d = max(d, cur)
 	}
 	k.leases[owner] = d
+	if op.F == history.FAcquire && op.Value != nil && op.Value.Session {
+		if k.sessions == nil {
+			k.sessions = map[int]bool{}
+		}
+		k.sessions[owner] = true
+		c.track(owner, op.Key)
+	}
 }
 
 // read follows a read of the counter that returned v: a section is open

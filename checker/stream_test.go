@@ -14,12 +14,20 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/history/synth"
 )
 
 // windowed checks ops in windows of at least target events (1: a cut at
 // every point the cutter allows); st says how it cut them.
+//
+// What the windows carry of each process and key goes to a file past 8
+// entries (pkStore), and comes back when a window asks for it.
 func windowed(ops []history.Op, target int) (Result, windowStats, bool) {
-	w := checkWindows(ctx, history.Events(ops), Config{Timeout: time.Minute}, target)
+	cfg := Config{Timeout: time.Minute, carryInMemory: 8}
+	w := checkWindows(ctx, history.Events(ops), cfg, target, false)
+	if w.noHeal {
+		w = checkWindows(ctx, history.Events(ops), cfg, target, true)
+	}
 	return w.res, w.st, w.exact
 }
 
@@ -84,6 +92,15 @@ func withFinalHeal(ops []history.Op) []history.Op {
 		history.Op{Index: last.Index + 2, Time: last.Time + 2, Process: history.Nemesis, Type: history.OK, F: history.FFinalHeal})
 }
 
+// withoutFinalHeal is ops without its final heal.
+func withoutFinalHeal(ops []history.Op) []history.Op {
+	out := slices.DeleteFunc(slices.Clone(ops), func(op history.Op) bool { return op.F == history.FFinalHeal })
+	for i := range out {
+		out[i].Index = int64(i)
+	}
+	return out
+}
+
 // windowCase is a history for the windowed check to judge as the whole
 // check does; many: a history of many keys, which the windows must cut.
 type windowCase struct {
@@ -97,8 +114,13 @@ type windowCase struct {
 // unknown; one grant's lease lasts far longer than the lock kept it (an
 // overlap); one fence repeats; clients pause in their critical sections.
 func simCases(rng *rand.Rand, cfg simConfig, many bool) []windowCase {
-	ops := simValidRun(rng, cfg)
-	cases := []windowCase{{"sim", ops, many}}
+	return brokenCases(rng, "sim", simValidRun(rng, cfg), many)
+}
+
+// brokenCases is the valid history ops of a run (named name) and broken
+// copies of it (see simCases).
+func brokenCases(rng *rand.Rand, name string, ops []history.Op, many bool) []windowCase {
+	cases := []windowCase{{name, ops, many}}
 	var reads, grants []int
 	for i, op := range ops {
 		if op.Type == history.OK && op.F == history.FRead && op.Value != nil && op.Value.Counter != nil && *op.Value.Counter > 0 {
@@ -115,7 +137,7 @@ func simCases(rng *rand.Rand, cfg simConfig, many bool) []windowCase {
 		c := *v.Counter - 1
 		v.Counter = &c
 		b[i].Value = &v
-		cases = append(cases, windowCase{"sim lost update", b, many})
+		cases = append(cases, windowCase{name + " lost update", b, many})
 	}
 	// Writes whose outcome is unknown (a timeout): some landed (the
 	// next read shows it), some did not (the next read says so).
@@ -131,7 +153,7 @@ func simCases(rng *rand.Rand, cfg simConfig, many bool) []windowCase {
 			i := writes[rng.IntN(len(writes))]
 			b[i].Type, b[i].Value, b[i].Error = history.Info, nil, "i/o timeout"
 		}
-		cases = append(cases, windowCase{"sim unknown writes", b, many})
+		cases = append(cases, windowCase{name + " unknown writes", b, many})
 	}
 	if len(grants) > 1 {
 		b := slices.Clone(ops)
@@ -139,20 +161,20 @@ func simCases(rng *rand.Rand, cfg simConfig, many bool) []windowCase {
 		v := *b[i].Value
 		v.Deadline += 50e6
 		b[i].Value = &v
-		cases = append(cases, windowCase{"sim overlap", b, many})
+		cases = append(cases, windowCase{name + " overlap", b, many})
 		b = slices.Clone(ops)
 		j := grants[1+rng.IntN(len(grants)-1)]
 		v = *b[j].Value
 		v.Fence = 1
 		b[j].Value = &v
-		cases = append(cases, windowCase{"sim fence repeats", b, many})
+		cases = append(cases, windowCase{name + " fence repeats", b, many})
 	}
 	if b := withPauses(rng, ops); b != nil {
-		cases = append(cases, windowCase{"sim pauses", b, many})
+		cases = append(cases, windowCase{name + " pauses", b, many})
 	}
 	if b := withRecovery(rng, ops, false); b != nil {
-		cases = append(cases, windowCase{"sim recovery", b, many},
-			windowCase{"sim recovery, long", withRecovery(rand.New(rand.NewPCG(uint64(len(ops)), 9)), ops, true), many})
+		cases = append(cases, windowCase{name + " recovery", b, many},
+			windowCase{name + " recovery, long", withRecovery(rand.New(rand.NewPCG(uint64(len(ops)), 9)), ops, true), many})
 	}
 	return cases
 }
@@ -290,11 +312,29 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 		{procs: 8, keys: 30, opsPerProc: 30, maxLat: 4, maxGap: 3, maxTTL: 12, pInfo: 0.05},
 		{procs: 5, keys: 50, opsPerProc: 40, maxLat: 2, maxGap: 2, maxTTL: 20, pInfo: 0.1, renewers: true},
 		{procs: 6, keys: 20, opsPerProc: 30, maxLat: 3, maxGap: 4, maxTTL: 16, pInfo: 0.1, crash: true},
+		{procs: 6, keys: 20, opsPerProc: 30, maxLat: 3, maxGap: 4, maxTTL: 16, pInfo: 0.1, crash: true, sessions: true},
+		{procs: 8, keys: 5, opsPerProc: 30, maxLat: 2, maxGap: 3, maxTTL: 12, pInfo: 0.05, crash: true, sessions: true, renewers: true},
+	}
+	// The shapes of issue 27, small: client crashes, reads never
+	// followed by their write, many keys, long holds.
+	for si, shape := range synth.Shapes {
+		n := 3000
+		if shape == synth.LongHolds {
+			n = 40_000
+		}
+		ops := shapeOps(t, shape, n, uint64(si))
+		cases = append(cases, brokenCases(rand.New(rand.NewPCG(uint64(si), 10)), "shape "+string(shape), ops, true)...)
+		// Without its final heal the whole history is the recovery.
+		cases = append(cases, windowCase{"shape " + string(shape) + ", no final heal", withoutFinalHeal(ops), true})
 	}
 	for si, shape := range append(shapes, manyShapes...) {
 		for seed := uint64(0); seed < 150; seed++ {
 			rng := rand.New(rand.NewPCG(seed, uint64(si)+100))
-			cases = append(cases, windowCase{"generated", withFinalHeal(genLockHistory(rng, shape)), si >= len(shapes)})
+			ops := genLockHistory(rng, shape)
+			if seed%3 != 0 {
+				ops = withFinalHeal(ops)
+			}
+			cases = append(cases, windowCase{"generated", ops, si >= len(shapes)})
 		}
 	}
 	windows, exact, recovery := 0, 0, 0
@@ -325,6 +365,13 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 						t.Errorf("%s #%d: many keys, no cut", c.name, i)
 					}
 				}
+			}
+			if dir := os.Getenv("WINDOW_DIFF_DIR"); dir != "" {
+				var b []byte
+				for _, op := range c.ops {
+					b = append(append(b, op.String()...), '\n')
+				}
+				_ = os.WriteFile(filepath.Join(dir, "history.jsonl"), b, 0o644)
 			}
 			sameResult(t, fmt.Sprintf("%s #%d (target %d)", c.name, i, target), whole, win)
 		}

@@ -88,8 +88,9 @@ func newServeCmd() *cobra.Command {
 // rebuild reads a stored run's record (storedRun; derived from the history
 // when there is none), checks its history (each porcupine check bounded by
 // timeout) and renders
-// the report of what the check found (reports.Render): the history file
-// is read twice, by the check and by the report. It goes in steps, so that
+// the report of what the check found (reports.RenderDigested): the
+// history file is decoded once, the report gathering what it draws as the
+// check reads it. It goes in steps, so that
 // an interrupt leaves the run directory whole: nothing is written until
 // the check has finished, and a drawing cut short removes index.html
 // rather than leave a page next to figures it does not match.
@@ -105,9 +106,16 @@ func rebuild(ctx context.Context, dir string, timeout time.Duration) (reports.Re
 	path := filepath.Join(dir, reports.HistoryFile)
 	var src history.Source
 	var res checker.Result
+	var dig *reports.Digest
 	check := func() {
 		if src, err = history.Open(ctx, path); err != nil {
 			return
+		}
+		// The report gathers what it draws as the check reads the
+		// history: one decode of it.
+		if end, ok := src.LastTime(); ok {
+			dig = reports.NewDigest(end)
+			cfg.Observe = dig.See
 		}
 		if res, err = checker.Check(ctx, src, cfg); err != nil || ctx.Err() != nil {
 			return
@@ -128,7 +136,7 @@ func rebuild(ctx context.Context, dir string, timeout time.Duration) (reports.Re
 	if !stored {
 		rec = reports.DeriveRecord(dir, rec, res)
 	}
-	out, err := reports.Render(ctx, dir, rec, src, res)
+	out, err := reports.RenderDigested(ctx, dir, rec, src, res, dig)
 	if err != nil {
 		if ctx.Err() != nil {
 			_ = os.Remove(filepath.Join(dir, reports.IndexFile))

@@ -186,3 +186,32 @@ func TestOwnerOnRenewsAndPausesOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestLastTime: the time of a history file's last whole event, a cut-off
+// last line passed over, for a file and for events in memory.
+func TestLastTime(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 5000 {
+		b.WriteString(history.Op{Index: int64(i), Time: int64(i) * 1000, Process: 1, Type: history.Invoke, F: history.FAcquire, Key: "k"}.String() + "\n")
+	}
+	whole := filepath.Join(dir, "whole.jsonl")
+	cut := filepath.Join(dir, "cut.jsonl")
+	if err := os.WriteFile(whole, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, []byte(b.String()+`{"index":5000,"time":9`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{whole, cut} {
+		if got, ok := history.File(p).LastTime(); !ok || got != 4999*1000 {
+			t.Fatalf("%s: %d %v", p, got, ok)
+		}
+	}
+	if got, ok := history.Events([]history.Op{{Time: 3}, {Time: 7}}).LastTime(); !ok || got != 7 {
+		t.Fatalf("in memory: %d %v", got, ok)
+	}
+	if _, ok := history.File(filepath.Join(dir, "none")).LastTime(); ok {
+		t.Fatal("a missing file has a last time")
+	}
+}

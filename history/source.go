@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -97,4 +98,51 @@ func (s Source) ReadAll(ctx context.Context) (ReadResult, error) {
 		return ReadResult{Ops: s.ops, Truncated: s.truncated}, nil
 	}
 	return ReadFileContext(ctx, s.path)
+}
+
+// tailBytes is how much of a history file's end LastTime reads: many
+// lines, so that a last line cut off by a killed run leaves whole ones.
+const tailBytes = 64 << 10
+
+// LastTime is the time of the history's last whole event, read from the
+// end of its file (a last line cut off by a killed run is passed over):
+// what a reader that must size something by the history's span before
+// going through it needs (the report's overview timeline, gathered while
+// the check reads the history). ok is false when it cannot say (an empty
+// history, a file that cannot be read, no whole event in its last 64 KB).
+func (s Source) LastTime() (t int64, ok bool) {
+	if s.inMemory {
+		if len(s.ops) == 0 {
+			return 0, false
+		}
+		return s.ops[len(s.ops)-1].Time, true
+	}
+	f, err := os.Open(s.path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0, false
+	}
+	from := max(0, st.Size()-tailBytes)
+	buf := make([]byte, st.Size()-from)
+	if _, err := f.ReadAt(buf, from); err != nil {
+		return 0, false
+	}
+	lines := bytes.Split(buf, []byte("\n"))
+	if from > 0 {
+		lines = lines[1:] // the first may be a part of a line
+	}
+	d := newDecoder()
+	for i := len(lines) - 1; i >= 0; i-- {
+		if len(bytes.TrimSpace(lines[i])) == 0 {
+			continue
+		}
+		if op, err := d.decode(lines[i]); err == nil {
+			return op.Time, true
+		}
+	}
+	return 0, false
 }

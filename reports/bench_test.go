@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/history/synth"
 )
 
 // A long run's overview is bounded by its pixels, and a violation in it is
@@ -174,4 +175,51 @@ func TestManyKeysOverviewIsBoundedByColours(t *testing.T) {
 	if bound := clients * len(keyColours) * cols; area.MergedBars > bound {
 		t.Errorf("%d keys: the overview draws %d bars for %d holds, want at most %d", keys, area.MergedBars, area.SourceHolds, bound)
 	}
+}
+
+// BenchmarkReportFileValid and BenchmarkReportFileCrash are harness
+// report of a stored synthetic history of 1M events (history/synth):
+// the check, gathering the report's digest as it reads the history,
+// then the drawing. Beside checker's BenchmarkCheckFileValid and
+// BenchmarkCheckFileCrash, ns/event says what the report adds to the
+// check (issue 27: at most a fifth).
+func BenchmarkReportFileValid(b *testing.B) { benchReportFile(b, synth.Valid) }
+func BenchmarkReportFileCrash(b *testing.B) { benchReportFile(b, synth.Crash) }
+
+// BenchmarkReportFileManyKeys is the report of a million keys (4M events).
+func BenchmarkReportFileManyKeys(b *testing.B) { benchReportFile(b, synth.ManyKeys) }
+
+func benchReportFile(b *testing.B, shape synth.Shape) {
+	events := 1_000_000
+	if testing.Short() {
+		events /= 4
+	}
+	dir := b.TempDir()
+	f, err := os.Create(filepath.Join(dir, HistoryFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := synth.Write(f, synth.Config{Shape: shape, Events: events, Seed: 1})
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := history.File(filepath.Join(dir, HistoryFile))
+	end, _ := src.LastTime()
+	b.ResetTimer()
+	for b.Loop() {
+		g := NewDigest(end)
+		res, err := checker.Check(context.Background(), src, checker.Config{Views: true, SpillDir: dir, Observe: g.See})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := RenderDigested(context.Background(), dir, record(RunMeta{Test: string(shape)}), src, res, g); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/event")
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }

@@ -92,7 +92,8 @@ func (d *digest) see(op *history.Op) {
 		}
 		d.invokedAt[op.Index] = t
 	}
-	if op.Type == history.Invoke {
+	if op.Type == history.Invoke && len(d.want) > 0 {
+		// Only the events kept in at need when their call was invoked.
 		d.lastInvoke[pf{op.Process, op.F}] = op.Time
 	}
 	if op.Process.IsNemesis() {

@@ -7,8 +7,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -21,6 +23,10 @@ const (
 	HistoryFile = "history.jsonl"
 	MetaFile    = "run.json"
 	ResultsFile = "results.json"
+	// HoldsFile is the holds of results.json, one JSON object a line, in
+	// order of start: a long run has millions, which results.json (read
+	// whole by whoever reads it) names only by their number.
+	HoldsFile = "holds.jsonl"
 )
 
 // RunMeta describes how a run was made: enough to reproduce it and to label
@@ -65,6 +71,10 @@ type Results struct {
 	// lock's TTL (and Redlock's drift allowance): "partition 2.1 s =
 	// 2.1 × TTL (1 s)".
 	Sizes []string `json:"sizes,omitempty"`
+	// HoldCount is how many holds the run's HoldsFile lists (results.json
+	// written by a run or a report; harness check --json lists them in
+	// Holds instead).
+	HoldCount int `json:"hold_count,omitempty"`
 }
 
 // WriteJSON writes v as indented JSON to dir/name, atomically. Results are
@@ -83,8 +93,40 @@ func WriteJSON(dir, name string, v any) error {
 	})
 }
 
-// writeResultsFile writes out as dir/results.json, atomically.
-func writeResultsFile(dir string, out Results) error { return WriteJSON(dir, ResultsFile, out) }
+// writeResultsFile writes out as dir/results.json, atomically, and its
+// holds, streamed, to dir/holds.jsonl: results.json stays as small as
+// the findings, whatever the run's length.
+func writeResultsFile(dir string, out Results) error { return writeResultsWith(dir, out, nil) }
+
+// writeResultsWith is writeResultsFile, giving each hold to see (if not
+// nil) as it writes it; see sees none when there are no holds.
+func writeResultsWith(dir string, out Results, see func(checker.Hold)) error {
+	out.HoldCount = out.NumHolds()
+	if out.HoldCount > 0 {
+		if err := writeAtomicWith(dir, HoldsFile, func(w io.Writer) error { return encodeHolds(w, out.Result, see) }); err != nil {
+			return err
+		}
+	} else if err := os.Remove(filepath.Join(dir, HoldsFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the holds of an earlier check: %w", err)
+	}
+	out.Result = out.WithoutHolds()
+	return WriteJSON(dir, ResultsFile, out)
+}
+
+// encodeHolds writes res's holds, one JSON object a line, one at a time.
+func encodeHolds(w io.Writer, res checker.Result, see func(checker.Hold)) error {
+	return res.EachHold(func(h checker.Hold) error {
+		if see != nil {
+			see(h)
+		}
+		b, err := json.Marshal(h)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	})
+}
 
 // writeAtomicWith writes dir/name by write, through a temporary file that
 // replaces it only once complete.

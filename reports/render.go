@@ -68,6 +68,15 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 // cut short before it read the whole history (its time ran out) saw part
 // of it: the report reads the rest of what it needs first.
 func Render(ctx context.Context, dir string, rec Record, src history.Source, res checker.Result) (Results, error) {
+	return render(ctx, dir, rec, src, res, nil)
+}
+
+// render is Render, with what a digest gathered while the check read the
+// history (nil: nothing).
+func render(ctx context.Context, dir string, rec Record, src history.Source, res checker.Result, g *Digest) (Results, error) {
+	if !g.usable(res) {
+		g = nil
+	}
 	if !res.Seen.Complete {
 		seen, err := seeAll(ctx, src, res.Seen)
 		if err != nil {
@@ -79,14 +88,12 @@ func Render(ctx context.Context, dir string, rec Record, src history.Source, res
 	out := v.results()
 	// results.json is part of the report: write it in its canonical form,
 	// so that the run's file and a rebuilt one are the same.
-	if err := writeResultsFile(dir, out); err != nil {
-		return out, fmt.Errorf("render: %w", err)
-	}
-	if err := v.scanHolds(); err != nil {
+	// One pass over the holds writes them and scans them (scanHolds).
+	if err := writeResultsWith(dir, out, v.scanHold); err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
 	zoomed := v.zoomed()
-	wins, err := v.gather(ctx, zoomed)
+	wins, err := v.gather(ctx, zoomed, g)
 	if err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}

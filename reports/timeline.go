@@ -337,10 +337,17 @@ func (d *timelineDraw) yAxis() {
 	d.p.Y.Tick.Length = 0
 }
 
+// maxRowsHeight bounds the height of the rows together: past it (a run of
+// thousands of client processes, a new one after each client crash) rows
+// grow thinner than 3 points, so that the figure, and the picture drawn
+// of it, stay bounded.
+const maxRowsHeight = 3000
+
 // rowHeight is the height of a row: the figure grows with its rows up to a
 // point, then the rows grow thinner.
 func (d *timelineDraw) rowHeight() vg.Length {
-	return vg.Length(math.Max(3, math.Min(14, 620/float64(max(len(d.layout.rows), 1)))))
+	n := float64(max(len(d.layout.rows), 1))
+	return vg.Length(math.Min(math.Max(3, math.Min(14, 620/n)), maxRowsHeight/n))
 }
 
 // figure sizes the figure to its rows and legend and returns the function

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -238,5 +239,33 @@ func TestTimelineThinsClientLabels(t *testing.T) {
 	}
 	if !strings.Contains(svg, ">client 0<") || named == clients || named < clients/4 {
 		t.Errorf("%d of %d clients named, want some but not all, the first among them", named, clients)
+	}
+}
+
+// TestTimelineOfThousandsOfProcessesIsBounded: a run of 5,000 client
+// processes (a new one after each crash) draws a timeline of bounded
+// height, its rows thinner, not one 3 points a row.
+func TestTimelineOfThousandsOfProcessesIsBounded(t *testing.T) {
+	var ops []history.Op
+	add := func(p int, typ history.Type, f string, v *history.Value) {
+		ops = append(ops, history.Op{Index: int64(len(ops)), Time: int64(len(ops)+1) * 1000, Process: history.Process(p), Type: typ, F: f, Key: "lock-0", Value: v})
+	}
+	for p := range 5000 {
+		add(p, history.Invoke, history.FAcquire, nil)
+		add(p, history.OK, history.FAcquire, &history.Value{Token: "t", Deadline: int64(len(ops)+10) * 1000})
+		add(p, history.Invoke, history.FRelease, &history.Value{Token: "t"})
+		add(p, history.OK, history.FRelease, nil)
+	}
+	dir := outDir(t, "thousands")
+	r, err := checker.Check(context.Background(), history.Events(ops), checker.Config{AllowVacuous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(context.Background(), dir, record(RunMeta{Test: "thousands"}), history.Events(ops), r); err != nil {
+		t.Fatal(err)
+	}
+	img := decodePNG(t, filepath.Join(dir, TimelineFile+".png"))
+	if h := img.Bounds().Dy(); h > (3000+400)*DPI/72 {
+		t.Fatalf("timeline %d px tall", h)
 	}
 }

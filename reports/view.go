@@ -26,8 +26,7 @@ type runView struct {
 	heal   int64
 	healed bool
 	end    int64
-	keys   []string
-	keyIdx map[string]int
+	keys   []string // sorted: a key's colour is its index's (keyColourIndex)
 	// why explains violations by index (Explain).
 	why map[int]string
 	// held are the processes and keys of the holds, for procs and keys.
@@ -56,12 +55,14 @@ func newView(rec Record, res checker.Result, src history.Source) *runView {
 // scanHolds goes through the result's holds for the processes and keys
 // that held, and the end of the last.
 func (v *runView) scanHolds() error {
-	return v.res.EachHold(func(h checker.Hold) error {
-		v.heldBy[h.Process] = true
-		v.heldKeys[h.Key] = true
-		v.end = max(v.end, h.Start, h.End)
-		return nil
-	})
+	return v.res.EachHold(func(h checker.Hold) error { v.scanHold(h); return nil })
+}
+
+// scanHold takes one hold into the view (scanHolds).
+func (v *runView) scanHold(h checker.Hold) {
+	v.heldBy[h.Process] = true
+	v.heldKeys[h.Key] = true
+	v.end = max(v.end, h.Start, h.End)
 }
 
 // digested completes the view with the digest of a pass over its
@@ -74,15 +75,14 @@ func (v *runView) digested(d *digest) {
 		extra = append(extra, vi.Processes...)
 	}
 	v.procs = clientProcesses(d.procs, extra...)
-	keys := maps.Clone(v.heldKeys)
+	// The keys held and acquired, once: a run on a million keys has a
+	// million of them.
+	keys := v.heldKeys
 	for k := range d.acqKeys {
 		keys[k] = true
 	}
 	v.keys = slices.Sorted(maps.Keys(keys))
-	v.keyIdx = map[string]int{}
-	for i, k := range v.keys {
-		v.keyIdx[k] = i
-	}
+	v.heldKeys, d.acqKeys = nil, nil
 }
 
 // event is the event of history index i a violation names, and when the
@@ -125,7 +125,13 @@ func (v *runView) keyColour(key string) color.NRGBA {
 }
 
 // keyColourIndex is the index of key's colour in keyColours.
-func (v *runView) keyColourIndex(key string) int { return v.keyIdx[key] % len(keyColours) }
+func (v *runView) keyColourIndex(key string) int {
+	i, found := slices.BinarySearch(v.keys, key)
+	if !found {
+		return 0
+	}
+	return i % len(keyColours)
+}
 
 // holdEnd is where a hold's bar ends: its end, or the end of the run for a
 // claim that never ended.
@@ -170,23 +176,19 @@ func (v *runView) marksOf(w window) *marks {
 // close-up of a violation whose events the check did not keep is placed
 // once the pass has found them, and its marks take a pass of their own.
 // It returns the windows, the overview first.
-func (v *runView) gather(ctx context.Context, zoomed []int) ([]window, error) {
+func (v *runView) gather(ctx context.Context, zoomed []int, g *Digest) ([]window, error) {
 	wins := make([]window, 1+len(zoomed))
 	wins[0] = window{From: 0, To: v.end, Title: v.title("timeline")}
-	var now, later []spanKey
-	now = append(now, wins[0].key())
 	for k, i := range zoomed {
 		if vi := v.res.Violations[i]; v.kept(vi) {
 			wins[k+1] = zoomWindow(v, i, vi)
-			now = append(now, wins[k+1].key())
 		}
 	}
-	ms, mp := newMarkPass(now)
-	d := newDigest(unkept(v.res))
-	if err := each(ctx, v.src, d.see, mp.see); err != nil {
+	ms, err := v.firstPass(ctx, wins, g)
+	if err != nil {
 		return nil, err
 	}
-	v.digested(d)
+	var later []spanKey
 	for k, i := range zoomed {
 		if vi := v.res.Violations[i]; !v.kept(vi) {
 			wins[k+1] = zoomWindow(v, i, vi)
@@ -207,6 +209,48 @@ func (v *runView) gather(ctx context.Context, zoomed []int) ([]window, error) {
 	}
 	maps.Copy(v.marks, ms)
 	return wins, nil
+}
+
+// firstPass is the digest and the write marks of the windows of wins
+// placed so far (the others are zero): what g gathered while the check
+// read the history, and what it did not from a pass over the history
+// (all of it without g).
+func (v *runView) firstPass(ctx context.Context, wins []window, g *Digest) (map[spanKey]*marks, error) {
+	ms := map[spanKey]*marks{}
+	var d *digest
+	if g != nil {
+		d = g.d
+	}
+	var now []spanKey
+	for _, w := range wins {
+		if w == (window{}) || ms[w.key()] != nil {
+			continue
+		}
+		if m := g.marksOf(w.key()); m != nil {
+			ms[w.key()] = m
+		} else {
+			now = append(now, w.key())
+		}
+	}
+	want := unkept(v.res)
+	if d == nil || len(now) > 0 || len(want) > 0 {
+		more, mp := newMarkPass(now)
+		dd := newDigest(want)
+		if err := each(ctx, v.src, dd.see, mp.see); err != nil {
+			return nil, err
+		}
+		if d == nil {
+			d = dd
+		}
+		for k, e := range dd.at {
+			d.at[k], d.invokedAt[k] = e, dd.invokedAt[k]
+		}
+		for k, m := range more {
+			ms[k] = m
+		}
+	}
+	v.digested(d)
+	return ms, nil
 }
 
 // gatherHolds adds the result's holds, in order of start, to the marks

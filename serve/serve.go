@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -318,7 +317,9 @@ func (s *Server) progress(name string) string {
 }
 
 // summary reads a run's results.json (or run.json), cached while the file
-// is unchanged: results of long runs are megabytes of holds. A run without
+// is unchanged. It reads only the head of results.json (readSummary): a
+// store written before the holds had a file of their own has results of
+// long runs that are hundreds of megabytes of holds. A run without
 // index.html is shown as in progress or incomplete, whatever its
 // results.json says (an interrupted check writes partial ones).
 func (s *Server) summary(test, dir string) Run {
@@ -348,21 +349,13 @@ func (s *Server) summaryOfResults(test, dir string) Run {
 	if ok && c.mod.Equal(st.ModTime()) && c.size == st.Size() {
 		return c.run
 	}
-	var res struct {
-		Meta       reports.RunMeta `json:"meta"`
-		Verdict    checker.Verdict `json:"verdict"`
-		Violations []struct {
-			Fatal bool `json:"fatal"`
-		} `json:"violations"`
-	}
-	if b, err := fs.ReadFile(s.fsys, p); err == nil && json.Unmarshal(b, &res) == nil {
-		run.Meta, run.Verdict = res.Meta, string(res.Verdict)
-		for _, v := range res.Violations {
-			if v.Fatal {
-				run.Violations++
-			} else {
-				run.Findings++
-			}
+	if f, err := s.fsys.Open(p); err == nil {
+		sum, err := readSummary(f)
+		f.Close()
+		if err == nil {
+			run.Meta, run.Verdict, run.Violations, run.Findings = sum.meta, string(sum.verdict), sum.fatal, sum.harmless
+		} else {
+			run.Verdict = "unknown"
 		}
 	} else {
 		run.Verdict = "unknown"

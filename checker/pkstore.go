@@ -1,0 +1,253 @@
+package checker
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"os"
+)
+
+// pkStore is the carry's entries per process and key (pkCarry): a
+// history has up to clients × keys of them, a million and more for a run
+// on a million keys, each a few hundred bytes with its map slot. Most are
+// at rest: their key is quiet, its events taken, and the process may
+// never touch the key again. So once the store holds more than hot
+// entries, a cut moves those of keys at rest to a file (evict), where an
+// entry costs memory only for its index slot (about 40 bytes), and get
+// brings one back whenever a later window asks for it: nothing is lost,
+// so the windows stay exact. The file is deleted as soon as it is
+// opened, in the check's SpillDir, as the holds' is; if it cannot be
+// written the entries stay in memory.
+type pkStore struct {
+	m     map[procKey]*pkCarry
+	dir   string
+	hot   int // evict when m holds more than this
+	base  int // hot at least
+	f     *os.File
+	off   int64
+	index map[uint64]int64 // hash of a procKey → offset of its latest record (records chain by hash)
+	seed  maphash.Seed
+	buf   []byte
+	err   error
+}
+
+// pkHot is how many entries the store keeps in memory at least before a
+// cut moves some to its file (about 4 MB).
+const pkHot = 1 << 14
+
+func newPKStore(dir string) *pkStore {
+	return &pkStore{m: map[procKey]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, index: map[uint64]int64{}, seed: maphash.MakeSeed()}
+}
+
+// get is k's entry, or nil.
+func (s *pkStore) get(k procKey) *pkCarry {
+	if pc := s.m[k]; pc != nil || len(s.index) == 0 {
+		return pc
+	}
+	pc := s.load(k)
+	if pc != nil {
+		s.m[k] = pc
+	}
+	return pc
+}
+
+// at is k's entry, made if need be.
+func (s *pkStore) at(k procKey) *pkCarry {
+	pc := s.get(k)
+	if pc == nil {
+		pc = &pkCarry{}
+		s.m[k] = pc
+	}
+	return pc
+}
+
+func (s *pkStore) hash(k procKey) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	_, _ = h.WriteString(k.key)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(k.proc))
+	_, _ = h.Write(b[:])
+	return h.Sum64()
+}
+
+// evict moves to the file the entries of keys that busy does not name,
+// when there are more than hot; the next eviction waits until the store
+// has grown to twice what stayed, so that a store of busy keys is not
+// gone through at every cut.
+func (s *pkStore) evict(busy func(key string) bool) {
+	if len(s.m) <= s.hot || s.err != nil {
+		return
+	}
+	if s.f == nil {
+		f, err := os.CreateTemp(s.dir, ".carry-*")
+		if err != nil {
+			s.err = fmt.Errorf("spill the carry: %w", err)
+			return
+		}
+		_ = os.Remove(f.Name())
+		s.f = f
+	}
+	s.buf = s.buf[:0]
+	var moved []procKey
+	for k, pc := range s.m {
+		if busy(k.key) {
+			continue
+		}
+		h := s.hash(k)
+		prev, ok := s.index[h]
+		if !ok {
+			prev = -1
+		}
+		start := len(s.buf)
+		s.buf = append(s.buf, 0, 0, 0, 0)
+		s.buf = encodePK(s.buf, prev, k, pc)
+		binary.LittleEndian.PutUint32(s.buf[start:], uint32(len(s.buf)-start-4))
+		s.index[h] = s.off + int64(start)
+		moved = append(moved, k)
+	}
+	if _, err := s.f.WriteAt(s.buf, s.off); err != nil {
+		s.err = fmt.Errorf("spill the carry: %w", err)
+		// Nothing was moved: the index may name records the file does
+		// not hold, but every entry it names is still in memory.
+		return
+	}
+	s.off += int64(len(s.buf))
+	if cap(s.buf) > 1<<20 {
+		s.buf = nil // a large eviction's buffer is not kept for the next
+	}
+	for _, k := range moved {
+		delete(s.m, k)
+	}
+	s.hot = max(s.base, 2*len(s.m))
+}
+
+// load reads k's latest record back, or nil when there is none.
+func (s *pkStore) load(k procKey) *pkCarry {
+	off, ok := s.index[s.hash(k)]
+	for ok && off >= 0 && s.f != nil {
+		var hdr [4]byte
+		if _, err := s.f.ReadAt(hdr[:], off); err != nil {
+			panic(fmt.Sprintf("read the carry back: %v", err)) // guard makes it unknown
+		}
+		rec := make([]byte, binary.LittleEndian.Uint32(hdr[:]))
+		if _, err := s.f.ReadAt(rec, off+4); err != nil {
+			panic(fmt.Sprintf("read the carry back: %v", err))
+		}
+		prev, rk, pc := decodePK(rec)
+		if rk == k {
+			return pc
+		}
+		off = prev
+	}
+	return nil
+}
+
+// close lets the file go.
+func (s *pkStore) close() {
+	if s.f != nil {
+		_ = s.f.Close()
+		s.f = nil
+	}
+}
+
+// encodePK appends the record of k's entry pc (after the offset of the
+// record before it of the same hash) to b.
+func encodePK(b []byte, prev int64, k procKey, pc *pkCarry) []byte {
+	b = binary.AppendVarint(b, prev)
+	b = binary.AppendVarint(b, int64(k.proc))
+	b = appendString(b, k.key)
+	b = appendString(b, pc.token)
+	for _, v := range []int64{pc.claimEnd, pc.claimGrant, pc.relDone, pc.foreverT, pc.foreverI} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = append(b, flags(pc.hasToken, pc.hasClaim, pc.hasForever, pc.released, pc.held, pc.acquired, pc.gotOne))
+	b = appendAcquire(b, pc.acquire)
+	b = appendAcquire(b, pc.granted)
+	b = binary.AppendUvarint(b, uint64(len(pc.releases)))
+	for _, r := range pc.releases {
+		for _, v := range []int64{r.start, r.end, r.inv, r.done} {
+			b = binary.AppendVarint(b, v)
+		}
+		b = appendString(b, r.token)
+		b = append(b, byte(r.typ), flags(r.notHeld))
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendAcquire(b []byte, a priorAcquire) []byte {
+	for _, v := range []int64{a.start, a.end, a.inv, a.done} {
+		b = binary.AppendVarint(b, v)
+	}
+	return append(b, byte(a.typ))
+}
+
+func flags(bs ...bool) byte {
+	var f byte
+	for i, x := range bs {
+		if x {
+			f |= 1 << i
+		}
+	}
+	return f
+}
+
+// pkReader reads a record encodePK wrote.
+type pkReader struct{ b []byte }
+
+func (r *pkReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *pkReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *pkReader) str() string {
+	n := r.uvarint()
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *pkReader) byte() byte {
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *pkReader) acquire() priorAcquire {
+	return priorAcquire{start: r.varint(), end: r.varint(), inv: r.varint(), done: r.varint(), typ: callType(r.byte())}
+}
+
+func decodePK(rec []byte) (prev int64, k procKey, pc *pkCarry) {
+	r := &pkReader{rec}
+	prev = r.varint()
+	k.proc = int(r.varint())
+	k.key = r.str()
+	pc = &pkCarry{}
+	pc.token = r.str()
+	pc.claimEnd, pc.claimGrant, pc.relDone, pc.foreverT, pc.foreverI = r.varint(), r.varint(), r.varint(), r.varint(), r.varint()
+	f := r.byte()
+	pc.hasToken, pc.hasClaim, pc.hasForever, pc.released, pc.held, pc.acquired, pc.gotOne =
+		f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0, f&32 != 0, f&64 != 0
+	pc.acquire, pc.granted = r.acquire(), r.acquire()
+	if n := r.uvarint(); n > 0 {
+		pc.releases = make([]priorRelease, n)
+		for i := range pc.releases {
+			x := &pc.releases[i]
+			x.start, x.end, x.inv, x.done = r.varint(), r.varint(), r.varint(), r.varint()
+			x.token = r.str()
+			x.typ, x.notHeld = callType(r.byte()), r.byte() != 0
+		}
+	}
+	return prev, k, pc
+}

@@ -1,0 +1,54 @@
+package checker
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// TestPKStoreGivesBackWhatItEvicted: entries of keys at rest go to the
+// file once the store holds more than hot, those of busy keys stay, and
+// every one comes back as it was, again after a second eviction.
+func TestPKStoreGivesBackWhatItEvicted(t *testing.T) {
+	s := newPKStore(t.TempDir())
+	s.hot, s.base = 10, 10
+	want := map[procKey]pkCarry{}
+	for i := range 100 {
+		k := procKey{i % 7, fmt.Sprintf("key-%d", i)}
+		pc := s.at(k)
+		pc.token, pc.hasToken = fmt.Sprintf("tok%d", i), true
+		pc.claimEnd, pc.claimGrant, pc.hasClaim = int64(i)*3, -int64(i), i%2 == 0
+		pc.relDone, pc.released, pc.held = int64(i)<<40, true, i%3 == 0
+		pc.foreverT, pc.foreverI, pc.hasForever = 5, 6, i%5 == 0
+		pc.acquire, pc.acquired = priorAcquire{start: 1, end: never, inv: 3, done: -1, typ: 2}, true
+		pc.granted, pc.gotOne = priorAcquire{start: 7, end: 8, inv: 9, done: 10, typ: 1}, i%2 == 1
+		for j := range i % 3 {
+			pc.releases = append(pc.releases, priorRelease{start: int64(j), end: never, inv: 2, done: -1, token: fmt.Sprint("r", j), typ: 3, notHeld: j == 1})
+		}
+		want[k] = *pc
+	}
+	busy := func(key string) bool { return key == "key-3" }
+	s.evict(busy)
+	if len(s.m) != 1 || s.m[procKey{3, "key-3"}] == nil {
+		t.Fatalf("%d entries stayed in memory, want the busy key's", len(s.m))
+	}
+	check := func() {
+		for k, w := range want {
+			if got := s.get(k); got == nil || !reflect.DeepEqual(*got, w) {
+				t.Fatalf("%v: got %+v, want %+v", k, got, w)
+			}
+		}
+	}
+	check()
+	s.get(procKey{0, "key-0"}).token = "changed"
+	w := want[procKey{0, "key-0"}]
+	w.token = "changed"
+	want[procKey{0, "key-0"}] = w
+	s.hot = 10
+	s.evict(busy)
+	check()
+	if s.get(procKey{1, "key-0"}) != nil {
+		t.Fatal("an entry never made came back")
+	}
+	s.close()
+}

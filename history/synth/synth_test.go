@@ -1,0 +1,60 @@
+package synth
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/lockharness/lockharness/history"
+)
+
+// TestWriteIsARunsHistory: what Write writes reads back, with the
+// history's own reader, as the events Ops gives, in index and time
+// order, every invocation completed, the same for the same seed.
+func TestWriteIsARunsHistory(t *testing.T) {
+	for _, shape := range Shapes {
+		cfg := Config{Shape: shape, Events: 5000, Seed: 3}
+		var buf bytes.Buffer
+		n, err := Write(&buf, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr, err := history.ReadContext(context.Background(), bytes.NewReader(buf.Bytes()))
+		if err != nil || rr.Truncated {
+			t.Fatalf("%s: read back: %v (truncated %v)", shape, err, rr.Truncated)
+		}
+		ops, err := Ops(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(ops)) != n || !reflect.DeepEqual(rr.Ops, ops) {
+			t.Fatalf("%s: %d events written, %d read back, %d in memory", shape, n, len(rr.Ops), len(ops))
+		}
+		if n < int64(cfg.Events) {
+			t.Fatalf("%s: %d events, want at least %d", shape, n, cfg.Events)
+		}
+		pending := map[[2]any]bool{}
+		for i, op := range ops {
+			if op.Index != int64(i) || i > 0 && op.Time <= ops[i-1].Time {
+				t.Fatalf("%s: event %d out of order: %v", shape, i, op)
+			}
+			k := [2]any{op.Process, op.F}
+			if op.Type == history.Invoke {
+				pending[k] = true
+			} else {
+				delete(pending, k)
+			}
+		}
+		if len(pending) > 0 {
+			t.Fatalf("%s: invocations never completed: %v", shape, pending)
+		}
+		again, _ := Ops(cfg)
+		if !reflect.DeepEqual(again, ops) {
+			t.Fatalf("%s: not deterministic", shape)
+		}
+	}
+	if _, err := Ops(Config{Shape: "nope", Events: 1}); err == nil {
+		t.Fatal("an unknown shape was accepted")
+	}
+}
