@@ -135,7 +135,12 @@ type Info struct {
 	// key, so that it runs on a Redis Cluster through one ClusterClient
 	// (see RunsOnCluster for the built-in ones).
 	Cluster bool
-	New     Factory
+	// CheckOptions, when set, says what the lock refuses of its options
+	// (set-nx-ex: a TTL that is not whole seconds), so that a run refuses it
+	// before anything starts. It is asked instead of building an instance:
+	// a factory may dial its nodes or start a process.
+	CheckOptions func(Options) error
+	New          Factory
 }
 
 // SystemName is the lock's system, SystemRedis when none is named.

@@ -12,10 +12,20 @@ import (
 )
 
 var setNXEXInfo = Info{
-	Name:        "set-nx-ex",
-	Description: "SET key 1 NX EX ttl with a constant value, DEL to release: a late release deletes another client's lock",
-	MaxNodes:    1,
-	New:         newSetNXEX,
+	Name:         "set-nx-ex",
+	Description:  "SET key 1 NX EX ttl with a constant value, DEL to release: a late release deletes another client's lock",
+	MaxNodes:     1,
+	CheckOptions: checkWholeSeconds,
+	New:          newSetNXEX,
+}
+
+// checkWholeSeconds refuses a TTL that EX cannot express.
+func checkWholeSeconds(opts Options) error {
+	opts = opts.WithDefaults()
+	if opts.TTL < time.Second || opts.TTL%time.Second != 0 {
+		return fmt.Errorf("set-nx-ex uses EX (whole seconds): TTL %v is not a whole number of seconds; use --ttl 1s, 2s, …", opts.TTL)
+	}
+	return nil
 }
 
 // setNXEX is the common single-command lock with no owner check: atomic
@@ -29,11 +39,10 @@ func newSetNXEX(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("set-nx-ex lock needs exactly 1 node, got %d", len(nodes))
 	}
-	opts = opts.WithDefaults()
-	if opts.TTL < time.Second || opts.TTL%time.Second != 0 {
-		return nil, fmt.Errorf("set-nx-ex uses EX (whole seconds): TTL %v is not a whole number of seconds; use --ttl 1s, 2s, …", opts.TTL)
+	if err := checkWholeSeconds(opts); err != nil {
+		return nil, err
 	}
-	return &setNXEX{node: nodes[0], opts: opts}, nil
+	return &setNXEX{node: nodes[0], opts: opts.WithDefaults()}, nil
 }
 
 // lockValue is the constant every set-nx-ex holder writes: nothing tells two

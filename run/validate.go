@@ -249,20 +249,18 @@ func (p *Plan) checkRenews() error {
 	return nil
 }
 
-// checkLockOptions builds a Redis lock once as each client will, over
-// placeholder nodes, so that what the lock itself refuses (set-nx-ex: a
-// TTL that is not whole seconds, as EX counts) is refused before anything
-// starts, not by every client after setup with a run of no operations.
+// checkLockOptions asks the lock what it refuses of its options
+// (locks.Info.CheckOptions; set-nx-ex: a TTL that is not whole seconds),
+// so that it is refused before anything starts, not by every client after
+// setup with a run of no operations.
 func (p *Plan) checkLockOptions() error {
 	info := p.Lock
-	if info.SystemName() != locks.SystemRedis {
+	if info.CheckOptions == nil {
 		return nil
 	}
-	_, done, err := placeholderLock(info, max(p.Nodes, 1), locks.Options{TTL: p.Config.Workload.TTL})
-	if err != nil {
+	if err := info.CheckOptions(locks.Options{TTL: p.Config.Workload.TTL}); err != nil {
 		return fieldErr("Lock", p.Config.Lock, fmt.Errorf("lock %s: %w", info.Name, err))
 	}
-	done()
 	return nil
 }
 
