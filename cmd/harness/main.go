@@ -14,12 +14,15 @@ import (
 )
 
 func main() {
+	// Signals first: asking the shipped adapters what they are starts
+	// their interpreters, and a Ctrl-C meanwhile is honoured as any other.
+	ctx, stop := cli.InterruptContext()
 	reg := locks.Builtin()
-	if err := adapter.RegisterShipped(reg); err != nil {
+	if err := adapter.RegisterShipped(ctx, reg); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "harness: the shipped adapters:", err)
+		stop()
 		os.Exit(2)
 	}
-	ctx, stop := cli.InterruptContext()
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, cli.Options{Locks: reg, LockCommand: adapter.FromCommand})
 	stop()
 	os.Exit(code)

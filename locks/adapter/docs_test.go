@@ -1,6 +1,7 @@
 package adapter_test
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"strings"
@@ -20,7 +21,7 @@ func TestRealLibrariesPageCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := locks.Builtin()
-	if err := adapter.RegisterShipped(reg); err != nil {
+	if err := adapter.RegisterShipped(context.Background(), reg); err != nil {
 		t.Fatal(err)
 	}
 	cmds := regexp.MustCompile("`((?:[A-Z0-9_]+=\\S+ )*harness [^`]+)`").FindAllStringSubmatch(string(page), -1)

@@ -53,7 +53,7 @@ func realRegistry(t *testing.T, name string) *locks.Registry {
 	t.Helper()
 	requireLib(t, name)
 	reg := locks.Builtin()
-	if err := adapter.RegisterShipped(reg); err != nil {
+	if err := adapter.RegisterShipped(context.Background(), reg); err != nil {
 		t.Fatal(err)
 	}
 	shipped(t, name) // fails when it cannot run, saying why

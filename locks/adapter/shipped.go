@@ -43,8 +43,8 @@ const helloTimeout = 15 * time.Second
 // version listed is the library's own; one that no interpreter runs is
 // still registered, saying why it cannot run and how to install what it
 // needs (Spec.Unavailable).
-func RegisterShipped(reg *locks.Registry) error {
-	specs, err := Shipped(context.Background())
+func RegisterShipped(ctx context.Context, reg *locks.Registry) error {
+	specs, err := Shipped(ctx)
 	if err != nil {
 		return err
 	}

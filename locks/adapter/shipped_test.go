@@ -18,7 +18,7 @@ func TestRegisterShipped(t *testing.T) {
 	}
 	requirePython(t)
 	reg := locks.Builtin()
-	if err := adapter.RegisterShipped(reg); err != nil {
+	if err := adapter.RegisterShipped(context.Background(), reg); err != nil {
 		t.Fatal(err)
 	}
 	info, err := reg.Lookup("redis-py")
