@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"io"
 	"os"
 	"path/filepath"
@@ -98,36 +97,39 @@ func TestDocCommandLinesParse(t *testing.T) {
 	}
 }
 
-// docCommandLines returns the arguments of every `harness …` line inside
-// a fenced code block of file ("$ " prompts, trailing comments and
-// "; echo $?" removed).
+// docCommandLines returns the arguments of every `harness …` command line
+// inside a fenced code block of file: in a block with "$ " prompts only the
+// prompted lines (the others are output, which may start with "harness"
+// too), in a block without, every line; trailing comments and "; echo $?"
+// removed.
 func docCommandLines(t *testing.T, file string) []string {
 	t.Helper()
-	f, err := os.Open(file)
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	var lines []string
-	fenced := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		l := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(l, "```") {
-			fenced = !fenced
-			continue
+	blocks := strings.Split(string(b), "```")
+	for i := 1; i < len(blocks); i += 2 { // the odd parts are inside fences
+		block := strings.Split(blocks[i], "\n")
+		prompted := strings.Contains(blocks[i], "\n$ ")
+		for _, l := range block[1:] { // block[0] is the fence's info string
+			l = strings.TrimSpace(l)
+			if prompted && !strings.HasPrefix(l, "$ ") {
+				continue
+			}
+			l = strings.TrimPrefix(l, "$ ")
+			if !strings.HasPrefix(l, "harness ") {
+				continue
+			}
+			if i := strings.Index(l, " #"); i >= 0 {
+				l = l[:i]
+			}
+			if i := strings.Index(l, ";"); i >= 0 {
+				l = l[:i]
+			}
+			lines = append(lines, strings.TrimSpace(strings.TrimPrefix(l, "harness ")))
 		}
-		l = strings.TrimPrefix(l, "$ ")
-		if !fenced || !strings.HasPrefix(l, "harness ") {
-			continue
-		}
-		if i := strings.Index(l, " #"); i >= 0 {
-			l = l[:i]
-		}
-		if i := strings.Index(l, ";"); i >= 0 {
-			l = l[:i]
-		}
-		lines = append(lines, strings.TrimSpace(strings.TrimPrefix(l, "harness ")))
 	}
 	return lines
 }
