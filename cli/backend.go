@@ -25,7 +25,7 @@ type backendFlags struct {
 
 func addBackendFlags(f *pflag.FlagSet, b *backendFlags) {
 	f.StringVar(&b.backend, "backend", backendLocal, "where the Redis nodes run: local (redis-server processes) or docker (containers, see --image)")
-	f.StringVar(&b.image, "image", "", "with --backend docker: the Redis image of every node (default "+docker.DefaultImage+", built by `make image`; see `harness image inspect NAME`)")
+	f.StringVar(&b.image, "image", "", "with --backend docker: the Redis image of every node (default "+docker.DefaultImage+", built by make image; harness image inspect NAME says which faults it supports)")
 	f.StringVar(&b.target, "target", "", "run against a deployment the harness did not start, described by this file (addresses, roles, optional containers; see compose/*.target.yml)")
 }
 

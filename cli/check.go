@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -143,6 +144,9 @@ func newLocksCmd(a *app) *cobra.Command {
 			desc := l.Description
 			if sys := l.SystemName(); sys != locks.SystemRedis {
 				desc = "(" + sys + ") " + desc // the run starts that system, not Redis
+			}
+			if len(l.Failpoints) > 0 { // the names --failpoints takes
+				desc += "; failpoints: " + strings.Join(l.Failpoints, ", ")
 			}
 			rows = append(rows, [2]string{l.Name, desc})
 		}

@@ -178,27 +178,15 @@ Ctrl-C exit 130 (143 for SIGTERM), the shell's convention for a process a signal
 ended. A second Ctrl-C ends the harness at once.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
+	// --version prints what `harness version` prints, not cobra's
+	// "harness version X" (which would say "version" twice).
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd(a), newScenarioCmd(a), newCheckCmd(), newLocksCmd(a), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd(), newMatrixCmd(a), newImageCmd(), newAdapterCmd())
 	return root
-}
-
-// version is set at build time with
-// -ldflags "-X github.com/lockharness/lockharness/cli.version=…".
-var version = "dev"
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), "harness", version)
-			return nil
-		},
-	}
 }
 
 // interruptGrace is how long an interrupted command waits for work that

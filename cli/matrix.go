@@ -96,7 +96,7 @@ func (mf *matrixFlags) add(cmd *cobra.Command) {
 	f.StringVar(&mf.shard, "shard", "", "run only shard i of n (i/n): the cells whose index in the sorted list is i-1 mod n")
 	f.StringVar(&mf.store, "store", "store", "directory runs are written to (and resumed from)")
 	f.StringSliceVar(&mf.backends, "backends", []string{backendLocal}, "where the cells run, each cell on each: local (redis-server processes), docker (containers, see --image), or local,docker")
-	f.StringVar(&mf.spec.Image, "image", "", "with docker in --backends: the Redis image of the docker cells (default "+docker.DefaultImage+", built by `make image`)")
+	f.StringVar(&mf.spec.Image, "image", "", "with docker in --backends: the Redis image of the docker cells (default "+docker.DefaultImage+", built by make image)")
 	f.IntVar(&mf.spec.Run.Clients, "clients", mf.spec.Run.Clients, "concurrent clients per cell")
 	f.IntVar(&mf.spec.Run.Keys, "keys", mf.spec.Run.Keys, "lock keys per cell")
 	f.DurationVar(&mf.spec.Run.TTL, "ttl", mf.spec.Run.TTL, "lease length")

@@ -46,26 +46,37 @@ func WriteMarkdown(w io.Writer, m Matrix) error {
 		}
 		b.WriteString("\n")
 	}
-	g := NewGrid(m)
-	if len(g.Rows) > 0 {
-		b.WriteString("### Violation rate (invalid cells / cells)\n\n| lock |")
-		for _, col := range g.Cols {
-			fmt.Fprintf(&b, " %s |", col)
-		}
-		b.WriteString("\n|---|")
-		for range g.Cols {
-			b.WriteString("---|")
-		}
-		b.WriteString("\n")
-		for i, row := range g.Rows {
-			fmt.Fprintf(&b, "| %s |", row)
-			for j := range g.Cols {
-				fmt.Fprintf(&b, " %s |", g.Cells[i][j].Label(true))
-			}
-			b.WriteString("\n")
-		}
-		b.WriteString("\n✗ marks a cell group where an expectation was missed; `?` counts unknown verdicts.\n")
-	}
+	writeGrid(&b, NewGrid(m))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeGrid writes the grid as the heat map draws it: per lock × nemesis
+// set the class's coloured mark, the outcome in words and the verdicts'
+// glyphs, then the heat map's legend in the same words.
+func writeGrid(b *strings.Builder, g Grid) {
+	if len(g.Rows) == 0 {
+		return
+	}
+	b.WriteString("### Outcome against the expectation (as in the heat map)\n\n| lock |")
+	for _, col := range g.Cols {
+		fmt.Fprintf(b, " %s |", mdEscape(col))
+	}
+	b.WriteString("\n|---|")
+	for range g.Cols {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for i, row := range g.Rows {
+		fmt.Fprintf(b, "| %s |", mdEscape(row))
+		for j := range g.Cols {
+			fmt.Fprintf(b, " %s |", g.Cells[i][j].Markdown())
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	for _, c := range Classes() {
+		fmt.Fprintf(b, "- %s %s\n", classInfo[c].Mark, c.Legend())
+	}
+	fmt.Fprintf(b, "- %s\n", GlyphLegend)
 }

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -406,26 +409,65 @@ func TestMarkdownNamesMissesAndFlaky(t *testing.T) {
 	}
 	md := b.String()
 	for _, want := range []string{"❌ 6 cell(s) missed", "`token/partition/seed-1`", "no rule of the expectations file matches",
-		"https://github.com/lockharness/lockharness/issues/99", "| redlock |", "| clock+kill |", "?1", "✗"} {
+		"https://github.com/lockharness/lockharness/issues/99", "| redlock |", "| clock+kill |",
+		"| redlock | 🟨 flaky 1/3, met 2/3 · √ ? √ | 🟩 met 3/3 · √ √ √ |",
+		"| set-nx-ex | 🟩 met 3/3 · × × × | 🟥 missed 3/3 · √ √ √ |",
+		"| token | 🟩 met 3/3 · × × × | 🟪 no rule 3/3 · √ √ √ |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
 		}
 	}
+	// The legend, in the heat map's words.
+	for _, c := range Classes() {
+		if !strings.Contains(md, "- "+classInfo[c].Mark+" "+c.Legend()+"\n") {
+			t.Errorf("summary lacks the legend line of %s:\n%s", c, md)
+		}
+	}
+	if !strings.Contains(md, GlyphLegend) {
+		t.Errorf("summary lacks the glyphs' legend:\n%s", md)
+	}
 }
 
-func TestGridCountsRates(t *testing.T) {
+// Each lock × nemesis set is classed by its cells' outcomes against their
+// expectations, the most severe first, whatever the verdicts: an expected
+// invalid is met (green), an unexpected valid missed (red).
+func TestGridClassesByOutcome(t *testing.T) {
 	g := NewGrid(testMatrix(t))
 	if !slices.Equal(g.Rows, []string{"redlock", "set-nx-ex", "token"}) || !slices.Equal(g.Cols, []string{"clock+kill", "partition"}) {
 		t.Fatalf("grid %v × %v", g.Rows, g.Cols)
 	}
-	if gc := g.Cells[1][0]; gc.Rate() != 1 || gc.Label(false) != "3/3" {
-		t.Errorf("set-nx-ex × clock+kill: %+v", gc)
+	want := [][]struct {
+		class             Class
+		outcome, verdicts string
+	}{
+		{{ClassFlaky, "flaky 1/3, met 2/3", "√ ? √"}, {ClassMet, "met 3/3", "√ √ √"}},
+		{{ClassMet, "met 3/3", "× × ×"}, {ClassMissed, "missed 3/3", "√ √ √"}},
+		{{ClassMet, "met 3/3", "× × ×"}, {ClassNoRule, "no rule 3/3", "√ √ √"}},
 	}
-	if gc := g.Cells[0][0]; gc.Unknown != 1 || gc.Label(false) != "0/3 ?1 ~" {
-		t.Errorf("redlock × clock+kill: %+v %q", gc, gc.Label(false))
+	for i, row := range want {
+		for j, w := range row {
+			gc := g.Cells[i][j]
+			if gc.Class() != w.class || gc.Outcome() != w.outcome || gc.Verdicts() != w.verdicts {
+				t.Errorf("%s × %s: %s %q %q, want %s %q %q", g.Rows[i], g.Cols[j], gc.Class(), gc.Outcome(), gc.Verdicts(), w.class, w.outcome, w.verdicts)
+			}
+		}
+	}
+	// A cell that could not run is unknown and has no verdict; a missed
+	// one beside it outranks it.
+	m := testMatrix(t)
+	res := fakeResults(m.Spec)
+	res[0].Error, res[0].Verdict = "setup: boom", ""
+	m = Build(m.Spec, Shard{}, res)
+	if gc := NewGrid(m).Cells[0][0]; gc.Class() != ClassUnknown || gc.Outcome() != "unknown 1/3, flaky 1/3, met 1/3" || gc.Verdicts() != "– ? √" {
+		t.Errorf("redlock × clock+kill with an error: %s %q %q", gc.Class(), gc.Outcome(), gc.Verdicts())
+	}
+	if gc := (GridCell{Cells: 10, Glyphs: strings.Split("××√××××√√×", "")}); gc.Verdicts() != "7× 3√" {
+		t.Errorf("ten runs: %q, want counts", gc.Verdicts())
 	}
 }
 
+// The heat map carries its legend (a line per class, the glyphs' line) in
+// 12-point type, and its cells their outcomes in words.
 func TestHeatMapWritesPictures(t *testing.T) {
 	dir := t.TempDir()
 	if err := WriteHeatMap(dir, testMatrix(t)); err != nil {
@@ -435,9 +477,28 @@ func TestHeatMapWritesPictures(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("heatmap.png: %v", err)
 	}
-	svg, err := os.ReadFile(filepath.Join(dir, HeatmapSVG))
-	if err != nil || !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("set-nx-ex")) {
+	b, err := os.ReadFile(filepath.Join(dir, HeatmapSVG))
+	if err != nil || !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("set-nx-ex")) {
 		t.Fatalf("heatmap.svg: %v", err)
+	}
+	svg := html.UnescapeString(string(b))
+	var lines []string
+	for _, c := range Classes() {
+		lines = append(lines, c.Legend())
+	}
+	for _, want := range append(lines, GlyphLegend, "missed 3/3", "no rule 3/3", "flaky 1/3, met 2/3", "√ ? √") {
+		i := strings.Index(svg, ">"+want+"<")
+		if i < 0 {
+			t.Errorf("heatmap.svg lacks the text %q", want)
+			continue
+		}
+		tag := svg[strings.LastIndex(svg[:i], "<text"):i]
+		size := regexp.MustCompile(`font-size:([0-9.]+)px`).FindStringSubmatch(tag)
+		if size == nil {
+			t.Errorf("heatmap.svg: %q has no font size: %s", want, tag)
+		} else if f, _ := strconv.ParseFloat(size[1], 64); f < 11 {
+			t.Errorf("heatmap.svg: %q in %v-point type, too small to read: %s", want, size, tag)
+		}
 	}
 }
 

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// goEnv is `go env NAME`.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// copyCheckout copies this module's files (tracked and untracked, not
+// ignored: what a commit of the working tree would hold) to a fresh git
+// repository and commits them there, so that the build stamps a revision
+// whatever the caller's checkout is (Go stamps nothing in a git worktree,
+// whose .git is a file) and the test sees the code as it is now.
+func copyCheckout(t *testing.T, root string) (dir, rev string) {
+	t.Helper()
+	list, err := exec.Command("git", "-C", root, "ls-files", "-z", "-co", "--exclude-standard").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout)", err)
+	}
+	dir = t.TempDir()
+	for _, f := range strings.Split(strings.TrimRight(string(list), "\x00"), "\x00") {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted, not yet committed
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, dir, "init", "-q")
+	git(t, dir, "add", "-A")
+	git(t, dir, "-c", "user.name=test", "-c", "user.email=test@example.invalid", "commit", "-q", "-m", "copy")
+	return dir, git(t, dir, "rev-parse", "HEAD")
+}
+
+// git runs git in dir and returns its trimmed output.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// goInstall runs `go install ./cmd/harness` in dir into an empty GOBIN
+// with an empty GOPATH, and returns what the installed binary's version
+// and --version print (they must agree).
+func goInstall(t *testing.T, dir, modcache string) string {
+	t.Helper()
+	gobin, gopath := t.TempDir(), t.TempDir()
+	cmd := exec.Command("go", "install", "./cmd/harness")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOPATH="+gopath, "GOMODCACHE="+modcache,
+		"GOFLAGS=-mod=mod -trimpath", "GOPROXY=off", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install ./cmd/harness: %v\n%s", err, out)
+	}
+	bin := filepath.Join(gobin, "harness")
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatalf("%s version: %v", bin, err)
+	}
+	flag, err := exec.Command(bin, "--version").Output()
+	if err != nil || string(flag) != string(out) {
+		t.Errorf("harness --version: %q (%v), want what harness version says, %q", flag, err, out)
+	}
+	return string(out)
+}
+
+// The README's install line, `go install …/cmd/harness@latest`, as far as
+// it can run without the network: `go install ./cmd/harness` of this
+// module (copied into a fresh git repository) into an empty GOBIN, with an
+// empty GOPATH and GOFLAGS=-mod=mod (so neither a vendor directory nor the
+// caller's GOFLAGS, which may say -buildvcs=false, shape the build;
+// -trimpath lets the build cache serve the next run's copy, which lives in
+// another temporary directory). The
+// module cache is the machine's and GOPROXY=off: every module go.sum pins
+// must already be in it, which `go mod download` ensures. The installed
+// binary names the checkout's revision, and "dirty" once a file changed
+// after the commit.
+func TestGoInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: go install builds the whole harness (a minute or two on two cores)")
+	}
+	modcache, root := goEnv(t, "GOMODCACHE"), filepath.Dir(goEnv(t, "GOMOD"))
+	dir, rev := copyCheckout(t, root)
+	// Go stamps a pseudo-version from the commit (v0.0.0-time-rev12,
+	// "+dirty" with edits) where a build outside git says "(devel)".
+	pseudo := "harness v0.0.0-"
+	stamp := "-" + rev[:12]
+	revision := "(github.com/lockharness/lockharness, revision " + rev + " of "
+	line := goInstall(t, dir, modcache)
+	if !strings.HasPrefix(line, pseudo) || !strings.Contains(line, stamp+" "+revision) || strings.Contains(line, "dirty") {
+		t.Errorf("installed from a clean checkout, harness version says %q, want %q…%q and not dirty", line, pseudo, stamp+" "+revision)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "README.md"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("\nan edit after the commit\n")
+	if err := errors.Join(err, f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	line = goInstall(t, dir, modcache)
+	if !strings.HasPrefix(line, pseudo) || !strings.Contains(line, stamp+"+dirty "+revision) || !strings.Contains(line, ", dirty, ") {
+		t.Errorf("installed from an edited checkout, harness version says %q, want %q…%q and dirty", line, pseudo, stamp+"+dirty "+revision)
+	}
+}
