@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,7 +40,8 @@ const benchWindow = 3 * time.Second
 // of benchWindow of each, alternating which goes first, so that a machine
 // whose load changes treats both alike; the metrics are the medians over
 // the iterations of the two rates and of each iteration's ratio (what the
-// harness costs a lock), and of the raw loop's rate
+// harness costs a lock), of the CPU a cycle of each costs (what a loaded
+// machine's share of the cores buys), and of the raw loop's rate
 // straight to the node, without the proxies (what the proxies, which
 // every link has so that any link can be faulted, cost). Run with
 // -benchtime 10x.
@@ -70,20 +72,21 @@ func benchTokenCycles(b *testing.B, keys int) {
 		b.Cleanup(func() { _ = cl.Close() })
 		direct[i] = []sut.ClientNode{{Name: "n1", Client: cl}}
 	}
-	var wl, raw, dir, ratio []float64
+	var wl, raw, dir, ratio, wlCPU, rawCPU []float64
 	rate := func(n int64) float64 { return float64(n) / benchWindow.Seconds() }
 	for i := range b.N {
-		var w, r int64
+		var w, r window
 		if i%2 == 0 {
 			w = workloadWindow(b, nodes, storage, keys)
-			r = rawWindow(b, nodes, storage, keys)
+			r = measure(func() int64 { return rawWindow(b, nodes, storage, keys) })
 		} else {
-			r = rawWindow(b, nodes, storage, keys)
+			r = measure(func() int64 { return rawWindow(b, nodes, storage, keys) })
 			w = workloadWindow(b, nodes, storage, keys)
 		}
-		wl, raw = append(wl, rate(w)), append(raw, rate(r))
-		if r > 0 {
-			ratio = append(ratio, float64(w)/float64(r))
+		wl, raw = append(wl, rate(w.cycles)), append(raw, rate(r.cycles))
+		if r.cycles > 0 && w.cycles > 0 {
+			ratio = append(ratio, float64(w.cycles)/float64(r.cycles))
+			wlCPU, rawCPU = append(wlCPU, w.cpuPerCycle()), append(rawCPU, r.cpuPerCycle())
 		}
 		dir = append(dir, rate(rawWindow(b, direct, storage, keys)))
 	}
@@ -93,7 +96,39 @@ func benchTokenCycles(b *testing.B, keys int) {
 	b.ReportMetric(median(dir), "raw-direct-cycles/s")
 	if len(ratio) > 0 {
 		b.ReportMetric(median(ratio), "workload/raw")
+		b.ReportMetric(median(wlCPU), "workload-cpu-us/cycle")
+		b.ReportMetric(median(rawCPU), "raw-cpu-us/cycle")
 	}
+}
+
+// window is what one side did in a window: its cycles and the CPU time
+// the whole benchmark process spent meanwhile (the clients, go-redis, the
+// in-process proxies and, for the workload, its history). On a machine
+// other jobs load, the rate follows the share of the cores the process
+// gets, while the CPU a cycle costs does not.
+type window struct {
+	cycles int64
+	cpu    time.Duration
+}
+
+func (w window) cpuPerCycle() float64 {
+	return float64(w.cpu.Microseconds()) / float64(w.cycles)
+}
+
+// measure runs one window and takes its CPU time from getrusage.
+func measure(f func() int64) window {
+	before := processCPU()
+	n := f()
+	return window{cycles: n, cpu: processCPU() - before}
+}
+
+// processCPU is the process's user and system time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // median is the middle of xs (the mean of the two middle ones for an even
@@ -113,8 +148,9 @@ func median(xs []float64) float64 {
 }
 
 // workloadWindow runs the mutex workload for benchWindow and returns the
-// cycles it completed (granted acquires).
-func workloadWindow(b *testing.B, nodes [][]sut.ClientNode, storage redis.Cmdable, keys int) int64 {
+// cycles it completed (granted acquires) and the CPU the run and the
+// recorder's last write cost (not the count's read of the history).
+func workloadWindow(b *testing.B, nodes [][]sut.ClientNode, storage redis.Cmdable, keys int) window {
 	f, err := os.Create(filepath.Join(b.TempDir(), "history.jsonl"))
 	if err != nil {
 		b.Fatal(err)
@@ -130,6 +166,7 @@ func workloadWindow(b *testing.B, nodes [][]sut.ClientNode, storage redis.Cmdabl
 	if err != nil {
 		b.Fatal(err)
 	}
+	before := processCPU()
 	stop, cancel := context.WithTimeout(context.Background(), benchWindow)
 	defer cancel()
 	if err := m.Run(context.Background(), stop); err != nil {
@@ -138,13 +175,13 @@ func workloadWindow(b *testing.B, nodes [][]sut.ClientNode, storage redis.Cmdabl
 	if err := rec.Close(); err != nil {
 		b.Fatal(err)
 	}
-	var grants int64
+	w := window{cpu: processCPU() - before}
 	for _, op := range rec.Ops() {
 		if op.F == history.FAcquire && op.Type == history.OK {
-			grants++
+			w.cycles++
 		}
 	}
-	return grants
+	return w
 }
 
 var rawCompareAndDelete = redis.NewScript(`
