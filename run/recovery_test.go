@@ -9,7 +9,9 @@ import (
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
+	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
+	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -91,7 +93,30 @@ func TestDerivedRecoveryKeepsLivenessVerdicts(t *testing.T) {
 		t.Skip("runs real servers")
 	}
 	redistest.Require(t, "redis-server")
-	names := []string{"setnx-crash-deadlock", "setnx-expire-crash-gap", "set-nx-ex-crash", "abandoned-wait-orphan-lock", "token-release", "watchdog-partition"}
+	runDerived(t, "setnx-crash-deadlock", "setnx-expire-crash-gap", "set-nx-ex-crash", "abandoned-wait-orphan-lock", "token-release", "watchdog-partition")
+}
+
+// TestDerivedRecoveryAfterALeaderPartition: etcd and ZooKeeper elect a
+// new leader while the old one is cut off; with the derived recovery (a
+// TTL of 2s twice and the scenarios' client timeout of 1s: the 5s they
+// chose by hand) the keys come back in time for liveness to be valid.
+func TestDerivedRecoveryAfterALeaderPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real etcd and ZooKeeper groups")
+	}
+	t.Run("etcd", func(t *testing.T) {
+		etcdtest.Require(t)
+		runDerived(t, "etcd-leader-partitioned")
+	})
+	t.Run("zookeeper", func(t *testing.T) {
+		zktest.Require(t)
+		runDerived(t, "zk-leader-partitioned")
+	})
+}
+
+// runDerived runs each named scenario with the derived recovery and
+// holds every checker to the scenario's verdict.
+func runDerived(t *testing.T, names ...string) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			s, err := scenarios.Lookup(name)
