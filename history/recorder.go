@@ -77,6 +77,7 @@ type Recorder struct {
 	enc   *json.Encoder
 	file  *os.File // nil unless w is a file
 	spare []Op
+	line  []byte // the line being encoded
 
 	wake chan struct{} // the queue holds wakeBatch events
 	stop chan struct{}
@@ -138,7 +139,7 @@ func (r *Recorder) writeQueue() {
 	r.mu.Unlock()
 	if !broken {
 		for i := range batch {
-			if err := r.enc.Encode(&batch[i]); err != nil {
+			if err := r.encode(&batch[i]); err != nil {
 				r.fail(fmt.Errorf("write history event %d: %w", batch[i].Index, err))
 				break
 			}
@@ -146,6 +147,19 @@ func (r *Recorder) writeQueue() {
 	}
 	clear(batch) // drop the values' references
 	r.spare = batch[:0]
+}
+
+// encode writes op's line into the buffer: by appendOp, which writes
+// what encoding/json would without its reflection, or by encoding/json
+// for the rare event appendOp leaves to it.
+func (r *Recorder) encode(op *Op) error {
+	line, ok := appendOp(r.line[:0], op)
+	if !ok {
+		return r.enc.Encode(op)
+	}
+	r.line = line
+	_, err := r.bw.Write(line)
+	return err
 }
 
 // flush writes the buffer to w and, with sync, fsyncs a file.

@@ -49,7 +49,8 @@ type Config struct {
 	// TimeLimit is the length of the run phase (workload and faults).
 	TimeLimit time.Duration `json:"time_limit"`
 	// Recovery is how long the workload goes on after the final heal,
-	// without faults, to measure liveness.
+	// without faults, to measure liveness. Zero derives it from the TTL
+	// and the faults the run uses (DerivedRecovery, docs/faults.md).
 	Recovery time.Duration `json:"recovery"`
 	// CheckTimeout bounds each porcupine check (unknown when it runs out).
 	CheckTimeout time.Duration `json:"check_timeout"`
@@ -113,9 +114,6 @@ func (c Config) WithDefaults() Config {
 	if c.TimeLimit == 0 {
 		c.TimeLimit = 25 * time.Second
 	}
-	if c.Recovery == 0 {
-		c.Recovery = 5 * time.Second
-	}
 	if c.CheckTimeout == 0 {
 		c.CheckTimeout = 30 * time.Second
 	}
@@ -126,6 +124,9 @@ func (c Config) WithDefaults() Config {
 		c.Test = c.Lock
 	}
 	c.Workload = c.Workload.WithDefaults()
+	if c.Recovery == 0 {
+		c.Recovery = c.DerivedRecovery()
+	}
 	if c.Seed == 0 {
 		c.Seed = 1
 	}

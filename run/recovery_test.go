@@ -1,0 +1,145 @@
+package run_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/run"
+	"github.com/lockharness/lockharness/scenarios"
+	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
+	"github.com/lockharness/lockharness/sut/redis/redistest"
+	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
+	"github.com/lockharness/lockharness/workloads"
+)
+
+// TestDerivedRecovery pins the rule (docs/faults.md, "The recovery
+// period"): the slowest settle of the faults used, one lease term for the
+// leases in force at the heal, one more (or the acquire timeout) for a
+// grant after them.
+func TestDerivedRecovery(t *testing.T) {
+	const ms = time.Millisecond
+	ttl := func(d time.Duration) workloads.Config { return workloads.Config{TTL: d} }
+	cases := []struct {
+		name string
+		cfg  run.Config
+		want time.Duration
+	}{
+		{"no faults, default TTL", run.Config{Lock: "token"}, 2 * time.Second},
+		{"short TTL counts a second", run.Config{Lock: "token", Workload: ttl(200 * ms)}, 2 * time.Second},
+		{"long TTL", run.Config{Lock: "token", Workload: ttl(6400 * ms)}, 12800 * ms},
+		{"acquire timeout longer than a TTL", run.Config{Lock: "token", Workload: workloads.Config{TTL: time.Second, AcquireTimeout: 5 * time.Second}}, 6 * time.Second},
+		{"partition: the client timeout", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"partition"}}}, 2250 * ms},
+		{"client crash: the lease term", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"client-crash"}}}, 2 * time.Second},
+		{"client pause outlasts the heal", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"client-pause"}, ClientPause: 1500 * ms}}, 3500 * ms},
+		{"clock: the largest bump", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"partition", "clock"}}}, time.Minute + 2*time.Second},
+		{"clock: a smaller bump", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"clock"}, ClockBump: 3 * time.Second, Interval: 2 * time.Second}}, 5 * time.Second},
+		{"clock: a fast drift", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"clock"}, ClockBump: time.Second, Interval: 4 * time.Second, DriftRate: 3}}, 10 * time.Second},
+		{"a scripted fault counts", run.Config{Lock: "token", Script: []nemesis.Step{{Nemesis: "client-pause", Action: "pause"}}}, 3 * time.Second},
+		{"a user's fault: the interval", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"mine"}, Interval: 3 * time.Second}}, 5 * time.Second},
+	}
+	for _, c := range cases {
+		if got := c.cfg.DerivedRecovery(); got != c.want {
+			t.Errorf("%s: derived recovery %v, want %v", c.name, got, c.want)
+		}
+		if got := c.cfg.WithDefaults().Recovery; got != c.want {
+			t.Errorf("%s: WithDefaults recovery %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestRecoveryOutlastsTheLease checks, for every nemesis alone and every
+// TTL of a range, that the derived recovery is long enough for the
+// checker to call a key unavailable (at least the longest lease and its
+// minimum of 1s) with a lease term to spare.
+func TestRecoveryOutlastsTheLease(t *testing.T) {
+	for _, info := range nemesis.Known() {
+		for _, ttl := range []time.Duration{10 * time.Millisecond, time.Second, 2500 * time.Millisecond, 30 * time.Second} {
+			cfg := run.Config{Lock: "token", Workload: workloads.Config{TTL: ttl}, Nemesis: nemesis.Config{Names: []string{info.Name}}}
+			if got, want := cfg.DerivedRecovery(), 2*max(ttl, time.Second); got < want {
+				t.Errorf("%s, TTL %v: recovery %v, shorter than two lease terms %v", info.Name, ttl, got, want)
+			}
+		}
+	}
+}
+
+// TestExplicitRecoveryWins: a recovery given is kept, and every scenario
+// of the catalogue, whose recovery is sized by hand for its script, runs
+// with its own.
+func TestExplicitRecoveryWins(t *testing.T) {
+	cfg := run.Config{Lock: "token", Recovery: 300 * time.Millisecond, Nemesis: nemesis.Config{Names: []string{"clock"}}}
+	if got := cfg.WithDefaults().Recovery; got != 300*time.Millisecond {
+		t.Errorf("explicit recovery became %v", got)
+	}
+	for _, s := range scenarios.Catalogue() {
+		if s.Run.Recovery == 0 {
+			t.Errorf("scenario %s: no recovery of its own", s.Name)
+			continue
+		}
+		if got := s.RunConfig(t.TempDir()).WithDefaults().Recovery; got != s.Run.Recovery {
+			t.Errorf("scenario %s: recovery %v, its own is %v", s.Name, got, s.Run.Recovery)
+		}
+	}
+}
+
+// TestDerivedRecoveryKeepsLivenessVerdicts runs the catalogue's client
+// crash and pause scenarios, whose liveness verdicts turn on leases that
+// outlive the final heal, with the derived recovery instead of their own:
+// each checker's verdict must be the scenario's.
+func TestDerivedRecoveryKeepsLivenessVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real servers")
+	}
+	redistest.Require(t, "redis-server")
+	runDerived(t, "setnx-crash-deadlock", "setnx-expire-crash-gap", "set-nx-ex-crash", "abandoned-wait-orphan-lock", "token-release", "watchdog-partition")
+}
+
+// TestDerivedRecoveryAfterALeaderPartition: etcd and ZooKeeper elect a
+// new leader while the old one is cut off; with the derived recovery (a
+// TTL of 2s twice and the scenarios' client timeout of 1s: the 5s they
+// chose by hand) the keys come back in time for liveness to be valid.
+func TestDerivedRecoveryAfterALeaderPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real etcd and ZooKeeper groups")
+	}
+	t.Run("etcd", func(t *testing.T) {
+		etcdtest.Require(t)
+		runDerived(t, "etcd-leader-partitioned")
+	})
+	t.Run("zookeeper", func(t *testing.T) {
+		zktest.Require(t)
+		runDerived(t, "zk-leader-partitioned")
+	})
+}
+
+// runDerived runs each named scenario with the derived recovery and
+// holds every checker to the scenario's verdict.
+func runDerived(t *testing.T, names ...string) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			s, err := scenarios.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			own := s.Run.Recovery
+			s.Run.Recovery = 0
+			cfg := s.RunConfig(t.TempDir())
+			t.Logf("recovery: its own %v, derived %v", own, cfg.WithDefaults().Recovery)
+			out, err := run.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range scenarios.Checkers() {
+				got := out.Results.Checkers[n].Verdict
+				if want := s.Expect.Of(n); got != want {
+					t.Errorf("%s: %s %s, want %s (%s)", name, n, got, want, out.Results.Checkers[n].Reason)
+				}
+			}
+			if v := out.Results.Checkers[checker.Liveness]; v.Verdict == checker.Unknown {
+				t.Errorf("%s: liveness unknown: %s", name, v.Reason)
+			}
+		})
+	}
+}
