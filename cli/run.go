@@ -62,7 +62,7 @@ func (rf *runFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&cfg.Workload.Keys, "keys", 1, "lock keys the clients compete for")
 	f.DurationVar(&cfg.Workload.TTL, "ttl", time.Second, "lease length")
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 25*time.Second, "length of the run phase")
-	f.DurationVar(&cfg.Recovery, "recovery", 5*time.Second, "fault-free period after the final heal (liveness)")
+	f.DurationVar(&cfg.Recovery, "recovery", 0, "fault-free period after the final heal (liveness); 0 sizes it from the TTL and the faults used (docs/faults.md)")
 	f.DurationVar(&cfg.Workload.ClientPause, "client-pause", 0, "the workload's own random stop-the-world pause inside the critical section (a GC pause; see --client-pause-rate); for the nemesis's pause of a holder see --nemesis-client-pause")
 	f.Float64Var(&cfg.Workload.ClientPauseRate, "client-pause-rate", 0.1, "probability of --client-pause per critical section")
 	f.DurationVar(&cfg.Workload.Hold, "hold", 0, "how long a client works inside its critical section")
