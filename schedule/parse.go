@@ -289,3 +289,17 @@ func paragraphs(s string) string {
 	}
 	return strings.Join(out, "\n\n")
 }
+
+// Line is the line of the field at path ("workload.ttl", "steps[1].at")
+// in the schedule file data, or of the nearest field above it; 0 when data
+// is no YAML. A caller that finds a problem Validate cannot (the run's own
+// validation) names its line so.
+func Line(data []byte, path string) int {
+	var root yaml.Node
+	if len(data) > MaxSize || yaml.Unmarshal(data, &root) != nil {
+		return 0
+	}
+	lines := lineMap{}
+	lines.walk(&root, "")
+	return lines.of(path)
+}

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,7 +101,14 @@ func (s Schedule) Validate(env Env) error {
 	return nil
 }
 
+// namePattern is what a scenario's name may be: it names the run's
+// directory in the store.
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+
 func (v *validator) checkLock() {
+	if v.s.Name != "" && !namePattern.MatchString(v.s.Name) {
+		v.add("name", fmt.Sprintf("name %q is not a scenario name", v.s.Name), "use lower-case letters, digits, dots, dashes and underscores, as in gc-pause-stale-write")
+	}
 	reg, err := v.s.LockRegistry(v.env)
 	if err != nil {
 		v.add("registry", err.Error(), "leave registry out, or give "+RegistryDeliberateBugs)
@@ -316,11 +324,16 @@ func (v *validator) checkExposure() {
 		for _, f := range info.Strikes {
 			strikes[f] = true
 		}
+		for _, k := range info.Kinds {
+			for _, f := range slices.Concat(k.StartedBy, k.EndedBy, k.Marks) {
+				strikes[f] = true
+			}
+		}
 	}
 	for i, r := range v.s.Exposure {
 		for j, f := range r.Faults {
 			if !strikes[f] {
-				v.add(fmt.Sprintf("exposure[%d].faults[%d]", i, j), fmt.Sprintf("no fault records %q when it strikes", f), "see the strikes of each fault in harness nemeses")
+				v.add(fmt.Sprintf("exposure[%d].faults[%d]", i, j), fmt.Sprintf("no fault records %q when it strikes", f), "see the events each fault records in harness nemeses")
 			}
 		}
 	}
