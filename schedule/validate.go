@@ -73,8 +73,15 @@ type validator struct {
 	errs   Errors
 }
 
+// maxErrors bounds the problems Validate reports: the first ones say
+// what to fix, and a file of thousands of bad steps gets no longer an
+// answer.
+const maxErrors = 20
+
 func (v *validator) add(path, problem, fix string) {
-	v.errs = append(v.errs, &Error{Path: path, Problem: problem, Fix: fix})
+	if len(v.errs) < maxErrors {
+		v.errs = append(v.errs, &Error{Path: path, Problem: problem, Fix: fix})
+	}
 }
 
 // Validate checks everything a schedule says before anything starts: the
@@ -390,8 +397,12 @@ func cmpOr(a, b int) int {
 
 // known says which targets the topology has.
 func (t topology) known() string {
+	nodes := strings.Join(t.nodes, ", ")
+	if len(t.nodes) > 5 {
+		nodes = t.nodes[0] + " to " + t.nodes[len(t.nodes)-1]
+	}
 	return fmt.Sprintf("this topology has nodes %s, clients c0 to c%d, links such as c0->%s, and the roles master and replica",
-		strings.Join(t.nodes, ", "), t.clients-1, t.nodes[0])
+		nodes, t.clients-1, t.nodes[0])
 }
 
 // target says why t is not a target of the topology ("" when it is).
