@@ -56,6 +56,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) ./matrix/
 	$(GO) test -run '^$$' -fuzz '^FuzzShard$$' -fuzztime $(FUZZTIME) ./matrix/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./sut/target/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./schedule/
 
 # The checks a reader should not have to make: go vet; staticcheck at the
 # version go.mod's tool line pins (`go tool staticcheck` builds it from the

@@ -90,6 +90,24 @@ func badInputFixtures(t *testing.T) map[string]string {
 		}
 		paths[name] = p
 	}
+	good := "lock: token\nworkload: {clients: 2, ttl: 1s}\ntime_limit: 2s\nsteps:\n  - at: 500ms\n    nemesis: client-pause\n    action: holder\n    params: {duration: 1s}\n"
+	schedules := map[string]string{
+		"sched-fault":    strings.Replace(good, "client-pause", "partiton", 1),
+		"sched-target":   good + "    targets: [n7]\n",
+		"sched-await":    good + "    await: {lease_left: 5s}\n",
+		"sched-negative": strings.Replace(good, "at: 500ms", "at: -500ms", 1),
+		"sched-field":    strings.Replace(good, "action:", "acton:", 1),
+		"sched-two":      good + "---\nlock: token\n",
+		"sched-nodes":    good + "nodes: 3\n",
+		"sched-noexpect": "name: mine\n" + good,
+	}
+	for name, body := range schedules {
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths[name] = p
+	}
 	paths["fifo"] = filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(paths["fifo"], 0o600); err != nil {
 		t.Fatal(err)
@@ -188,6 +206,21 @@ func TestBadInputs(t *testing.T) {
 		{"unknown persistence", tok("--persistence", "fsync-maybe"), `unknown persistence "fsync-maybe"`, "--persistence"},
 		{"base port too high", tok("--base-port", "70000"), "base port 70000 out of range", "--base-port"},
 		{"negative base port", tok("--base-port", "-1"), "base port -1 out of range", "--base-port"},
+		// run --schedule: a schedule file refused before anything starts
+		{"schedule missing", runArgs("--schedule", filepath.Join(f["dir"], "none.yaml")), "no such file", "give the path of a schedule file"},
+		{"schedule unknown fault", runArgs("--schedule", f["sched-fault"]), `line 6: steps[0].nemesis: unknown fault "partiton"`, "see harness nemeses"},
+		{"schedule missing target", runArgs("--schedule", f["sched-target"]), `line 9: steps[0].targets[0]: no node or client "n7"`, "this topology has nodes n1, clients c0 to c1"},
+		{"schedule await never holds", runArgs("--schedule", f["sched-await"]), "line 9: steps[0].await.lease_left", "lengthen workload.ttl"},
+		{"schedule negative time", runArgs("--schedule", f["sched-negative"]), "line 5: steps[0].at: negative duration -500ms", "give a positive duration"},
+		{"schedule unknown field", runArgs("--schedule", f["sched-field"]), `line 7: unknown field "acton" in a step`, "known: action, at, await"},
+		{"schedule two documents", runArgs("--schedule", f["sched-two"]), "line 9: a second YAML document", "holds one document"},
+		{"schedule /dev/zero", runArgs("--schedule", "/dev/zero"), "larger than", "a schedule is a few kilobytes"},
+		{"schedule a directory", runArgs("--schedule", f["dir"]), "is a directory", "its schedule.yaml"},
+		{"schedule and flags", runArgs("--schedule", f["sched-nodes"], "--lock", "redlock", "--clients", "3"), "--clients, --lock with --schedule", "edit the file"},
+		{"schedule the run refuses", runArgs("--schedule", f["sched-nodes"]), "line 9: lock token uses exactly 1 node", "nodes 1"},
+		{"scenario file bad", []string{"scenario", "run", f["sched-fault"], "--store", store}, `line 6: steps[0].nemesis: unknown fault "partiton"`, "see harness nemeses"},
+		{"scenario file without expectation", []string{"scenario", "run", f["sched-noexpect"], "--store", store}, "no expected verdict of lock-promise", "a scenario expects a verdict of each checker"},
+		{"scenario file missing", []string{"scenario", "run", "./none.yaml", "--store", store}, "no such file", "give the path of a schedule file"},
 		// run: the command line itself
 		{"store is a file", runArgs("--lock", "token", "--store", f["file"]), "not writable", "choose another with --store"},
 		{"unknown flag", tok("--frobnicate"), "unknown flag: --frobnicate", "harness run --help"},

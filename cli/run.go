@@ -25,6 +25,8 @@ type runFlags struct {
 	jsonOut bool
 	backend backendFlags
 	lockCmd string
+	// schedule is the schedule file to run (--schedule).
+	schedule string
 }
 
 // runGiven are the fields `harness run` always sets from a flag whose
@@ -37,11 +39,24 @@ func newRunCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --lock NAME [flags]",
 		Short: "run a lock against real Redis under faults and check the history",
+		Long: `Runs a lock against real servers under faults and checks the history. The flags say what
+to run, or --schedule FILE does: a schedule file (YAML) with the lock, the deployment, the
+workload and the fault steps, such as the schedule.yaml every run writes into its directory
+(harness run --schedule store/latest/schedule.yaml replays a run) or a scenario of the
+catalogue's kind (see docs/schedules.md).`,
 		Example: `  harness run --lock token --clients 5 --keys 1 --ttl 1s --time-limit 10s --seed 7
-  harness run --lock set-nx-ex --client-pause 1.5s --time-limit 10s`,
+  harness run --lock set-nx-ex --client-pause 1.5s --time-limit 10s
+  harness run --schedule store/latest/schedule.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := rf.config(cmd, a)
+			var cfg lockrun.Config
+			var err error
+			if rf.schedule == "" {
+				cfg, err = rf.config(cmd, a)
+			} else {
+				cfg, err = rf.scheduleConfig(cmd, a, rf.schedule)
+				rf.output(cmd, &cfg)
+			}
 			if err != nil {
 				return &codeError{exitError, err}
 			}
@@ -73,6 +88,7 @@ func (rf *runFlags) add(f *pflag.FlagSet) {
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed; the same seed replays the same choices (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", "store", "directory runs are written to")
 	f.BoolVar(&rf.jsonOut, "json", false, "print results.json to stdout instead of the summary")
+	f.StringVar(&rf.schedule, "schedule", "", "run this schedule file (YAML: the lock, deployment, workload and fault steps; a run's schedule.yaml replays it) instead of the flags")
 	f.BoolVar(&cfg.AllowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or a requested fault never struck a holder (the coverage is still reported)")
 	addFaultFlags(f, cfg)
 	addBackendFlags(f, &rf.backend)
@@ -103,16 +119,26 @@ func (rf *runFlags) config(cmd *cobra.Command, a *app) (lockrun.Config, error) {
 	}
 	cfg.Command = a.command()
 	if !cmd.Flags().Changed("seed") {
-		cfg.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
+		cfg.Seed = drawSeed()
 		cfg.Command += fmt.Sprintf(" --seed %d", cfg.Seed)
 	}
+	rf.output(cmd, &cfg)
+	return cfg, nil
+}
+
+// output sends the phase log and the progress line to stderr, unless the
+// results go to stdout as JSON.
+func (rf *runFlags) output(cmd *cobra.Command, cfg *lockrun.Config) {
 	if errw := cmd.ErrOrStderr(); !rf.jsonOut {
 		cfg.Log = phaseLog{errw}
 		cfg.Progress = errw
 		cfg.ProgressTTY = isTerminal(errw)
 	}
-	return cfg, nil
 }
+
+// drawSeed is a seed for a run that was given none (printed in its
+// command line so that it replays).
+func drawSeed() uint64 { return uint64(time.Now().UnixNano()%1_000_000) + 1 }
 
 // finish prints what the run produced, the summary or results.json, and
 // returns the command's exit: 2 for a run refused or not carried out (or

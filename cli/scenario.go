@@ -122,10 +122,12 @@ type scenarioRunFlags struct {
 func newScenarioRunCmd(a *app) *cobra.Command {
 	var sf scenarioRunFlags
 	cmd := &cobra.Command{
-		Use:   "run NAME… | --all",
+		Use:   "run NAME|FILE… | --all",
 		Short: "run scenarios and compare each checker's verdict with the expected one",
 		Long: `Runs each named scenario (or every one with --all) and prints what happened in plain words,
-then a table: name, lock, expected, observed, seconds. Exit code 0 only if every verdict is as
+then a table: name, lock, expected, observed, seconds. An argument with a slash or a .yaml
+ending is a scenario file of your own, in the catalogue's format (scenarios/catalogue/,
+docs/schedules.md), judged against the expectation it declares. Exit code 0 only if every verdict is as
 expected, 1 if one is not, 2 if a scenario could not be run.
 
 --lock NAME runs the scenarios with another lock of the same kind (see harness scenario list
@@ -136,6 +138,7 @@ prediction for is judged as a run is (valid, or a finding). A lock of another ki
 naming the kinds the scenario needs and the locks that fit. With --all, the scenarios the lock
 fits run and the others are left out.`,
 		Example: `  harness scenario run redlock-clock-jump
+  harness scenario run ./my-scenario.yaml
   harness scenario run --all --store /tmp/store
   harness scenario run gc-pause-stale-write --lock my-lock`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -211,6 +214,14 @@ func (sf *scenarioRunFlags) named(args []string) ([]scenarios.Scenario, error) {
 	}
 	var list []scenarios.Scenario
 	for _, name := range args {
+		if isScheduleFile(name) {
+			s, err := readScenario(name)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, s)
+			continue
+		}
 		s, err := scenarios.Lookup(name)
 		if err != nil {
 			return nil, err

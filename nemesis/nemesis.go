@@ -458,16 +458,24 @@ func (r *Runner) Do(ctx context.Context, env Env, s Step) error {
 // ErrNotDone, and a scenario that requires the step to strike says that it
 // never did.
 func (r *Runner) Await(ctx context.Context, env Env, s Step) error {
+	_, _, err := r.AwaitHolder(ctx, env, s)
+	return err
+}
+
+// AwaitHolder is Await, returning the holder it found (its process and
+// key; zero when the step awaits none), so that a run can record what
+// each step waited for.
+func (r *Runner) AwaitHolder(ctx context.Context, env Env, s Step) (history.Process, string, error) {
 	if s.Await == nil {
-		return nil
+		return 0, "", nil
 	}
 	if env.Clients == nil {
-		return fmt.Errorf("nemesis %s %s: await a holder: no clients to watch", s.Nemesis, s.Action)
+		return 0, "", fmt.Errorf("nemesis %s %s: await a holder: no clients to watch", s.Nemesis, s.Action)
 	}
-	if _, _, ok := env.Clients.AwaitHolder(ctx, *s.Await); ok {
-		return nil
+	if p, key, ok := env.Clients.AwaitHolder(ctx, *s.Await); ok {
+		return p, key, nil
 	}
-	return fmt.Errorf("nemesis %s %s: %w: %s never came before the run ended", s.Nemesis, s.Action, ErrNotDone, s.Await)
+	return 0, "", fmt.Errorf("nemesis %s %s: %w: %s never came before the run ended", s.Nemesis, s.Action, ErrNotDone, s.Await)
 }
 
 // Heal undoes every fault, whatever nemesis caused it: links healed,

@@ -128,6 +128,8 @@ type runner struct {
 	clientsGone bool
 	lost        error
 	nemErr       error
+	// executed records the steps the nemesis carried out (schedule.yaml).
+	executed *executed
 
 	// src is the history the check read, for the report to read too.
 	src    history.Source
@@ -270,7 +272,14 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 	// A script's steps at 0 are in force before the first operation: a
 	// scenario that cuts a client off at 0 so that the other holds must
 	// not race it for the first grant (it lost 2 of 500 soak runs so).
-	script, err := startScript(ctx, nem, r.env, r.cfg.Script)
+	// A random schedule runs as the script the generator draws from the
+	// seed, so that the steps are recorded as scripted ones are.
+	script, err := r.cfg.Script, error(nil)
+	if len(script) == 0 {
+		script = nem.Schedule(r.cfg.TimeLimit)
+	}
+	r.executed = &executed{start: time.Now()}
+	script, err = startScript(ctx, nem, r.env, script, r.executed)
 	if err != nil {
 		_ = nem.Heal(ctx, r.env) // the cleanup stops the deployment
 		return false, fmt.Errorf("nemesis: %w", err)
@@ -283,13 +292,7 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 	r.progressDone = r.progress(ctx, stop, r.wl, r.start)
 	faults, stopFaults := context.WithCancel(ctx)
 	nemDone := make(chan error, 1)
-	go func() {
-		if len(r.cfg.Script) > 0 {
-			nemDone <- runScript(faults, nem, r.env, script)
-			return
-		}
-		nemDone <- nem.Run(faults, r.env)
-	}()
+	go func() { nemDone <- runScript(faults, nem, r.env, script, r.executed) }()
 	interrupted = r.waitRun(ctx)
 	stopFaults()
 	r.nemErr = <-nemDone
@@ -380,6 +383,9 @@ func (r *runner) report(outer, finish context.Context, interrupted bool, res che
 	}
 	r.markLost(&rec)
 	if err := reports.WriteJSON(r.dir, reports.MetaFile, rec); err != nil {
+		return reports.Results{}, err
+	}
+	if err := r.writeSchedule(); err != nil {
 		return reports.Results{}, err
 	}
 	if finish.Err() != nil {

@@ -6,14 +6,18 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/schedule"
 )
 
 // startScript performs the leading steps of a script at 0 (those that
 // await no holder) and returns the rest. A step that fails is recorded by
 // the nemesis and the run goes on, as in runScript.
-func startScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step) ([]nemesis.Step, error) {
+func startScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step, ex *executed) ([]nemesis.Step, error) {
 	for len(steps) > 0 && steps[0].At == 0 && steps[0].Await == nil {
-		if err := nem.Do(ctx, env, steps[0]); err != nil {
+		rec := schedule.StepOf(steps[0])
+		err := nem.Do(ctx, env, steps[0])
+		ex.done(rec, time.Now(), 0, "", err)
+		if err != nil {
 			var unknown *nemesis.UnknownError
 			if errors.As(err, &unknown) {
 				return nil, err
@@ -29,20 +33,32 @@ func startScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, step
 // random schedule. A step that awaits a holder shifts the rest of the
 // script by as long as it waited, so the steps after it keep their distance
 // from it (a restart stays as long after its kill as the script says).
-func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step) error {
+// Each step is recorded in ex as it happened; those the run's end cut off
+// are recorded as not done.
+func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step, ex *executed) error {
 	start := time.Now()
-	for _, s := range steps {
+	for i, s := range steps {
+		rec := schedule.StepOf(s)
 		if !wait(ctx, time.Until(start.Add(s.At))) {
+			ex.cutOff(steps[i:])
 			return nil
 		}
+		var waited time.Duration
+		holder := ""
 		if s.Await != nil {
-			if err := nem.Await(ctx, env, s); err != nil {
+			began := time.Now()
+			p, key, err := nem.AwaitHolder(ctx, env, s)
+			if err != nil {
+				ex.done(rec, time.Now(), time.Since(began), "", err)
 				continue // no holder came: the step does not happen
 			}
+			waited, holder = time.Since(began), holderName(p, key)
 			start = time.Now().Add(-s.At)
 			s.Await = nil
 		}
-		if err := nem.Do(ctx, env, s); err != nil {
+		err := nem.Do(ctx, env, s)
+		ex.done(rec, time.Now(), waited, holder, err)
+		if err != nil {
 			var unknown *nemesis.UnknownError
 			if errors.As(err, &unknown) {
 				return err

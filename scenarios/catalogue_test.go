@@ -1,7 +1,11 @@
 package scenarios
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +15,7 @@ import (
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/registry"
+	"github.com/lockharness/lockharness/schedule"
 )
 
 // The catalogue is data: these tests check it without running anything.
@@ -221,7 +226,7 @@ func TestScenariosAreWellFormed(t *testing.T) {
 		name   string
 		all    []Scenario
 		budget time.Duration
-	}{{"one", catalogueOne(), 3 * time.Minute}, {"two", catalogueTwo(), 90 * time.Second}, {"cluster", catalogueCluster(), 30 * time.Second}, {"consensus", catalogueConsensus(), 60 * time.Second}, {"zookeeper", catalogueZooKeeper(), 60 * time.Second}, {"mariadb", catalogueMariaDB(), 30 * time.Second}} {
+	}{{"one", part("one"), 3 * time.Minute}, {"two", part("two"), 90 * time.Second}, {"cluster", part("cluster"), 30 * time.Second}, {"consensus", part("consensus"), 60 * time.Second}, {"zookeeper", part("zookeeper"), 60 * time.Second}, {"mariadb", part("mariadb"), 30 * time.Second}} {
 		var length time.Duration
 		for _, s := range part.all {
 			length += s.Duration()
@@ -314,5 +319,55 @@ func TestOutcomePass(t *testing.T) {
 	delete(o.Observed, checker.Resource)
 	if o.ObservedString() != "no verdict" {
 		t.Fatalf("observed %q with a missing checker", o.ObservedString())
+	}
+}
+
+// Every file of the catalogue is named N-NAME.yaml after the scenario it
+// holds, and Write gives it back byte for byte: the files are what
+// schedule.Write makes of them, so a scenario edited by hand or by a tool
+// reads the same.
+func TestCatalogueFilesAreCanonical(t *testing.T) {
+	for _, p := range partDirs {
+		dir := path.Join("catalogue", p.dir)
+		entries, err := fs.ReadDir(files, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range entries {
+			name := path.Join(dir, e.Name())
+			data, err := fs.ReadFile(files, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Read(bytes.NewReader(data))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if want := fmt.Sprintf("%02d-%s.yaml", i+1, s.Name); e.Name() != want {
+				t.Errorf("%s holds scenario %s: name it %s", name, s.Name, want)
+			}
+			var buf bytes.Buffer
+			if err := schedule.Write(&buf, s.Schedule()); err != nil {
+				t.Fatal(err)
+			}
+			sch, _ := schedule.Parse(bytes.NewReader(data), schedule.Env{})
+			if sch.Registry == "" && !bytes.Equal(buf.Bytes(), data) {
+				t.Errorf("%s is not as schedule.Write writes it:\n%s", name, buf.String())
+			}
+		}
+	}
+}
+
+// A scenario file that is not one says what is missing, with its line.
+func TestReadRefusesAnIncompleteScenario(t *testing.T) {
+	for text, want := range map[string]string{
+		"lock: token\n":                     "a scenario without a name",
+		"name: x\nlock: token\n":            "no expected verdict of lock-promise",
+		"name: x\nlock: token\nnodes: -1\n": "line 3: nodes: nodes and client_retries must not be negative",
+		"name: x\nlock: token\nexpect: {lock-promise: valid, resource: valid, liveness: valid}\nkinds: [{system: redis, has: [leese]}]\n": `unknown property "leese"`,
+	} {
+		if _, err := Read(strings.NewReader(text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", text, err, want)
+		}
 	}
 }

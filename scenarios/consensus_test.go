@@ -20,7 +20,7 @@ func TestConsensusCatalogue(t *testing.T) {
 		t.Skip("the consensus scenarios run real etcd groups")
 	}
 	etcdtest.Require(t)
-	soakPart(t, catalogueConsensus(), map[string]func(*testing.T, string){"etcd-leader-partitioned": grantedDuringPartition})
+	soakPart(t, part("consensus"), map[string]func(*testing.T, string){"etcd-leader-partitioned": grantedDuringPartition})
 }
 
 // grantedDuringPartition reports how available etcd-leader-partitioned

@@ -23,7 +23,7 @@ func TestMariaDBCatalogue(t *testing.T) {
 		t.Skip("the MariaDB scenarios run real MariaDB servers")
 	}
 	mariadbtest.Require(t)
-	soakPart(t, catalogueMariaDB(), map[string]func(*testing.T, string){"mysql-lock-wait-timeout": refusedByLockWaitTimeout})
+	soakPart(t, part("mariadb"), map[string]func(*testing.T, string){"mysql-lock-wait-timeout": refusedByLockWaitTimeout})
 }
 
 // refusedByLockWaitTimeout checks the scenario's point: some acquire was

@@ -21,7 +21,7 @@ import (
 func WriteMarkdown(w io.Writer, list []Scenario) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# Scenarios\n\n")
-	fmt.Fprintf(bw, "<!-- Generated from scenarios.Catalogue(); do not edit. Regenerate with:\n")
+	fmt.Fprintf(bw, "<!-- Generated from the catalogue's files (scenarios/catalogue/); do not edit. Regenerate with:\n")
 	fmt.Fprintf(bw, "     go test ./scenarios -run TestScenarioDoc -update -->\n\n")
 	fmt.Fprintf(bw, "The catalogue holds %d scenarios. Each is a scripted fault schedule on real servers, run\n", len(list))
 	fmt.Fprintf(bw, "exactly like `harness run` (same locks, nemeses and checkers), with the verdict each checker\n")
@@ -29,7 +29,9 @@ func WriteMarkdown(w io.Writer, list []Scenario) error {
 	fmt.Fprintf(bw, "words; `harness scenario run --all` runs them all and exits 0 only if every verdict is as\n")
 	fmt.Fprintf(bw, "expected. \"Expected\" names the checkers that must find a violation (\"valid\": none may).\n")
 	fmt.Fprintf(bw, "[teaching.md](teaching.md) walks through the ones that stage Kleppmann's and antirez's\n")
-	fmt.Fprintf(bw, "arguments.\n\n")
+	fmt.Fprintf(bw, "arguments. Each scenario is a schedule file under `scenarios/catalogue/`, with its explanation\n")
+	fmt.Fprintf(bw, "and sources; a file of your own in that format runs with `harness scenario run FILE`\n")
+	fmt.Fprintf(bw, "([schedules.md](schedules.md)).\n\n")
 	fmt.Fprintf(bw, "| scenario | lock | system | expected | what happens | source |\n")
 	fmt.Fprintf(bw, "|---|---|---|---|---|---|\n")
 	for _, s := range list {

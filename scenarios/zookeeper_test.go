@@ -19,5 +19,5 @@ func TestZooKeeperCatalogue(t *testing.T) {
 		t.Skip("the ZooKeeper scenarios run real ensembles")
 	}
 	zktest.Require(t)
-	soakPart(t, catalogueZooKeeper(), map[string]func(*testing.T, string){"zk-leader-partitioned": grantedDuringPartition})
+	soakPart(t, part("zookeeper"), map[string]func(*testing.T, string){"zk-leader-partitioned": grantedDuringPartition})
 }
