@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Type is the kind of a history event.
@@ -236,6 +237,14 @@ type Op struct {
 }
 
 // Validate checks the invariants every event must satisfy on its own.
+// MaxTime bounds every time, deadline and duration of a history: ten
+// years of nanoseconds, far past any run (a run's time limit is at most a
+// day), and small enough that the checkers' sums of a few of them cannot
+// overflow int64 (MaxInt64 is about 29 MaxTimes). A time near MaxInt64
+// made a deadline plus a TTL wrap around: "held it from never", and a
+// false INVALID.
+const MaxTime = int64(10 * 365 * 24 * time.Hour)
+
 func (o Op) Validate() error {
 	if !o.Type.Valid() {
 		return fmt.Errorf("unknown type %q (want invoke, ok, fail or info)", o.Type)
@@ -245,6 +254,9 @@ func (o Op) Validate() error {
 	}
 	if o.Time < 0 {
 		return fmt.Errorf("negative time %d", o.Time)
+	}
+	if o.Time > MaxTime {
+		return fmt.Errorf("event %d: time %d ns is out of range: a history's times are nanoseconds since its run began, at most %d (ten years)", o.Index, o.Time, MaxTime)
 	}
 	if o.Index < 0 {
 		return fmt.Errorf("negative index %d", o.Index)
@@ -267,6 +279,8 @@ func (o Op) Validate() error {
 			return fmt.Errorf("event %d: negative fence %d", o.Index, v.Fence)
 		case v.Duration < 0:
 			return fmt.Errorf("event %d: negative duration %d", o.Index, v.Duration)
+		case v.Deadline > MaxTime || v.Duration > MaxTime:
+			return fmt.Errorf("event %d: deadline %d or duration %d ns is out of range: at most %d (ten years after the run began)", o.Index, v.Deadline, v.Duration, MaxTime)
 		}
 	}
 	return nil
