@@ -72,7 +72,7 @@ func goInstall(t *testing.T, dir, modcache string) string {
 	cmd := exec.Command("go", "install", "./cmd/harness")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOPATH="+gopath, "GOMODCACHE="+modcache,
-		"GOFLAGS=-mod=mod -trimpath", "GOPROXY=off", "GOTOOLCHAIN=local")
+		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go install ./cmd/harness: %v\n%s", err, out)
 	}
@@ -92,9 +92,10 @@ func goInstall(t *testing.T, dir, modcache string) string {
 // it can run without the network: `go install ./cmd/harness` of this
 // module (copied into a fresh git repository) into an empty GOBIN, with an
 // empty GOPATH and GOFLAGS=-mod=mod (so neither a vendor directory nor the
-// caller's GOFLAGS, which may say -buildvcs=false, shape the build;
-// -trimpath lets the build cache serve the next run's copy, which lives in
-// another temporary directory). The
+// caller's GOFLAGS, which may say -buildvcs=false, shape the build; no
+// -trimpath, so that the dependencies come from the build cache the test
+// build filled: with it, a cold CI machine compiled every dependency twice,
+// minutes more). The
 // module cache is the machine's and GOPROXY=off: every module go.sum pins
 // must already be in it, which `go mod download` ensures. The installed
 // binary names the checkout's revision, and "dirty" once a file changed
