@@ -88,7 +88,7 @@ func TestPlannedKillsDoNotDisturb(t *testing.T) {
 	out, err := run.Run(context.Background(), run.Config{
 		Lock: "token", Seed: 5, TimeLimit: 4 * time.Second, Recovery: 500 * time.Millisecond, Store: t.TempDir(),
 		Workload: workloads.Config{Clients: 2, Keys: 1, TTL: time.Second}, AllowVacuous: true,
-		Nemesis:  nemesis.Config{Names: []string{"kill"}, Interval: time.Second},
+		Nemesis: nemesis.Config{Names: []string{"kill"}, Interval: time.Second},
 	})
 	if err != nil && !errors.Is(err, run.ErrInterrupted) {
 		t.Fatalf("run: %v", err)

@@ -127,7 +127,7 @@ type runner struct {
 	// why (the workload's error): the verdict says it (judgeLost).
 	clientsGone bool
 	lost        error
-	nemErr       error
+	nemErr      error
 	// executed records the steps the nemesis carried out (schedule.yaml).
 	executed *executed
 
@@ -333,7 +333,7 @@ func (r *runner) teardown() error {
 		fmt.Fprintf(r.log, "teardown: %v\n", err)
 	}
 	_ = os.RemoveAll(r.nodeDir) // node data is not part of the record
-	r.lost = wlErr // the clients' locks broke: the verdict says so
+	r.lost = wlErr              // the clients' locks broke: the verdict says so
 	if r.nemErr != nil {
 		return fmt.Errorf("nemesis: %w", r.nemErr)
 	}
