@@ -58,12 +58,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./sut/target/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./schedule/
 
-# The checks a reader should not have to make: go vet; staticcheck at the
+# The checks a reader should not have to make: gofmt; go vet; staticcheck at the
 # version go.mod's tool line pins (`go tool staticcheck` builds it from the
 # module cache, so it runs offline after `go mod download`); and the size of
 # every function (scripts/funcsize): none over 100 lines or cyclomatic
 # complexity 30, but the data tables its allow-list names, each with why.
 lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change these files (run gofmt -w):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 	$(GO) run ./scripts/funcsize -allow scripts/funcsize/allow.txt ./...
