@@ -3,8 +3,9 @@
 # redis-server and redis-sentinel (the systems under test), etcd-server (the
 # etcd locks' members), libfaketime and
 # gcc (clock faults: libfaketime plus a small malloc shim built with gcc),
-# chromium (the report's real-browser test) and xmllint (libxml2-utils: the
-# matrix's JUnit schema test). Installs only what is
+# chromium (the report's real-browser test), xmllint (libxml2-utils: the
+# matrix's JUnit schema test), and the real lock libraries the shipped
+# adapters wrap (redis-py, kazoo, python-etcd3; Curator on a JDK). Installs only what is
 # missing; when it cannot install (not root, not Debian/Ubuntu), it says
 # what to install and stops.
 set -euo pipefail
@@ -21,6 +22,10 @@ command -v chromium       >/dev/null 2>&1 || need+=(chromium)
 command -v xmllint        >/dev/null 2>&1 || need+=(libxml2-utils) # the JUnit schema test
 [ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation) # chromium's text, without its recommends
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis) # the redis-py adapter (docs/protocol.md)
+/usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo) # the kazoo adapter
+/usr/bin/python3 -c 'import etcd3' >/dev/null 2>&1 || need+=(python3-etcd3) # the python-etcd3 adapter
+command -v javac          >/dev/null 2>&1 || need+=(default-jdk-headless) # the Curator adapter compiles with javac
+[ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java libcurator-framework-java libjackson2-databind-java libslf4j-java)
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then need+=(libfaketime); fi
 
 if [ ${#need[@]} -eq 0 ]; then
