@@ -25,7 +25,7 @@ command -v xmllint        >/dev/null 2>&1 || need+=(libxml2-utils) # the JUnit s
 /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo) # the kazoo adapter
 /usr/bin/python3 -c 'import etcd3' >/dev/null 2>&1 || need+=(python3-etcd3) # the python-etcd3 adapter
 command -v javac          >/dev/null 2>&1 || need+=(default-jdk-headless) # the Curator adapter compiles with javac
-[ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java libcurator-framework-java libjackson2-databind-java libslf4j-java)
+for j in curator-recipes jackson-databind slf4j-simple; do [ -f /usr/share/java/$j.jar ] || { need+=(libcurator-recipes-java libcurator-framework-java libjackson2-databind-java libslf4j-java); break; }; done # the Curator adapter's classpath
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then need+=(libfaketime); fi
 
 if [ ${#need[@]} -eq 0 ]; then
