@@ -109,22 +109,32 @@ type zkHold struct {
 	lost      bool
 }
 
-func newZKLock(nodes []sut.ClientNode, opts Options, fenced bool) (Lock, error) {
+// zkServers are the addresses a ZooKeeper client dials (the client's own
+// links to every server) and its request timeout (1s when none is set).
+func zkServers(what string, nodes []sut.ClientNode) ([]string, time.Duration, error) {
 	if len(nodes) == 0 {
-		return nil, fmt.Errorf("zookeeper lock needs the servers' addresses, got none")
+		return nil, 0, fmt.Errorf("%s needs the servers' addresses, got none", what)
 	}
 	var addrs []string
 	for _, n := range nodes {
 		if n.Addr == "" {
-			return nil, fmt.Errorf("zookeeper lock: node %s has no address", n.Name)
+			return nil, 0, fmt.Errorf("%s: node %s has no address", what, n.Name)
 		}
 		addrs = append(addrs, n.Addr)
 	}
-	opts = opts.WithDefaults()
 	timeout := nodes[0].Timeout
 	if timeout <= 0 {
 		timeout = time.Second
 	}
+	return addrs, timeout, nil
+}
+
+func newZKLock(nodes []sut.ClientNode, opts Options, fenced bool) (Lock, error) {
+	addrs, timeout, err := zkServers("zookeeper lock", nodes)
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.WithDefaults()
 	l := &zkLock{opts: opts, fenced: fenced, asked: opts.TTL, timeout: timeout,
 		nodes: fmt.Sprintf("zookeeper(%d servers)", len(nodes)), gate: newZKGate(),
 		parents: map[string]bool{}, holds: map[string]*zkHold{}}

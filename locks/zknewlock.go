@@ -72,21 +72,11 @@ type zkRecipeHold struct {
 }
 
 func newZKNewLock(nodes []sut.ClientNode, opts Options) (Lock, error) {
-	if len(nodes) == 0 {
-		return nil, fmt.Errorf("zk-newlock needs the servers' addresses, got none")
-	}
-	var addrs []string
-	for _, n := range nodes {
-		if n.Addr == "" {
-			return nil, fmt.Errorf("zk-newlock: node %s has no address", n.Name)
-		}
-		addrs = append(addrs, n.Addr)
+	addrs, timeout, err := zkServers("zk-newlock", nodes)
+	if err != nil {
+		return nil, err
 	}
 	opts = opts.WithDefaults()
-	timeout := nodes[0].Timeout
-	if timeout <= 0 {
-		timeout = time.Second
-	}
 	l := &zkNewLock{opts: opts, timeout: timeout, gate: newZKGate(), holds: map[string]*zkRecipeHold{},
 		nodes: fmt.Sprintf("zookeeper(%d servers)", len(nodes))}
 	conn, _, err := zk.Connect(addrs, opts.TTL, zk.WithDialer(l.gate.dial), zk.WithLogger(zkNoLog{}))
