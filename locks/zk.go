@@ -187,16 +187,7 @@ func (l *zkLock) nodeErr(op string, err error) error {
 // or ctx: go-zookeeper has no deadline of its own short of losing the
 // connection. A request given up on may still take effect.
 func (l *zkLock) call(ctx context.Context, f func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("no answer: %w", ctx.Err())
-	}
+	return zkCall(ctx, l.timeout, f)
 }
 
 // errZKSessionGone: the client learnt its session expired while a request
