@@ -25,10 +25,13 @@
 // renew is not Curator's (the mutex has none): it is what a careful user does:
 // "not held" if a listener saw LOST, or the session changed, since the grant;
 // else a sync (through the leader) and the lock node's existence; validity as
-// for a grant. release is InterProcessMutex.release(): Curator deletes the
-// node (guaranteed delete) and says nothing if it was already gone with the
-// session; IllegalMonitorStateException ("You do not own the lock") is "not
-// held". Every connection state change is logged to stderr with its time.
+// for a grant. release is InterProcessMutex.release(), then renew's session
+// check: Curator deletes the node (guaranteed delete) and says nothing if it
+// was already gone with the session, so a release after the session changed
+// answers "not held" (the server had deleted the node: said "ok", it would
+// read as a release that removed the next holder's lock, which Curator's
+// delete of its own node never does); IllegalMonitorStateException ("You do
+// not own the lock") is "not held". Every connection state change is logged to stderr with its time.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -175,10 +178,20 @@ public class Adapter {
     ObjectNode release(JsonNode m) throws Exception {
         Hold h = holds.remove(m.get("token").asText());
         if (h == null) return status("fail", "not held: no lock of this adapter has this token");
+        String node = h.mutex().node(); // null once released
         try {
             h.mutex().release();
         } catch (IllegalMonitorStateException e) {
             return status("fail", "not held: " + e.getMessage());
+        }
+        // Asked after release() returned: its delete was answered by a
+        // server, on the grant's session (which then still lived, and so did
+        // its node) or on the new one Curator makes after the old expired.
+        // The listener runs on Curator's own thread, so the session id is
+        // the witness that cannot lag; the LOST count is one more.
+        if (losses.get() != h.losses() || session() != h.session()) {
+            log("release " + node + ": the session 0x" + Long.toHexString(h.session()) + " was lost since the grant; release() returned");
+            return status("fail", "not held: the session that held the lock expired before the release (InterProcessMutex.release() returned: its guaranteed delete ignores a node already gone)");
         }
         return status("ok", null);
     }

@@ -29,9 +29,12 @@ or the session id changed, since the grant, "not held"; else a sync (through
 the leader) and then the node's existence, which would be gone with the
 session (the same transaction); validity as for a grant.
 
-release is Lock.release(): kazoo answers True even when the node was already
-gone with an expired session (it swallows NoNodeError), and the adapter says
-what the library says. Every state change the listener sees is logged to
+release is Lock.release(), then the session check renew makes: kazoo answers
+True even when the node was already gone with an expired session (it swallows
+NoNodeError), so a release after the session was lost answers "not held"
+(the lock was not held: the server had deleted the node), with kazoo's own
+answer in the reason. Said "ok", it would read as a release that removed
+whoever held the lock then, which kazoo's delete of its own node never does. Every state change the listener sees is logged to
 stderr with its time: what the library tells its user, and when."""
 import json
 import logging
@@ -136,8 +139,16 @@ class Adapter:
         hold = self.holds.pop(m["token"], None)
         if hold is None:
             return {"status": "fail", "reason": "not held: no lock of this adapter has this token"}
-        if not hold[0].release():
+        lk, sid, losses = hold
+        if not lk.release():
             return {"status": "fail", "reason": "not held: Lock.release() returned False (is_acquired was False)"}
+        # Asked after release() returned: its delete was answered by a
+        # server, on the grant's session (which then still lived, and so did
+        # the node) or on a new one, which kazoo makes only after it has
+        # counted the old one LOST and changed client_id.
+        if self.losses != losses or self.session() != sid:
+            log(f"release {lk.node}: the session {sid:#x} was lost since the grant; Lock.release() returned True")
+            return {"status": "fail", "reason": "not held: the session that held the lock expired before the release (kazoo's Lock.release() returned True: it swallows NoNodeError)"}
         return {"status": "ok"}
 
     def renew(self, m):

@@ -35,8 +35,12 @@ type manifest struct {
 	MaxNodes int    `json:"max_nodes"`
 }
 
-// helloTimeout bounds asking a shipped adapter what it is.
-const helloTimeout = 15 * time.Second
+// helloTimeout bounds asking a shipped adapter what it is: as long as a
+// start (Spec.StartTimeout's default), since the first hello of the
+// Curator adapter also compiles it, and on a loaded machine a JVM alone
+// took more than 15s; an adapter wrongly called unavailable says "install"
+// to a user who has.
+const helloTimeout = 60 * time.Second
 
 // RegisterShipped registers every adapter shipped in package adapters.
 // Each is asked hello by the first interpreter that runs it, so the

@@ -56,8 +56,10 @@ type Spec struct {
 	// KeyPrefix is sent to the adapter with init: a prefix its library
 	// puts before the workload's keys (empty: keys as given).
 	KeyPrefix string
-	// StartTimeout bounds the start and the answer to init (default 20s:
-	// an interpreter importing its library on a loaded machine).
+	// StartTimeout bounds the start and the answer to init (default 60s:
+	// a JVM starting Curator takes about 1s of CPU, and 20s at a load of
+	// 37 on two cores, measured 2026-11-27; a start that hangs is still
+	// caught, it only waits longer to say so).
 	StartTimeout time.Duration
 	// RequestTimeout bounds a request whose context has no deadline, and
 	// is added to an acquire's wait (default 10s).
@@ -73,7 +75,7 @@ func (s Spec) withDefaults() Spec {
 		s.MaxNodes = 1
 	}
 	if s.StartTimeout == 0 {
-		s.StartTimeout = 20 * time.Second
+		s.StartTimeout = 60 * time.Second
 	}
 	if s.RequestTimeout == 0 {
 		s.RequestTimeout = 10 * time.Second
