@@ -38,7 +38,8 @@ exit code is 130.`,
 			if timeout <= 0 {
 				return &codeError{exitError, fmt.Errorf("--check-timeout must be positive, got %v: use e.g. --check-timeout 30s", timeout)}
 			}
-			ctx := cmd.Context()
+			ctx, cancel := withCheckBudget(cmd.Context(), timeout)
+			defer cancel()
 			ccfg, rec, _, _ := storedRun(filepath.Dir(args[0]))
 			ccfg.Timeout = timeout
 			ccfg.AllowVacuous = ccfg.AllowVacuous || allowVacuous
@@ -59,6 +60,12 @@ exit code is 130.`,
 				// Whatever finished is reported; the rest is unknown.
 				out.Meta.Partial = fmt.Sprintf("%v during the check: checkers that had not finished are unknown", context.Cause(ctx))
 			}
+			if budgetSpent(ctx) {
+				// Not an interrupt: what finished is the verdict (a
+				// violation found stands; otherwise unknown, exit 2).
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %v: the checkers that had not finished are unknown; give the check longer with a larger --check-timeout\n", context.Cause(ctx))
+				out.Meta.Partial = ""
+			}
 			if jsonOut {
 				if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 					return &codeError{exitError, err}
@@ -75,7 +82,7 @@ exit code is 130.`,
 			return verdictCode(res.Verdict)
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "check-timeout", 30*time.Second, "bound on each linearizability check")
+	cmd.Flags().DurationVar(&timeout, "check-timeout", 30*time.Second, "bound on each linearizability check; the whole check stops at 4 times it")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the results as JSON")
 	cmd.Flags().BoolVar(&allowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or the run's requested faults never struck a holder")
 	return cmd
@@ -206,4 +213,26 @@ func checkable(seen checker.Seen) error {
 		return errors.New("the history is empty: nothing to check; give the history.jsonl of a run that ran")
 	}
 	return errors.New("the history records no client operation, only faults: nothing to check; give the history.jsonl of a run whose clients ran")
+}
+
+// checkBudget is the cause of a check's context when the whole check ran
+// past its bound (run.WholeCheckBound of --check-timeout).
+type checkBudget struct{ timeout time.Duration }
+
+func (b checkBudget) Error() string {
+	return fmt.Sprintf("the whole check ran past %v (4 × --check-timeout %v)", lockrun.WholeCheckBound(b.timeout), b.timeout)
+}
+
+// withCheckBudget bounds a whole check as a run bounds its check phase:
+// --check-timeout alone bounds each porcupine search, not the reading of
+// the history nor the number of searches.
+func withCheckBudget(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, lockrun.WholeCheckBound(timeout), checkBudget{timeout})
+}
+
+// budgetSpent reports whether ctx ended because the whole check ran past
+// its bound (rather than by a signal).
+func budgetSpent(ctx context.Context) bool {
+	var b checkBudget
+	return errors.As(context.Cause(ctx), &b)
 }

@@ -43,7 +43,7 @@ otherwise show figures of the old check: run report again to draw it.`,
 			return verdictCode(res.Verdict)
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "check-timeout", 30*time.Second, "bound on each linearizability check")
+	cmd.Flags().DurationVar(&timeout, "check-timeout", 30*time.Second, "bound on each linearizability check; the whole check stops at 4 times it")
 	return cmd
 }
 
@@ -107,8 +107,10 @@ func rebuild(ctx context.Context, dir string, timeout time.Duration) (reports.Re
 	var src history.Source
 	var res checker.Result
 	var dig *reports.Digest
+	cctx, cancel := withCheckBudget(ctx, timeout) // the check, not the drawing
+	defer cancel()
 	check := func() {
-		if src, err = history.Open(ctx, path); err != nil {
+		if src, err = history.Open(cctx, path); err != nil {
 			return
 		}
 		// The report gathers what it draws as the check reads the
@@ -117,14 +119,17 @@ func rebuild(ctx context.Context, dir string, timeout time.Duration) (reports.Re
 			dig = reports.NewDigest(end)
 			cfg.Observe = dig.See
 		}
-		if res, err = checker.Check(ctx, src, cfg); err != nil || ctx.Err() != nil {
+		if res, err = checker.Check(cctx, src, cfg); err != nil || cctx.Err() != nil {
 			return
 		}
 		if err = checkable(res.Seen); err != nil {
 			err = &codeError{exitError, fmt.Errorf("%s: %w", path, err)}
 		}
 	}
-	if !untilInterrupted(ctx, check) || ctx.Err() != nil {
+	if !untilInterrupted(cctx, check) || cctx.Err() != nil {
+		if budgetSpent(cctx) {
+			return reports.Results{}, &codeError{exitError, fmt.Errorf("%v: %s left as it was; give the check longer with a larger --check-timeout", context.Cause(cctx), dir)}
+		}
 		return reports.Results{}, &codeError{interruptCode(ctx), fmt.Errorf("%v while reading and checking the history: %s left as it was", context.Cause(ctx), dir)}
 	}
 	if ce := (*codeError)(nil); errors.As(err, &ce) {

@@ -359,7 +359,7 @@ func (r *runner) check(outer context.Context, interrupted bool) (res checker.Res
 	if interrupted {
 		finish = context.WithoutCancel(outer)
 	}
-	checkCtx, cancel := context.WithTimeout(finish, 4*r.cfg.CheckTimeout)
+	checkCtx, cancel := context.WithTimeout(finish, WholeCheckBound(r.cfg.CheckTimeout))
 	defer cancel()
 	r.src = r.rec.Source()
 	res, err = checker.Check(checkCtx, r.src, checker.Config{Timeout: r.cfg.CheckTimeout,
