@@ -47,7 +47,8 @@ image:
 # The fuzz targets, briefly (CI); by hand, longer: make fuzz FUZZTIME=5m.
 # `make test` runs their seed corpora. Every parser of outside data has
 # one: histories, the checker's input, expectations files, matrix specs,
-# shards' matrix.json and target files.
+# shards' matrix.json, target files, schedules and the lock-client
+# protocol's answers.
 FUZZTIME ?= 15s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./history/
@@ -57,6 +58,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzShard$$' -fuzztime $(FUZZTIME) ./matrix/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./sut/target/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./schedule/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecoderAgrees$$' -fuzztime $(FUZZTIME) ./history/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnswer$$' -fuzztime $(FUZZTIME) ./locks/adapter/
 
 # The checks a reader should not have to make: gofmt; go vet; staticcheck at the
 # version go.mod's tool line pins (`go tool staticcheck` builds it from the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockharness/lockharness/locks"
 	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/sut"
@@ -163,11 +164,11 @@ fits run and the others are left out.`,
 // list is the scenarios to run, those named or the catalogue, each with
 // the lock of --lock (or --lock-cmd) when one is given.
 func (sf *scenarioRunFlags) list(args []string, a *app) ([]scenarios.Scenario, error) {
-	list, err := sf.named(args)
+	reg, adapted, err := a.invocationLocks(sf.lockCmd)
 	if err != nil {
 		return nil, err
 	}
-	reg, adapted, err := a.invocationLocks(sf.lockCmd)
+	list, err := sf.named(args, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -202,8 +203,10 @@ func (sf *scenarioRunFlags) list(args []string, a *app) ([]scenarios.Scenario, e
 	return out, nil
 }
 
-// named is the scenarios to run: those named, or the catalogue.
-func (sf *scenarioRunFlags) named(args []string) ([]scenarios.Scenario, error) {
+// named is the scenarios to run: those named, or the catalogue. A
+// scenario file may name any lock of reg, the invocation's (a shipped
+// adapter, a user's own main's lock).
+func (sf *scenarioRunFlags) named(args []string, reg *locks.Registry) ([]scenarios.Scenario, error) {
 	switch {
 	case sf.all && len(args) > 0:
 		return nil, errors.New("give scenario names or --all, not both")
@@ -215,7 +218,7 @@ func (sf *scenarioRunFlags) named(args []string) ([]scenarios.Scenario, error) {
 	var list []scenarios.Scenario
 	for _, name := range args {
 		if isScheduleFile(name) {
-			s, err := readScenario(name)
+			s, err := readScenario(name, reg)
 			if err != nil {
 				return nil, err
 			}

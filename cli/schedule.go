@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockharness/lockharness/locks"
 	lockrun "github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/schedule"
@@ -139,13 +140,15 @@ func isScheduleFile(arg string) bool {
 	return strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml")
 }
 
-// readScenario reads a scenario file for `harness scenario run FILE`.
-func readScenario(path string) (scenarios.Scenario, error) {
-	s, _, err := readSchedule(path, schedule.Env{})
+// readScenario reads a scenario file for `harness scenario run FILE`,
+// whose lock is looked up in reg.
+func readScenario(path string, reg *locks.Registry) (scenarios.Scenario, error) {
+	env := schedule.Env{Locks: reg}
+	s, _, err := readSchedule(path, env)
 	if err != nil {
 		return scenarios.Scenario{}, err
 	}
-	sc, err := scenarios.FromSchedule(s)
+	sc, err := scenarios.FromSchedule(s, env)
 	if err != nil {
 		return sc, fmt.Errorf("scenario %s: %w", path, err)
 	}

@@ -100,6 +100,36 @@ func TestUsersOwnMain(t *testing.T) {
 		}
 	})
 
+	// A scenario file may name the main's own lock (as the files of
+	// scenarios/upstream name shipped adapters).
+	t.Run("scenario file", func(t *testing.T) {
+		files, _ := filepath.Glob(filepath.Join("..", "scenarios", "catalogue", "*", "*-gc-pause-stale-write.yaml"))
+		if len(files) != 1 {
+			t.Fatalf("catalogue files of gc-pause-stale-write: %v", files)
+		}
+		src, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Replace(string(src), "name: gc-pause-stale-write", "name: mine-gc-pause", 1)
+		text = strings.Replace(text, "\nlock: token\n", "\nlock: "+userLock+"\n", 1)
+		if !strings.Contains(text, "lock: "+userLock) {
+			t.Fatalf("the catalogue file changed: no \"lock: token\" line to replace")
+		}
+		file := filepath.Join(t.TempDir(), "mine.yaml")
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runBin(t, tmp, bin, "scenario", "run", file, "--store", store, "--json")
+		var rows []scenarioRow
+		if err := json.Unmarshal([]byte(stdout), &rows); err != nil || len(rows) != 1 {
+			t.Fatalf("exit %d, rows %v: %v\n%s", code, rows, err, stderr)
+		}
+		if r := rows[0]; code != 0 || !r.Pass || r.Lock != userLock {
+			t.Fatalf("exit %d, row %+v\n%s", code, r, stderr)
+		}
+	})
+
 	t.Run("matrix", func(t *testing.T) {
 		expect := filepath.Join(t.TempDir(), "expect.yaml")
 		if err := os.WriteFile(expect, []byte("rules:\n"+

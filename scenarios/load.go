@@ -76,14 +76,15 @@ func Read(r io.Reader) (Scenario, error) {
 	if err != nil {
 		return Scenario{}, err
 	}
-	return FromSchedule(sch)
+	return FromSchedule(sch, schedule.Env{})
 }
 
 // FromSchedule is the scenario of a parsed schedule: its run, and the
 // expectation, exposure, kinds, explanation and sources beside it. A
-// scenario needs a name and an expectation of every checker.
-func FromSchedule(sch schedule.Schedule) (Scenario, error) {
-	cfg, err := lockrun.FromSchedule(sch, schedule.Env{})
+// scenario needs a name and an expectation of every checker. Its lock is
+// looked up in env's locks (nil: the built-in ones).
+func FromSchedule(sch schedule.Schedule, env schedule.Env) (Scenario, error) {
+	cfg, err := lockrun.FromSchedule(sch, env)
 	if err != nil {
 		return Scenario{}, err
 	}
@@ -110,7 +111,7 @@ func FromSchedule(sch schedule.Schedule) (Scenario, error) {
 	// The labels RunConfig gives the run are the scenario's own.
 	s.Run.Lock, s.Run.Scenario, s.Run.Explanation, s.Run.Expected, s.Run.Require = "", "", "", nil, nil
 	if sch.Registry == "" {
-		s.Run.Registry = nil
+		s.Run.Registry = env.Locks // nil: the built-in locks
 	}
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockharness/lockharness/history"
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/sut"
 )
@@ -159,27 +160,44 @@ func (l *Lock) outcome(op string, a answer, fail error) error {
 	return &AnswerError{Adapter: l.spec.Name, Op: op, Reason: a.Reason, Err: ErrUnknown}
 }
 
-// grant turns an ok answer's lease into the history's lease: the
-// deadline is anchored at sent, the instant before the request left, plus
-// the validity the library promised, never later than its promise.
+// grant turns an ok answer's lease into the history's lease (leaseFrom);
+// an answer that breaks the protocol ends the adapter.
 func (l *Lock) grant(op string, lease locks.Lease, a answer, sent time.Time) (locks.Lease, error) {
-	m := a.Lease
+	got, problem := leaseFrom(lease, a.Lease, l.about.Fenced, sent)
+	if problem != "" {
+		return lease, l.broken(op, problem)
+	}
+	return got, nil
+}
+
+// maxValidity bounds a promised validity: the history's bound on every
+// time and duration (a larger one would overflow the deadline's
+// arithmetic into the past, and make every write of the holder stale).
+const maxValidity = history.MaxTime / int64(time.Millisecond)
+
+// leaseFrom is the history's lease for an ok answer's lease m, or what is
+// wrong with m: the deadline is anchored at sent, the instant before the
+// request left, plus the validity the library promised, never later than
+// its promise. Pure, so that it is fuzzed (FuzzAnswer).
+func leaseFrom(lease locks.Lease, m *leaseMsg, fenced bool, sent time.Time) (locks.Lease, string) {
 	switch {
 	case m == nil:
-		return lease, l.broken(op, `"ok" without a "lease"`)
+		return lease, `"ok" without a "lease"`
 	case m.Token == "":
-		return lease, l.broken(op, `a lease without a "token"`)
+		return lease, `a lease without a "token"`
 	case !m.Session && (m.ValidityMS == nil || *m.ValidityMS <= 0):
-		return lease, l.broken(op, `a lease without validity: "validity_ms" (> 0) is what the library promises, or "session": true for a lease that lasts as long as the client's session`)
-	case m.Fence < 0 || (l.about.Fenced && m.Fence == 0):
-		return lease, l.broken(op, fmt.Sprintf(`fence %d: a fenced adapter's lease carries a fence > 0`, m.Fence))
+		return lease, `a lease without validity: "validity_ms" (> 0) is what the library promises, or "session": true for a lease that lasts as long as the client's session`
+	case !m.Session && *m.ValidityMS > maxValidity:
+		return lease, fmt.Sprintf(`"validity_ms" %d is more than ten years: give the library's promise in milliseconds, or "session": true`, *m.ValidityMS)
+	case m.Fence < 0 || (fenced && m.Fence == 0):
+		return lease, fmt.Sprintf(`fence %d: a fenced adapter's lease carries a fence > 0`, m.Fence)
 	}
 	lease.Token, lease.Fence, lease.Session = m.Token, m.Fence, m.Session
 	lease.ValidUntil = time.Time{}
 	if !m.Session {
 		lease.ValidUntil = sent.Add(time.Duration(*m.ValidityMS) * time.Millisecond)
 	}
-	return lease, nil
+	return lease, ""
 }
 
 // Close asks the adapter to close and ends its process group.

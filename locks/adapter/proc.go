@@ -199,17 +199,9 @@ func (p *proc) dispatch(id int64, line []byte) (answer, bool, error) {
 	bad := func(problem string) error {
 		return &ProtocolError{Adapter: p.name, LineNo: n, Line: string(line), Problem: problem}
 	}
-	var a answer
-	if err := json.Unmarshal(line, &a); err != nil {
-		return a, false, bad("not a JSON object (" + err.Error() + "); an adapter writes only answers to stdout, its log goes to stderr")
-	}
-	if a.ID == nil {
-		return a, false, bad(`no "id": every answer carries the id of the request it answers`)
-	}
-	switch a.Status {
-	case statusOK, statusFail, statusUnknown:
-	default:
-		return a, false, bad(fmt.Sprintf(`"status" is %q, want "ok", "fail" or "unknown"`, a.Status))
+	a, problem := parseAnswer(line)
+	if problem != "" {
+		return a, false, bad(problem)
 	}
 	got := *a.ID
 	if got == id {
@@ -226,6 +218,25 @@ func (p *proc) dispatch(id int64, line []byte) (answer, bool, error) {
 		return a, false, bad(fmt.Sprintf("a second answer to request %d: every request gets exactly one", got))
 	}
 	return a, false, bad(fmt.Sprintf("an answer to nothing: no request has id %d", got))
+}
+
+// parseAnswer reads one non-blank line of an adapter's stdout as an
+// answer, or says what is wrong with it: pure, so that it is fuzzed
+// (FuzzAnswer) apart from the process.
+func parseAnswer(line []byte) (answer, string) {
+	var a answer
+	if err := json.Unmarshal(line, &a); err != nil {
+		return a, "not a JSON object (" + err.Error() + "); an adapter writes only answers to stdout, its log goes to stderr"
+	}
+	if a.ID == nil {
+		return a, `no "id": every answer carries the id of the request it answers`
+	}
+	switch a.Status {
+	case statusOK, statusFail, statusUnknown:
+	default:
+		return a, fmt.Sprintf(`"status" is %q, want "ok", "fail" or "unknown"`, a.Status)
+	}
+	return a, ""
 }
 
 // breakProtocol records the adapter's fault, kills it and returns err.

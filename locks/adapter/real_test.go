@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/lockharness/lockharness/locks/adapter"
 	"github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
+	"github.com/lockharness/lockharness/schedule"
 	"github.com/lockharness/lockharness/workloads"
 )
 
@@ -110,6 +112,45 @@ func runScenario(t *testing.T, name, sc string) (scenarios.Scenario, run.Outcome
 		t.Errorf("adapters left running: %q", left)
 	}
 	t.Logf("%s with %s: verdict %s, counts %v, run %s", sc, name, out.Results.Verdict, out.Results.Counts, out.Dir)
+	for _, v := range out.Results.Violations {
+		t.Logf("violation %s: %s", v.Kind, v.Description)
+	}
+	return s, out
+}
+
+// runUpstream runs the scenario file scenarios/upstream/<file> (whose
+// lock is one of the shipped adapters, name) as `harness scenario run
+// FILE` does: its lock looked up among the shipped adapters.
+func runUpstream(t *testing.T, name, file string) (scenarios.Scenario, run.Outcome) {
+	t.Helper()
+	reg := realRegistry(t, name)
+	f, err := os.Open(filepath.Join("..", "..", "scenarios", "upstream", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	env := schedule.Env{Locks: reg}
+	sch, err := schedule.Parse(f, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenarios.FromSchedule(sch, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Lock != name {
+		t.Fatalf("%s tests lock %s, want %s", file, s.Lock, name)
+	}
+	cfg := s.RunConfig(storeDir(t))
+	cfg.Command = ""
+	out, err := run.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if left := processesUnder(t, out.Dir); len(left) > 0 {
+		t.Errorf("adapters left running: %q", left)
+	}
+	t.Logf("%s: verdict %s, counts %v, run %s", file, out.Results.Verdict, out.Results.Counts, out.Dir)
 	for _, v := range out.Results.Violations {
 		t.Logf("violation %s: %s", v.Kind, v.Description)
 	}
