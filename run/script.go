@@ -80,3 +80,52 @@ func wait(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// unawaited are the actions that give back what a holder needs (a link
+// healed, a node restarted or resumed): with one node, nobody can hold
+// while it is cut off or down, so such a step awaiting a holder would
+// never act.
+var unawaited = map[string]bool{"stop": true, "restart": true, "resume": true}
+
+// awaitHolders makes each step of a random schedule that strikes wait
+// for a holder with half its lease (ttl) left, so that the fault lands
+// inside a hold and has time to matter before the lease ends, however a
+// loaded machine times the grants. A step on one node of a multi-node
+// lock waits for a holder whose grant includes that node, so that the
+// fault strikes the holder's grant. It does not wait for a grant on a
+// bare quorum (the state in which one node forgetting the lock gives it
+// away): those come from split votes, which a random workload makes too
+// rarely for a run to count on one (a matrix cell waited out its whole
+// run phase for one); the catalogue's scenarios make them on purpose
+// (redlock-clock-jump). A clock reset awaits too: undoing a backward
+// jump is a forward one. The steps after an awaited one keep their
+// distance from it (runScript).
+func awaitHolders(steps []nemesis.Step, nodes int, ttl time.Duration) []nemesis.Step {
+	out := make([]nemesis.Step, len(steps))
+	for i, s := range steps {
+		out[i] = s
+		if unawaited[s.Action] {
+			continue
+		}
+		a := &nemesis.Await{LeaseLeft: ttl / 2}
+		if nodes > 1 && len(s.Targets) == 1 && isNodeName(s.Targets[0]) {
+			a.Granted = []string{s.Targets[0]}
+		}
+		out[i].Await = a
+	}
+	return out
+}
+
+// isNodeName reports whether target names a lock node ("n3"), not a
+// role, a client or a link.
+func isNodeName(target string) bool {
+	if len(target) < 2 || target[0] != 'n' {
+		return false
+	}
+	for _, r := range target[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
