@@ -278,7 +278,7 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 	if len(script) == 0 {
 		script = nem.Schedule(r.cfg.TimeLimit)
 		if r.cfg.AwaitHolders {
-			script = awaitHolders(script, r.plan.Nodes, r.cfg.Workload.TTL)
+			script = awaitHolders(script, r.plan.Nodes, r.cfg.Workload.TTL, r.cfg.Workload.Hold)
 		}
 	}
 	r.executed = &executed{start: time.Now()}

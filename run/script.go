@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/lockharness/lockharness/nemesis"
@@ -91,16 +92,26 @@ var unawaited = map[string]bool{"stop": true, "restart": true, "resume": true}
 // for a holder with half its lease (ttl) left, so that the fault lands
 // inside a hold and has time to matter before the lease ends, however a
 // loaded machine times the grants. A step on one node of a multi-node
-// lock waits for a holder whose grant includes that node, so that the
-// fault strikes the holder's grant. It does not wait for a grant on a
-// bare quorum (the state in which one node forgetting the lock gives it
-// away): those come from split votes, which a random workload makes too
-// rarely for a run to count on one (a matrix cell waited out its whole
-// run phase for one); the catalogue's scenarios make them on purpose
-// (redlock-clock-jump). A clock reset awaits too: undoing a backward
-// jump is a forward one. The steps after an awaited one keep their
-// distance from it (runScript).
-func awaitHolders(steps []nemesis.Step, nodes int, ttl time.Duration) []nemesis.Step {
+// lock waits for a holder granted by every node: the fault strikes the
+// holder's grant, and the grant has a margin, so what the lock does then
+// is the lock's doing, not the draw's. A grant on a bare quorum (the
+// state in which one node forgetting the lock gives it away) comes from
+// split votes under contention, too rarely for a random run to count on
+// one (a matrix cell waited out its whole run phase for one), and too
+// often to leave to chance (a third of the cells that awaited any grant
+// with that node struck one); the catalogue makes it on purpose
+// (redlock-clock-jump, redlock-crash-restart). A clock reset awaits too:
+// undoing a backward jump is a forward one. A pause of a holder strikes
+// at the end of its hold (the workload's safe point), so it waits for a
+// holder with the hold and a quarter of the lease still to run (at most
+// nine tenths of the lease): the pause then begins inside a live lease
+// however long the holder took to get it. The steps after an awaited
+// one keep their distance from it (runScript).
+func awaitHolders(steps []nemesis.Step, nodes int, ttl, hold time.Duration) []nemesis.Step {
+	var every []string
+	for i := 1; i <= nodes; i++ {
+		every = append(every, "n"+strconv.Itoa(i))
+	}
 	out := make([]nemesis.Step, len(steps))
 	for i, s := range steps {
 		out[i] = s
@@ -108,8 +119,11 @@ func awaitHolders(steps []nemesis.Step, nodes int, ttl time.Duration) []nemesis.
 			continue
 		}
 		a := &nemesis.Await{LeaseLeft: ttl / 2}
+		if s.Nemesis == "client-pause" && s.Action == "holder" {
+			a.LeaseLeft = min(hold+ttl/4, ttl*9/10)
+		}
 		if nodes > 1 && len(s.Targets) == 1 && isNodeName(s.Targets[0]) {
-			a.Granted = []string{s.Targets[0]}
+			a.Granted = every
 		}
 		out[i].Await = a
 	}

@@ -11,7 +11,8 @@ import (
 
 // awaitHolders makes the steps that strike wait for a holder with half
 // its lease left, and a step on one node of a multi-node lock for a
-// holder whose grant includes that node; the heals that give back
+// holder granted by every node, a pause of a holder for one whose lease
+// outlasts its hold; the heals that give back
 // what a holder needs (a link, a node) never wait for one, and the drawn
 // schedule is not changed.
 func TestAwaitHolders(t *testing.T) {
@@ -25,17 +26,17 @@ func TestAwaitHolders(t *testing.T) {
 		{At: 12 * time.Second, Nemesis: "client-pause", Action: "holder"},
 		{At: 14 * time.Second, Nemesis: "failover", Action: "promote", Targets: []string{"master"}},
 	}
-	quorum := &nemesis.Await{LeaseLeft: 500 * time.Millisecond}
 	half := &nemesis.Await{LeaseLeft: 500 * time.Millisecond}
-	on := func(n string) *nemesis.Await { a := *quorum; a.Granted = []string{n}; return &a }
+	pause := &nemesis.Await{LeaseLeft: 650 * time.Millisecond} // the hold and a quarter of the lease
+	all := &nemesis.Await{LeaseLeft: 500 * time.Millisecond, Granted: []string{"n1", "n2", "n3", "n4", "n5"}}
 	for _, tc := range []struct {
 		nodes int
 		want  []*nemesis.Await
 	}{
-		{5, []*nemesis.Await{on("n3"), nil, on("n2"), on("n2"), half, nil, half, half}},
-		{1, []*nemesis.Await{half, nil, half, half, half, nil, half, half}},
+		{5, []*nemesis.Await{all, nil, all, all, half, nil, pause, half}},
+		{1, []*nemesis.Await{half, nil, half, half, half, nil, pause, half}},
 	} {
-		got := awaitHolders(drawn, tc.nodes, time.Second)
+		got := awaitHolders(drawn, tc.nodes, time.Second, 400*time.Millisecond)
 		for i, s := range got {
 			if !reflect.DeepEqual(s.Await, tc.want[i]) {
 				t.Errorf("%d nodes, step %d (%s): await %+v, want %+v", tc.nodes, i, s, s.Await, tc.want[i])
