@@ -169,7 +169,8 @@ func TestReadmeExamplesReproduce(t *testing.T) {
 				}
 			}
 			code, out := shell(t, dir, ex.command)
-			first := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+			first := strings.TrimSpace(out) // the summary starts after a blank line
+			first, _, _ = strings.Cut(first, "\n")
 			if !strings.HasPrefix(first, ex.headline+" ") || code != headlines[ex.headline] {
 				t.Fatalf("README line %d: %s\nshows %s (exit %d), got exit %d:\n%s", ex.line, ex.command, ex.headline, headlines[ex.headline], code, out)
 			}
