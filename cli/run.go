@@ -90,6 +90,7 @@ func (rf *runFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&rf.jsonOut, "json", false, "print results.json to stdout instead of the summary")
 	f.StringVar(&rf.schedule, "schedule", "", "run this schedule file (YAML: the lock, deployment, workload and fault steps; a run's schedule.yaml replays it) instead of the flags")
 	f.BoolVar(&cfg.AllowVacuous, "allow-vacuous", false, "exit 0 on a valid verdict even when nothing was granted or a requested fault never struck a holder (the coverage is still reported)")
+	f.BoolVar(&cfg.AwaitHolders, "nemesis-await", false, "each random fault waits for a client holding a lock with half its lease left before it strikes (a fault on one node of a multi-node lock: a holder granted by every node), so that it strikes a holder whatever the machine's timing")
 	addFaultFlags(f, cfg)
 	addBackendFlags(f, &rf.backend)
 	addLockCmdFlag(f, &rf.lockCmd)

@@ -79,19 +79,27 @@ type RunParams struct {
 	// ClientPause is the client-pause nemesis's pause (the harness run flag
 	// --nemesis-client-pause): 1.5 × the TTL outlives the lease by half.
 	ClientPause time.Duration `json:"client_pause_ns"`
+	// AwaitHolders makes each fault wait for a holder before it strikes
+	// (harness run --nemesis-await): a cell's verdict is then its seed's,
+	// not the machine's timing.
+	AwaitHolders bool `json:"await_holders,omitempty"`
 }
 
 // DefaultRunParams are those of a nightly cell: short enough that a
-// 48-cell matrix fits in about ten minutes on two cores, long enough for
-// two fault periods and a recovery. Sections of 50ms make every fault land
-// inside a hold (with no hold, a client holds for a fraction of a
-// millisecond and whether a fault strikes one is chance: a verdict then
-// varies between runs of one seed); a client pause of 1.5 TTLs outlives the
-// lease by half.
+// 72-cell matrix fits in about a quarter of an hour on two cores, long
+// enough for two fault periods and a recovery. Every fault waits for a
+// holder with half its lease left (AwaitHolders), and a holder works for
+// 400ms, so that what a fault does to the holder happens inside its hold:
+// a node killed and restarted (a few hundred milliseconds on a loaded
+// machine) is back before the holder releases, a clock jump gives the
+// lock to a contender while the holder still works. With 50ms holds and
+// no awaits, whether a fault struck a holder in time was chance, and a
+// quarter of the cells varied between runs of one seed. A client pause of
+// 1.5 TTLs outlives the lease by half.
 func DefaultRunParams() RunParams {
 	return RunParams{Clients: 5, Keys: 1, TTL: time.Second, TimeLimit: 8 * time.Second,
 		Recovery: 2 * time.Second, NemesisInterval: 2 * time.Second, CheckTimeout: 30 * time.Second,
-		Hold: 50 * time.Millisecond, ClientPause: 1500 * time.Millisecond}
+		Hold: 400 * time.Millisecond, ClientPause: 1500 * time.Millisecond, AwaitHolders: true}
 }
 
 // The limits of a matrix, checked before its seeds or cells are made: a
@@ -288,6 +296,7 @@ func (s Spec) RunConfig(c Cell, store string) lockrun.Config {
 	cfg.Nemesis.Names = slices.Clone(c.Nemeses)
 	cfg.Nemesis.Interval = p.NemesisInterval
 	cfg.Nemesis.ClientPause = p.ClientPause
+	cfg.AwaitHolders = p.AwaitHolders
 	cfg.Command = s.Reproduce(c)
 	return cfg
 }
@@ -336,6 +345,9 @@ func (s Spec) Reproduce(c Cell) string {
 		"--nemesis-interval", p.NemesisInterval.String(), "--hold", p.Hold.String())
 	if slices.Contains(c.Nemeses, "client-pause") {
 		args = append(args, "--nemesis-client-pause", p.ClientPause.String())
+	}
+	if p.AwaitHolders && len(c.Nemeses) > 0 {
+		args = append(args, "--nemesis-await")
 	}
 	if cmdline, ok := s.LockCmds[c.Lock]; ok {
 		args = append(args, "--lock-cmd", cmdline)

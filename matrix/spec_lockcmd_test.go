@@ -18,3 +18,21 @@ func TestReproduceCarriesTheLockCmd(t *testing.T) {
 		}
 	}
 }
+
+// A cell with faults runs them awaiting holders (DefaultRunParams) and
+// reproduces with --nemesis-await; a cell without faults has nothing to
+// await, and a spec that turns awaits off runs and reproduces without.
+func TestCellsAwaitHolders(t *testing.T) {
+	s := Spec{Locks: []string{"token"}, Nemeses: [][]string{nil, {"kill"}}, Seeds: []uint64{1}, Run: DefaultRunParams()}
+	for _, c := range s.Cells() {
+		got, cfg := s.Reproduce(c), s.RunConfig(c, "store")
+		if strings.Contains(got, " --nemesis-await") != (len(c.Nemeses) > 0) || !cfg.AwaitHolders {
+			t.Errorf("%s: %s (awaits %v)", c.ID(), got, cfg.AwaitHolders)
+		}
+	}
+	s.Run.AwaitHolders = false
+	c := s.Cells()[0]
+	if got := s.Reproduce(c); strings.Contains(got, "--nemesis-await") || s.RunConfig(c, "store").AwaitHolders {
+		t.Errorf("awaits off: %s", got)
+	}
+}

@@ -36,6 +36,11 @@ type Config struct {
 	// Script, when set, replaces the random fault schedule: each step runs
 	// at its time from the start of the run phase (scenarios are scripts).
 	Script []nemesis.Step `json:"script,omitempty"`
+	// AwaitHolders makes the random schedule's faults wait for a holder
+	// before they strike (awaitHolders): whether a fault lands inside a
+	// hold is then the schedule's doing, not the machine's timing, so a
+	// seed gives one verdict (the nightly matrix's cells run so).
+	AwaitHolders bool `json:"await_holders,omitempty"`
 	// Require is the exposure the run must reach for a valid verdict to
 	// stand (a scripted scenario declares it). Empty: built from
 	// Nemesis.Names, each named nemesis having struck while a client held

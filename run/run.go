@@ -277,6 +277,9 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 	script, err := r.cfg.Script, error(nil)
 	if len(script) == 0 {
 		script = nem.Schedule(r.cfg.TimeLimit)
+		if r.cfg.AwaitHolders {
+			script = awaitHolders(script, r.plan.Nodes, r.cfg.Workload.TTL, r.cfg.Workload.Hold)
+		}
 	}
 	r.executed = &executed{start: time.Now()}
 	script, err = startScript(ctx, nem, r.env, script, r.executed)

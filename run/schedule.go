@@ -125,8 +125,9 @@ func (e *executed) since(t time.Time) time.Duration { return t.Sub(e.start).Roun
 // exposure it had to reach, and its steps. A scripted run keeps its
 // script (times and awaits as written, with when each step struck); a
 // random one becomes a script of the steps the generator drew, at the
-// times they struck, and no random nemesis, so that a replay runs the
-// same faults.
+// times they struck (or, when they awaited holders, at the times drawn,
+// with their awaits: the replay waits as the run did), and no random
+// nemesis, so that a replay runs the same faults.
 func (e *executed) schedule(cfg Config, require []checker.Requirement) schedule.Schedule {
 	c := cfg
 	c.Require = require
@@ -140,7 +141,9 @@ func (e *executed) schedule(cfg Config, require []checker.Requirement) schedule.
 		s.Steps = nil
 		for _, st := range e.steps {
 			if st.NotDone == "" {
-				st.At = st.Struck
+				if !cfg.AwaitHolders {
+					st.At = st.Struck
+				}
 				s.Steps = append(s.Steps, st)
 			}
 		}

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/lockharness/lockharness/nemesis"
@@ -79,4 +80,66 @@ func wait(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// unawaited are the actions that give back what a holder needs (a link
+// healed, a node restarted or resumed): with one node, nobody can hold
+// while it is cut off or down, so such a step awaiting a holder would
+// never act.
+var unawaited = map[string]bool{"stop": true, "restart": true, "resume": true}
+
+// awaitHolders makes each step of a random schedule that strikes wait
+// for a holder with half its lease (ttl) left, so that the fault lands
+// inside a hold and has time to matter before the lease ends, however a
+// loaded machine times the grants. A step on one node of a multi-node
+// lock waits for a holder granted by every node: the fault strikes the
+// holder's grant, and the grant has a margin, so what the lock does then
+// is the lock's doing, not the draw's. A grant on a bare quorum (the
+// state in which one node forgetting the lock gives it away) comes from
+// split votes under contention, too rarely for a random run to count on
+// one (a matrix cell waited out its whole run phase for one), and too
+// often to leave to chance (a third of the cells that awaited any grant
+// with that node struck one); the catalogue makes it on purpose
+// (redlock-clock-jump, redlock-crash-restart). A clock reset awaits too:
+// undoing a backward jump is a forward one. A pause of a holder strikes
+// at the end of its hold (the workload's safe point), so it waits for a
+// holder with the hold and a quarter of the lease still to run (at most
+// nine tenths of the lease): the pause then begins inside a live lease
+// however long the holder took to get it. The steps after an awaited
+// one keep their distance from it (runScript).
+func awaitHolders(steps []nemesis.Step, nodes int, ttl, hold time.Duration) []nemesis.Step {
+	var every []string
+	for i := 1; i <= nodes; i++ {
+		every = append(every, "n"+strconv.Itoa(i))
+	}
+	out := make([]nemesis.Step, len(steps))
+	for i, s := range steps {
+		out[i] = s
+		if unawaited[s.Action] {
+			continue
+		}
+		a := &nemesis.Await{LeaseLeft: ttl / 2}
+		if s.Nemesis == "client-pause" && s.Action == "holder" {
+			a.LeaseLeft = min(hold+ttl/4, ttl*9/10)
+		}
+		if nodes > 1 && len(s.Targets) == 1 && isNodeName(s.Targets[0]) {
+			a.Granted = every
+		}
+		out[i].Await = a
+	}
+	return out
+}
+
+// isNodeName reports whether target names a lock node ("n3"), not a
+// role, a client or a link.
+func isNodeName(target string) bool {
+	if len(target) < 2 || target[0] != 'n' {
+		return false
+	}
+	for _, r := range target[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,71 @@
+package run
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/lockharness/lockharness/nemesis"
+	"github.com/lockharness/lockharness/schedule"
+)
+
+// awaitHolders makes the steps that strike wait for a holder with half
+// its lease left, and a step on one node of a multi-node lock for a
+// holder granted by every node, a pause of a holder for one whose lease
+// outlasts its hold; the heals that give back
+// what a holder needs (a link, a node) never wait for one, and the drawn
+// schedule is not changed.
+func TestAwaitHolders(t *testing.T) {
+	drawn := []nemesis.Step{
+		{At: 2 * time.Second, Nemesis: "kill", Action: "kill", Targets: []string{"n3"}},
+		{At: 2 * time.Second, Nemesis: "kill", Action: "restart", Targets: []string{"n3"}},
+		{At: 4 * time.Second, Nemesis: "clock", Action: "bump", Targets: []string{"n2"}, Params: map[string]string{"delta": "-3s"}},
+		{At: 6 * time.Second, Nemesis: "clock", Action: "reset", Targets: []string{"n2"}},
+		{At: 8 * time.Second, Nemesis: "partition", Action: "start", Targets: []string{"c0->n1", "c1->n1"}},
+		{At: 10 * time.Second, Nemesis: "partition", Action: "stop", Targets: []string{"c0->n1", "c1->n1"}},
+		{At: 12 * time.Second, Nemesis: "client-pause", Action: "holder"},
+		{At: 14 * time.Second, Nemesis: "failover", Action: "promote", Targets: []string{"master"}},
+	}
+	half := &nemesis.Await{LeaseLeft: 500 * time.Millisecond}
+	pause := &nemesis.Await{LeaseLeft: 650 * time.Millisecond} // the hold and a quarter of the lease
+	all := &nemesis.Await{LeaseLeft: 500 * time.Millisecond, Granted: []string{"n1", "n2", "n3", "n4", "n5"}}
+	for _, tc := range []struct {
+		nodes int
+		want  []*nemesis.Await
+	}{
+		{5, []*nemesis.Await{all, nil, all, all, half, nil, pause, half}},
+		{1, []*nemesis.Await{half, nil, half, half, half, nil, pause, half}},
+	} {
+		got := awaitHolders(drawn, tc.nodes, time.Second, 400*time.Millisecond)
+		for i, s := range got {
+			if !reflect.DeepEqual(s.Await, tc.want[i]) {
+				t.Errorf("%d nodes, step %d (%s): await %+v, want %+v", tc.nodes, i, s, s.Await, tc.want[i])
+			}
+			if s.At != drawn[i].At || s.Action != drawn[i].Action || drawn[i].Await != nil {
+				t.Errorf("%d nodes, step %d: %s, drawn %s", tc.nodes, i, s, drawn[i])
+			}
+		}
+	}
+}
+
+// A random run whose faults awaited holders writes the script it drew
+// (the times drawn, the awaits), so that its replay waits as it did; one
+// without awaits writes the times its steps struck.
+func TestScheduleOfAwaitedRandomRun(t *testing.T) {
+	step := nemesis.Step{At: 2 * time.Second, Nemesis: "kill", Action: "kill", Targets: []string{"n1"}, Await: &nemesis.Await{LeaseLeft: time.Second}}
+	for _, await := range []bool{true, false} {
+		e := &executed{start: time.Now()}
+		e.done(schedule.StepOf(step), e.start.Add(2600*time.Millisecond), 600*time.Millisecond, "process 1 on lock-0", nil)
+		s := e.schedule(Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"kill"}}, AwaitHolders: await}, nil)
+		if len(s.Steps) != 1 || len(s.Nemesis.Names) != 0 {
+			t.Fatalf("await %v: %+v", await, s)
+		}
+		want := 2600 * time.Millisecond
+		if await {
+			want = 2 * time.Second
+		}
+		if got := s.Steps[0]; got.At != want || got.Await == nil || got.Struck != 2600*time.Millisecond {
+			t.Errorf("await %v: step %+v, want at %v", await, got, want)
+		}
+	}
+}
