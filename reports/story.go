@@ -319,7 +319,8 @@ func (b *storyBuilder) successor(p int) {
 func (b *storyBuilder) clientSpan(p int, from, until int64) {
 	lane := b.lane(p)
 	invoked := map[string]*history.Op{}
-	writes := 0
+	writes, grants := 0, 0
+	skipping := false // through claims of p after its first that v does not name
 	for i := range b.evs {
 		op := &b.evs[i]
 		if op.Time > until && op.Type == history.Invoke {
@@ -330,6 +331,17 @@ func (b *storyBuilder) clientSpan(p int, from, until int64) {
 		if !mine && !(named && op.Owner != nil && int(*op.Owner) == p) {
 			continue
 		}
+		if op.Time >= from && op.F == history.FAcquire && op.Type == history.OK {
+			grants++
+			skipping = grants > 1 && !named
+		}
+		if skipping && !named {
+			if op.Type == history.Invoke {
+				invoked[op.F] = op
+			}
+			continue
+		}
+		skipping = false
 		if op.Type == history.Invoke {
 			invoked[op.F] = op
 			if op.Time >= from {
@@ -341,6 +353,10 @@ func (b *storyBuilder) clientSpan(p int, from, until int64) {
 		delete(invoked, op.F)
 		if inv == nil || inv.Time < from && op.F != history.FAcquire || op.Time < from {
 			continue
+		}
+		// A call is named by its invocation or its completion.
+		if _, ok := b.named[inv.Index]; ok {
+			named = true
 		}
 		if op.F == history.FWrite {
 			if !named && (writes >= maxStoryWrites || b.lastStep(lane, stepWrite)) {
@@ -384,7 +400,7 @@ func (b *storyBuilder) invokeStep(op *history.Op, lane int) {
 
 // completeStep adds the step of a call that completed with op.
 func (b *storyBuilder) completeStep(op, inv *history.Op, lane int, named bool) {
-	st := StoryStep{Lane: lane, At: op.Time, End: op.Time, Event: op.Index, Bad: b.bad[op.Index], Outcome: outcomeOf(op)}
+	st := StoryStep{Lane: lane, At: op.Time, End: op.Time, Event: op.Index, Bad: b.bad[op.Index] || b.bad[inv.Index], Outcome: outcomeOf(op)}
 	val := op.Value
 	if val == nil {
 		val = &history.Value{}

@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
@@ -21,13 +22,19 @@ const maxStories = 6
 // few seconds around a violation.
 const maxStoryEvents = 20000
 
+// storyKinds are the kinds of finding a sequence diagram tells: those
+// between clients, the lock and the storage. A final count, a key that
+// stayed unavailable or porcupine's refusal have no such sequence.
+var storyKinds = []string{checker.KindOverlap, checker.KindForeignRelease, checker.KindLostLease,
+	checker.KindStaleWrite, checker.KindLostUpdate, checker.KindFenceBackwards}
+
 // storyPicks are the violations (indexes) that get a story: the most
-// telling of each kind (MostTelling), in that order.
+// telling of each kind that has one (MostTelling), in that order.
 func storyPicks(vs []checker.Violation) []int {
 	seen := map[string]bool{}
 	var out []int
 	for _, i := range MostTelling(vs) {
-		if k := vs[i].Kind; !seen[k] && len(out) < maxStories {
+		if k := vs[i].Kind; slices.Contains(storyKinds, k) && !seen[k] && len(out) < maxStories {
 			seen[k] = true
 			out = append(out, i)
 		}

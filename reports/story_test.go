@@ -17,7 +17,10 @@ import (
 // the lock (token 33) and pauses 1.5 s, past its 1 s lease; client 2 is
 // granted it (token 34) and writes; client 1 wakes and writes with its
 // old token, which storage accepts, or with fencing rejects.
-func gcPauseHistory(fenced bool) []history.Op {
+func gcPauseHistory(fenced bool) []history.Op { return gcPauseBuilder(fenced).build() }
+
+// gcPauseBuilder is gcPauseHistory's builder, for variations on it.
+func gcPauseBuilder(fenced bool) *builder {
 	b := &builder{ttl: 1000 * ms}
 	c0, c1 := int64(0), int64(1)
 	fence := func(f int64) int64 {
@@ -42,7 +45,7 @@ func gcPauseHistory(fenced bool) []history.Op {
 	b.ev(1201*ms, 2, history.OK, history.FRelease, "lock-0", nil)
 	b.ev(1510*ms, 1, history.Invoke, history.FWrite, "lock-0", &history.Value{Counter: &c1, Fence: fence(33)})
 	b.ev(1511*ms, 1, history.OK, history.FWrite, "lock-0", &history.Value{Counter: &c1, Fence: fence(33), Rejected: fenced})
-	return b.build()
+	return b
 }
 
 // findKind is the first violation of kind in res.
@@ -221,5 +224,34 @@ func TestStoryPicks(t *testing.T) {
 	}
 	if got, want := storyPicks(vs), []int{2, 3}; !slices.Equal(got, want) {
 		t.Errorf("picks %v, want %v", got, want)
+	}
+}
+
+// A lost update's story shows both reads of the same value and both
+// writes, and only the claims that hold them: a client's other critical
+// sections in between are left out.
+func TestStoryOfLostUpdate(t *testing.T) {
+	b := gcPauseBuilder(false)
+	c2 := int64(2)
+	b.ev(1300*ms, 2, history.Invoke, history.FAcquire, "lock-0", nil)
+	b.ev(1302*ms, 2, history.OK, history.FAcquire, "lock-0", &history.Value{Token: "c", Deadline: 2300 * ms})
+	b.ev(1303*ms, 2, history.Invoke, history.FWrite, "lock-0", &history.Value{Counter: &c2})
+	b.ev(1304*ms, 2, history.OK, history.FWrite, "lock-0", &history.Value{Counter: &c2})
+	b.ev(1400*ms, 2, history.Invoke, history.FRelease, "lock-0", &history.Value{Token: "c"})
+	b.ev(1401*ms, 2, history.OK, history.FRelease, "lock-0", nil)
+	ops := b.build()
+	v := findKind(t, checkOps(ops), checker.KindLostUpdate)
+	s := storyOf(v, 1, ops, nil, storyLock{Name: "token", System: "redis", TTL: time.Second})
+	reads := stepsOf(s, stepRead)
+	if len(reads) != 2 || reads[0].Label != "read 0" || reads[1].Label != "read 0" {
+		t.Errorf("reads %+v, want both clients reading 0", reads)
+	}
+	if g := stepsOf(s, stepGrant); len(g) != 2 {
+		t.Errorf("grants %+v, want one claim per client", g)
+	}
+	for _, w := range stepsOf(s, stepWrite) {
+		if !w.Bad || !strings.HasSuffix(w.Answer, "an update lost") {
+			t.Errorf("write %+v, want each of the two writes of 1 marked", w)
+		}
 	}
 }
