@@ -116,18 +116,22 @@ func clockBroke(f Fault, lk storyLock) string {
 		if !f.HasDelta {
 			d = f.Offset
 		}
-		size = "jumped " + fmtOffset(d)
+		size = fmt.Sprintf("jumped %s at %s", fmtOffset(d), fmtTime(f.Start))
 		if lk.Drift > 0 {
 			size += fmt.Sprintf(", %s × the drift bound of %s", ratio(float64(d.Abs())/float64(lk.Drift)), fmtLength(lk.Drift))
 		} else if lk.TTL > 0 {
 			size += ", " + Scale{TTL: lk.TTL}.Times(d.Abs())
 		}
 	case f.Rate > 0:
-		size = fmt.Sprintf("ran at rate ×%g", f.Rate)
+		size = fmt.Sprintf("ran at rate ×%g from %s", f.Rate, fmtTime(f.Start))
 	default:
-		size = "changed (" + f.Detail + ")"
+		size = fmt.Sprintf("changed (%s) at %s", f.Detail, fmtTime(f.Start))
 	}
-	return fmt.Sprintf("a clock jump larger than the drift bound: the clock of %s %s at %s", orSome(targetsWords(f.Targets), "a node"), size, fmtTime(f.Start))
+	what := "a clock jump larger than the drift bound"
+	if f.Rate > 0 && !f.HasDelta && !f.HasOffset {
+		what = "a clock drifting faster than the drift bound"
+	}
+	return fmt.Sprintf("%s: the clock of %s %s", what, orSome(targetsWords(f.Targets), "a node"), size)
 }
 
 // killBroke says how a node came back from a kill: at once, or after a

@@ -62,7 +62,7 @@ func TestAssumptionClockJumpOnRedlock(t *testing.T) {
 	v := checker.Violation{Kind: checker.KindOverlap, Key: "lock-0", Processes: []int{0, 1}, Start: 1100 * ms, End: 2400 * ms, Fatal: true}
 	lk := storyLock{Name: "redlock", System: "redis", TTL: 2 * time.Second, Drift: 22 * time.Millisecond, Nodes: []string{"n1", "n2", "n3"}}
 	a := AssumptionOf(v, nil, Faults(Record{}, ops), lk)
-	if a.Category != brokeClock || !strings.Contains(a.Broke, "the clock of node 3 jumped +10 s, 455 × the drift bound of 22 ms at 1.00 s") {
+	if a.Category != brokeClock || !strings.Contains(a.Broke, "the clock of node 3 jumped +10 s at 1.00 s, 455 × the drift bound of 22 ms") {
 		t.Errorf("broke %q", a.Broke)
 	}
 	own, async := models(t, a)
