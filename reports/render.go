@@ -106,11 +106,15 @@ func render(ctx context.Context, dir string, rec Record, src history.Source, res
 	if err := v.drawPlots(ctx, dir); err != nil {
 		return out, err
 	}
+	stories, err := v.drawStories(ctx, dir)
+	if err != nil {
+		return out, err
+	}
 	porc, err := v.writePorcupine(ctx, dir)
 	if err != nil {
 		return out, err
 	}
-	return out, v.writeIndex(dir, porc)
+	return out, v.writeIndex(dir, porc, stories)
 }
 
 // seeAll is s, what a check cut short saw of the history src, completed
@@ -170,8 +174,8 @@ func (v *runView) drawPlots(ctx context.Context, dir string) error {
 }
 
 // writeIndex writes index.html.
-func (v *runView) writeIndex(dir string, porc []porcupineLink) error {
-	page, err := v.indexPage(dir, porc)
+func (v *runView) writeIndex(dir string, porc []porcupineLink, stories []storyRow) error {
+	page, err := v.indexPage(dir, porc, stories)
 	if err != nil {
 		return err
 	}
@@ -266,7 +270,7 @@ func findingWord(vi checker.Violation) string {
 // removeOld deletes close-ups and porcupine views left by an earlier
 // render of the same directory, which may have had more violations.
 func removeOld(dir string) error {
-	for _, pat := range []string{"timeline-violation-*.png", "timeline-violation-*.svg", "porcupine-*.html"} {
+	for _, pat := range []string{"timeline-violation-*.png", "timeline-violation-*.svg", "porcupine-*.html", "story-*.png", "story-*.svg"} {
 		old, err := filepath.Glob(filepath.Join(dir, pat))
 		if err != nil {
 			return fmt.Errorf("render: %w", err)
@@ -418,6 +422,7 @@ type indexData struct {
 	Lock                  string
 	Verdict, VerdictClass string
 	Headline              string
+	Stories               []storyRow // the story of the most telling finding of each kind
 	HasExpected           bool
 	Checkers              []checkerRow
 	Evidence, Unmet       []string // what the run exercised; required exposure it did not reach
@@ -452,8 +457,8 @@ func verdictClass(v checker.Verdict) string {
 	return "unknown"
 }
 
-func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
-	d := indexData{
+func (v *runView) indexPage(dir string, porc []porcupineLink, stories []storyRow) ([]byte, error) {
+	d := indexData{Stories: stories,
 		Meta: v.meta, Lock: orSome(v.meta.Lock, "?"), Verdict: verdictWord(v.res.Verdict),
 		VerdictClass: verdictClass(v.res.Verdict), Porcupine: porc, HasExpected: len(v.meta.Expected) > 0,
 		Evidence: Evidence(v.res.Coverage), Unmet: v.res.Vacuous,

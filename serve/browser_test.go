@@ -47,7 +47,8 @@ func newBrowser(t *testing.T) context.Context {
 }
 
 // A real browser opens the store, follows the newest run and sees its
-// verdict and its timeline, loaded.
+// verdict, the story of its violation first with the assumption it broke
+// beside it, and its timeline, loaded.
 func TestBrowserShowsNewestRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a headless Chromium")
@@ -79,6 +80,23 @@ func TestBrowserShowsNewestRun(t *testing.T) {
 		`(() => { const i = document.getElementById("timeline"); return i && i.complete && i.naturalWidth > 0 ? i.naturalWidth : null; })()`,
 		chromedp.WithPollingTimeout(30*time.Second)))
 	step("wait for the timeline to load", err)
+	storyWidth, err := chromedp.Run(bctx, chromedp.Poll[int](
+		`(() => { const i = document.querySelector("#stories img.story-figure"); return i && i.complete && i.naturalWidth > 0 ? i.naturalWidth : null; })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	step("wait for the story diagram to load", err)
+	broke, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#stories .assumption")))
+	step("read which assumption broke", err)
+	first, err := chromedp.Run(bctx, chromedp.Evaluate[bool](
+		`document.getElementById("stories").getBoundingClientRect().top < document.querySelector("table").getBoundingClientRect().top`))
+	step("place the story", err)
+	if storyWidth < 700 || !first {
+		t.Errorf("story diagram naturalWidth = %d, shown before the first table: %v; want a diagram at least 700 px wide, first", storyWidth, first)
+	}
+	for _, want := range []string{"Which assumption broke:", "Kleppmann's asynchronous model", "own model"} {
+		if !strings.Contains(broke, want) {
+			t.Errorf("beside the story: %q, want it to say %q", broke, want)
+		}
+	}
 	if want := "/run/token/" + filepath.Base(newer) + "/"; href != want || !strings.HasSuffix(url, want) {
 		t.Errorf("first run links to %q and the browser is at %q; want the newest run %q", href, url, want)
 	}
