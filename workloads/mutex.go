@@ -103,6 +103,25 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// namedKeys is how many key names a workload makes in advance.
+const namedKeys = 4096
+
+// key is the name of key i.
+func (m *Mutex) key(i int) string {
+	if i < len(m.keys) {
+		return m.keys[i]
+	}
+	return Key(i)
+}
+
+// slotKey is the key of slot s's current cycle ("" before its first).
+func (m *Mutex) slotKey(s *slot) string {
+	if k := s.key.Load(); k > 0 {
+		return m.key(int(k - 1))
+	}
+	return ""
+}
+
 // Key is the name of lock key i ("lock-%d", without fmt's reflection: the
 // workload names a key every cycle).
 func Key(i int) string { return "lock-" + strconv.Itoa(i) }
@@ -142,11 +161,17 @@ type Mutex struct {
 	// touched has bit i set once a client asked for key i: the keys
 	// FinalReads reads (a run of a million keys touches a few).
 	touched []atomic.Uint64
+	// keys are the names of the first keys, made once: a cycle names its
+	// key without allocating (a run of a million keys names the rest).
+	keys []string
 
 	mu           sync.Mutex
 	renewStalled time.Time // watchdog renewals wait until then (StallRenewers)
 	failpoints   map[string]failpointAction
 	pending      *holderRequest // a nemesis's request for the next holder; guarded by mu
+	// posted is whether pending is set, read without mu: a client at its
+	// safe point takes mu only when a request may be there for it.
+	posted atomic.Bool
 }
 
 // holderRequest is a nemesis's request to fault a client inside its
@@ -173,7 +198,7 @@ type failpointAction struct {
 type slot struct {
 	id      int
 	process atomic.Int64
-	key     atomic.Value // string: the key of its current cycle, for failpoint pauses
+	key     atomic.Int64 // 1 + the index of its current cycle's key (0: none), for failpoint pauses
 	// section is the lease it works under, from its read until its
 	// release, for AwaitHolder; nil outside. Guarded by Mutex.mu.
 	section *locks.Lease
@@ -190,11 +215,13 @@ func NewMutex(cfg Config, env Env) (*Mutex, error) {
 	}
 	m := &Mutex{cfg: cfg, env: env, failpoints: map[string]failpointAction{}, touched: make([]atomic.Uint64, (cfg.Keys+63)/64)}
 	m.nextProcess.Store(int64(cfg.Clients))
+	for i := range min(cfg.Keys, namedKeys) {
+		m.keys = append(m.keys, Key(i))
+	}
 	m.nextRenewer.Store(RenewerBase)
 	for i := 0; i < cfg.Clients; i++ {
 		s := &slot{id: i}
 		s.process.Store(int64(i))
-		s.key.Store("")
 		m.slots = append(m.slots, s)
 	}
 	return m, nil
@@ -349,8 +376,8 @@ func (m *Mutex) cycle(ctx, stop context.Context, s *slot, p history.Process, loc
 	rec := m.env.Recorder
 	ki := rng.IntN(m.cfg.Keys)
 	m.touched[ki/64].Or(1 << (ki % 64))
-	key := Key(ki)
-	s.key.Store(key)
+	key := m.key(ki)
+	s.key.Store(int64(ki) + 1)
 
 	rec.Invoke(p, history.FAcquire, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout+m.cfg.AcquireTimeout)
@@ -504,13 +531,16 @@ func (m *Mutex) pauseRenewer(ctx context.Context, owner history.Process, threads
 // nemesis's pending request for a holder if it is meant for that point (a
 // crash is taken before the write).
 func (m *Mutex) take(p history.Process, at nemesis.PausePoint) *holderRequest {
+	if !m.posted.Load() {
+		return nil // a request posted meanwhile is for the next safe point
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	req := m.pending
 	if req == nil || req.watch || (req.crash && at != nemesis.PauseBeforeWrite) || (!req.crash && req.at != at) {
 		return nil
 	}
-	m.pending = nil
+	m.setPending(nil)
 	req.taken <- p
 	return req
 }
@@ -525,7 +555,7 @@ func (m *Mutex) enterSection(s *slot, p history.Process, lease locks.Lease) {
 	if req == nil || !req.watch || !admits(req.want, lease, time.Now()) {
 		return
 	}
-	m.pending = nil
+	m.setPending(nil)
 	req.key = lease.Key
 	req.taken <- p
 }
@@ -560,10 +590,16 @@ func (m *Mutex) strike(ctx context.Context, req *holderRequest) (history.Process
 	return m.await(ctx, req)
 }
 
+// setPending makes req (nil: none) the pending request; m.mu is held.
+func (m *Mutex) setPending(req *holderRequest) {
+	m.pending = req
+	m.posted.Store(req != nil)
+}
+
 // post makes req the pending request; m.mu is held.
 func (m *Mutex) post(req *holderRequest) {
 	req.taken = make(chan history.Process, 1)
-	m.pending = req
+	m.setPending(req)
 }
 
 // await waits for a client to take the posted req, or withdraws it when
@@ -577,7 +613,7 @@ func (m *Mutex) await(ctx context.Context, req *holderRequest) (history.Process,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pending == req {
-		m.pending = nil
+		m.setPending(nil)
 		return 0, false
 	}
 	return <-req.taken, true // taken just as ctx ended
@@ -715,10 +751,10 @@ func (m *Mutex) failpoint(ctx context.Context, p history.Process, s *slot, threa
 		return errCrash
 	}
 	if locks.OnRenewer(ctx) {
-		m.pauseRenewer(ctx, p, threads, s.key.Load().(string), a.pause, "failpoint "+name)
+		m.pauseRenewer(ctx, p, threads, m.slotKey(s), a.pause, "failpoint "+name)
 		return nil
 	}
-	m.pause(ctx, p, s.key.Load().(string), a.pause, "failpoint "+name)
+	m.pause(ctx, p, m.slotKey(s), a.pause, "failpoint "+name)
 	return nil
 }
 
