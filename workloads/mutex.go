@@ -103,6 +103,25 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// namedKeys is how many key names a workload makes in advance.
+const namedKeys = 4096
+
+// key is the name of key i.
+func (m *Mutex) key(i int) string {
+	if i < len(m.keys) {
+		return m.keys[i]
+	}
+	return Key(i)
+}
+
+// slotKey is the key of slot s's current cycle ("" before its first).
+func (m *Mutex) slotKey(s *slot) string {
+	if k := s.key.Load(); k > 0 {
+		return m.key(int(k - 1))
+	}
+	return ""
+}
+
 // Key is the name of lock key i ("lock-%d", without fmt's reflection: the
 // workload names a key every cycle).
 func Key(i int) string { return "lock-" + strconv.Itoa(i) }
@@ -142,11 +161,17 @@ type Mutex struct {
 	// touched has bit i set once a client asked for key i: the keys
 	// FinalReads reads (a run of a million keys touches a few).
 	touched []atomic.Uint64
+	// keys are the names of the first keys, made once: a cycle names its
+	// key without allocating (a run of a million keys names the rest).
+	keys []string
 
 	mu           sync.Mutex
 	renewStalled time.Time // watchdog renewals wait until then (StallRenewers)
 	failpoints   map[string]failpointAction
 	pending      *holderRequest // a nemesis's request for the next holder; guarded by mu
+	// posted is whether pending is set, read without mu: a client at its
+	// safe point takes mu only when a request may be there for it.
+	posted atomic.Bool
 }
 
 // holderRequest is a nemesis's request to fault a client inside its
@@ -173,7 +198,7 @@ type failpointAction struct {
 type slot struct {
 	id      int
 	process atomic.Int64
-	key     atomic.Value // string: the key of its current cycle, for failpoint pauses
+	key     atomic.Int64 // 1 + the index of its current cycle's key (0: none), for failpoint pauses
 	// section is the lease it works under, from its read until its
 	// release, for AwaitHolder; nil outside. Guarded by Mutex.mu.
 	section *locks.Lease
@@ -190,20 +215,23 @@ func NewMutex(cfg Config, env Env) (*Mutex, error) {
 	}
 	m := &Mutex{cfg: cfg, env: env, failpoints: map[string]failpointAction{}, touched: make([]atomic.Uint64, (cfg.Keys+63)/64)}
 	m.nextProcess.Store(int64(cfg.Clients))
+	for i := range min(cfg.Keys, namedKeys) {
+		m.keys = append(m.keys, Key(i))
+	}
 	m.nextRenewer.Store(RenewerBase)
 	for i := 0; i < cfg.Clients; i++ {
 		s := &slot{id: i}
 		s.process.Store(int64(i))
-		s.key.Store("")
 		m.slots = append(m.slots, s)
 	}
 	return m, nil
 }
 
 // Run runs every client until stop is done, then lets each finish its
-// current critical section and release. Operations themselves run under
-// ctx, so a stop at the end of the run does not turn them into unknowns;
-// cancelling ctx (Ctrl-C) aborts them.
+// current critical section (the rest of its work, Hold, cut short: see
+// criticalSection) and release. Operations themselves run under ctx, so a
+// stop at the end of the run does not turn them into unknowns; cancelling
+// ctx (Ctrl-C) aborts them.
 func (m *Mutex) Run(ctx, stop context.Context) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(m.slots))
@@ -348,8 +376,8 @@ func (m *Mutex) cycle(ctx, stop context.Context, s *slot, p history.Process, loc
 	rec := m.env.Recorder
 	ki := rng.IntN(m.cfg.Keys)
 	m.touched[ki/64].Or(1 << (ki % 64))
-	key := Key(ki)
-	s.key.Store(key)
+	key := m.key(ki)
+	s.key.Store(int64(ki) + 1)
 
 	rec.Invoke(p, history.FAcquire, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout+m.cfg.AcquireTimeout)
@@ -378,7 +406,7 @@ func (m *Mutex) cycle(ctx, stop context.Context, s *slot, p history.Process, loc
 		return false
 	}
 
-	if m.criticalSection(ctx, s, p, key, lock, &lease, rng) {
+	if m.criticalSection(ctx, stop, s, p, key, lock, &lease, rng) {
 		m.crash(p, key, lock)
 		return true
 	}
@@ -388,7 +416,15 @@ func (m *Mutex) cycle(ctx, stop context.Context, s *slot, p history.Process, loc
 
 // criticalSection reads the counter, maybe pauses, and writes counter+1
 // with the lease's fencing token. It returns true when the client crashed.
-func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process, key string, lock locks.Lock, lease *locks.Lease, rng *rand.Rand) bool {
+//
+// Its work (Hold) ends early once stop is done: the run is over, and the
+// rest of a long hold would only keep the teardown waiting (watchdog-
+// partition's 3s hold made its teardown 2.9s, the Redlock scenarios'
+// 1.4s holds theirs 1.3 to 1.6s, on a loaded machine). The
+// write and the release still happen, under ctx, as they would have; a
+// pause (the nemesis's or ClientPause) is never cut, since what a paused
+// client does when it wakes is what a run looks at.
+func (m *Mutex) criticalSection(ctx, stop context.Context, s *slot, p history.Process, key string, lock locks.Lock, lease *locks.Lease, rng *rand.Rand) bool {
 	rec := m.env.Recorder
 	rec.Invoke(p, history.FRead, key, nil)
 	opCtx, cancel := context.WithTimeout(ctx, m.cfg.OpTimeout)
@@ -402,7 +438,7 @@ func (m *Mutex) criticalSection(ctx context.Context, s *slot, p history.Process,
 
 	m.enterSection(s, p, *lease)
 	defer m.leaveSection(s)
-	sleep(ctx, m.cfg.Hold) // the work the lock protects
+	work(ctx, stop, m.cfg.Hold) // the work the lock protects
 
 	// The safe point where a nemesis's requests take effect, and where a
 	// configured GC pause strikes: between read and write, the worst place.
@@ -495,13 +531,16 @@ func (m *Mutex) pauseRenewer(ctx context.Context, owner history.Process, threads
 // nemesis's pending request for a holder if it is meant for that point (a
 // crash is taken before the write).
 func (m *Mutex) take(p history.Process, at nemesis.PausePoint) *holderRequest {
+	if !m.posted.Load() {
+		return nil // a request posted meanwhile is for the next safe point
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	req := m.pending
 	if req == nil || req.watch || (req.crash && at != nemesis.PauseBeforeWrite) || (!req.crash && req.at != at) {
 		return nil
 	}
-	m.pending = nil
+	m.setPending(nil)
 	req.taken <- p
 	return req
 }
@@ -516,7 +555,7 @@ func (m *Mutex) enterSection(s *slot, p history.Process, lease locks.Lease) {
 	if req == nil || !req.watch || !admits(req.want, lease, time.Now()) {
 		return
 	}
-	m.pending = nil
+	m.setPending(nil)
 	req.key = lease.Key
 	req.taken <- p
 }
@@ -551,10 +590,16 @@ func (m *Mutex) strike(ctx context.Context, req *holderRequest) (history.Process
 	return m.await(ctx, req)
 }
 
+// setPending makes req (nil: none) the pending request; m.mu is held.
+func (m *Mutex) setPending(req *holderRequest) {
+	m.pending = req
+	m.posted.Store(req != nil)
+}
+
 // post makes req the pending request; m.mu is held.
 func (m *Mutex) post(req *holderRequest) {
 	req.taken = make(chan history.Process, 1)
-	m.pending = req
+	m.setPending(req)
 }
 
 // await waits for a client to take the posted req, or withdraws it when
@@ -568,7 +613,7 @@ func (m *Mutex) await(ctx context.Context, req *holderRequest) (history.Process,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pending == req {
-		m.pending = nil
+		m.setPending(nil)
 		return 0, false
 	}
 	return <-req.taken, true // taken just as ctx ended
@@ -706,10 +751,10 @@ func (m *Mutex) failpoint(ctx context.Context, p history.Process, s *slot, threa
 		return errCrash
 	}
 	if locks.OnRenewer(ctx) {
-		m.pauseRenewer(ctx, p, threads, s.key.Load().(string), a.pause, "failpoint "+name)
+		m.pauseRenewer(ctx, p, threads, m.slotKey(s), a.pause, "failpoint "+name)
 		return nil
 	}
-	m.pause(ctx, p, s.key.Load().(string), a.pause, "failpoint "+name)
+	m.pause(ctx, p, m.slotKey(s), a.pause, "failpoint "+name)
 	return nil
 }
 
@@ -795,6 +840,20 @@ func sleep(ctx context.Context, d time.Duration) {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// work waits d, or until ctx or stop is done.
+func work(ctx, stop context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-stop.Done():
 	case <-t.C:
 	}
 }

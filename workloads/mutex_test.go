@@ -306,3 +306,31 @@ func TestFinalReadsReadTheKeysAsked(t *testing.T) {
 		t.Errorf("final reads read %d keys, the clients asked for %d", len(read), len(asked))
 	}
 }
+
+// A stop cuts the holder's work (Hold) short, but not its critical
+// section: the client still writes and releases, as it would have, and
+// the teardown does not wait out a long hold.
+func TestStopCutsTheWorkShortNotTheSection(t *testing.T) {
+	m, rec, stop := start(t, workloads.Config{Clients: 1, TTL: 30 * time.Second, Hold: 20 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, ok := m.AwaitHolder(ctx, nemesis.Await{}); !ok {
+		t.Fatal("no client held the lock within 5s")
+	}
+	began := time.Now()
+	stop()
+	if d := time.Since(began); d > 5*time.Second {
+		t.Fatalf("the stop waited %v for a 20s hold", d)
+	}
+	done := map[string]history.Type{}
+	for _, op := range rec.Ops() {
+		if op.Type != history.Invoke {
+			done[op.F] = op.Type
+		}
+	}
+	for _, f := range []string{history.FAcquire, history.FRead, history.FWrite, history.FRelease} {
+		if done[f] != history.OK {
+			t.Errorf("%s: %q, want ok (ops %v)", f, done[f], rec.Ops())
+		}
+	}
+}
