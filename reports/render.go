@@ -434,6 +434,7 @@ type indexData struct {
 	Start, Duration string
 	Config          []ConfigRow
 	Files           []FileGroup
+	Log             string // the run's log (LogFile), when it has one
 	Glossary        []Term
 }
 
@@ -464,6 +465,9 @@ func (v *runView) indexPage(dir string, porc []porcupineLink) ([]byte, error) {
 		return nil, err
 	}
 	d.Files = GroupFiles(files)
+	if slices.Contains(files, LogFile) {
+		d.Log = LogFile
+	}
 	var buf bytes.Buffer
 	if err := indexTmpl.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("render index: %w", err)
