@@ -49,8 +49,11 @@ func each(ctx context.Context, src history.Source, see ...func(*history.Op)) err
 // processes, the keys acquired, the latencies, and the events violations
 // name that the check did not keep.
 type digest struct {
-	rare    []call          // client pauses and crashes, by invocation
-	procs   map[int]bool    // client processes (renewer threads excluded)
+	rare  []call       // client pauses and crashes, by invocation
+	procs map[int]bool // client processes (renewer threads excluded)
+	// acted are the client processes that invoked anything but a read:
+	// the others only read (the final reader).
+	acted   map[int]bool
 	acqKeys map[string]bool // keys acquired
 	// at holds the events a violation names (by index) that the check did
 	// not keep, and invokedAt the invocation time of each (invokeOf).
@@ -77,7 +80,7 @@ type pending struct {
 
 // newDigest starts a digest that keeps the events want names.
 func newDigest(want map[int64]bool) *digest {
-	return &digest{procs: map[int]bool{}, acqKeys: map[string]bool{}, at: map[int64]history.Op{},
+	return &digest{procs: map[int]bool{}, acted: map[int]bool{}, acqKeys: map[string]bool{}, at: map[int64]history.Op{},
 		invokedAt: map[int64]int64{}, lat: newLatencyDigest(), want: want, lastInvoke: map[pf]int64{},
 		open: map[history.Process]pending{}}
 }
@@ -120,6 +123,9 @@ func (d *digest) see(op *history.Op) {
 
 // invoke takes a client invocation into the digest.
 func (d *digest) invoke(op *history.Op) {
+	if op.F != history.FRead {
+		d.acted[int(op.Process)] = true
+	}
 	p := pending{t: op.Time, f: op.F, key: op.Key, rare: -1}
 	if op.F == history.FAcquire && op.Key != "" {
 		d.acqKeys[op.Key] = true
