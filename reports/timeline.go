@@ -37,6 +37,7 @@ const (
 	rowFault                     // a lane of fault windows
 	rowClient                    // one client process
 	rowBins                      // how many violations each stretch of a crowded overview has
+	rowNode                      // the grants of one lock node (Redlock)
 )
 
 type row struct {
@@ -82,6 +83,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	d.bands()
 	d.lanes()
 	d.clockRows()
+	d.nodeGrants()
 	d.bars()
 	d.pausesAndCrashes()
 	d.writeTicks()
@@ -139,7 +141,7 @@ type drawnMarks struct {
 	wroteOK, wroteRejected, wroteUnk bool
 	overlap, otherFatal, harmless    bool
 	staleFatal, staleHarmless        bool
-	binned                           bool
+	binned, grants                   bool
 }
 
 // tickKey is a tick's row, kind and pixel column.
@@ -162,6 +164,36 @@ type rowLayout struct {
 	clientY     map[int]float64
 	laneY       map[int]float64
 	clockY      map[string]float64
+	nodeY       map[string]float64 // the row of each lock node's grants
+}
+
+// addNodeRows adds a row per lock node, for the grants each made,
+// between the rows above the clients and the clients.
+func (l *rowLayout) addNodeRows(nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	var rows []row
+	for _, n := range nodes {
+		rows = append(rows, row{Kind: rowNode, Label: n + " granted", Node: n})
+	}
+	l.rows = slices.Concat(l.rows[:l.firstClient], rows, l.rows[l.firstClient:])
+	l.firstClient += len(rows)
+	l.nodeY = map[string]float64{}
+	for i, r := range l.rows {
+		switch r.Kind {
+		case rowClient:
+			l.clientY[r.Proc] = l.y(i)
+		case rowNode:
+			l.nodeY[r.Node] = l.y(i)
+		}
+	}
+	for lane := range l.laneY {
+		l.laneY[lane] += float64(len(rows))
+	}
+	for n := range l.clockY {
+		l.clockY[n] += float64(len(rows))
+	}
 }
 
 // rowOf is the index of the first row of kind k, 0 when there is none.
@@ -197,6 +229,7 @@ func (v *runView) newTimelineDraw(win window) *timelineDraw {
 	lanes := d.placeFaults()
 	d.crowded = !win.Zoom && d.countViolations() > crowdedViolations
 	d.layout = layoutRows(len(d.loose) > 0, d.crowded, clockNodes, lanes, d.procs)
+	d.layout.addNodeRows(v.grantNodes())
 	for i, r := range d.layout.rows {
 		if r.Kind == rowClient {
 			d.layout.rows[i].Label = v.rowName(r.Proc)

@@ -107,6 +107,61 @@ func (d *timelineDraw) bars() {
 	}
 }
 
+// nodeGrants draws, in each lock node's row, the holds that node
+// granted, coloured by the client that held (a client's colour is its
+// place among the clients), merged per row and client where closer than
+// a pixel: the picture of which nodes a Redlock quorum stood on, and
+// where two quorums shared a node.
+func (d *timelineDraw) nodeGrants() {
+	if len(d.layout.nodeY) == 0 {
+		return
+	}
+	type rk struct {
+		node string
+		proc int
+	}
+	open := map[rk][2]float64{}
+	flush := func(k rk) {
+		// Each client a band of the row: two quorums on one node show
+		// as two bands at once.
+		b, y := open[k], d.layout.nodeY[k.node]
+		i, _ := slices.BinarySearch(d.v.procs, k.proc)
+		h := 0.7 / float64(max(len(d.v.procs), 1))
+		y0 := y - 0.35 + h*float64(i)
+		d.base.rect(b[0], b[1], y0, y0+h, d.procColour(k.proc), 1)
+	}
+	_ = d.v.res.EachHold(func(h checker.Hold) error {
+		e := d.v.holdEnd(h)
+		if !d.in(h.Start, e) {
+			return nil
+		}
+		for _, n := range d.v.dig.granted[h.Acquire] {
+			k := rk{n, h.Process}
+			s, en := seconds(h.Start), seconds(e)
+			if b, ok := open[k]; ok && s-b[1] <= d.res {
+				open[k] = [2]float64{b[0], max(b[1], en)}
+				continue
+			} else if ok {
+				flush(k)
+			}
+			open[k] = [2]float64{s, en}
+		}
+		return nil
+	})
+	for _, k := range slices.SortedFunc(maps.Keys(open), func(a, b rk) int {
+		return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.proc, b.proc))
+	}) {
+		flush(k)
+	}
+	d.drawn.grants = true
+}
+
+// procColour is the colour of a client in the node rows.
+func (d *timelineDraw) procColour(p int) color.NRGBA {
+	i, _ := slices.BinarySearch(d.v.procs, p)
+	return keyColours[i%len(keyColours)]
+}
+
 // pausesAndCrashes draws each client pause as a thin bar (to the end of
 // the run when it never ended) and each crash as a cross.
 func (d *timelineDraw) pausesAndCrashes() {
@@ -362,6 +417,8 @@ func (d *timelineDraw) legend() {
 		{d.drawn.staleHarmless, "stale write, harmless", glyphThumb(colWarn, draw.BoxGlyph{}, 3)},
 		{d.drawn.harmless, "finding, not fatal", glyphThumb(colWarn, draw.TriangleGlyph{}, 3.5)},
 		{d.drawn.binned, "(top row: violations per stretch)", boxThumb(colViolation)},
+		{d.drawn.grants, "(node rows: grants; colour = client)", boxThumb(colFaint)},
+		{d.drawn.grants && d.v.dig.grantsCut, fmt.Sprintf("(node rows: the first %d grants)", maxGrants), boxThumb(color.White)},
 	} {
 		if e.drawn {
 			d.leg.Add(e.name, e.thumb)

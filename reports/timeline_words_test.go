@@ -62,3 +62,21 @@ func TestCrowdedOverviewCountsItsViolations(t *testing.T) {
 		t.Error("a close-up counts its violations instead of drawing them")
 	}
 }
+
+// A Redlock history records which nodes granted each acquire: the
+// timeline gives each node a row, between the fault rows and the
+// clients, and the rows above keep their places.
+func TestNodeRowsAreAddedAboveTheClients(t *testing.T) {
+	l := layoutRows(false, false, []string{"n3"}, 1, []int{0, 1})
+	l.addNodeRows([]string{"n1", "n2"})
+	var labels []string
+	for _, r := range l.rows {
+		labels = append(labels, r.Label)
+	}
+	if got, want := strings.Join(labels, "|"), "clock n3|faults|n1 granted|n2 granted|client 0|client 1"; got != want {
+		t.Errorf("rows %s, want %s", got, want)
+	}
+	if l.firstClient != 4 || l.clientY[0] != l.y(4) || l.nodeY["n2"] != l.y(3) || l.laneY[0] != l.y(1) || l.clockY["n3"] != l.y(0) {
+		t.Errorf("rows misplaced: %+v", l)
+	}
+}

@@ -317,3 +317,19 @@ func (v *runView) gatherHolds(ms map[spanKey]*marks) error {
 func (v *runView) faultColour(family string, alpha uint8) color.NRGBA {
 	return v.book.colour(family, alpha)
 }
+
+// grantNodes are the lock nodes the history says granted acquires
+// (history.Value.Nodes, recorded by Redlock-style locks), sorted; none
+// for a lock of one node.
+func (v *runView) grantNodes() []string {
+	if v.dig == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, ns := range v.dig.granted {
+		for _, n := range ns {
+			seen[n] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}

@@ -79,6 +79,16 @@ func TestBrowserShowsNewestRun(t *testing.T) {
 		`(() => { const i = document.getElementById("timeline"); return i && i.complete && i.naturalWidth > 0 ? i.naturalWidth : null; })()`,
 		chromedp.WithPollingTimeout(30*time.Second)))
 	step("wait for the timeline to load", err)
+	// Its terms of art link to its glossary, each to an entry there.
+	terms, err := chromedp.Run(bctx, chromedp.Poll[int](
+		`(() => { const as = [...document.querySelectorAll("a.term")];
+		  const ok = as.filter(a => { const e = document.getElementById(a.getAttribute("href").slice(1)); return e && e.closest("#glossary + dl.glossary, dl.glossary"); });
+		  return as.length > 0 && ok.length === as.length && document.getElementById("glossary") ? as.length : null; })()`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	step("find the glossary links, each to its entry", err)
+	if terms < 1 {
+		t.Errorf("%d terms linked to the glossary, want the violations' terms linked", terms)
+	}
 	if want := "/run/token/" + filepath.Base(newer) + "/"; href != want || !strings.HasSuffix(url, want) {
 		t.Errorf("first run links to %q and the browser is at %q; want the newest run %q", href, url, want)
 	}
