@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/reports"
 )
 
@@ -101,5 +102,5 @@ func lastLogLines(path string, n int) []string {
 // failed: an error, or a verdict other than valid. Its log then keeps
 // the servers' last lines.
 func failed(err error, res reports.Results) bool {
-	return err != nil || res.Verdict != "valid"
+	return err != nil || res.Verdict != checker.Valid
 }
