@@ -49,9 +49,18 @@ func each(ctx context.Context, src history.Source, see ...func(*history.Op)) err
 // processes, the keys acquired, the latencies, and the events violations
 // name that the check did not keep.
 type digest struct {
-	rare    []call          // client pauses and crashes, by invocation
-	procs   map[int]bool    // client processes (renewer threads excluded)
+	rare  []call       // client pauses and crashes, by invocation
+	procs map[int]bool // client processes (renewer threads excluded)
+	// acted are the client processes that invoked anything but a read:
+	// the others only read (the final reader).
+	acted   map[int]bool
 	acqKeys map[string]bool // keys acquired
+	// granted names, by the history index of an acquire's ok, the lock
+	// nodes that granted it (a Redlock-style lock records them), for the
+	// timeline's node rows; maxGrants at most (grantsCut says whether
+	// more were left out).
+	granted   map[int64][]string
+	grantsCut bool
 	// at holds the events a violation names (by index) that the check did
 	// not keep, and invokedAt the invocation time of each (invokeOf).
 	at        map[int64]history.Op
@@ -62,6 +71,10 @@ type digest struct {
 	lastInvoke map[pf]int64                // latest invocation of each process and function
 	open       map[history.Process]pending // client calls in flight
 }
+
+// maxGrants bounds the grants the digest keeps the nodes of: the node
+// rows of a longer run show its first grants only, and say so.
+const maxGrants = 200_000
 
 type pf struct {
 	p history.Process
@@ -77,7 +90,7 @@ type pending struct {
 
 // newDigest starts a digest that keeps the events want names.
 func newDigest(want map[int64]bool) *digest {
-	return &digest{procs: map[int]bool{}, acqKeys: map[string]bool{}, at: map[int64]history.Op{},
+	return &digest{procs: map[int]bool{}, acted: map[int]bool{}, granted: map[int64][]string{}, acqKeys: map[string]bool{}, at: map[int64]history.Op{},
 		invokedAt: map[int64]int64{}, lat: newLatencyDigest(), want: want, lastInvoke: map[pf]int64{},
 		open: map[history.Process]pending{}}
 }
@@ -111,6 +124,13 @@ func (d *digest) see(op *history.Op) {
 		return // a completion without invocation: nothing to draw
 	}
 	delete(d.open, op.Process)
+	if op.F == history.FAcquire && op.Type == history.OK && op.Value != nil && len(op.Value.Nodes) > 0 {
+		if len(d.granted) < maxGrants {
+			d.granted[op.Index] = slices.Clone(op.Value.Nodes)
+		} else {
+			d.grantsCut = true
+		}
+	}
 	if p.rare >= 0 {
 		c := keep(op)
 		d.rare[p.rare].Complete, d.rare[p.rare].Done = &c, true
@@ -120,6 +140,9 @@ func (d *digest) see(op *history.Op) {
 
 // invoke takes a client invocation into the digest.
 func (d *digest) invoke(op *history.Op) {
+	if op.F != history.FRead {
+		d.acted[int(op.Process)] = true
+	}
 	p := pending{t: op.Time, f: op.F, key: op.Key, rare: -1}
 	if op.F == history.FAcquire && op.Key != "" {
 		d.acqKeys[op.Key] = true

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 )
 
@@ -553,4 +555,202 @@ func faultsAround(faults []Fault, start, end int64) []Fault {
 		}
 	}
 	return out
+}
+
+// FaultGroup is the faults of one kind (and, for client pauses and clock
+// jumps, one size) told once: "17 client pauses of 1.5 s = 1.5 × TTL
+// (1 s), 17 struck a holder, 17 outlived the lease", with each of them in
+// Items for whoever unfolds the group.
+type FaultGroup struct {
+	Title string
+	Items []FaultItem
+}
+
+// FaultItem is one fault of a group: what, on whom, when, how it ended
+// and how large it was.
+type FaultItem struct {
+	Label, From, To, EndedBy, Size string
+}
+
+// GroupFaults groups the nemesis's faults by family, a clock jump by
+// its size as well, in the order each group's first began; the title says
+// how many, how large against the scale (when scaled) and, from the
+// run's coverage, how many struck a holder. Client pauses the nemesis
+// asked for are left to GroupClientPauses, which sees each pause the
+// client took.
+func GroupFaults(faults []Fault, s Scale, scaled bool, cov checker.Coverage) []FaultGroup {
+	var groups []FaultGroup
+	index := map[string]int{}
+	fs := map[string]map[string]bool{} // group → the nemesis f that started its faults
+	for _, f := range faults {
+		if f.Family == "pause-client" {
+			continue
+		}
+		key := f.Family
+		if f.Family == "clock" {
+			key += " " + clockWords(f) + f.Detail
+		}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, FaultGroup{})
+			fs[key] = map[string]bool{}
+		}
+		fs[key][f.F] = true
+		groups[i].Items = append(groups[i].Items, faultItem(f, s, scaled))
+	}
+	for key, i := range index {
+		groups[i].Title = groupTitle(faults, key, groups[i], s, scaled, cov, fs[key])
+	}
+	return groups
+}
+
+// faultItem is one fault as a group lists it.
+func faultItem(f Fault, s Scale, scaled bool) FaultItem {
+	it := FaultItem{Label: f.Label, From: fmtTime(f.Start), To: fmtTime(f.End), EndedBy: "end of history"}
+	if scaled {
+		it.Size = f.Size(s)
+	}
+	switch {
+	case f.Stopped:
+		it.EndedBy = "its stop event"
+	case f.Healed:
+		it.EndedBy = "final heal"
+	}
+	return it
+}
+
+// groupTitle says a group of faults in one line: how many, of which
+// kind, their lengths against the TTL, how many struck a holder.
+func groupTitle(faults []Fault, key string, g FaultGroup, s Scale, scaled bool, cov checker.Coverage, fs map[string]bool) string {
+	var lens []time.Duration
+	var first Fault
+	found := false
+	for _, f := range faults {
+		k := f.Family
+		if f.Family == "clock" {
+			k += " " + clockWords(f) + f.Detail
+		}
+		if k != key {
+			continue
+		}
+		if !found {
+			first, found = f, true
+		}
+		if d := faultLength(f); d > 0 {
+			lens = append(lens, d)
+		}
+	}
+	name := cmp.Or(first.Kind.Label, first.Family)
+	title := plural(len(g.Items), name)
+	if first.Family == "clock" {
+		title = fmt.Sprintf("%s (%s)", plural(len(g.Items), "clock change"), strings.TrimSpace(orSome(clockWords(first), first.Detail)))
+	}
+	if r := lengthRange(lens, s, scaled); r != "" {
+		title += " " + r
+	}
+	struck, took := 0, 0
+	for _, f := range slices.Sorted(maps.Keys(fs)) {
+		struck += cov.Faults[f].StruckHolder
+		took += cov.Faults[f].TookEffect
+	}
+	if took > 0 {
+		title += fmt.Sprintf(", %d struck a holder", struck)
+	}
+	return title
+}
+
+// faultLength is how long a fault lasted or was asked to, 0 when it has
+// no length of its own (an instant, a fault still in force at the end).
+func faultLength(f Fault) time.Duration {
+	if f.Kind.Instant || f.Family == "clock" {
+		return 0
+	}
+	if f.Asked > 0 {
+		return f.Asked
+	}
+	if (f.Stopped || f.Healed) && f.End > f.Start {
+		return time.Duration(f.End - f.Start)
+	}
+	return 0
+}
+
+// lengthRange says lengths of time as one ("of 1.5 s = 1.5 × TTL") or a
+// range ("of 0.8 s to 2.1 s = 0.8 to 2.1 × TTL"), against the TTL when
+// scaled.
+func lengthRange(lens []time.Duration, s Scale, scaled bool) string {
+	if len(lens) == 0 {
+		return ""
+	}
+	lo, hi := slices.Min(lens), slices.Max(lens)
+	ttl := scaled && s.TTL > 0
+	if fmtLength(lo) == fmtLength(hi) {
+		if ttl {
+			return fmt.Sprintf("of %s = %s", fmtLength(lo), s.Times(lo))
+		}
+		return "of " + fmtLength(lo)
+	}
+	out := fmt.Sprintf("of %s to %s", fmtLength(lo), fmtLength(hi))
+	if ttl {
+		out += fmt.Sprintf(" = %s to %s", ratio(float64(lo)/float64(s.TTL)), s.Times(hi))
+	}
+	return out
+}
+
+// GroupClientPauses groups the client pauses of a history (the
+// invocations of ops, as checker.Seen.ClientFaults keeps them) by their
+// length: "17 client pauses of 1.5 s = 1.5 × TTL (1 s), 17 struck a
+// holder, 17 outlived the lease". The coverage's counts are of all the
+// pauses: a group says them when it is the only one, else a group of
+// their own says them.
+func GroupClientPauses(ops []history.Op, s Scale, scaled bool, cov checker.PauseCoverage) []FaultGroup {
+	var groups []FaultGroup
+	index := map[time.Duration]int{}
+	var lens []time.Duration
+	for _, op := range ops {
+		if op.F != history.FPause || op.Type != history.Invoke || op.Process.IsNemesis() {
+			continue
+		}
+		var d time.Duration
+		if op.Value != nil {
+			d = time.Duration(op.Value.Duration)
+		}
+		i, ok := index[d]
+		if !ok {
+			i = len(groups)
+			index[d] = i
+			groups = append(groups, FaultGroup{})
+			lens = append(lens, d)
+		}
+		it := FaultItem{Label: clientName(int(op.Process)), From: fmtTime(op.Time), EndedBy: "its own end"}
+		if d > 0 {
+			it.To = fmtTime(op.Time + int64(d))
+			if scaled && s.TTL > 0 {
+				it.Size = fmt.Sprintf("%s = %s", fmtLength(d), s.Times(d))
+			} else {
+				it.Size = fmtLength(d)
+			}
+		}
+		if op.Value != nil && op.Value.Detail != "" {
+			it.Label += ", at " + op.Value.Detail
+		}
+		groups[i].Items = append(groups[i].Items, it)
+	}
+	for i := range groups {
+		title := plural(len(groups[i].Items), "client pause")
+		if lens[i] > 0 {
+			title += " " + lengthRange([]time.Duration{lens[i]}, s, scaled)
+		}
+		groups[i].Title = title
+	}
+	if cov.Total > 0 {
+		counts := fmt.Sprintf("%d struck a holder, %d outlived the lease", cov.StruckHolder, cov.OutlivedLease)
+		if len(groups) == 1 {
+			groups[0].Title += ", " + counts
+		} else if len(groups) > 1 {
+			groups = append(groups, FaultGroup{Title: fmt.Sprintf("Of all %s, %s", plural(cov.Total, "client pause"), counts)})
+		}
+	}
+	return groups
 }

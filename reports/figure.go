@@ -34,6 +34,7 @@ var (
 	colFaint     = color.NRGBA{R: 150, G: 150, B: 150, A: 255}
 	colGrid      = color.NRGBA{R: 225, G: 225, B: 225, A: 255}
 	colPause     = color.NRGBA{R: 90, G: 90, B: 90, A: 255}
+	colExpiry    = color.NRGBA{R: 117, G: 60, B: 160, A: 255} // a lease that ran out while held
 	// Holds are coloured by key; none of these is red or orange.
 	keyColours = []color.NRGBA{
 		{R: 31, G: 119, B: 180, A: 255},  // blue

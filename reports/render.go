@@ -392,24 +392,22 @@ var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 }).Parse(indexTmplText))
 
 type checkerRow struct {
-	Name, Expected, Observed, Class, Details string
-	Mismatch                                 bool
+	Name, Expected, Observed, Class string
+	Details                         template.HTML // sentences, terms linked (LinkTerms)
+	Mismatch                        bool
 }
 
 type violationRow struct {
-	N                         int
-	Kind, Checker, Text, Zoom string
-	Events                    string
+	N                   int
+	Kind, Checker, Zoom string
+	Text                template.HTML // in words, terms linked (LinkTerms)
+	Events              string
 }
 
 type zoomRow struct {
 	N        int
 	What     string // violation or finding
 	PNG, SVG string
-}
-
-type faultRow struct {
-	Label, From, To, EndedBy, Size string
 }
 
 type countRow struct {
@@ -421,30 +419,28 @@ type indexData struct {
 	Meta                  RunMeta
 	Lock                  string
 	Verdict, VerdictClass string
-	Headline              string
+	Headline              template.HTML
 	Stories               []storyRow // the story of the most telling finding of each kind
 	HasExpected           bool
 	Checkers              []checkerRow
-	Evidence, Unmet       []string // what the run exercised; required exposure it did not reach
+	Evidence, Unmet       []template.HTML // what the run exercised; required exposure it did not reach
 	Violations            []violationRow
 	MoreViolations        int
 	Fatal, Harmless       int // violations that make the run invalid, and the rest
 	Zooms                 []zoomRow
 	ZoomsLeftOut          bool
 	Porcupine             []porcupineLink
-	Faults                []faultRow
-	// TTL and Drift are the scale fault sizes are given in (empty when the
-	// run recorded no configuration); ClientPauses the client pauses
-	// against it.
-	TTL, Drift   string
-	ClientPauses []string
-	// MoreFaults and MorePauses are how many faults and client pauses
-	// a long run had beyond the maxListed the page lists.
-	MoreFaults, MorePauses int
-	Counts                 []countRow
-	Start, Duration        string
-	Config                 string
-	Files                  []string
+	// Faults are the faults and the client pauses, grouped (GroupFaults,
+	// GroupClientPauses); TTL and Drift the scale their sizes are given in
+	// (empty when the run recorded no configuration).
+	Faults          []FaultGroup
+	TTL, Drift      string
+	Counts          []countRow
+	Start, Duration string
+	Config          []ConfigRow
+	Files           []FileGroup
+	Log             string // the run's log (LogFile), when it has one
+	Glossary        []Term
 }
 
 func verdictClass(v checker.Verdict) string {
@@ -461,19 +457,22 @@ func (v *runView) indexPage(dir string, porc []porcupineLink, stories []storyRow
 	d := indexData{Stories: stories,
 		Meta: v.meta, Lock: orSome(v.meta.Lock, "?"), Verdict: verdictWord(v.res.Verdict),
 		VerdictClass: verdictClass(v.res.Verdict), Porcupine: porc, HasExpected: len(v.meta.Expected) > 0,
-		Evidence: Evidence(v.res.Coverage), Unmet: v.res.Vacuous,
+		Evidence: linkAll(Evidence(v.res.Coverage)), Unmet: linkAll(v.res.Vacuous), Glossary: Glossary,
 	}
 	v.indexRun(&d)
 	d.Checkers = v.checkerRows()
 	v.indexViolations(&d)
-	d.Headline = v.headline()
+	d.Headline = LinkTerms(v.headline())
 	v.indexFaults(&d)
 	d.Counts = v.countRows()
 	files, err := indexFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	d.Files = files
+	d.Files = GroupFiles(files)
+	if slices.Contains(files, LogFile) {
+		d.Log = LogFile
+	}
 	var buf bytes.Buffer
 	if err := indexTmpl.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("render index: %w", err)
@@ -493,12 +492,7 @@ func (v *runView) indexRun(d *indexData) {
 	}
 	d.Duration = dur.Round(time.Millisecond).String()
 	if len(v.meta.Config) > 0 {
-		var buf bytes.Buffer
-		if json.Indent(&buf, v.meta.Config, "", "  ") == nil {
-			d.Config = buf.String()
-		} else {
-			d.Config = string(v.meta.Config)
-		}
+		d.Config = ConfigRows(v.meta.Config)
 	}
 }
 
@@ -516,7 +510,7 @@ func (v *runView) checkerRows() []checkerRow {
 		r := checkerRow{Name: n, Expected: v.meta.Expected[n], Observed: "—", Class: "unknown"}
 		if cr, ok := v.res.Checkers[n]; ok {
 			r.Observed, r.Class = string(cr.Verdict), verdictClass(cr.Verdict)
-			r.Details = checkerDetails(cr)
+			r.Details = LinkTerms(checkerSentences(cr))
 		} else if n == "verdict" || n == "overall" {
 			r.Observed, r.Class = string(v.res.Verdict), verdictClass(v.res.Verdict)
 		}
@@ -539,7 +533,7 @@ func (v *runView) indexViolations(d *indexData) {
 			d.MoreViolations = len(v.res.Violations) - maxListed
 			break
 		}
-		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: v.violationWords(i), Events: eventList(vi.Events)}
+		r := violationRow{N: i + 1, Kind: vi.Kind, Checker: vi.Checker, Text: LinkTerms(v.violationWords(i)), Events: eventList(vi.Events)}
 		if zoomed[i] {
 			r.Zoom = ZoomFile(i+1) + ".png"
 		}
@@ -575,36 +569,22 @@ func eventList(events []int64) string {
 	return strings.Join(ev, " ")
 }
 
-// indexFaults fills in the faults and the client pauses, with their sizes
-// against the lock's TTL when the record says it.
+// indexFaults fills in the faults and the client pauses, grouped, with
+// their sizes against the lock's TTL when the record says it.
 func (v *runView) indexFaults(d *indexData) {
 	scale, scaled := ScaleOf(v.rec)
-	if scaled {
+	if scaled && scale.TTL > 0 {
 		d.TTL = fmtLength(scale.TTL)
 		if scale.Drift > 0 {
 			d.Drift = fmtLength(scale.Drift)
 		}
-		d.ClientPauses = ClientPauseSizes(v.res.Seen.ClientFaults, scale)
-		if n := len(d.ClientPauses); n > maxListed {
-			d.ClientPauses, d.MorePauses = d.ClientPauses[:maxListed], n-maxListed
-		}
 	}
-	for i, f := range v.faults {
-		if i == maxListed {
-			d.MoreFaults = len(v.faults) - maxListed
-			break
+	d.Faults = append(GroupFaults(v.faults, scale, scaled, v.res.Coverage),
+		GroupClientPauses(v.res.Seen.ClientFaults, scale, scaled, v.res.Coverage.Pauses)...)
+	for i := range d.Faults {
+		if g := &d.Faults[i]; len(g.Items) > maxListed {
+			g.Items = g.Items[:maxListed]
 		}
-		r := faultRow{Label: f.Label, From: fmtTime(f.Start), To: fmtTime(f.End), EndedBy: "end of history"}
-		if scaled {
-			r.Size = f.Size(scale)
-		}
-		switch {
-		case f.Stopped:
-			r.EndedBy = "its stop event"
-		case f.Healed:
-			r.EndedBy = "final heal"
-		}
-		d.Faults = append(d.Faults, r)
 	}
 }
 
@@ -639,26 +619,6 @@ func indexFiles(dir string) ([]string, error) {
 		slices.Sort(files)
 	}
 	return files, nil
-}
-
-func checkerDetails(cr checker.CheckResult) string {
-	var parts []string
-	if cr.Reason != "" {
-		parts = append(parts, cr.Reason)
-	}
-	keys := make([]string, 0, len(cr.Stats))
-	for k := range cr.Stats {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var stats []string
-	for _, k := range keys {
-		stats = append(stats, k+" "+fmtStat(cr.Stats[k]))
-	}
-	if len(stats) > 0 {
-		parts = append(parts, strings.Join(stats, " · "))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // overlapCause explains an overlap by the foreign release that let the

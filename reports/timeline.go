@@ -36,6 +36,8 @@ const (
 	rowClock                     // one node's clock offset
 	rowFault                     // a lane of fault windows
 	rowClient                    // one client process
+	rowBins                      // how many violations each stretch of a crowded overview has
+	rowNode                      // the grants of one lock node (Redlock)
 )
 
 type row struct {
@@ -81,6 +83,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	d.bands()
 	d.lanes()
 	d.clockRows()
+	d.nodeGrants()
 	d.bars()
 	d.pausesAndCrashes()
 	d.writeTicks()
@@ -120,9 +123,14 @@ type timelineDraw struct {
 	viols *shapes // violations, on top of holds and writes, never merged
 	top   *shapes // drawn last: rare marks stay visible on top of red
 
-	ticks    map[tickKey]bool // write and expiry ticks drawn, one per pixel column, row and kind
-	dense    bool             // too many accepted writes to draw: left out
-	families map[string]bool  // fault families shaded
+	ticks map[tickKey]bool // write and expiry ticks drawn, one per pixel column, row and kind
+	// crowded is an overview with more violations than can be told apart:
+	// they are drawn thin, and counted per stretch of time in a row of
+	// their own (bins).
+	crowded  bool
+	bins     []int
+	dense    bool            // too many accepted writes to draw: left out
+	families map[string]bool // fault families shaded
 	drawn    drawnMarks
 	leg      *legend
 }
@@ -132,6 +140,8 @@ type drawnMarks struct {
 	expired, paused, crashed         bool
 	wroteOK, wroteRejected, wroteUnk bool
 	overlap, otherFatal, harmless    bool
+	staleFatal, staleHarmless        bool
+	binned, grants                   bool
 }
 
 // tickKey is a tick's row, kind and pixel column.
@@ -154,6 +164,46 @@ type rowLayout struct {
 	clientY     map[int]float64
 	laneY       map[int]float64
 	clockY      map[string]float64
+	nodeY       map[string]float64 // the row of each lock node's grants
+}
+
+// addNodeRows adds a row per lock node, for the grants each made,
+// between the rows above the clients and the clients.
+func (l *rowLayout) addNodeRows(nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	var rows []row
+	for _, n := range nodes {
+		rows = append(rows, row{Kind: rowNode, Label: n + " granted", Node: n})
+	}
+	l.rows = slices.Concat(l.rows[:l.firstClient], rows, l.rows[l.firstClient:])
+	l.firstClient += len(rows)
+	l.nodeY = map[string]float64{}
+	for i, r := range l.rows {
+		switch r.Kind {
+		case rowClient:
+			l.clientY[r.Proc] = l.y(i)
+		case rowNode:
+			l.nodeY[r.Node] = l.y(i)
+		}
+	}
+	for lane := range l.laneY {
+		l.laneY[lane] += float64(len(rows))
+	}
+	for n := range l.clockY {
+		l.clockY[n] += float64(len(rows))
+	}
+}
+
+// rowOf is the index of the first row of kind k, 0 when there is none.
+func (l *rowLayout) rowOf(k rowKind) int {
+	for i, r := range l.rows {
+		if r.Kind == k {
+			return i
+		}
+	}
+	return 0
 }
 
 // y is the data y of row i: row 0 is at the top.
@@ -177,7 +227,14 @@ func (v *runView) newTimelineDraw(win window) *timelineDraw {
 	var clockNodes []string
 	d.faults, clockNodes = d.windowFaults()
 	lanes := d.placeFaults()
-	d.layout = layoutRows(len(d.loose) > 0, clockNodes, lanes, d.procs)
+	d.crowded = !win.Zoom && d.countViolations() > crowdedViolations
+	d.layout = layoutRows(len(d.loose) > 0, d.crowded, clockNodes, lanes, d.procs)
+	d.layout.addNodeRows(v.grantNodes())
+	for i, r := range d.layout.rows {
+		if r.Kind == rowClient {
+			d.layout.rows[i].Label = v.rowName(r.Proc)
+		}
+	}
 
 	n := len(d.layout.rows)
 	d.area = &plotArea{XMin: d.xmin, XMax: d.xmax, YMin: -0.5, YMax: float64(n) - 0.5, ClientY: d.layout.clientY, Rows: d.layout.rows}
@@ -189,6 +246,21 @@ func (v *runView) newTimelineDraw(win window) *timelineDraw {
 	d.ticks = map[tickKey]bool{}
 	d.families = map[string]bool{}
 	return d
+}
+
+// crowdedViolations is how many violations naming a client an overview
+// draws in full; past it they would paint the rows red.
+const crowdedViolations = 40
+
+// countViolations is how many violations naming a client the window has.
+func (d *timelineDraw) countViolations() int {
+	n := 0
+	for _, vi := range d.v.res.Violations {
+		if len(vi.Processes) > 0 && d.in(vi.Start, max(vi.End, vi.Start)) {
+			n++
+		}
+	}
+	return n
 }
 
 // in reports whether [a, b] overlaps the window.
@@ -283,11 +355,15 @@ func (d *timelineDraw) placeFaults() int {
 	return len(lanes)
 }
 
-// layoutRows lays out the rows, top to bottom: the violations that name
-// no process (if any), a clock row per node, the fault lanes, a row per
+// layoutRows lays out the rows, top to bottom: the count of violations
+// of a crowded overview (binRow), the violations that name no process
+// (if any), a clock row per node, the fault lanes, a row per
 // client.
-func layoutRows(looseRow bool, clockNodes []string, lanes int, procs []int) rowLayout {
+func layoutRows(looseRow, binRow bool, clockNodes []string, lanes int, procs []int) rowLayout {
 	var rows []row
+	if binRow {
+		rows = append(rows, row{Kind: rowBins, Label: "violations"})
+	}
 	if looseRow {
 		rows = append(rows, row{Kind: rowViolations, Label: "violations"})
 	}

@@ -107,6 +107,61 @@ func (d *timelineDraw) bars() {
 	}
 }
 
+// nodeGrants draws, in each lock node's row, the holds that node
+// granted, coloured by the client that held (a client's colour is its
+// place among the clients), merged per row and client where closer than
+// a pixel: the picture of which nodes a Redlock quorum stood on, and
+// where two quorums shared a node.
+func (d *timelineDraw) nodeGrants() {
+	if len(d.layout.nodeY) == 0 {
+		return
+	}
+	type rk struct {
+		node string
+		proc int
+	}
+	open := map[rk][2]float64{}
+	flush := func(k rk) {
+		// Each client a band of the row: two quorums on one node show
+		// as two bands at once.
+		b, y := open[k], d.layout.nodeY[k.node]
+		i, _ := slices.BinarySearch(d.v.procs, k.proc)
+		h := 0.7 / float64(max(len(d.v.procs), 1))
+		y0 := y - 0.35 + h*float64(i)
+		d.base.rect(b[0], b[1], y0, y0+h, d.procColour(k.proc), 1)
+	}
+	_ = d.v.res.EachHold(func(h checker.Hold) error {
+		e := d.v.holdEnd(h)
+		if !d.in(h.Start, e) {
+			return nil
+		}
+		for _, n := range d.v.dig.granted[h.Acquire] {
+			k := rk{n, h.Process}
+			s, en := seconds(h.Start), seconds(e)
+			if b, ok := open[k]; ok && s-b[1] <= d.res {
+				open[k] = [2]float64{b[0], max(b[1], en)}
+				continue
+			} else if ok {
+				flush(k)
+			}
+			open[k] = [2]float64{s, en}
+		}
+		return nil
+	})
+	for _, k := range slices.SortedFunc(maps.Keys(open), func(a, b rk) int {
+		return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.proc, b.proc))
+	}) {
+		flush(k)
+	}
+	d.drawn.grants = true
+}
+
+// procColour is the colour of a client in the node rows.
+func (d *timelineDraw) procColour(p int) color.NRGBA {
+	i, _ := slices.BinarySearch(d.v.procs, p)
+	return keyColours[i%len(keyColours)]
+}
+
 // pausesAndCrashes draws each client pause as a thin bar (to the end of
 // the run when it never ended) and each crash as a cross.
 func (d *timelineDraw) pausesAndCrashes() {
@@ -186,7 +241,7 @@ func (d *timelineDraw) tick(x, y float64, kind int) {
 	case tkUnknown:
 		d.top.tick(x, y-0.42, y+0.42, colFaint, 1)
 	case tkExpired:
-		d.top.tick(x, y-0.3, y+0.3, colInk, 2)
+		d.top.glyph(x, y+0.3, draw.CircleGlyph{}, 2.5, colExpiry)
 	}
 	d.area.Ticks++
 }
@@ -197,17 +252,25 @@ func (d *timelineDraw) tick(x, y float64, kind int) {
 // Red is for violations; a harmless finding is drawn in the warning
 // colour.
 func (d *timelineDraw) violations() {
-	for _, vi := range d.v.res.Violations {
+	for i, vi := range d.v.res.Violations {
 		e := max(vi.End, vi.Start)
 		if !d.in(vi.Start, e) {
 			continue
 		}
+		if len(vi.Processes) > 0 {
+			d.bin(vi.Start)
+		}
 		col := colViolation
 		if !vi.Fatal {
-			col, d.drawn.harmless = colWarn, true
+			col = colWarn
 		}
+		if vi.Kind == checker.KindStaleWrite && len(vi.Processes) > 0 {
+			d.staleWrite(i, vi)
+			continue
+		}
+		d.drawn.harmless = d.drawn.harmless || !vi.Fatal
 		if len(vi.Processes) == 0 {
-			y := d.layout.y(0)
+			y := d.layout.y(d.layout.rowOf(rowViolations))
 			d.viols.rect(seconds(vi.Start), seconds(e), y-0.35, y+0.35, col, 3)
 			d.viols.text(seconds(vi.Start), y, vi.Kind+" "+vi.Key, 8, colInk, 0)
 			d.drawn.otherFatal = d.drawn.otherFatal || vi.Fatal
@@ -219,7 +282,11 @@ func (d *timelineDraw) violations() {
 				continue
 			}
 			if vi.Kind == checker.KindOverlap {
-				d.viols.rect(seconds(vi.Start), seconds(e), y-0.4, y+0.4, col, 3)
+				if d.crowded { // a strip under the holds, not a wall over them
+					d.viols.rect(seconds(vi.Start), seconds(e), y-0.45, y-0.3, col, 2)
+				} else {
+					d.viols.rect(seconds(vi.Start), seconds(e), y-0.4, y+0.4, col, 3)
+				}
 				d.drawn.overlap = d.drawn.overlap || vi.Fatal
 				continue
 			}
@@ -233,6 +300,62 @@ func (d *timelineDraw) violations() {
 			d.drawn.otherFatal = d.drawn.otherFatal || vi.Fatal
 		}
 	}
+	d.drawBins()
+}
+
+// staleWrite draws stale write i as a diamond on its writer's row: red
+// when it is fatal or its write is part of a fatal finding (the lost
+// update it caused), orange when it did no harm (fencing rejected it).
+func (d *timelineDraw) staleWrite(i int, vi checker.Violation) {
+	col := colWarn
+	if vi.Fatal || d.v.feedsFatal(i) >= 0 {
+		col, d.drawn.staleFatal = colViolation, true
+	} else {
+		d.drawn.staleHarmless = true
+	}
+	for _, pr := range vi.Processes {
+		if y, ok := d.layout.clientY[pr]; ok {
+			d.viols.glyph(seconds(vi.Start), y+0.15, draw.BoxGlyph{}, 3, col)
+		}
+	}
+}
+
+// violationBins is how many stretches a crowded overview counts its
+// violations in.
+const violationBins = 40
+
+// bin counts a violation at t in its stretch of a crowded overview.
+func (d *timelineDraw) bin(t int64) {
+	if !d.crowded {
+		return
+	}
+	if d.bins == nil {
+		d.bins = make([]int, violationBins)
+	}
+	k := int(float64(violationBins) * float64(t-d.from) / float64(d.to-d.from))
+	d.bins[min(max(k, 0), violationBins-1)]++
+}
+
+// drawBins draws the count of violations of each stretch of a crowded
+// overview in its row: red, darker the more, with the number.
+func (d *timelineDraw) drawBins() {
+	if !d.crowded || d.bins == nil {
+		return
+	}
+	y := d.layout.y(0)
+	most := slices.Max(d.bins)
+	w := (d.xmax - d.xmin) / violationBins
+	for k, n := range d.bins {
+		if n == 0 {
+			continue
+		}
+		x0 := d.xmin + float64(k)*w
+		c := colViolation
+		c.A = uint8(60 + 150*float64(n)/float64(most))
+		d.viols.rect(x0, x0+w*0.92, y-0.4, y+0.4, c, 1)
+		d.viols.text(x0+w*0.1, y, fmt.Sprint(n), 7, colInk, x0+w)
+	}
+	d.drawn.binned = true
 }
 
 // highlights reports whether vi is the violation the window is a close-up
@@ -281,7 +404,7 @@ func (d *timelineDraw) legend() {
 	}{
 		{d.area.SourceHolds > int(d.dataW*DPI/72), "(paler: held part of the pixel's time)", boxThumb(color.White)},
 		{len(keysShown) > 7, fmt.Sprintf("(%d keys; colour = key)", len(keysShown)), boxThumb(colFaint)},
-		{d.drawn.expired, "lease expired while held", tickThumb(colInk, 2)},
+		{d.drawn.expired, "lease expired while held", glyphThumb(colExpiry, draw.CircleGlyph{}, 2.5)},
 		{d.drawn.wroteOK, "write accepted", tickThumb(colInk, 1)},
 		{d.dense, "(accepted writes: too many to draw)", boxThumb(color.White)},
 		{d.drawn.wroteRejected, "write rejected (fencing)", tickThumb(colWarn, 1.5)},
@@ -290,7 +413,12 @@ func (d *timelineDraw) legend() {
 		{d.drawn.crashed, "client crashed", glyphThumb(colInk, draw.CrossGlyph{}, 3)},
 		{d.drawn.overlap, "VIOLATION: two holders", boxThumb(colViolation)},
 		{d.drawn.otherFatal, "VIOLATION (see list)", glyphThumb(colViolation, draw.TriangleGlyph{}, 3.5)},
+		{d.drawn.staleFatal, "STALE WRITE accepted: lost update", glyphThumb(colViolation, draw.BoxGlyph{}, 3)},
+		{d.drawn.staleHarmless, "stale write, harmless", glyphThumb(colWarn, draw.BoxGlyph{}, 3)},
 		{d.drawn.harmless, "finding, not fatal", glyphThumb(colWarn, draw.TriangleGlyph{}, 3.5)},
+		{d.drawn.binned, "(top row: violations per stretch)", boxThumb(colViolation)},
+		{d.drawn.grants, "(node rows: grants; colour = client)", boxThumb(colFaint)},
+		{d.drawn.grants && d.v.dig.grantsCut, fmt.Sprintf("(node rows: the first %d grants)", maxGrants), boxThumb(color.White)},
 	} {
 		if e.drawn {
 			d.leg.Add(e.name, e.thumb)

@@ -156,7 +156,7 @@ func TestTimelineDrawsEveryKindOfMark(t *testing.T) {
 	for _, entry := range []string{
 		"held lock-0", "held lock-1", "lease expired while held", "write accepted", "write rejected (fencing)",
 		"write outcome unknown", "client paused (GC)", "client crashed", "VIOLATION: two holders",
-		"VIOLATION (see list)", "finding, not fatal", "fault: partition", "fault: promote", "clock offset", "final heal",
+		"VIOLATION (see list)", "stale write, harmless", "fault: partition", "fault: promote", "clock offset", "final heal",
 	} {
 		if !strings.Contains(svg, ">"+entry+"<") {
 			t.Errorf("the legend has no %q", entry)

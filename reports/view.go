@@ -2,9 +2,11 @@ package reports
 
 import (
 	"context"
+	"fmt"
 	"image/color"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
@@ -85,6 +87,46 @@ func (v *runView) digested(d *digest) {
 	v.heldKeys, d.acqKeys = nil, nil
 }
 
+// rowName is how a process's row is labelled: a process that only read
+// is the final reader (workloads.Mutex.FinalReads), the others clients.
+func (v *runView) rowName(p int) string {
+	if v.dig == nil || v.dig.acted[p] || v.heldBy[p] || !v.dig.procs[p] {
+		return clientName(p)
+	}
+	readers := 0
+	for q := range v.dig.procs {
+		if !v.dig.acted[q] && !v.heldBy[q] {
+			readers++
+		}
+	}
+	if readers == 1 {
+		return "final reader"
+	}
+	return fmt.Sprintf("reader %d", p)
+}
+
+// feedsFatal is the index of the fatal finding of the resource checker
+// (a lost update, a wrong final count) that violation i, a stale write,
+// shares an event with: the write it made is part of the damage. -1 when
+// there is none.
+func (v *runView) feedsFatal(i int) int {
+	vi := v.res.Violations[i]
+	if vi.Kind != checker.KindStaleWrite || vi.Fatal {
+		return -1
+	}
+	for j, o := range v.res.Violations {
+		if j == i || !o.Fatal || o.Checker != vi.Checker {
+			continue
+		}
+		for _, e := range vi.Events {
+			if slices.Contains(o.Events, e) {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
 // event is the event of history index i a violation names, and when the
 // call it completes was invoked: as the check kept it, else as the pass
 // over the history found it.
@@ -113,6 +155,10 @@ func (v *runView) kept(vi checker.Violation) bool {
 // history explains about it.
 func (v *runView) violationWords(i int) string {
 	s := ViolationWords(v.res.Violations[i], v.faults)
+	if j := v.feedsFatal(i); j >= 0 {
+		s = strings.TrimSuffix(s, " (Reported, but harmless by itself.)")
+		s += fmt.Sprintf(" Not harmless here: the write is part of finding %d, a %s.", j+1, v.res.Violations[j].Kind)
+	}
 	if why := v.why[i]; why != "" {
 		s += " " + why
 	}
@@ -270,4 +316,20 @@ func (v *runView) gatherHolds(ms map[spanKey]*marks) error {
 // record says to draw it.
 func (v *runView) faultColour(family string, alpha uint8) color.NRGBA {
 	return v.book.colour(family, alpha)
+}
+
+// grantNodes are the lock nodes the history says granted acquires
+// (history.Value.Nodes, recorded by Redlock-style locks), sorted; none
+// for a lock of one node.
+func (v *runView) grantNodes() []string {
+	if v.dig == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, ns := range v.dig.granted {
+		for _, n := range ns {
+			seen[n] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }

@@ -79,7 +79,7 @@ func violationSentence(v checker.Violation) string {
 	// The checker's own description is precise; say "client" as the rest
 	// of the report does.
 	if desc != "" {
-		return capitalise(processWord.ReplaceAllString(desc, "client $1"))
+		return capitalise(sameSpan(processWord.ReplaceAllString(desc, "client $1")))
 	}
 	switch v.Kind {
 	case checker.KindForeignRelease:

@@ -6,6 +6,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,12 @@ func (p *Plan) Run(ctx context.Context) (out Outcome, err error) {
 			out.Dir = ""
 		}
 	}()
+	logged, endLog, err := openRunLog(r.dir, r.log)
+	if err != nil {
+		return out, err
+	}
+	r.log = logged
+	defer func() { endLog(err, out.Results, r.tails) }() // after the cleanup, which may log
 	defer r.cleanup()
 	if err := r.setup(ctx); err != nil {
 		return out, err
@@ -134,6 +141,9 @@ type runner struct {
 	// src is the history the check read, for the report to read too.
 	src    history.Source
 	phases []reports.Phase
+	// tails are the servers' last lines, read before their directory is
+	// removed, for the log of a failed run (openRunLog).
+	tails string
 }
 
 // phase logs the beginning of a phase and records it for the report.
@@ -210,6 +220,8 @@ func (r *runner) startDeployment(ctx context.Context) error {
 		r.onExit(func() { os.RemoveAll(dir) }) // after the deployment's Down
 	}
 	r.nodeDir = ccfg.Dir
+	// After the deployment is down, before its directory is removed.
+	r.onExit(func() { r.tails = cmp.Or(r.tails, serverTails(r.nodeDir)) })
 	cl, err := r.plan.Backend(ctx, ccfg)
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
@@ -335,8 +347,9 @@ func (r *runner) teardown() error {
 	if err := r.cl.Down(); err != nil {
 		fmt.Fprintf(r.log, "teardown: %v\n", err)
 	}
-	_ = os.RemoveAll(r.nodeDir) // node data is not part of the record
-	r.lost = wlErr              // the clients' locks broke: the verdict says so
+	r.tails = serverTails(r.nodeDir) // for the log, should the run fail
+	_ = os.RemoveAll(r.nodeDir)      // node data is not part of the record
+	r.lost = wlErr                   // the clients' locks broke: the verdict says so
 	if r.nemErr != nil {
 		return fmt.Errorf("nemesis: %w", r.nemErr)
 	}

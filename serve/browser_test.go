@@ -97,6 +97,16 @@ func TestBrowserShowsNewestRun(t *testing.T) {
 			t.Errorf("beside the story: %q, want it to say %q", broke, want)
 		}
 	}
+	// Its terms of art link to its glossary, each to an entry there.
+	terms, err := chromedp.Run(bctx, chromedp.Poll[int](
+		`(() => { const as = [...document.querySelectorAll("a.term")];
+		  const ok = as.filter(a => { const e = document.getElementById(a.getAttribute("href").slice(1)); return e && e.closest("#glossary + dl.glossary, dl.glossary"); });
+		  return as.length > 0 && ok.length === as.length && document.getElementById("glossary") ? as.length : null; })()`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	step("find the glossary links, each to its entry", err)
+	if terms < 1 {
+		t.Errorf("%d terms linked to the glossary, want the violations' terms linked", terms)
+	}
 	if want := "/run/token/" + filepath.Base(newer) + "/"; href != want || !strings.HasSuffix(url, want) {
 		t.Errorf("first run links to %q and the browser is at %q; want the newest run %q", href, url, want)
 	}
