@@ -108,10 +108,11 @@ func (sr *search) judge(ctx context.Context, c Candidate) (rep, of int, stop Sto
 			sr.res.Attempts++
 			a.Reproduced, a.Of = rep, of
 			a.Kept = a.N > 1 && rep*2 > sr.opt.Runs
-			a.Size = Measure(sr.current)
+			a.Best = sr.res.Best
 			if a.Kept {
-				a.Size = Measure(c.Schedule)
+				a.Best = Clean(c.Schedule)
 			}
+			a.Size = Measure(a.Best)
 			if sr.opt.Report != nil {
 				sr.opt.Report(a)
 			}

@@ -98,7 +98,7 @@ type Options struct {
 
 // Attempt is one candidate judged: the N-th, the change that made it, how
 // many of its runs reproduced the target, whether it was kept, and the
-// size of the schedule the search holds after it.
+// schedule the search holds after it (cleaned, see Clean) with its size.
 type Attempt struct {
 	N          int
 	Change     string
@@ -107,6 +107,7 @@ type Attempt struct {
 	Kept       bool
 	// Refused is why Try refused the candidate (ErrRefused).
 	Refused error
+	Best    schedule.Schedule
 	Size    Size
 }
 
