@@ -186,9 +186,14 @@ func storeRun(store, arg string) (string, error) {
 }
 
 // chooseTarget is the failure to reproduce: --violation, which the run
-// must have, or the run's first (shrink.Targets).
+// must have, or the run's first (shrink.Targets), of its violations in the
+// order its summary shows them (the most telling first).
 func (sf *shrinkFlags) chooseTarget(vs []checker.Violation) (shrink.Target, error) {
-	ts := shrink.Targets(vs)
+	ordered := make([]checker.Violation, 0, len(vs))
+	for _, i := range reports.MostTelling(vs) {
+		ordered = append(ordered, vs[i])
+	}
+	ts := shrink.Targets(ordered)
 	if len(ts) == 0 {
 		return shrink.Target{}, errors.New("its results hold no fatal violation to reproduce (re-check it with harness report RUN)")
 	}
