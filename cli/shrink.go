@@ -177,9 +177,12 @@ func storeRun(store, arg string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("store %s: %w (give --store with the store the run is in)", store, err)
 	}
-	real, _ = filepath.Abs(real)
-	root, _ = filepath.Abs(root)
-	if !strings.HasPrefix(real, root+string(filepath.Separator)) {
+	absReal, err1 := filepath.Abs(real)
+	absRoot, err2 := filepath.Abs(root)
+	if err := errors.Join(err1, err2); err != nil {
+		return "", fmt.Errorf("run %s: %w", arg, err)
+	}
+	if !strings.HasPrefix(absReal, absRoot+string(filepath.Separator)) {
 		return "", fmt.Errorf("run %s is not in the store %s: shrink writes next to the run and only inside the store (give --store with the store the run is in)", arg, store)
 	}
 	return real, nil

@@ -354,7 +354,7 @@ func TestCandidatesShortenAndCount(t *testing.T) {
 		"step 5.2s client-pause holder: duration 1.25s", "step 5.2s client-pause holder: duration 1.88s",
 		"step 9s latency start: latency 50ms", "step 9s latency start: latency 80ms",
 		"step 1s partition start c1->n1 awaits a holder", "step 15s kill kill n1 awaits a holder",
-		"steps twice as early (the last at 7.5s)",
+		"twice as fast: steps at half their times (the last at 7.5s), time_limit 10s",
 	} {
 		if _, ok := byChange[want]; !ok {
 			t.Errorf("no candidate %q", want)
