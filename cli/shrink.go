@@ -343,12 +343,16 @@ func (sh *shrinker) write(s schedule.Schedule) error {
 }
 
 // faults counts the faults a run's history holds: the nemesis's that took
-// effect, the client pauses and crashes.
+// effect, and the client pauses and crashes the workload made itself (a
+// pause-client or crash-client fault is one of the client's pauses or
+// crashes too: counted once).
 func faults(c checker.Coverage) int {
-	n := c.Pauses.Total + c.Crashes.Total
+	n := 0
 	for _, f := range c.Faults {
 		n += f.TookEffect
 	}
+	n += max(0, c.Pauses.Total-c.Faults["pause-client"].TookEffect)
+	n += max(0, c.Crashes.Total-c.Faults["crash-client"].TookEffect)
 	return n
 }
 

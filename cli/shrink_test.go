@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/locks/adapter"
 	"github.com/lockharness/lockharness/reports"
 	"github.com/lockharness/lockharness/schedule"
@@ -178,5 +179,21 @@ func interruptShrink(t *testing.T, store string) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("interrupted shrink lost its schedule: %v", err)
+	}
+}
+
+// A nemesis's client pause is one of the client's pauses too: the count
+// of a run's faults takes it once.
+func TestShrinkCountsEachFaultOnce(t *testing.T) {
+	c := checker.Coverage{
+		Faults:  map[string]checker.FaultCoverage{"pause-client": {TookEffect: 3}, "start-partition": {TookEffect: 2}, "crash-client": {TookEffect: 1}},
+		Pauses:  checker.PauseCoverage{Total: 5},
+		Crashes: checker.CrashCoverage{Total: 1},
+	}
+	if got := faults(c); got != 3+2+1+2 {
+		t.Errorf("faults %d, want 8 (6 by the nemesis, 2 pauses of the workload's own)", got)
+	}
+	if got := faults(checker.Coverage{Pauses: checker.PauseCoverage{Total: 4}}); got != 4 {
+		t.Errorf("workload pauses alone: %d, want 4", got)
 	}
 }
