@@ -19,6 +19,10 @@ import (
 type Candidate struct {
 	Schedule schedule.Schedule
 	Change   string
+	// key names the change for the memory of changes that did not
+	// reproduce, when Change says more than what matters (the time limit
+	// that goes with halved step times).
+	key string
 	// dim names the duration the change shortens and val its new value:
 	// a value that did not reproduce bounds the next tries from below
 	// (a binary search), see lower.
@@ -40,6 +44,15 @@ type reducer func(s schedule.Schedule, lo lower) []Candidate
 // awaits, which make a step strike a holder on a loaded machine too.
 var reducers = []reducer{dropSteps, earlierSteps, shorterTimeLimit, shorterRecovery, fewerClients, fewerKeys,
 	shorterParams, shorterClientPause, rarerClientPause, awaitHolder}
+
+// memo is the name of c's change in the memory of changes that did not
+// reproduce.
+func (c Candidate) memo() string {
+	if c.key != "" {
+		return c.key
+	}
+	return c.Change
+}
 
 // Candidates are the candidates made from s, in the order they are tried:
 // every reducer's, each biggest change first.
@@ -145,7 +158,8 @@ func earlierSteps(s schedule.Schedule, _ lower) []Candidate {
 		c.Steps[i].At = (c.Steps[i].At / 2).Round(time.Millisecond)
 	}
 	c.TimeLimit = max(lastAt(c), (s.TimeLimit / 2).Round(timeQuantum))
-	return []Candidate{{Schedule: c, Change: fmt.Sprintf("twice as fast: steps at half their times (the last at %v), time_limit %v", lastAt(c), c.TimeLimit)}}
+	return []Candidate{{Schedule: c, Change: fmt.Sprintf("twice as fast: steps at half their times (the last at %v), time_limit %v", lastAt(c), c.TimeLimit),
+		key: fmt.Sprintf("twice as fast: the last step at %v", lastAt(c))}}
 }
 
 func lastAt(s schedule.Schedule) time.Duration {

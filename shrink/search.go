@@ -77,7 +77,7 @@ func Search(ctx context.Context, s schedule.Schedule, try Try, opt Options) (Res
 func (sr *search) round(ctx context.Context) (kept bool, stop Stop, err error) {
 	raised := false
 	for _, c := range candidates(sr.current, sr.lower) {
-		if sr.failed[c.Change] || (c.dim != "" && c.val <= sr.lower[c.dim]) {
+		if sr.failed[c.memo()] || (c.dim != "" && c.val <= sr.lower[c.dim]) {
 			continue
 		}
 		rep, _, stop, err := sr.judge(ctx, c)
@@ -90,7 +90,7 @@ func (sr *search) round(ctx context.Context) (kept bool, stop Stop, err error) {
 			sr.res.Changes = append(sr.res.Changes, c.Change)
 			return true, "", nil
 		}
-		sr.failed[c.Change] = true
+		sr.failed[c.memo()] = true
 		if c.dim != "" && c.val > sr.lower[c.dim] {
 			sr.lower[c.dim], raised = c.val, true
 		}

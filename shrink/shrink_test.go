@@ -432,3 +432,28 @@ func TestTargetsAndReproduces(t *testing.T) {
 		t.Errorf("String %q", want[0])
 	}
 }
+
+// Halving the step times that did not reproduce is not tried again with
+// another time limit: the step times are what failed.
+func TestSearchDoesNotRetryAFailedSpeedUp(t *testing.T) {
+	s := recorded()
+	s.Steps = s.Steps[4:5] // the pause alone, at 5.2 s
+	tried := map[string]int{}
+	notFaster := func(s schedule.Schedule) bool { return breaks(s) && s.Steps[0].At >= 5*time.Second }
+	_, err := Search(context.Background(), s, always(notFaster), Options{Report: func(a Attempt) {
+		if strings.HasPrefix(a.Change, "twice as fast") {
+			tried[a.Change[:strings.Index(a.Change, "), time_limit")]]++
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tried) != 1 {
+		t.Errorf("speed-ups tried: %v, want one", tried)
+	}
+	for k, n := range tried {
+		if n != 1 {
+			t.Errorf("%q tried %d times", k, n)
+		}
+	}
+}
