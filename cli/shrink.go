@@ -111,8 +111,12 @@ func (sf *shrinkFlags) shrink(cmd *cobra.Command, a *app, arg string) error {
 		return &codeError{exitError, fmt.Errorf("shrink %s: %w", job.dir, err)}
 	}
 	if res.Stopped == shrink.StopNotReproduced {
-		return &codeError{exitError, fmt.Errorf("run %s: its schedule reproduced %s in %d of %d replays, not most: there is nothing to shrink from (the fault may land outside a hold by chance: make its steps await a holder, or try --runs 5)",
-			job.dir, job.target, res.Baseline[0], res.Baseline[1])}
+		also := ""
+		if res.Attempts > 1 {
+			also = ", nor with its faults awaiting a holder"
+		}
+		return &codeError{exitError, fmt.Errorf("run %s: its schedule reproduced %s in %d of %d replays, not most%s: there is nothing to shrink from (the lock broke by a timing its replays do not meet: try --runs 5, or shrink another run)",
+			job.dir, job.target, res.Baseline[0], res.Baseline[1], also)}
 	}
 	sh.summary(cmd.OutOrStdout(), res)
 	return nil

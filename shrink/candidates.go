@@ -353,7 +353,7 @@ var heals = []string{"stop", "reset", "restart", "mend", "resume", "heal"}
 func awaitHolder(s schedule.Schedule, _ lower) []Candidate {
 	var out []Candidate
 	for i, st := range s.Steps {
-		if st.Await != nil || slices.Contains(heals, st.Action) || st.Action == "holder" || st.Action == "failpoint" {
+		if !mayAwait(st) {
 			continue
 		}
 		c := clone(s)
@@ -361,6 +361,23 @@ func awaitHolder(s schedule.Schedule, _ lower) []Candidate {
 		out = append(out, Candidate{Schedule: c, Change: fmt.Sprintf("step %s awaits a holder", stepName(st))})
 	}
 	return out
+}
+
+// mayAwait reports whether st is a time-based step that begins a fault.
+func mayAwait(st schedule.Step) bool {
+	return st.Await == nil && !slices.Contains(heals, st.Action) && st.Action != "holder" && st.Action != "failpoint"
+}
+
+// awaitAll is s with every time-based step that begins a fault awaiting a
+// holder; false when s has none.
+func awaitAll(s schedule.Schedule) (schedule.Schedule, bool) {
+	c, any := clone(s), false
+	for i, st := range c.Steps {
+		if mayAwait(st) {
+			c.Steps[i].Await, any = &schedule.Await{}, true
+		}
+	}
+	return c, any
 }
 
 // clone is a deep copy of s, as far as the reducers change it.

@@ -189,7 +189,8 @@ func TestSearchStopsWhenTheRunDoesNotReproduce(t *testing.T) {
 		return n % 2, 1, nil // 1, 0, 1 … : but the second 0 comes at run 4
 	}
 	res, err := Search(context.Background(), recorded(), always(func(schedule.Schedule) bool { return false }), Options{})
-	if err != nil || res.Stopped != StopNotReproduced || res.Baseline != [2]int{0, 2} || res.Attempts != 1 {
+	// The run's schedule, then the same with its faults awaiting a holder.
+	if err != nil || res.Stopped != StopNotReproduced || res.Baseline != [2]int{0, 2} || res.Attempts != 2 {
 		t.Fatalf("stopped %q, baseline %v, %d attempts, err %v", res.Stopped, res.Baseline, res.Attempts, err)
 	}
 	if !reflect.DeepEqual(res.Best, Clean(recorded())) {
@@ -455,5 +456,31 @@ func TestSearchDoesNotRetryAFailedSpeedUp(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%q tried %d times", k, n)
 		}
+	}
+}
+
+// A run whose fault struck a holder by chance does not reproduce as it
+// ran; with its faults awaiting a holder it does, and the search goes on
+// from there.
+func TestSearchMakesFaultsAwaitWhenTheRunDoesNotReproduce(t *testing.T) {
+	s := recorded()
+	s.Steps = s.Steps[:2] // a partition's start and stop
+	struck := func(s schedule.Schedule) bool {
+		return len(s.Steps) > 0 && s.Steps[0].Action == "start" && s.Steps[0].Await != nil
+	}
+	res, err := Search(context.Background(), s, always(struck), Options{})
+	if err != nil || res.Stopped != StopDone {
+		t.Fatalf("err %v, stopped %q", err, res.Stopped)
+	}
+	if res.Baseline != [2]int{0, 2} || len(res.Changes) == 0 || res.Changes[0] != "the schedule as it ran, its faults awaiting a holder" {
+		t.Errorf("baseline %v, changes %q", res.Baseline, res.Changes)
+	}
+	if len(res.Best.Steps) != 1 || res.Best.Steps[0].Await == nil {
+		t.Errorf("best steps %+v, want the start alone, awaiting a holder", res.Best.Steps)
+	}
+	// The stop heals: it awaits nothing.
+	a, ok := awaitAll(s)
+	if !ok || a.Steps[0].Await == nil || a.Steps[1].Await != nil || s.Steps[0].Await != nil {
+		t.Errorf("awaitAll: %+v", a.Steps)
 	}
 }
