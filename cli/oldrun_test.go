@@ -50,6 +50,7 @@ var (
 	storySection = regexp.MustCompile(`(?s)<section id="stories">.*?</section>\n`)
 	storyLinks   = regexp.MustCompile(`<a href="story-[^"]*">[^<]*</a> `)
 )
+
 // fileCounts are the counts of the groups of files on a report's page.
 var fileCounts = regexp.MustCompile(` \(\d+\)</summary>`)
 

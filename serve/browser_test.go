@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"html"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/matrix"
 )
 
 // findChromium returns the path of a Chromium the test can drive.
@@ -152,5 +156,53 @@ func TestBrowserRunsOnlyTheViewsScript(t *testing.T) {
 		if strings.Contains(title, "pwned") {
 			t.Errorf("%s ran its script: title %q", p, title)
 		}
+	}
+}
+
+// A real browser opens a matrix's page and sees its heat map, loaded,
+// with the legend a reader needs: a line per outcome class and the
+// glyphs' line, in the picture itself.
+func TestBrowserShowsHeatMapWithLegend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a headless Chromium")
+	}
+	store, older, newer := newStore(t)
+	spec := matrix.Spec{Name: "nightly", Backend: matrix.DefaultBackend, Locks: []string{"token"},
+		Nemeses: [][]string{{"partition"}}, Seeds: matrix.SeedRange(2), Run: matrix.DefaultRunParams()}
+	cells := spec.Cells()
+	rel := func(dir string) string { r, _ := filepath.Rel(store, dir); return filepath.ToSlash(r) }
+	m := matrix.Build(spec, matrix.Shard{}, []matrix.CellResult{
+		{Cell: cells[0], Test: cells[0].TestName(), Dir: rel(older), Verdict: checker.Valid},
+		{Cell: cells[1], Test: cells[1].TestName(), Dir: rel(newer), Verdict: checker.Invalid},
+	})
+	if _, err := matrix.WriteOutputs(store, m); err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, store)
+	bctx := newBrowser(t)
+	if err := chromedp.Do(bctx, chromedp.Navigate(ts.URL+"/matrix/nightly")); err != nil {
+		t.Fatalf("browser: open the matrix page: %v", err)
+	}
+	width, err := chromedp.Run(bctx, chromedp.Poll[int](
+		`(() => { const i = document.getElementById("heatmap"); return i && i.complete && i.naturalWidth > 0 ? i.naturalWidth : null; })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil {
+		t.Fatalf("browser: wait for the heat map to load: %v", err)
+	}
+	svg, err := chromedp.Run(bctx, chromedp.Evaluate[string](`fetch(document.getElementById("heatmap").src).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("browser: read the heat map it loaded: %v", err)
+	}
+	if width < 400 {
+		t.Errorf("heat map naturalWidth = %d, want a picture at least 400 px wide", width)
+	}
+	svg = html.UnescapeString(svg)
+	for _, c := range matrix.Classes() {
+		if !strings.Contains(svg, ">"+c.Legend()+"<") {
+			t.Errorf("the heat map the browser loaded lacks the legend line %q", c.Legend())
+		}
+	}
+	if !strings.Contains(svg, ">"+matrix.GlyphLegend+"<") {
+		t.Errorf("the heat map the browser loaded lacks the glyphs' legend %q", matrix.GlyphLegend)
 	}
 }
