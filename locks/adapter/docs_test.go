@@ -10,6 +10,7 @@ import (
 	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/locks/adapter"
 	"github.com/lockharness/lockharness/scenarios"
+	"github.com/lockharness/lockharness/schedule"
 )
 
 // Every "reproduce" command of docs/real-libraries.md is a harness
@@ -35,8 +36,13 @@ func TestRealLibrariesPageCommands(t *testing.T) {
 	}
 	lockFlag := regexp.MustCompile(`--lock (\S+)`)
 	scenario := regexp.MustCompile(`harness scenario run (\S+)`)
+	file := regexp.MustCompile(`harness scenario run (scenarios/upstream/\S+\.yaml)$`)
 	for _, m := range cmds {
 		cmd := m[1]
+		if f := file.FindStringSubmatch(cmd); f != nil {
+			checkScenarioFile(t, f[1], reg)
+			continue
+		}
 		l := lockFlag.FindStringSubmatch(cmd)
 		if l == nil {
 			t.Errorf("%s: no --lock", cmd)
@@ -56,5 +62,28 @@ func TestRealLibrariesPageCommands(t *testing.T) {
 				t.Errorf("%s: %v", cmd, err)
 			}
 		}
+	}
+}
+
+// checkScenarioFile checks that the scenario file at path (from the
+// repository's root) reads, and that the lock it names is a shipped
+// adapter.
+func checkScenarioFile(t *testing.T, path string, reg *locks.Registry) {
+	t.Helper()
+	f, err := os.Open("../../" + path)
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return
+	}
+	defer f.Close()
+	sch, err := schedule.Parse(f, schedule.Env{Locks: reg})
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return
+	}
+	if _, err := reg.Lookup(sch.Lock); err != nil {
+		t.Errorf("%s: %v", path, err)
+	} else if _, err := locks.Builtin().Lookup(sch.Lock); err == nil {
+		t.Errorf("%s: lock %q is built in, not a shipped adapter", path, sch.Lock)
 	}
 }
