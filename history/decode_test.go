@@ -59,20 +59,26 @@ func FuzzDecoderAgrees(f *testing.F) {
 			return
 		}
 		want, werr := parseLine(b)
-		got, ok := newDecoder().fast(b)
-		if !ok {
-			return
-		}
-		if werr != nil && got.Validate() == nil {
-			t.Fatalf("fast path accepted %q, which the strict parser refuses: %v", b, werr)
-		}
-		if werr == nil && !reflect.DeepEqual(got, want) {
-			t.Fatalf("%q decodes to\n%+v (fast)\n%+v (strict)", b, got, want)
+		d := newDecoder()
+		for _, path := range []struct {
+			name  string
+			parse func([]byte) (Op, bool)
+		}{{"fast", d.fast}, {"ordered", d.ordered}} {
+			got, ok := path.parse(b)
+			if !ok {
+				continue
+			}
+			if werr != nil && got.Validate() == nil {
+				t.Fatalf("%s path accepted %q, which the strict parser refuses: %v", path.name, b, werr)
+			}
+			if werr == nil && !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q decodes to\n%+v (%s)\n%+v (strict)", b, got, path.name, want)
+			}
 		}
 	})
 }
 
-// The recorder's own lines all take the fast path.
+// The recorder's own lines all take the fastest path, ordered.
 func TestRecorderLinesTakeTheFastPath(t *testing.T) {
 	var buf bytes.Buffer
 	for _, op := range synthetic(2000, 3) {
@@ -80,9 +86,9 @@ func TestRecorderLinesTakeTheFastPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := newDecoder().fast(line)
+		got, ok := newDecoder().ordered(line)
 		if !ok {
-			t.Fatalf("fast path declined the recorder's line %s", line)
+			t.Fatalf("the ordered path declined the recorder's line %s", line)
 		}
 		if !reflect.DeepEqual(got, op) {
 			t.Fatalf("%s decodes to %+v", line, got)

@@ -177,14 +177,16 @@ func TestManyKeysOverviewIsBoundedByColours(t *testing.T) {
 	}
 }
 
-// BenchmarkReportFileValid and BenchmarkReportFileCrash are harness
+// BenchmarkReportFileValid, …Crash, …Unmatched and …LongHolds are harness
 // report of a stored synthetic history of 1M events (history/synth):
 // the check, gathering the report's digest as it reads the history,
 // then the drawing. Beside checker's BenchmarkCheckFileValid and
 // BenchmarkCheckFileCrash, ns/event says what the report adds to the
 // check (issue 27: at most a fifth).
-func BenchmarkReportFileValid(b *testing.B) { benchReportFile(b, synth.Valid) }
-func BenchmarkReportFileCrash(b *testing.B) { benchReportFile(b, synth.Crash) }
+func BenchmarkReportFileValid(b *testing.B)     { benchReportFile(b, synth.Valid) }
+func BenchmarkReportFileCrash(b *testing.B)     { benchReportFile(b, synth.Crash) }
+func BenchmarkReportFileUnmatched(b *testing.B) { benchReportFile(b, synth.Unmatched) }
+func BenchmarkReportFileLongHolds(b *testing.B) { benchReportFile(b, synth.LongHolds) }
 
 // BenchmarkReportFileManyKeys is the report of a million keys (4M events).
 func BenchmarkReportFileManyKeys(b *testing.B) { benchReportFile(b, synth.ManyKeys) }

@@ -3,6 +3,7 @@ package synth
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -56,5 +57,35 @@ func TestWriteIsARunsHistory(t *testing.T) {
 	}
 	if _, err := Ops(Config{Shape: "nope", Events: 1}); err == nil {
 		t.Fatal("an unknown shape was accepted")
+	}
+}
+
+// TestReaderAgreesWithEncodingJSON: the history's reader (its hand-written
+// decoder) gives, for every line of every shape, the event encoding/json
+// decodes from that line: the check's reading means what the plain parse
+// of the same file means.
+func TestReaderAgreesWithEncodingJSON(t *testing.T) {
+	for _, shape := range Shapes {
+		var buf bytes.Buffer
+		if _, err := Write(&buf, Config{Shape: shape, Events: 20_000, Seed: 5}); err != nil {
+			t.Fatal(err)
+		}
+		rr, err := history.Read(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatalf("%s: %v", shape, err)
+		}
+		lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+		if len(lines) != len(rr.Ops) {
+			t.Fatalf("%s: %d lines, %d events", shape, len(lines), len(rr.Ops))
+		}
+		for i, line := range lines {
+			var want history.Op
+			if err := json.Unmarshal(line, &want); err != nil {
+				t.Fatalf("%s line %d: %v", shape, i+1, err)
+			}
+			if !reflect.DeepEqual(rr.Ops[i], want) {
+				t.Fatalf("%s line %d %s:\nreader %+v\nencoding/json %+v", shape, i+1, line, rr.Ops[i], want)
+			}
+		}
 	}
 }
