@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,19 +251,19 @@ func TestEveryNemesisRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			faults, healed := 0, false
+			faults, healed, heal := 0, false, ""
 			for _, op := range h.Ops {
 				if op.Process != history.Nemesis || op.Type == history.Invoke {
 					continue
 				}
 				if op.F == history.FFinalHeal {
-					healed = op.Type == history.OK
+					healed, heal = op.Type == history.OK, fmt.Sprintf("%s %s", op.Type, op.Error)
 				} else if op.Type == history.OK {
 					faults++
 				}
 			}
 			if faults == 0 || !healed {
-				t.Fatalf("%d faults took effect, final heal ok: %v", faults, healed)
+				t.Fatalf("%d faults took effect, final heal ok: %v (%s); run %s", faults, healed, heal, out.Dir)
 			}
 		})
 	}
