@@ -223,3 +223,15 @@ func (c Config) checkDeployment(d sut.Deployment) error {
 	}
 	return nil
 }
+
+// grantingNodes is how many nodes grant a lease each, as the history
+// records them (Redlock's independent Redis masters), so that a fault on
+// one of them can await a holder granted by every one; 1 for a lock whose
+// grant is the group's (etcd, ZooKeeper, MariaDB, a replicated or cluster
+// Redis deployment), which records no per-node grants.
+func (p *Plan) grantingNodes() int {
+	if p.Lock.SystemName() != locks.SystemRedis || (p.Cluster.Topology != "" && p.Cluster.Topology != sut.Independent) {
+		return 1
+	}
+	return p.Nodes
+}

@@ -290,7 +290,7 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 	if len(script) == 0 {
 		script = nem.Schedule(r.cfg.TimeLimit)
 		if r.cfg.AwaitHolders {
-			script = awaitHolders(script, r.plan.Nodes, r.cfg.Workload.TTL, r.cfg.Workload.Hold)
+			script = awaitHolders(script, r.plan.grantingNodes(), r.cfg.Workload.TTL, r.cfg.Workload.Hold)
 		}
 	}
 	r.executed = &executed{start: time.Now()}

@@ -107,6 +107,10 @@ var unawaited = map[string]bool{"stop": true, "restart": true, "resume": true}
 // nine tenths of the lease): the pause then begins inside a live lease
 // however long the holder took to get it. The steps after an awaited
 // one keep their distance from it (runScript).
+//
+// nodes is how many nodes grant a lease each (Plan.grantingNodes): a
+// consensus group's or a replicated deployment's nodes do not, and an
+// await for a grant by every one of them would never hold.
 func awaitHolders(steps []nemesis.Step, nodes int, ttl, hold time.Duration) []nemesis.Step {
 	var every []string
 	for i := 1; i <= nodes; i++ {

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/schedule"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // awaitHolders makes the steps that strike wait for a holder with half
@@ -66,6 +68,31 @@ func TestScheduleOfAwaitedRandomRun(t *testing.T) {
 		}
 		if got := s.Steps[0]; got.At != want || got.Await == nil || got.Struck != 2600*time.Millisecond {
 			t.Errorf("await %v: step %+v, want at %v", await, got, want)
+		}
+	}
+}
+
+// A fault on one node awaits a grant by every node only where each node
+// grants (Redlock's independent masters): a consensus group's grant is the
+// group's, and a kill of one ZooKeeper node awaiting "granted by n1, n2,
+// n3" never struck (the matrix's kazoo and Curator kill cells came out
+// vacuous, 2026-11-27).
+func TestGrantingNodes(t *testing.T) {
+	for _, tc := range []struct {
+		lock     locks.Info
+		topology string
+		nodes    int
+		want     int
+	}{
+		{locks.Info{Name: "redlock"}, "", 5, 5},
+		{locks.Info{Name: "redlock"}, sut.Independent, 5, 5},
+		{locks.Info{Name: "token"}, sut.Replicated, 3, 1},
+		{locks.Info{Name: "zk", System: locks.SystemZooKeeper}, "", 3, 1},
+		{locks.Info{Name: "etcd", System: locks.SystemEtcd}, "", 3, 1},
+	} {
+		p := &Plan{Lock: tc.lock, Nodes: tc.nodes, Cluster: sut.Config{Topology: tc.topology}}
+		if got := p.grantingNodes(); got != tc.want {
+			t.Errorf("%s on %d nodes (%q): %d granting nodes, want %d", tc.lock.Name, tc.nodes, tc.topology, got, tc.want)
 		}
 	}
 }
