@@ -168,14 +168,7 @@ func benchShapeFile(b *testing.B, shape synth.Shape, events int) {
 		events /= 4
 	}
 	path := filepath.Join(b.TempDir(), "history.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n, err := synth.Write(f, synth.Config{Shape: shape, Events: events, Seed: 1})
-	if err == nil {
-		err = f.Close()
-	}
+	n, err := synth.WriteFile(path, synth.Config{Shape: shape, Events: events, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,14 +18,7 @@ import (
 func TestCheckTimeoutBoundsTheWholeCheck(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "history.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := synth.Write(f, synth.Config{Shape: synth.ManyKeys, Events: 200_000, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if _, err := synth.WriteFile(path, synth.Config{Shape: synth.ManyKeys, Events: 200_000, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, "check", "--check-timeout", "1ms", path)

@@ -197,14 +197,7 @@ func benchReportFile(b *testing.B, shape synth.Shape) {
 		events /= 4
 	}
 	dir := b.TempDir()
-	f, err := os.Create(filepath.Join(dir, HistoryFile))
-	if err != nil {
-		b.Fatal(err)
-	}
-	n, err := synth.Write(f, synth.Config{Shape: shape, Events: events, Seed: 1})
-	if err == nil {
-		err = f.Close()
-	}
+	n, err := synth.WriteFile(filepath.Join(dir, HistoryFile), synth.Config{Shape: shape, Events: events, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

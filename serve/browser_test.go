@@ -11,7 +11,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/matrix"
 )
 
@@ -166,18 +165,7 @@ func TestBrowserShowsHeatMapWithLegend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a headless Chromium")
 	}
-	store, older, newer := newStore(t)
-	spec := matrix.Spec{Name: "nightly", Backend: matrix.DefaultBackend, Locks: []string{"token"},
-		Nemeses: [][]string{{"partition"}}, Seeds: matrix.SeedRange(2), Run: matrix.DefaultRunParams()}
-	cells := spec.Cells()
-	rel := func(dir string) string { r, _ := filepath.Rel(store, dir); return filepath.ToSlash(r) }
-	m := matrix.Build(spec, matrix.Shard{}, []matrix.CellResult{
-		{Cell: cells[0], Test: cells[0].TestName(), Dir: rel(older), Verdict: checker.Valid},
-		{Cell: cells[1], Test: cells[1].TestName(), Dir: rel(newer), Verdict: checker.Invalid},
-	})
-	if _, err := matrix.WriteOutputs(store, m); err != nil {
-		t.Fatal(err)
-	}
+	store, _ := newMatrixStore(t)
 	ts := newTestServer(t, store)
 	bctx := newBrowser(t)
 	if err := chromedp.Do(bctx, chromedp.Navigate(ts.URL+"/matrix/nightly")); err != nil {

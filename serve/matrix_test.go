@@ -11,19 +11,8 @@ import (
 )
 
 func TestShowsMatricesLinkedToRuns(t *testing.T) {
-	store, older, newer := newStore(t)
-	spec := matrix.Spec{Name: "nightly", Backend: matrix.DefaultBackend, Locks: []string{"token"},
-		Nemeses: [][]string{{"partition"}}, Seeds: matrix.SeedRange(2), Run: matrix.DefaultRunParams()}
-	cells := spec.Cells()
+	store, newer := newMatrixStore(t)
 	rel := func(dir string) string { r, _ := filepath.Rel(store, dir); return filepath.ToSlash(r) }
-	results := []matrix.CellResult{
-		{Cell: cells[0], Test: cells[0].TestName(), Dir: rel(older), Verdict: checker.Valid, Command: spec.Reproduce(cells[0])},
-		{Cell: cells[1], Test: cells[1].TestName(), Dir: rel(newer), Verdict: checker.Invalid, Headline: "process 0 and process 1 both held lock-0", Command: spec.Reproduce(cells[1])},
-	}
-	m := matrix.Build(spec, matrix.Shard{}, results)
-	if _, err := matrix.WriteOutputs(store, m); err != nil {
-		t.Fatal(err)
-	}
 	ts := newTestServer(t, store)
 
 	code, body, _ := get(t, ts.URL+"/matrix/")
@@ -65,4 +54,24 @@ func openServer(t *testing.T, store string) *Server {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// newMatrixStore is newStore with a matrix "nightly" of its two runs
+// (token × partition, seeds 1 and 2: the older valid, the newer invalid)
+// written beside them; it returns the store and the newer run.
+func newMatrixStore(t *testing.T) (store, newer string) {
+	t.Helper()
+	store, older, newer := newStore(t)
+	spec := matrix.Spec{Name: "nightly", Backend: matrix.DefaultBackend, Locks: []string{"token"},
+		Nemeses: [][]string{{"partition"}}, Seeds: matrix.SeedRange(2), Run: matrix.DefaultRunParams()}
+	cells := spec.Cells()
+	rel := func(dir string) string { r, _ := filepath.Rel(store, dir); return filepath.ToSlash(r) }
+	results := []matrix.CellResult{
+		{Cell: cells[0], Test: cells[0].TestName(), Dir: rel(older), Verdict: checker.Valid, Command: spec.Reproduce(cells[0])},
+		{Cell: cells[1], Test: cells[1].TestName(), Dir: rel(newer), Verdict: checker.Invalid, Headline: "process 0 and process 1 both held lock-0", Command: spec.Reproduce(cells[1])},
+	}
+	if _, err := matrix.WriteOutputs(store, matrix.Build(spec, matrix.Shard{}, results)); err != nil {
+		t.Fatal(err)
+	}
+	return store, newer
 }

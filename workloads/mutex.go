@@ -832,17 +832,7 @@ func backoff(ctx context.Context, rng *rand.Rand, max time.Duration) {
 	sleep(ctx, time.Duration(rng.Int64N(int64(max))))
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
+func sleep(ctx context.Context, d time.Duration) { work(ctx, ctx, d) }
 
 // work waits d, or until ctx or stop is done.
 func work(ctx, stop context.Context, d time.Duration) {

@@ -70,14 +70,7 @@ func benchFile(b *testing.B, shape Shape) (string, int64) {
 		events /= 4
 	}
 	path := filepath.Join(b.TempDir(), "history.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n, err := Write(f, Config{Shape: shape, Events: events, Seed: 1})
-	if err == nil {
-		err = f.Close()
-	}
+	n, err := WriteFile(path, Config{Shape: shape, Events: events, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

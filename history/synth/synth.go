@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 
 	"github.com/lockharness/lockharness/history"
 )
@@ -76,6 +77,21 @@ func Write(w io.Writer, cfg Config) (int64, error) {
 		return n, err
 	}
 	return n, bw.Flush()
+}
+
+// WriteFile writes the history cfg describes to a new file at path (as
+// Write does) and returns how many events it wrote: the benchmarks' and
+// tests' input of one shape.
+func WriteFile(path string, cfg Config) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := Write(f, cfg)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }
 
 // Ops is the history cfg describes, in memory (for tests of small ones).
