@@ -78,12 +78,14 @@ class Adapter:
         self.prefix = ""
         self.holds = {}  # token -> (Lock, session id at grant, losses at grant)
         self.losses = 0  # LOST states seen
+        self.paths = set()  # every lock path this client contended for
         self.negotiated = Negotiated()
 
     def listener(self, state):
         if state == KazooState.LOST:
             self.losses += 1
-        log(f"connection state {state}")
+        sid = self.client.client_id[0] if self.client and self.client.client_id else 0
+        log(f"connection state {state} (session {sid:#x})")
 
     def init(self, m):
         p = m["lock"]
@@ -106,6 +108,7 @@ class Adapter:
     def acquire(self, m):
         path = ROOT + self.prefix + m["key"]
         lk = self.client.Lock(path, identifier=m["token"])
+        self.paths.add(path)
         wait = m.get("wait_ms", 0) / 1000
         received = time.monotonic()
         try:
@@ -161,8 +164,30 @@ class Adapter:
             return {"status": "fail", "reason": "not held: the session was lost since the grant (kazoo's Lock.is_acquired still says True)"}
         return self.confirm(m["token"], lk, received, waited=True)
 
+    def log_nodes(self):
+        """Logs the nodes under every lock path this client used, with their
+        owners' sessions: a node of this session that no hold of the adapter
+        names is a contender the library left behind (what kazoo#760
+        describes), which blocks every other client while the session lives."""
+        held = {lk.node for lk, _, _ in self.holds.values()}
+        me = self.session()
+        if not self.client.connected:
+            log("close: not connected, the lock nodes are not listed")
+            return
+        for path in sorted(self.paths):  # bounded: close has 2s before the harness kills
+            try:
+                for child in sorted(self.client.get_children_async(path).get(timeout=0.3)):
+                    data, stat = self.client.get_async(path + "/" + child).get(timeout=0.3)
+                    whose = ""
+                    if stat.ephemeralOwner == me:
+                        whose = " (this client's, held)" if child in held else " (this client's, held by none of its holds)"
+                    log(f"close: {path}/{child} session {stat.ephemeralOwner:#x}{whose} identifier {data.decode(errors='replace')}")
+            except Exception as e:  # a diagnostic only: the close goes on
+                log(f"close: listing {path}: {type(e).__name__}: {e}")
+
     def close(self):
         if self.client is not None:
+            self.log_nodes()
             self.client.stop()
             self.client.close()
 

@@ -8,6 +8,7 @@ The library measures no validity of its own: a grant promises the lock's
 timeout from the SET that was granted, so validity_ms is the TTL plus the time
 from the request's arrival to that SET (the library's own wait loop, timed)."""
 import json
+import os
 import sys
 import time
 
@@ -103,11 +104,18 @@ class Adapter:
         return {"status": "unknown", "reason": f"unsupported op {op!r}"}
 
 
+def write_line(answer):
+    """Writes one answer: one write(2) of the whole line, no buffer layer."""
+    data = json.dumps(answer).encode() + b"\n"
+    while data:
+        data = data[os.write(1, data):]
+
+
 def main():
     adapter = Adapter()
-    out = sys.stdout.buffer
-    for line in sys.stdin.buffer:  # bytes: no text layer between the pipe and json
-        m = json.loads(line)
+    for line in sys.stdin.buffer:
+        # decode first: json.loads of bytes guesses their encoding in Python code
+        m = json.loads(line.decode())
         try:
             answer = adapter.handle(m)
         except Exception as e:  # timeouts, resets, error replies: unknown
@@ -115,8 +123,7 @@ def main():
                   file=sys.stderr, flush=True)
             answer = {"status": "unknown", "reason": f"{type(e).__name__}: {e}"}
         answer["id"] = m["id"]
-        out.write(json.dumps(answer).encode() + b"\n")
-        out.flush()
+        write_line(answer)
         if m.get("op") == "close":
             return
 

@@ -1,6 +1,8 @@
 package adapter
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -58,4 +60,17 @@ func FuzzAnswer(f *testing.F) {
 			t.Fatalf("deadline %v after sending, from %q", lease.ValidUntil.Sub(sent), line)
 		}
 	})
+}
+
+// TestNewTokenIsTwoPaddedNumbers keeps a proposed token what it was when it
+// was formatted with %016x%016x: a run replayed from its seed proposes the
+// same tokens.
+func TestNewTokenIsTwoPaddedNumbers(t *testing.T) {
+	for seed := range uint64(50) {
+		a, b := rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 1))
+		got := newToken(locks.Options{Rand: a})
+		if want := fmt.Sprintf("%016x%016x", b.Uint64(), b.Uint64()); got != want {
+			t.Fatalf("seed %d: token %q, want %q", seed, got, want)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package adapter
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +27,7 @@ type Lock struct {
 	about  About
 	opts   locks.Options
 	tmpDir string
+	follow []*follower // addresses given for nodes that had none
 }
 
 // renewingLock is a Lock whose adapter renews.
@@ -38,20 +41,27 @@ var (
 
 // open starts the adapter and sends init.
 func open(spec Spec, workDir, logPath string, nodes []sut.ClientNode, opts locks.Options) (*Lock, error) {
-	addrs, err := nodeAddrs(spec.Name, nodes)
+	addrs, follow, err := nodeAddrs(spec.Name, nodes)
 	if err != nil {
 		return nil, err
 	}
+	closeFollow := func() {
+		for _, f := range follow {
+			f.Close()
+		}
+	}
 	log, err := openLog(logPath)
 	if err != nil {
+		closeFollow()
 		return nil, fmt.Errorf("adapter %s: %w", spec.Name, err)
 	}
 	p, err := startProc(spec.Name, spec.Command, workDir, spec.Env, log)
 	if err != nil {
+		closeFollow()
 		log.Close()
 		return nil, err
 	}
-	l := &Lock{spec: spec, p: p, log: log, opts: opts}
+	l := &Lock{spec: spec, p: p, log: log, opts: opts, follow: follow}
 	req := request{Op: opInit, Version: Version, Nodes: addrs, Lock: &lockParams{
 		TTLMS: opts.TTL.Milliseconds(), TimeoutMS: nodeTimeout(nodes).Milliseconds(), KeyPrefix: spec.KeyPrefix,
 		Seed: opts.Rand.Uint64() >> 11, Client: opts.Client, // 53 bits: exact in every language's numbers
@@ -203,6 +213,9 @@ func leaseFrom(lease locks.Lease, m *leaseMsg, fenced bool, sent time.Time) (loc
 // Close asks the adapter to close and ends its process group.
 func (l *Lock) Close() error {
 	l.p.shutdown(2 * time.Second)
+	for _, f := range l.follow {
+		f.Close()
+	}
 	err := l.log.Close()
 	if l.tmpDir != "" {
 		_ = os.RemoveAll(l.tmpDir)
@@ -238,7 +251,11 @@ func (l *Lock) PID() int { return l.p.pgid }
 // broke the protocol.
 func (l *Lock) Err() error { return l.p.Err() }
 
-// newToken is a token proposed to the library, from the client's source.
+// newToken is a token proposed to the library, from the client's source:
+// 32 hex digits, two zero-padded 64-bit numbers.
 func newToken(o locks.Options) string {
-	return fmt.Sprintf("%016x%016x", o.Rand.Uint64(), o.Rand.Uint64())
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], o.Rand.Uint64())
+	binary.BigEndian.PutUint64(b[8:], o.Rand.Uint64())
+	return hex.EncodeToString(b[:])
 }

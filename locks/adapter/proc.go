@@ -38,6 +38,8 @@ type proc struct {
 
 	callMu  sync.Mutex // one request at a time
 	partial []byte     // a line read in part when a request ran out of time
+	wbuf    bytes.Buffer
+	enc     *json.Encoder // writes requests into wbuf, reused: no allocation per request
 
 	mu     sync.Mutex
 	next   int64          // the last id sent
@@ -51,7 +53,10 @@ type proc struct {
 	ours   bool // the harness killed or closed it
 	exited chan struct{}
 	pgid   int
-	during string // what the harness awaits, for an exit's message
+	// awaiting is the request the harness awaits (0: none), for an exit's
+	// message; its text is made only when the adapter ends.
+	awaiting   int64
+	awaitingOp string
 }
 
 // startProc starts argv in dir (empty: the current directory) in a
@@ -90,6 +95,7 @@ func startProc(name string, argv []string, dir string, env []string, log *bounde
 	}
 	p := &proc{name: name, cmd: cmd, stdin: inW, out: outR, br: bufio.NewReaderSize(outR, 64<<10), log: log,
 		late: map[int64]bool{}, gone: make(chan struct{}), exited: make(chan struct{}), pgid: cmd.Process.Pid}
+	p.enc = json.NewEncoder(&p.wbuf)
 	go p.wait()
 	return p, nil
 }
@@ -103,7 +109,10 @@ func (p *proc) wait() {
 		status = err.Error()
 	}
 	p.mu.Lock()
-	during := p.during
+	var during string
+	if p.awaiting != 0 {
+		during = fmt.Sprintf("request %d (%s)", p.awaiting, p.awaitingOp)
+	}
 	p.mu.Unlock()
 	p.end(&ExitError{Adapter: p.name, Status: status, Log: p.log.Tail(), During: during})
 	close(p.exited)
@@ -113,12 +122,16 @@ var errLineTooLong = errors.New("line too long")
 
 // readLine reads one line without its newline, at most maxLine bytes, by
 // deadline. A line cut short by the deadline is kept for the next read.
+// The line is valid until the next read.
 func (p *proc) readLine(deadline time.Time) ([]byte, error) {
 	if err := p.out.SetReadDeadline(deadline); err != nil {
 		return nil, err
 	}
 	for {
 		frag, err := p.br.ReadSlice('\n')
+		if err == nil && len(p.partial) == 0 {
+			return bytes.TrimRight(frag, "\r\n"), nil // the whole line in the buffer: no copy
+		}
 		p.partial = append(p.partial, frag...)
 		if len(p.partial) > maxLine {
 			return p.partial[:maxLine], errLineTooLong
@@ -299,10 +312,10 @@ func (p *proc) call(ctx context.Context, req request, limit time.Duration) (answ
 	}
 	p.next++
 	req.ID = p.next
-	p.during = fmt.Sprintf("request %d (%s)", req.ID, req.Op)
+	p.awaiting, p.awaitingOp = req.ID, req.Op
 	p.mu.Unlock()
-	line, err := json.Marshal(req)
-	if err != nil {
+	p.wbuf.Reset()
+	if err := p.enc.Encode(req); err != nil { // one line: Encode ends it with a newline
 		return answer{}, time.Time{}, err
 	}
 	sent := time.Now()
@@ -310,7 +323,7 @@ func (p *proc) call(ctx context.Context, req request, limit time.Duration) (answ
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	if err := p.write(append(line, '\n'), deadline); err != nil {
+	if err := p.write(p.wbuf.Bytes(), deadline); err != nil {
 		p.abandon(req.ID)
 		return answer{}, sent, fmt.Errorf("adapter %s: sending request %d (%s): %v: %w", p.name, req.ID, req.Op, err, ErrUnknown)
 	}

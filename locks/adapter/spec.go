@@ -8,7 +8,6 @@
 package adapter
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -227,20 +226,4 @@ func safeName(name string) string {
 		return "adapter"
 	}
 	return s
-}
-
-// nodeAddrs are the addresses the adapter must dial: the client's own
-// links.
-func nodeAddrs(name string, nodes []sut.ClientNode) ([]nodeAddr, error) {
-	if len(nodes) == 0 {
-		return nil, fmt.Errorf("adapter %s: no nodes", name)
-	}
-	out := make([]nodeAddr, 0, len(nodes))
-	for _, n := range nodes {
-		if n.Addr == "" {
-			return nil, errors.New("adapter " + name + ": node " + n.Name + " has no address (a replicated topology hands clients a failover client, not an address: adapters run on independent nodes)")
-		}
-		out = append(out, nodeAddr{Name: n.Name, Addr: n.Addr})
-	}
-	return out, nil
 }

@@ -1,7 +1,8 @@
 """redis-py's own loop, the reference of BenchmarkRedisPy: cycles of
 Lock.acquire (non-blocking) and Lock.release on 10 keys, one client, in
-one process. Each line on stdin is a number of cycles to run; for each it
-prints the seconds they took (startup excluded).
+one process: the keys the protocol's side locks (bench-0 … bench-9). Each
+line on stdin is a number of cycles to run; for each it prints the seconds
+they took (startup excluded).
 
 usage: redispy_loop.py HOST:PORT"""
 import sys
@@ -11,7 +12,7 @@ import redis
 
 host, port = sys.argv[1].rsplit(":", 1)
 client = redis.Redis(host=host, port=int(port), socket_timeout=0.5, socket_connect_timeout=0.5)
-locks = [client.lock(f"loop-{i}", timeout=1.0, sleep=0.01) for i in range(10)]
+locks = [client.lock(f"bench-{i}", timeout=1.0, sleep=0.01) for i in range(10)]
 client.ping()
 for line in sys.stdin:
     n = int(line)
