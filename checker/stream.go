@@ -238,10 +238,10 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 		if cfg.Observe != nil {
 			cfg.Observe(op)
 		}
-		if cut.since >= target && cut.ok(*op) {
+		if cut.since >= target && cut.ok(op) {
 			a.cut(cut, &w.st)
 		}
-		cut.observe(*op)
+		cut.observe(op)
 		return !cut.disorder || w.st.cuts == 0
 	})
 	if cut.disorder && w.st.cuts > 0 {
@@ -267,7 +267,7 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 	if len(win) == 0 {
 		return
 	}
-	a.window(win, false, cut.last.Time)
+	a.window(win, false, cut.lastTime)
 	commit(a.c, counters)
 	// What the carry keeps of keys at rest (neither held back nor
 	// followed by the cutter) may go to its file.
@@ -694,27 +694,45 @@ func sortViolations(vs []Violation) {
 // later window. It keeps what is pending, open or held back, never what a
 // window took.
 type cutter struct {
-	fresh    []history.Op              // the events since the last cut, in order
-	win      []history.Op              // the last window's events (reused)
-	gpending map[pendKey]bool          // global invocations not yet completed
-	pending  map[pendKey]pendOp        // every invocation not yet completed
-	busy     map[history.Process]bool  // client processes with an operation outstanding
-	keys     map[string]*keyState      // keys with events held back or state open
-	rel      *pkStore                  // each process and key's latest acquire and release (relDone, held, released)
-	renewInv map[history.Process]int64 // index of a renewer's renew in flight
-	dead     map[history.Process]bool  // crashed client processes
-	// procKeys is, per owner, the keys on which it has a read not yet
-	// followed by its write or a session lease: what its crash closes.
-	procKeys map[int]map[string]bool
-	never    bool // no cut for the rest of the history
+	fresh    []history.Op     // the events since the last cut, in order
+	win      []history.Op     // the last window's events (reused)
+	gpending map[pendKey]bool // global invocations not yet completed
+	procs    map[history.Process]*procState
+	keys     map[string]*keyState // keys with events held back or state open
+	rel      *pkStore             // each process and key's latest acquire and release (relDone, held, released)
+	never    bool                 // no cut for the rest of the history
 	disorder bool
 	n        int // events observed
 	since    int // events observed since the last cut
-	last     history.Op
+	// The last event's time and index.
+	lastTime, lastIndex int64
+}
+
+// procState is what the cutter follows of one client process, in one map
+// entry looked up once per event (a map keyed by process and function,
+// and one per process and key, cost a fifth of the check): its invocation
+// in flight (a client runs one operation at a time: a second one at once
+// ends the cuts), whether it crashed, a renewer's renew in flight, and,
+// for an owner, the keys on which it has a read not yet followed by its
+// write or a session lease (what its crash closes). An entry that holds
+// none of these is dropped at the next cut (sweep), so that processes
+// that came and went cost nothing.
+type procState struct {
+	pend     pendOp
+	busy     bool
+	dead     bool
+	renewInv int64 // index of a renewer's renew in flight, 0 for none
+	keys     []string
+}
+
+// idle reports whether the entry holds nothing the cutter needs.
+func (ps *procState) idle() bool {
+	return !ps.busy && !ps.dead && ps.renewInv == 0 && len(ps.keys) == 0
 }
 
 // pendOp is an invocation in flight: what its completion must match.
 type pendOp struct {
+	f     string
 	key   string
 	owner int
 	in    *history.Value
@@ -751,9 +769,20 @@ func newCutter(pk *pkStore) *cutter {
 	if pk == nil {
 		pk = newPKStore("")
 	}
-	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
-		keys: map[string]*keyState{}, rel: pk, renewInv: map[history.Process]int64{},
-		dead: map[history.Process]bool{}, procKeys: map[int]map[string]bool{}}
+	return &cutter{gpending: map[pendKey]bool{}, procs: map[history.Process]*procState{},
+		keys: map[string]*keyState{}, rel: pk}
+}
+
+// proc is p's entry, made if need be.
+func (c *cutter) proc(p history.Process) *procState { return entry(c.procs, p) }
+
+// sweep drops the entries of processes that hold nothing.
+func (c *cutter) sweep() {
+	for p, ps := range c.procs {
+		if ps.idle() {
+			delete(c.procs, p)
+		}
+	}
 }
 
 // relOf is k's entry, made if need be.
@@ -775,9 +804,9 @@ func (k *keyState) quiet(t int64) bool {
 
 // ok reports whether a window may end before next: the global conditions
 // hold (nothing global pending, no crash, next strictly later). Which keys' events the window takes is take's business.
-func (c *cutter) ok(next history.Op) bool {
+func (c *cutter) ok(next *history.Op) bool {
 	return !c.never && c.n > 0 && len(c.gpending) == 0 &&
-		next.Time > c.last.Time && next.Index > c.last.Index
+		next.Time > c.lastTime && next.Index > c.lastIndex
 }
 
 // take removes from the cutter the events of a window ending now (after
@@ -791,7 +820,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	clear(c.win)
 	win := c.win[:0]
 	for key, k := range c.keys {
-		if k.quiet(c.last.Time) {
+		if k.quiet(c.lastTime) {
 			k.bound = math.MaxInt64
 			if k.top > 0 {
 				counters[key] = k.top
@@ -837,6 +866,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	}
 	c.win = win
 	c.since = 0
+	c.sweep()
 	return win, counters, deferred
 }
 
@@ -877,22 +907,23 @@ func isGlobal(op *history.Op) bool {
 	return op.Process.IsNemesis() || op.F == history.FPause || op.F == history.FCrash || op.Key == ""
 }
 
-// observe follows op and holds it back.
-func (c *cutter) observe(op history.Op) {
-	if c.n > 0 && (op.Index <= c.last.Index || op.Time < c.last.Time) {
+// observe follows op and holds it back (a copy: op is the reader's).
+func (c *cutter) observe(op *history.Op) {
+	if c.n > 0 && (op.Index <= c.lastIndex || op.Time < c.lastTime) {
 		c.disorder, c.never = true, true
 	}
-	if op.Validate() != nil || c.dead[op.Process] && op.F != history.FCrash {
+	ps := c.proc(op.Process)
+	if op.Validate() != nil || ps.dead && op.F != history.FCrash {
 		// prepare refuses it: the window that holds it must hold
 		// everything after it, and the whole check's first refusal.
 		c.never = true
 	}
 	c.n++
 	c.since++
-	c.last = op
-	c.fresh = append(c.fresh, op)
-	if isGlobal(&op) {
-		c.observeGlobal(op)
+	c.lastTime, c.lastIndex = op.Time, op.Index
+	c.fresh = append(c.fresh, *op)
+	if isGlobal(op) {
+		c.observeGlobal(op, ps)
 		return
 	}
 	k := c.keys[op.Key]
@@ -906,28 +937,28 @@ func (c *cutter) observe(op history.Op) {
 	}
 	k.seen = true
 	k.lastTime = op.Time
-	c.observeKey(k, op)
+	c.observeKey(k, op, ps)
 }
 
-// observeGlobal follows a global event.
-func (c *cutter) observeGlobal(op history.Op) {
+// observeGlobal follows a global event; ps is its process's entry.
+func (c *cutter) observeGlobal(op *history.Op, ps *procState) {
 	pk := pendKey{op.Process, op.F}
 	if op.F == history.FCrash {
 		if op.Type != history.Invoke {
-			c.crash(op.Process)
+			c.crash(op.Process, ps)
 		}
 		return
 	}
 	if op.Type == history.Invoke {
 		if !op.Process.IsNemesis() {
-			c.invoke(op, pendOp{key: op.Key, owner: int(op.Process), in: op.Value})
+			c.invoke(ps, pendOp{f: op.F, key: op.Key, owner: int(op.Process), in: op.Value})
 		}
 		c.gpending[pk] = true
 		return
 	}
 	delete(c.gpending, pk)
 	if !op.Process.IsNemesis() {
-		c.complete(op, int(op.Process))
+		c.complete(op, ps, int(op.Process))
 	}
 }
 
@@ -937,29 +968,25 @@ func (c *cutter) observeGlobal(op history.Op) {
 // invocation; an unknown acquire, renew or read grants or shows nothing),
 // its reads will never be followed by a write, and its session leases end
 // here. Its other leases run until their deadlines, as they would.
-func (c *cutter) crash(p history.Process) {
-	if c.dead[p] {
+func (c *cutter) crash(p history.Process, ps *procState) {
+	if ps.dead {
 		return
 	}
-	c.dead[p] = true
-	for pk, po := range c.pending {
-		if pk.p != p {
-			continue
-		}
-		delete(c.pending, pk)
+	ps.dead = true
+	if ps.busy {
+		ps.busy = false
+		po := ps.pend
+		pk := pendKey{p, po.f}
 		if c.gpending[pk] {
 			delete(c.gpending, pk)
-			continue
-		}
-		if k := c.keys[po.key]; k != nil {
+		} else if k := c.keys[po.key]; k != nil {
 			k.pending--
-			if pk.f == history.FWrite {
-				k.wrote(history.Op{Type: history.Info, F: history.FWrite, Key: po.key}, po.owner, po.in)
+			if po.f == history.FWrite {
+				k.wrote(&history.Op{Type: history.Info, F: history.FWrite, Key: po.key}, po.owner, po.in)
 			}
 		}
 	}
-	delete(c.busy, p)
-	for key := range c.procKeys[int(p)] {
+	for _, key := range ps.keys {
 		if k := c.keys[key]; k != nil {
 			delete(k.open, int(p))
 			if k.sessions[int(p)] {
@@ -972,82 +999,79 @@ func (c *cutter) crash(p history.Process) {
 			}
 		}
 	}
-	delete(c.procKeys, int(p))
+	ps.keys = nil
 }
 
 // track notes that owner has a read open or a session lease on key; untrack
 // that it may no longer have either.
 func (c *cutter) track(owner int, key string) {
-	m := c.procKeys[owner]
-	if m == nil {
-		m = map[string]bool{}
-		c.procKeys[owner] = m
+	ps := c.proc(history.Process(owner))
+	if !slices.Contains(ps.keys, key) {
+		ps.keys = append(ps.keys, key)
 	}
-	m[key] = true
 }
 
 func (c *cutter) untrack(owner int, key string, k *keyState) {
 	if _, open := k.open[owner]; open || k.sessions[owner] {
 		return
 	}
-	if m := c.procKeys[owner]; m != nil {
-		delete(m, key)
-		if len(m) == 0 {
-			delete(c.procKeys, owner)
-		}
+	ps := c.procs[history.Process(owner)]
+	if ps == nil {
+		return
+	}
+	if i := slices.Index(ps.keys, key); i >= 0 {
+		last := len(ps.keys) - 1
+		ps.keys[i] = ps.keys[last]
+		ps.keys[last] = ""
+		ps.keys = ps.keys[:last]
 	}
 }
 
 // invoke notes a client invocation.
-func (c *cutter) invoke(op history.Op, p pendOp) {
-	if c.busy[op.Process] {
-		c.never = true // two operations of one client at once
+func (c *cutter) invoke(ps *procState, p pendOp) {
+	if ps.busy {
+		// Two operations of one client at once (prepare refuses a second
+		// of the same f, and no cut may pair them).
+		c.never = true
 	}
-	c.busy[op.Process] = true
-	pk := pendKey{op.Process, op.F}
-	if _, dup := c.pending[pk]; dup {
-		c.never = true // prepare refuses it
-	}
-	c.pending[pk] = p
+	ps.busy, ps.pend = true, p
 }
 
 // complete notes a client completion and returns its invocation's value;
 // one prepare would refuse (no invocation, another key or owner) ends
 // the cuts.
-func (c *cutter) complete(op history.Op, owner int) *history.Value {
-	pk := pendKey{op.Process, op.F}
-	in, ok := c.pending[pk]
-	if !ok || in.key != op.Key || in.owner != owner {
+func (c *cutter) complete(op *history.Op, ps *procState, owner int) *history.Value {
+	in := ps.pend
+	if !ps.busy || in.f != op.F || in.key != op.Key || in.owner != owner {
 		c.never = true
 	}
-	delete(c.pending, pk)
-	delete(c.busy, op.Process)
+	ps.busy, ps.pend = false, pendOp{}
 	return in.in
 }
 
-// observeKey follows a client event on key k.
-func (c *cutter) observeKey(k *keyState, op history.Op) {
+// observeKey follows a client event on key k; ps is its process's entry.
+func (c *cutter) observeKey(k *keyState, op *history.Op, ps *procState) {
 	owner := int(op.Process)
 	if op.Owner != nil {
 		owner = int(*op.Owner)
 	}
 	pk := procKey{owner, op.Key}
 	if op.Type == history.Invoke {
-		c.invokeKey(k, op, owner, pk)
+		c.invokeKey(k, op, ps, owner, pk)
 		return
 	}
 	if op.F == history.FRelease {
 		r := c.relOf(pk)
 		r.released, r.relDone = true, op.Index
 	}
-	if _, ok := c.pending[pendKey{op.Process, op.F}]; ok {
+	if ps.busy && ps.pend.f == op.F {
 		k.pending--
 	}
-	in := c.complete(op, owner)
+	in := c.complete(op, ps, owner)
 	switch op.F {
 	case history.FAcquire, history.FRenew:
 		if op.Type == history.OK {
-			c.granted(k, op, owner, pk)
+			c.granted(k, op, ps, owner, pk)
 		}
 	case history.FRead:
 		if op.Type == history.OK && op.Value != nil && op.Value.Counter != nil {
@@ -1058,11 +1082,14 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		k.wrote(op, owner, in)
 		c.untrack(owner, op.Key, k)
 	}
+	if op.F == history.FRenew {
+		ps.renewInv = 0
+	}
 }
 
 // invokeKey follows a client invocation on key k.
-func (c *cutter) invokeKey(k *keyState, op history.Op, owner int, pk procKey) {
-	c.invoke(op, pendOp{key: op.Key, owner: owner, in: op.Value})
+func (c *cutter) invokeKey(k *keyState, op *history.Op, ps *procState, owner int, pk procKey) {
+	c.invoke(ps, pendOp{f: op.F, key: op.Key, owner: owner, in: op.Value})
 	k.pending++
 	switch op.F {
 	case history.FRelease:
@@ -1075,13 +1102,13 @@ func (c *cutter) invokeKey(k *keyState, op history.Op, owner int, pk procKey) {
 		r := c.relOf(pk)
 		r.held, r.released, r.relDone = false, true, math.MaxInt64
 	case history.FRenew:
-		c.renewInv[op.Process] = op.Index
+		ps.renewInv = op.Index
 	}
 }
 
 // granted follows an acquire or renew ok on key k: the lease it grants
 // (until its deadline) keeps k from splitting.
-func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
+func (c *cutter) granted(k *keyState, op *history.Op, ps *procState, owner int, pk procKey) {
 	// A renewer's renewal invoked after its process let go (its release
 	// had completed, or it never held) is an orphan lock (see
 	// findOrphans), a bug: its episodes merge across claims in ways
@@ -1092,7 +1119,7 @@ func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
 	case op.F == history.FAcquire:
 		c.relOf(pk).held = true
 	case op.Owner != nil && (r == nil || !r.held):
-		if r == nil || !r.released || c.renewInv[op.Process] > r.relDone {
+		if r == nil || !r.released || ps.renewInv > r.relDone {
 			k.never = true
 		}
 	}
@@ -1126,7 +1153,7 @@ func (k *keyState) read(owner int, v int64) {
 // wrote follows the completion of a write (invoked with in): it closes
 // the section, and what it wrote, or may have, decides whether the
 // counter's value at a split is certain.
-func (k *keyState) wrote(op history.Op, owner int, in *history.Value) {
+func (k *keyState) wrote(op *history.Op, owner int, in *history.Value) {
 	read, hasRead := k.open[owner]
 	delete(k.open, owner)
 	if op.Type == history.Fail || op.Type == history.OK && op.Value != nil && op.Value.Rejected {
