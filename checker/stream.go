@@ -746,20 +746,20 @@ type pendKey struct {
 // keyState is what the cutter follows of one key: the events held back
 // since the key's last split, and what decides where it may split next.
 type keyState struct {
-	held          []history.Op  // the key's events before the last cut a window left
-	split         int64         // its events of lower index may be taken: the key was quiet before this one
-	splitTop      int64         // the counter's largest value up to the split
-	bound         int64         // at a cut, its events of lower index are taken
-	seen          bool          // an event of it came since its state was made
-	top           int64         // the counter's largest value so far
-	pending       int           // invocations on the key not yet completed
-	leases        map[int]int64 // per owner, the latest deadline of a grant not released
-	sessions      map[int]bool  // owners whose lease is a session's (history.Value.Session)
-	open          map[int]int64 // per owner, the value a read returned that no write followed yet
-	unsettled     bool          // a write of unknown outcome no read has settled yet
-	unsettledRead int64         // the largest value such a write read
-	never         bool          // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
-	lastTime      int64         // time of the key's latest event
+	held          []history.Op // the key's events before the last cut a window left
+	split         int64        // its events of lower index may be taken: the key was quiet before this one
+	splitTop      int64        // the counter's largest value up to the split
+	bound         int64        // at a cut, its events of lower index are taken
+	seen          bool         // an event of it came since its state was made
+	top           int64        // the counter's largest value so far
+	pending       int          // invocations on the key not yet completed
+	leases        ownerVals    // per owner, the latest deadline of a grant not released
+	sessions      map[int]bool // owners whose lease is a session's (history.Value.Session)
+	open          ownerVals    // per owner, the value a read returned that no write followed yet
+	unsettled     bool         // a write of unknown outcome no read has settled yet
+	unsettledRead int64        // the largest value such a write read
+	never         bool         // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
+	lastTime      int64        // time of the key's latest event
 }
 
 // newCutter is a cutter that keeps what it follows of each process and
@@ -794,8 +794,8 @@ func (k *keyState) quiet(t int64) bool {
 	if k.never || k.pending > 0 || len(k.open) > 0 || k.unsettled {
 		return false
 	}
-	for _, d := range k.leases {
-		if d > t {
+	for _, l := range k.leases {
+		if l.v > t {
 			return false
 		}
 	}
@@ -928,7 +928,7 @@ func (c *cutter) observe(op *history.Op) {
 	}
 	k := c.keys[op.Key]
 	if k == nil {
-		k = &keyState{leases: map[int]int64{}, open: map[int]int64{}}
+		k = &keyState{}
 		c.keys[op.Key] = k
 	}
 	if k.seen && k.quiet(op.Time-1) && k.lastTime < op.Time {
@@ -988,11 +988,11 @@ func (c *cutter) crash(p history.Process, ps *procState) {
 	}
 	for _, key := range ps.keys {
 		if k := c.keys[key]; k != nil {
-			delete(k.open, int(p))
+			k.open.del(int(p))
 			if k.sessions[int(p)] {
 				// Ended here, by a release that never completes
 				// (endSessions).
-				delete(k.leases, int(p))
+				k.leases.del(int(p))
 				delete(k.sessions, int(p))
 				r := c.relOf(procKey{int(p), key})
 				r.held, r.released, r.relDone = false, true, math.MaxInt64
@@ -1012,7 +1012,7 @@ func (c *cutter) track(owner int, key string) {
 }
 
 func (c *cutter) untrack(owner int, key string, k *keyState) {
-	if _, open := k.open[owner]; open || k.sessions[owner] {
+	if _, open := k.open.get(owner); open || k.sessions[owner] {
 		return
 	}
 	ps := c.procs[history.Process(owner)]
@@ -1095,9 +1095,9 @@ func (c *cutter) invokeKey(k *keyState, op *history.Op, ps *procState, owner int
 	case history.FRelease:
 		// The claim ends here, and so does the section of a read not
 		// yet followed by its write (see sections).
-		delete(k.leases, owner)
+		k.leases.del(owner)
 		delete(k.sessions, owner)
-		delete(k.open, owner)
+		k.open.del(owner)
 		c.untrack(owner, op.Key, k)
 		r := c.relOf(pk)
 		r.held, r.released, r.relDone = false, true, math.MaxInt64
@@ -1127,10 +1127,10 @@ func (c *cutter) granted(k *keyState, op *history.Op, ps *procState, owner int, 
 	if op.Value != nil && op.Value.Deadline != 0 {
 		d = op.Value.Deadline
 	}
-	if cur, ok := k.leases[owner]; ok {
+	if cur, ok := k.leases.get(owner); ok {
 		d = max(d, cur)
 	}
-	k.leases[owner] = d
+	k.leases.set(owner, d)
 	if op.F == history.FAcquire && op.Value != nil && op.Value.Session {
 		if k.sessions == nil {
 			k.sessions = map[int]bool{}
@@ -1143,7 +1143,7 @@ func (c *cutter) granted(k *keyState, op *history.Op, ps *procState, owner int, 
 // read follows a read of the counter that returned v: a section is open
 // until its write.
 func (k *keyState) read(owner int, v int64) {
-	k.open[owner] = v
+	k.open.set(owner, v)
 	k.top = max(k.top, v)
 	if k.unsettled && v > k.unsettledRead {
 		k.unsettled = false // every unknown write on the key took effect or never will
@@ -1154,8 +1154,8 @@ func (k *keyState) read(owner int, v int64) {
 // the section, and what it wrote, or may have, decides whether the
 // counter's value at a split is certain.
 func (k *keyState) wrote(op *history.Op, owner int, in *history.Value) {
-	read, hasRead := k.open[owner]
-	delete(k.open, owner)
+	read, hasRead := k.open.get(owner)
+	k.open.del(owner)
 	if op.Type == history.Fail || op.Type == history.OK && op.Value != nil && op.Value.Rejected {
 		return // the counter is as the read left it
 	}
@@ -1177,5 +1177,49 @@ func (k *keyState) wrote(op *history.Op, owner int, in *history.Value) {
 	// past the value it needs.
 	if !k.unsettled || read > k.unsettledRead {
 		k.unsettledRead, k.unsettled = read, true
+	}
+}
+
+// ownerVals is a value per owner: the leases and the open reads of one
+// key, which are one or two at a time (mutual exclusion), looked up by
+// going through them rather than hashing (a map per key cost more to make,
+// look up and range over than all the rest of following a key).
+type ownerVals []ownerVal
+
+type ownerVal struct {
+	owner int
+	v     int64
+}
+
+// get is owner's value.
+func (o ownerVals) get(owner int) (int64, bool) {
+	for _, e := range o {
+		if e.owner == owner {
+			return e.v, true
+		}
+	}
+	return 0, false
+}
+
+// set makes v owner's value.
+func (o *ownerVals) set(owner int, v int64) {
+	for i := range *o {
+		if (*o)[i].owner == owner {
+			(*o)[i].v = v
+			return
+		}
+	}
+	*o = append(*o, ownerVal{owner, v})
+}
+
+// del removes owner's value, if any.
+func (o *ownerVals) del(owner int) {
+	for i, e := range *o {
+		if e.owner == owner {
+			last := len(*o) - 1
+			(*o)[i] = (*o)[last]
+			*o = (*o)[:last]
+			return
+		}
 	}
 }
