@@ -229,6 +229,8 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	a := newAccumulator(ctx, cfg, cfg.holdLimit())
 	a.c.fromStart = fromStart
 	cut := newCutter(a.c.pk)
+	_, inMemory := src.InMemory()
+	cut.validated = !inMemory
 	var w windowRun
 	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
 		if cut.n == 0 {
@@ -702,8 +704,17 @@ type cutter struct {
 	rel      *pkStore             // each process and key's latest acquire and release (relDone, held, released)
 	never    bool                 // no cut for the rest of the history
 	disorder bool
-	n        int // events observed
-	since    int // events observed since the last cut
+	// recentKeys and recentProcs are the entries of keys and procs looked
+	// up lately, by slot (a run's few keys and clients recur; hashing them
+	// on every event cost more than following them): cleared whenever an
+	// entry leaves its map.
+	recentKeys  [recentSlots]*keyState
+	recentProcs [recentSlots]*procState
+	// validated: every event satisfies Validate (a file's reader refuses
+	// one that does not), so observe need not ask again.
+	validated bool
+	n         int // events observed
+	since     int // events observed since the last cut
 	// The last event's time and index.
 	lastTime, lastIndex int64
 }
@@ -718,6 +729,7 @@ type cutter struct {
 // none of these is dropped at the next cut (sweep), so that processes
 // that came and went cost nothing.
 type procState struct {
+	p        history.Process
 	pend     pendOp
 	busy     bool
 	dead     bool
@@ -746,6 +758,7 @@ type pendKey struct {
 // keyState is what the cutter follows of one key: the events held back
 // since the key's last split, and what decides where it may split next.
 type keyState struct {
+	name          string       // the key
 	held          []history.Op // the key's events before the last cut a window left
 	split         int64        // its events of lower index may be taken: the key was quiet before this one
 	splitTop      int64        // the counter's largest value up to the split
@@ -773,11 +786,61 @@ func newCutter(pk *pkStore) *cutter {
 		keys: map[string]*keyState{}, rel: pk}
 }
 
+// recentSlots is the size of the cutter's caches of keys and processes.
+const recentSlots = 64
+
 // proc is p's entry, made if need be.
-func (c *cutter) proc(p history.Process) *procState { return entry(c.procs, p) }
+func (c *cutter) proc(p history.Process) *procState {
+	slot := int(p) & (recentSlots - 1)
+	if ps := c.recentProcs[slot]; ps != nil && ps.p == p {
+		return ps
+	}
+	ps := c.procs[p]
+	if ps == nil {
+		ps = &procState{p: p}
+		c.procs[p] = ps
+	}
+	c.recentProcs[slot] = ps
+	return ps
+}
+
+// key is key's state, made if need be.
+func (c *cutter) key(key string) *keyState {
+	k := c.lookup(key)
+	if k == nil {
+		k = &keyState{name: key}
+		c.keys[key] = k
+		c.recentKeys[keySlot(key)] = k
+	}
+	return k
+}
+
+// lookup is key's state, nil if it has none.
+func (c *cutter) lookup(key string) *keyState {
+	slot := keySlot(key)
+	if k := c.recentKeys[slot]; k != nil && k.name == key {
+		return k
+	}
+	k := c.keys[key]
+	if k != nil {
+		c.recentKeys[slot] = k
+	}
+	return k
+}
+
+// keySlot is key's place in recentKeys: from its length and last byte,
+// which tell a run's keys apart.
+func keySlot(key string) int {
+	n := len(key)
+	if n == 0 {
+		return 0
+	}
+	return (n*31 + int(key[n-1])) & (recentSlots - 1)
+}
 
 // sweep drops the entries of processes that hold nothing.
 func (c *cutter) sweep() {
+	clear(c.recentProcs[:])
 	for p, ps := range c.procs {
 		if ps.idle() {
 			delete(c.procs, p)
@@ -849,7 +912,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 			win = append(win, op)
 			continue
 		}
-		if k := c.keys[op.Key]; op.Index < k.bound {
+		if k := c.lookup(op.Key); op.Index < k.bound {
 			win = append(win, op)
 		} else {
 			k.held = append(k.held, op)
@@ -857,6 +920,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	}
 	clear(c.fresh)
 	c.fresh = c.fresh[:0]
+	clear(c.recentKeys[:])
 	for key, k := range c.keys {
 		if k.bound == math.MaxInt64 {
 			delete(c.keys, key) // nothing of it is left to follow
@@ -897,6 +961,7 @@ func (c *cutter) rest() []history.Op {
 		ops = append(ops, c.fresh...)
 	}
 	c.fresh, c.win, c.keys = nil, nil, nil
+	clear(c.recentKeys[:])
 	return ops
 }
 
@@ -913,7 +978,7 @@ func (c *cutter) observe(op *history.Op) {
 		c.disorder, c.never = true, true
 	}
 	ps := c.proc(op.Process)
-	if op.Validate() != nil || ps.dead && op.F != history.FCrash {
+	if !c.validated && op.Validate() != nil || ps.dead && op.F != history.FCrash {
 		// prepare refuses it: the window that holds it must hold
 		// everything after it, and the whole check's first refusal.
 		c.never = true
@@ -926,11 +991,7 @@ func (c *cutter) observe(op *history.Op) {
 		c.observeGlobal(op, ps)
 		return
 	}
-	k := c.keys[op.Key]
-	if k == nil {
-		k = &keyState{}
-		c.keys[op.Key] = k
-	}
+	k := c.key(op.Key)
 	if k.seen && k.quiet(op.Time-1) && k.lastTime < op.Time {
 		// Quiet just before op, strictly earlier: a split point.
 		k.split, k.splitTop = op.Index, k.top

@@ -58,11 +58,11 @@ func (d *decoder) decode(b []byte) (Op, error) {
 func (d *decoder) decodeInto(b []byte, op *Op) error {
 	*op = Op{}
 	if d.orderedInto(b, op) {
-		return op.Validate()
+		return op.validate()
 	}
 	*op = Op{}
 	if d.fastInto(b, op) {
-		return op.Validate()
+		return op.validate()
 	}
 	var err error
 	*op, err = parseLine(b)
