@@ -229,6 +229,8 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	a := newAccumulator(ctx, cfg, cfg.holdLimit())
 	a.c.fromStart = fromStart
 	cut := newCutter(a.c.pk)
+	_, inMemory := src.InMemory()
+	cut.validated = !inMemory
 	var w windowRun
 	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
 		if cut.n == 0 {
@@ -238,10 +240,10 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 		if cfg.Observe != nil {
 			cfg.Observe(op)
 		}
-		if cut.since >= target && cut.ok(*op) {
+		if cut.since >= target && cut.ok(op) {
 			a.cut(cut, &w.st)
 		}
-		cut.observe(*op)
+		cut.observe(op)
 		return !cut.disorder || w.st.cuts == 0
 	})
 	if cut.disorder && w.st.cuts > 0 {
@@ -267,7 +269,7 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 	if len(win) == 0 {
 		return
 	}
-	a.window(win, false, cut.last.Time)
+	a.window(win, false, cut.lastTime)
 	commit(a.c, counters)
 	// What the carry keeps of keys at rest (neither held back nor
 	// followed by the cutter) may go to its file.
@@ -694,27 +696,55 @@ func sortViolations(vs []Violation) {
 // later window. It keeps what is pending, open or held back, never what a
 // window took.
 type cutter struct {
-	fresh    []history.Op              // the events since the last cut, in order
-	win      []history.Op              // the last window's events (reused)
-	gpending map[pendKey]bool          // global invocations not yet completed
-	pending  map[pendKey]pendOp        // every invocation not yet completed
-	busy     map[history.Process]bool  // client processes with an operation outstanding
-	keys     map[string]*keyState      // keys with events held back or state open
-	rel      *pkStore                  // each process and key's latest acquire and release (relDone, held, released)
-	renewInv map[history.Process]int64 // index of a renewer's renew in flight
-	dead     map[history.Process]bool  // crashed client processes
-	// procKeys is, per owner, the keys on which it has a read not yet
-	// followed by its write or a session lease: what its crash closes.
-	procKeys map[int]map[string]bool
-	never    bool // no cut for the rest of the history
+	fresh    []history.Op     // the events since the last cut, in order
+	win      []history.Op     // the last window's events (reused)
+	gpending map[pendKey]bool // global invocations not yet completed
+	procs    map[history.Process]*procState
+	keys     map[string]*keyState // keys with events held back or state open
+	rel      *pkStore             // each process and key's latest acquire and release (relDone, held, released)
+	never    bool                 // no cut for the rest of the history
 	disorder bool
-	n        int // events observed
-	since    int // events observed since the last cut
-	last     history.Op
+	// recentKeys and recentProcs are the entries of keys and procs looked
+	// up lately, by slot (a run's few keys and clients recur; hashing them
+	// on every event cost more than following them): cleared whenever an
+	// entry leaves its map.
+	recentKeys  [recentSlots]*keyState
+	recentProcs [recentSlots]*procState
+	// validated: every event satisfies Validate (a file's reader refuses
+	// one that does not), so observe need not ask again.
+	validated bool
+	n         int // events observed
+	since     int // events observed since the last cut
+	// The last event's time and index.
+	lastTime, lastIndex int64
+}
+
+// procState is what the cutter follows of one client process, in one map
+// entry looked up once per event (a map keyed by process and function,
+// and one per process and key, cost a fifth of the check): its invocation
+// in flight (a client runs one operation at a time: a second one at once
+// ends the cuts), whether it crashed, a renewer's renew in flight, and,
+// for an owner, the keys on which it has a read not yet followed by its
+// write or a session lease (what its crash closes). An entry that holds
+// none of these is dropped at the next cut (sweep), so that processes
+// that came and went cost nothing.
+type procState struct {
+	p        history.Process
+	pend     pendOp
+	busy     bool
+	dead     bool
+	renewInv int64 // index of a renewer's renew in flight, 0 for none
+	keys     []string
+}
+
+// idle reports whether the entry holds nothing the cutter needs.
+func (ps *procState) idle() bool {
+	return !ps.busy && !ps.dead && ps.renewInv == 0 && len(ps.keys) == 0
 }
 
 // pendOp is an invocation in flight: what its completion must match.
 type pendOp struct {
+	f     string
 	key   string
 	owner int
 	in    *history.Value
@@ -728,20 +758,21 @@ type pendKey struct {
 // keyState is what the cutter follows of one key: the events held back
 // since the key's last split, and what decides where it may split next.
 type keyState struct {
-	held          []history.Op  // the key's events before the last cut a window left
-	split         int64         // its events of lower index may be taken: the key was quiet before this one
-	splitTop      int64         // the counter's largest value up to the split
-	bound         int64         // at a cut, its events of lower index are taken
-	seen          bool          // an event of it came since its state was made
-	top           int64         // the counter's largest value so far
-	pending       int           // invocations on the key not yet completed
-	leases        map[int]int64 // per owner, the latest deadline of a grant not released
-	sessions      map[int]bool  // owners whose lease is a session's (history.Value.Session)
-	open          map[int]int64 // per owner, the value a read returned that no write followed yet
-	unsettled     bool          // a write of unknown outcome no read has settled yet
-	unsettledRead int64         // the largest value such a write read
-	never         bool          // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
-	lastTime      int64         // time of the key's latest event
+	name          string       // the key
+	held          []history.Op // the key's events before the last cut a window left
+	split         int64        // its events of lower index may be taken: the key was quiet before this one
+	splitTop      int64        // the counter's largest value up to the split
+	bound         int64        // at a cut, its events of lower index are taken
+	seen          bool         // an event of it came since its state was made
+	top           int64        // the counter's largest value so far
+	pending       int          // invocations on the key not yet completed
+	leases        ownerVals    // per owner, the latest deadline of a grant not released
+	sessions      map[int]bool // owners whose lease is a session's (history.Value.Session)
+	open          ownerVals    // per owner, the value a read returned that no write followed yet
+	unsettled     bool         // a write of unknown outcome no read has settled yet
+	unsettledRead int64        // the largest value such a write read
+	never         bool         // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
+	lastTime      int64        // time of the key's latest event
 }
 
 // newCutter is a cutter that keeps what it follows of each process and
@@ -751,9 +782,70 @@ func newCutter(pk *pkStore) *cutter {
 	if pk == nil {
 		pk = newPKStore("")
 	}
-	return &cutter{gpending: map[pendKey]bool{}, pending: map[pendKey]pendOp{}, busy: map[history.Process]bool{},
-		keys: map[string]*keyState{}, rel: pk, renewInv: map[history.Process]int64{},
-		dead: map[history.Process]bool{}, procKeys: map[int]map[string]bool{}}
+	return &cutter{gpending: map[pendKey]bool{}, procs: map[history.Process]*procState{},
+		keys: map[string]*keyState{}, rel: pk}
+}
+
+// recentSlots is the size of the cutter's caches of keys and processes.
+const recentSlots = 64
+
+// proc is p's entry, made if need be.
+func (c *cutter) proc(p history.Process) *procState {
+	slot := int(p) & (recentSlots - 1)
+	if ps := c.recentProcs[slot]; ps != nil && ps.p == p {
+		return ps
+	}
+	ps := c.procs[p]
+	if ps == nil {
+		ps = &procState{p: p}
+		c.procs[p] = ps
+	}
+	c.recentProcs[slot] = ps
+	return ps
+}
+
+// key is key's state, made if need be.
+func (c *cutter) key(key string) *keyState {
+	k := c.lookup(key)
+	if k == nil {
+		k = &keyState{name: key}
+		c.keys[key] = k
+		c.recentKeys[keySlot(key)] = k
+	}
+	return k
+}
+
+// lookup is key's state, nil if it has none.
+func (c *cutter) lookup(key string) *keyState {
+	slot := keySlot(key)
+	if k := c.recentKeys[slot]; k != nil && k.name == key {
+		return k
+	}
+	k := c.keys[key]
+	if k != nil {
+		c.recentKeys[slot] = k
+	}
+	return k
+}
+
+// keySlot is key's place in recentKeys: from its length and last byte,
+// which tell a run's keys apart.
+func keySlot(key string) int {
+	n := len(key)
+	if n == 0 {
+		return 0
+	}
+	return (n*31 + int(key[n-1])) & (recentSlots - 1)
+}
+
+// sweep drops the entries of processes that hold nothing.
+func (c *cutter) sweep() {
+	clear(c.recentProcs[:])
+	for p, ps := range c.procs {
+		if ps.idle() {
+			delete(c.procs, p)
+		}
+	}
 }
 
 // relOf is k's entry, made if need be.
@@ -765,8 +857,8 @@ func (k *keyState) quiet(t int64) bool {
 	if k.never || k.pending > 0 || len(k.open) > 0 || k.unsettled {
 		return false
 	}
-	for _, d := range k.leases {
-		if d > t {
+	for _, l := range k.leases {
+		if l.v > t {
 			return false
 		}
 	}
@@ -775,9 +867,9 @@ func (k *keyState) quiet(t int64) bool {
 
 // ok reports whether a window may end before next: the global conditions
 // hold (nothing global pending, no crash, next strictly later). Which keys' events the window takes is take's business.
-func (c *cutter) ok(next history.Op) bool {
+func (c *cutter) ok(next *history.Op) bool {
 	return !c.never && c.n > 0 && len(c.gpending) == 0 &&
-		next.Time > c.last.Time && next.Index > c.last.Index
+		next.Time > c.lastTime && next.Index > c.lastIndex
 }
 
 // take removes from the cutter the events of a window ending now (after
@@ -791,7 +883,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	clear(c.win)
 	win := c.win[:0]
 	for key, k := range c.keys {
-		if k.quiet(c.last.Time) {
+		if k.quiet(c.lastTime) {
 			k.bound = math.MaxInt64
 			if k.top > 0 {
 				counters[key] = k.top
@@ -820,7 +912,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 			win = append(win, op)
 			continue
 		}
-		if k := c.keys[op.Key]; op.Index < k.bound {
+		if k := c.lookup(op.Key); op.Index < k.bound {
 			win = append(win, op)
 		} else {
 			k.held = append(k.held, op)
@@ -828,6 +920,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	}
 	clear(c.fresh)
 	c.fresh = c.fresh[:0]
+	clear(c.recentKeys[:])
 	for key, k := range c.keys {
 		if k.bound == math.MaxInt64 {
 			delete(c.keys, key) // nothing of it is left to follow
@@ -837,6 +930,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	}
 	c.win = win
 	c.since = 0
+	c.sweep()
 	return win, counters, deferred
 }
 
@@ -867,6 +961,7 @@ func (c *cutter) rest() []history.Op {
 		ops = append(ops, c.fresh...)
 	}
 	c.fresh, c.win, c.keys = nil, nil, nil
+	clear(c.recentKeys[:])
 	return ops
 }
 
@@ -877,57 +972,54 @@ func isGlobal(op *history.Op) bool {
 	return op.Process.IsNemesis() || op.F == history.FPause || op.F == history.FCrash || op.Key == ""
 }
 
-// observe follows op and holds it back.
-func (c *cutter) observe(op history.Op) {
-	if c.n > 0 && (op.Index <= c.last.Index || op.Time < c.last.Time) {
+// observe follows op and holds it back (a copy: op is the reader's).
+func (c *cutter) observe(op *history.Op) {
+	if c.n > 0 && (op.Index <= c.lastIndex || op.Time < c.lastTime) {
 		c.disorder, c.never = true, true
 	}
-	if op.Validate() != nil || c.dead[op.Process] && op.F != history.FCrash {
+	ps := c.proc(op.Process)
+	if !c.validated && op.Validate() != nil || ps.dead && op.F != history.FCrash {
 		// prepare refuses it: the window that holds it must hold
 		// everything after it, and the whole check's first refusal.
 		c.never = true
 	}
 	c.n++
 	c.since++
-	c.last = op
-	c.fresh = append(c.fresh, op)
-	if isGlobal(&op) {
-		c.observeGlobal(op)
+	c.lastTime, c.lastIndex = op.Time, op.Index
+	c.fresh = append(c.fresh, *op)
+	if isGlobal(op) {
+		c.observeGlobal(op, ps)
 		return
 	}
-	k := c.keys[op.Key]
-	if k == nil {
-		k = &keyState{leases: map[int]int64{}, open: map[int]int64{}}
-		c.keys[op.Key] = k
-	}
+	k := c.key(op.Key)
 	if k.seen && k.quiet(op.Time-1) && k.lastTime < op.Time {
 		// Quiet just before op, strictly earlier: a split point.
 		k.split, k.splitTop = op.Index, k.top
 	}
 	k.seen = true
 	k.lastTime = op.Time
-	c.observeKey(k, op)
+	c.observeKey(k, op, ps)
 }
 
-// observeGlobal follows a global event.
-func (c *cutter) observeGlobal(op history.Op) {
+// observeGlobal follows a global event; ps is its process's entry.
+func (c *cutter) observeGlobal(op *history.Op, ps *procState) {
 	pk := pendKey{op.Process, op.F}
 	if op.F == history.FCrash {
 		if op.Type != history.Invoke {
-			c.crash(op.Process)
+			c.crash(op.Process, ps)
 		}
 		return
 	}
 	if op.Type == history.Invoke {
 		if !op.Process.IsNemesis() {
-			c.invoke(op, pendOp{key: op.Key, owner: int(op.Process), in: op.Value})
+			c.invoke(ps, pendOp{f: op.F, key: op.Key, owner: int(op.Process), in: op.Value})
 		}
 		c.gpending[pk] = true
 		return
 	}
 	delete(c.gpending, pk)
 	if !op.Process.IsNemesis() {
-		c.complete(op, int(op.Process))
+		c.complete(op, ps, int(op.Process))
 	}
 }
 
@@ -937,117 +1029,110 @@ func (c *cutter) observeGlobal(op history.Op) {
 // invocation; an unknown acquire, renew or read grants or shows nothing),
 // its reads will never be followed by a write, and its session leases end
 // here. Its other leases run until their deadlines, as they would.
-func (c *cutter) crash(p history.Process) {
-	if c.dead[p] {
+func (c *cutter) crash(p history.Process, ps *procState) {
+	if ps.dead {
 		return
 	}
-	c.dead[p] = true
-	for pk, po := range c.pending {
-		if pk.p != p {
-			continue
-		}
-		delete(c.pending, pk)
+	ps.dead = true
+	if ps.busy {
+		ps.busy = false
+		po := ps.pend
+		pk := pendKey{p, po.f}
 		if c.gpending[pk] {
 			delete(c.gpending, pk)
-			continue
-		}
-		if k := c.keys[po.key]; k != nil {
+		} else if k := c.keys[po.key]; k != nil {
 			k.pending--
-			if pk.f == history.FWrite {
-				k.wrote(history.Op{Type: history.Info, F: history.FWrite, Key: po.key}, po.owner, po.in)
+			if po.f == history.FWrite {
+				k.wrote(&history.Op{Type: history.Info, F: history.FWrite, Key: po.key}, po.owner, po.in)
 			}
 		}
 	}
-	delete(c.busy, p)
-	for key := range c.procKeys[int(p)] {
+	for _, key := range ps.keys {
 		if k := c.keys[key]; k != nil {
-			delete(k.open, int(p))
+			k.open.del(int(p))
 			if k.sessions[int(p)] {
 				// Ended here, by a release that never completes
 				// (endSessions).
-				delete(k.leases, int(p))
+				k.leases.del(int(p))
 				delete(k.sessions, int(p))
 				r := c.relOf(procKey{int(p), key})
 				r.held, r.released, r.relDone = false, true, math.MaxInt64
 			}
 		}
 	}
-	delete(c.procKeys, int(p))
+	ps.keys = nil
 }
 
 // track notes that owner has a read open or a session lease on key; untrack
 // that it may no longer have either.
 func (c *cutter) track(owner int, key string) {
-	m := c.procKeys[owner]
-	if m == nil {
-		m = map[string]bool{}
-		c.procKeys[owner] = m
+	ps := c.proc(history.Process(owner))
+	if !slices.Contains(ps.keys, key) {
+		ps.keys = append(ps.keys, key)
 	}
-	m[key] = true
 }
 
 func (c *cutter) untrack(owner int, key string, k *keyState) {
-	if _, open := k.open[owner]; open || k.sessions[owner] {
+	if _, open := k.open.get(owner); open || k.sessions[owner] {
 		return
 	}
-	if m := c.procKeys[owner]; m != nil {
-		delete(m, key)
-		if len(m) == 0 {
-			delete(c.procKeys, owner)
-		}
+	ps := c.procs[history.Process(owner)]
+	if ps == nil {
+		return
+	}
+	if i := slices.Index(ps.keys, key); i >= 0 {
+		last := len(ps.keys) - 1
+		ps.keys[i] = ps.keys[last]
+		ps.keys[last] = ""
+		ps.keys = ps.keys[:last]
 	}
 }
 
 // invoke notes a client invocation.
-func (c *cutter) invoke(op history.Op, p pendOp) {
-	if c.busy[op.Process] {
-		c.never = true // two operations of one client at once
+func (c *cutter) invoke(ps *procState, p pendOp) {
+	if ps.busy {
+		// Two operations of one client at once (prepare refuses a second
+		// of the same f, and no cut may pair them).
+		c.never = true
 	}
-	c.busy[op.Process] = true
-	pk := pendKey{op.Process, op.F}
-	if _, dup := c.pending[pk]; dup {
-		c.never = true // prepare refuses it
-	}
-	c.pending[pk] = p
+	ps.busy, ps.pend = true, p
 }
 
 // complete notes a client completion and returns its invocation's value;
 // one prepare would refuse (no invocation, another key or owner) ends
 // the cuts.
-func (c *cutter) complete(op history.Op, owner int) *history.Value {
-	pk := pendKey{op.Process, op.F}
-	in, ok := c.pending[pk]
-	if !ok || in.key != op.Key || in.owner != owner {
+func (c *cutter) complete(op *history.Op, ps *procState, owner int) *history.Value {
+	in := ps.pend
+	if !ps.busy || in.f != op.F || in.key != op.Key || in.owner != owner {
 		c.never = true
 	}
-	delete(c.pending, pk)
-	delete(c.busy, op.Process)
+	ps.busy, ps.pend = false, pendOp{}
 	return in.in
 }
 
-// observeKey follows a client event on key k.
-func (c *cutter) observeKey(k *keyState, op history.Op) {
+// observeKey follows a client event on key k; ps is its process's entry.
+func (c *cutter) observeKey(k *keyState, op *history.Op, ps *procState) {
 	owner := int(op.Process)
 	if op.Owner != nil {
 		owner = int(*op.Owner)
 	}
 	pk := procKey{owner, op.Key}
 	if op.Type == history.Invoke {
-		c.invokeKey(k, op, owner, pk)
+		c.invokeKey(k, op, ps, owner, pk)
 		return
 	}
 	if op.F == history.FRelease {
 		r := c.relOf(pk)
 		r.released, r.relDone = true, op.Index
 	}
-	if _, ok := c.pending[pendKey{op.Process, op.F}]; ok {
+	if ps.busy && ps.pend.f == op.F {
 		k.pending--
 	}
-	in := c.complete(op, owner)
+	in := c.complete(op, ps, owner)
 	switch op.F {
 	case history.FAcquire, history.FRenew:
 		if op.Type == history.OK {
-			c.granted(k, op, owner, pk)
+			c.granted(k, op, ps, owner, pk)
 		}
 	case history.FRead:
 		if op.Type == history.OK && op.Value != nil && op.Value.Counter != nil {
@@ -1058,30 +1143,33 @@ func (c *cutter) observeKey(k *keyState, op history.Op) {
 		k.wrote(op, owner, in)
 		c.untrack(owner, op.Key, k)
 	}
+	if op.F == history.FRenew {
+		ps.renewInv = 0
+	}
 }
 
 // invokeKey follows a client invocation on key k.
-func (c *cutter) invokeKey(k *keyState, op history.Op, owner int, pk procKey) {
-	c.invoke(op, pendOp{key: op.Key, owner: owner, in: op.Value})
+func (c *cutter) invokeKey(k *keyState, op *history.Op, ps *procState, owner int, pk procKey) {
+	c.invoke(ps, pendOp{f: op.F, key: op.Key, owner: owner, in: op.Value})
 	k.pending++
 	switch op.F {
 	case history.FRelease:
 		// The claim ends here, and so does the section of a read not
 		// yet followed by its write (see sections).
-		delete(k.leases, owner)
+		k.leases.del(owner)
 		delete(k.sessions, owner)
-		delete(k.open, owner)
+		k.open.del(owner)
 		c.untrack(owner, op.Key, k)
 		r := c.relOf(pk)
 		r.held, r.released, r.relDone = false, true, math.MaxInt64
 	case history.FRenew:
-		c.renewInv[op.Process] = op.Index
+		ps.renewInv = op.Index
 	}
 }
 
 // granted follows an acquire or renew ok on key k: the lease it grants
 // (until its deadline) keeps k from splitting.
-func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
+func (c *cutter) granted(k *keyState, op *history.Op, ps *procState, owner int, pk procKey) {
 	// A renewer's renewal invoked after its process let go (its release
 	// had completed, or it never held) is an orphan lock (see
 	// findOrphans), a bug: its episodes merge across claims in ways
@@ -1092,7 +1180,7 @@ func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
 	case op.F == history.FAcquire:
 		c.relOf(pk).held = true
 	case op.Owner != nil && (r == nil || !r.held):
-		if r == nil || !r.released || c.renewInv[op.Process] > r.relDone {
+		if r == nil || !r.released || ps.renewInv > r.relDone {
 			k.never = true
 		}
 	}
@@ -1100,10 +1188,10 @@ func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
 	if op.Value != nil && op.Value.Deadline != 0 {
 		d = op.Value.Deadline
 	}
-	if cur, ok := k.leases[owner]; ok {
+	if cur, ok := k.leases.get(owner); ok {
 		d = max(d, cur)
 	}
-	k.leases[owner] = d
+	k.leases.set(owner, d)
 	if op.F == history.FAcquire && op.Value != nil && op.Value.Session {
 		if k.sessions == nil {
 			k.sessions = map[int]bool{}
@@ -1116,7 +1204,7 @@ func (c *cutter) granted(k *keyState, op history.Op, owner int, pk procKey) {
 // read follows a read of the counter that returned v: a section is open
 // until its write.
 func (k *keyState) read(owner int, v int64) {
-	k.open[owner] = v
+	k.open.set(owner, v)
 	k.top = max(k.top, v)
 	if k.unsettled && v > k.unsettledRead {
 		k.unsettled = false // every unknown write on the key took effect or never will
@@ -1126,9 +1214,9 @@ func (k *keyState) read(owner int, v int64) {
 // wrote follows the completion of a write (invoked with in): it closes
 // the section, and what it wrote, or may have, decides whether the
 // counter's value at a split is certain.
-func (k *keyState) wrote(op history.Op, owner int, in *history.Value) {
-	read, hasRead := k.open[owner]
-	delete(k.open, owner)
+func (k *keyState) wrote(op *history.Op, owner int, in *history.Value) {
+	read, hasRead := k.open.get(owner)
+	k.open.del(owner)
 	if op.Type == history.Fail || op.Type == history.OK && op.Value != nil && op.Value.Rejected {
 		return // the counter is as the read left it
 	}
@@ -1150,5 +1238,49 @@ func (k *keyState) wrote(op history.Op, owner int, in *history.Value) {
 	// past the value it needs.
 	if !k.unsettled || read > k.unsettledRead {
 		k.unsettledRead, k.unsettled = read, true
+	}
+}
+
+// ownerVals is a value per owner: the leases and the open reads of one
+// key, which are one or two at a time (mutual exclusion), looked up by
+// going through them rather than hashing (a map per key cost more to make,
+// look up and range over than all the rest of following a key).
+type ownerVals []ownerVal
+
+type ownerVal struct {
+	owner int
+	v     int64
+}
+
+// get is owner's value.
+func (o ownerVals) get(owner int) (int64, bool) {
+	for _, e := range o {
+		if e.owner == owner {
+			return e.v, true
+		}
+	}
+	return 0, false
+}
+
+// set makes v owner's value.
+func (o *ownerVals) set(owner int, v int64) {
+	for i := range *o {
+		if (*o)[i].owner == owner {
+			(*o)[i].v = v
+			return
+		}
+	}
+	*o = append(*o, ownerVal{owner, v})
+}
+
+// del removes owner's value, if any.
+func (o *ownerVals) del(owner int) {
+	for i, e := range *o {
+		if e.owner == owner {
+			last := len(*o) - 1
+			(*o)[i] = (*o)[last]
+			*o = (*o)[:last]
+			return
+		}
 	}
 }

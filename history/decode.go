@@ -25,9 +25,15 @@ import (
 // memory.
 type decoder struct {
 	strs   map[string]string
+	recent [recentKeys]string // the latest interned strings, by recentSlot
 	values []Value
 	ints   []int64
 }
+
+// recentKeys is how many interned strings the decoder remembers in front
+// of its table: the keys of a run's clients recur, and comparing a few
+// bytes is cheaper than hashing them.
+const recentKeys = 64
 
 // maxInterned bounds the interning table: a history with a million keys
 // interns the first ones and allocates the rest.
@@ -41,13 +47,26 @@ func newDecoder() *decoder { return &decoder{strs: make(map[string]string, 256)}
 // decode parses one trimmed, non-empty line into an event that satisfies
 // Validate.
 func (d *decoder) decode(b []byte) (Op, error) {
-	if op, ok := d.ordered(b); ok {
-		return op, op.Validate()
+	var op Op
+	err := d.decodeInto(b, &op)
+	return op, err
+}
+
+// decodeInto is decode into *op, which it overwrites whole: the reader's
+// event is parsed where it lies, not copied out of each parser in turn (a
+// tenth of reading a history went to copying events).
+func (d *decoder) decodeInto(b []byte, op *Op) error {
+	*op = Op{}
+	if d.orderedInto(b, op) {
+		return op.validate()
 	}
-	if op, ok := d.fast(b); ok {
-		return op, op.Validate()
+	*op = Op{}
+	if d.fastInto(b, op) {
+		return op.validate()
 	}
-	return parseLine(b)
+	var err error
+	*op, err = parseLine(b)
+	return err
 }
 
 // ordered parses a line whose event's fields come in the order
@@ -59,8 +78,14 @@ func (d *decoder) decode(b []byte) (Op, error) {
 // parses it, so ordered accepts a subset of what fast accepts and decodes
 // it to the same Op.
 func (d *decoder) ordered(b []byte) (Op, bool) {
-	s := scan{b: b}
 	var op Op
+	ok := d.orderedInto(b, &op)
+	return op, ok
+}
+
+// orderedInto is ordered into *op, which must be zero.
+func (d *decoder) orderedInto(b []byte, op *Op) bool {
+	s := scan{b: b}
 	ok := s.prefix(`{"index":`)
 	if ok {
 		op.Index, ok = s.int()
@@ -85,7 +110,7 @@ func (d *decoder) ordered(b []byte) (Op, bool) {
 		f, ok = s.str()
 		op.F = fOf(f, d)
 	}
-	return op, ok && d.orderedRest(&s, &op)
+	return ok && d.orderedRest(&s, op)
 }
 
 // orderedRest is ordered's part after f: the optional key, value and
@@ -406,14 +431,33 @@ func fOf(f []byte, d *decoder) string {
 
 // intern returns b as a string, shared with earlier equal strings.
 func (d *decoder) intern(b []byte) string {
-	if s, ok := d.strs[string(b)]; ok {
-		return s
+	slot := recentSlot(b)
+	if r := d.recent[slot]; r == string(b) {
+		return r
 	}
-	s := string(b)
-	if len(d.strs) < maxInterned {
-		d.strs[s] = s
+	s, ok := d.strs[string(b)]
+	if !ok {
+		s = string(b)
+		if len(d.strs) < maxInterned {
+			d.strs[s] = s
+		}
 	}
+	d.recent[slot] = s
 	return s
+}
+
+// recentSlot is b's place in decoder.recent: from its length and last two
+// bytes, which tell a run's keys apart ("lock-0" … "lock-63").
+func recentSlot(b []byte) int {
+	n := len(b)
+	if n == 0 {
+		return 0
+	}
+	h := n*31 + int(b[n-1])
+	if n > 1 {
+		h = h*7 + int(b[n-2])
+	}
+	return h & (recentKeys - 1)
 }
 
 func (d *decoder) newValue() *Value {
@@ -450,18 +494,26 @@ const (
 
 // fast parses a line in the recorder's shape; false sends it to parseLine.
 func (d *decoder) fast(b []byte) (Op, bool) {
-	s := scan{b: b}
 	var op Op
+	if !d.fastInto(b, &op) {
+		return Op{}, false
+	}
+	return op, true
+}
+
+// fastInto is fast into *op, which must be zero.
+func (d *decoder) fastInto(b []byte, op *Op) bool {
+	s := scan{b: b}
 	var seen fieldSet
 	ok := s.object(func(k []byte) bool {
-		bit, ok := d.opField(&s, &op, k)
+		bit, ok := d.opField(&s, op, k)
 		return ok && seen.once(bit)
 	})
 	if !ok {
-		return Op{}, false
+		return false
 	}
 	s.ws()
-	return op, s.i == len(s.b)
+	return s.i == len(s.b)
 }
 
 // fieldSet is the fields of an object seen so far, one bit each.

@@ -245,7 +245,11 @@ type Op struct {
 // false INVALID.
 const MaxTime = int64(10 * 365 * 24 * time.Hour)
 
-func (o Op) Validate() error {
+func (o Op) Validate() error { return o.validate() }
+
+// validate is Validate without copying the event (the reader validates
+// every event it decodes).
+func (o *Op) validate() error {
 	if !o.Type.Valid() {
 		return fmt.Errorf("unknown type %q (want invoke, ok, fail or info)", o.Type)
 	}

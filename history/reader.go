@@ -116,7 +116,7 @@ func (s *Scanner) Scan(ctx context.Context) bool {
 			}
 			continue
 		}
-		op, perr := s.d.decode(b)
+		perr := s.d.decodeInto(b, &s.op)
 		if perr != nil {
 			if !complete {
 				s.truncated = true
@@ -124,7 +124,6 @@ func (s *Scanner) Scan(ctx context.Context) bool {
 			}
 			return s.fail(&LineError{Line: s.line, Err: perr})
 		}
-		s.op = op
 		return true
 	}
 	return false
@@ -137,6 +136,10 @@ func (s *Scanner) fail(err error) bool {
 
 // Op is the event the last Scan read.
 func (s *Scanner) Op() Op { return s.op }
+
+// current is the event the last Scan read, where it lies: valid until the
+// next Scan.
+func (s *Scanner) current() *Op { return &s.op }
 
 // Err is the error that ended the scan, nil at the end of the history.
 func (s *Scanner) Err() error { return s.err }

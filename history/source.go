@@ -78,10 +78,10 @@ func (s Source) Each(ctx context.Context, yield func(*Op) bool) (truncated bool,
 		return false, fmt.Errorf("history %s is a directory: give the history.jsonl inside it", s.path)
 	}
 	sc := NewScanner(f)
-	var op Op // one for every event: yield's may not outlive the call
 	for sc.Scan(ctx) {
-		op = sc.Op()
-		if !yield(&op) {
+		// The scanner's own event, overwritten by the next Scan: yield's
+		// may not outlive the call.
+		if !yield(sc.current()) {
 			return sc.Truncated(), nil
 		}
 	}

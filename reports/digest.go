@@ -70,6 +70,35 @@ type digest struct {
 	want       map[int64]bool              // the event indexes to keep in at
 	lastInvoke map[pf]int64                // latest invocation of each process and function
 	open       map[history.Process]pending // client calls in flight
+
+	// What was put in procs, acted and acqKeys lately, so that the events
+	// of a run's few clients and keys do not each hash a map entry that is
+	// there already: process+1 (0 is none) and key, by slot.
+	procsAdded, actedAdded [recentSlots]int
+	keysAdded              [recentSlots]string
+}
+
+// recentSlots is the size of digest's caches of what it added lately.
+const recentSlots = 64
+
+// addProc puts p in set unless added (the cache of set) says it is there.
+func addProc(set map[int]bool, added *[recentSlots]int, p int) {
+	slot := p & (recentSlots - 1)
+	if added[slot] == p+1 {
+		return
+	}
+	set[p] = true
+	added[slot] = p + 1
+}
+
+// addKey puts key in acqKeys unless keysAdded says it is there.
+func (d *digest) addKey(key string) {
+	slot := (len(key)*31 + int(key[len(key)-1])) & (recentSlots - 1)
+	if d.keysAdded[slot] == key {
+		return
+	}
+	d.acqKeys[key] = true
+	d.keysAdded[slot] = key
 }
 
 // maxGrants bounds the grants the digest keeps the nodes of: the node
@@ -113,7 +142,7 @@ func (d *digest) see(op *history.Op) {
 		return
 	}
 	if op.Owner == nil {
-		d.procs[int(op.Process)] = true
+		addProc(d.procs, &d.procsAdded, int(op.Process))
 	}
 	if op.Type == history.Invoke {
 		d.invoke(op)
@@ -141,11 +170,11 @@ func (d *digest) see(op *history.Op) {
 // invoke takes a client invocation into the digest.
 func (d *digest) invoke(op *history.Op) {
 	if op.F != history.FRead {
-		d.acted[int(op.Process)] = true
+		addProc(d.acted, &d.actedAdded, int(op.Process))
 	}
 	p := pending{t: op.Time, f: op.F, key: op.Key, rare: -1}
 	if op.F == history.FAcquire && op.Key != "" {
-		d.acqKeys[op.Key] = true
+		d.addKey(op.Key)
 	}
 	if op.F == history.FPause || op.F == history.FCrash {
 		inv := keep(op)
@@ -240,8 +269,11 @@ func outcomeIndex(t history.Type) int {
 	return -1
 }
 
-func latBin(ms float64) int {
-	b := int(math.Floor((math.Log10(ms) + 3) * binsPerDecade))
+func latBin(ms float64) int { return latBinOf(math.Log10(ms)) }
+
+// latBinOf is latBin of the latency whose log10 (in ms) is lg.
+func latBinOf(lg float64) int {
+	b := int(math.Floor((lg + 3) * binsPerDecade))
 	return min(max(b, 0), latBins-1)
 }
 
@@ -297,20 +329,24 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 	if o < 0 {
 		return
 	}
-	l.bucket(complete).done[o]++
 	if f != history.FAcquire {
+		l.bucket(complete).done[o]++
 		return
 	}
 	ms := math.Max(float64(complete-invoke)/1e6, 1e-3) // log scale: never ≤ 0
-	if o == 0 {
-		l.bucket(complete).acqOK++
-	}
+	lg := math.Log10(ms)
 	b := l.bucket(invoke)
-	b.hist[o][latBin(ms)]++
+	b.hist[o][latBinOf(lg)]++
 	b.max[o] = math.Max(b.max[o], ms)
+	// Last: finding a bucket may coarsen them all, which b does not outlive.
+	cb := l.bucket(complete)
+	cb.done[o]++
+	if o == 0 {
+		cb.acqOK++
+	}
 	l.lo, l.hi = math.Min(l.lo, ms), math.Max(l.hi, ms)
 	l.n++
-	k := pointCell{int8(o), invoke / l.cellT, int32(math.Floor(math.Log10(ms) * pointBinsPerDecade))}
+	k := pointCell{int8(o), invoke / l.cellT, int32(math.Floor(lg * pointBinsPerDecade))}
 	if _, ok := l.points[k]; !ok {
 		l.points[k] = latPoint{X: seconds(invoke), Y: ms}
 		for len(l.points) > maxPoints {
