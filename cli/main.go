@@ -185,7 +185,7 @@ ended. A second Ctrl-C ends the harness at once.`,
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(a), newScenarioCmd(a), newCheckCmd(), newLocksCmd(a), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd(), newMatrixCmd(a), newShrinkCmd(a), newImageCmd(), newAdapterCmd())
+	root.AddCommand(newRunCmd(a), newScenarioCmd(a), newCheckCmd(), newLocksCmd(a), newNemesesCmd(), newReportCmd(), newServeCmd(), newVersionCmd(), newMatrixCmd(a), newShrinkCmd(a), newReplayCmd(a), newImageCmd(), newAdapterCmd())
 	return root
 }
 
