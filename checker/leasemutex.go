@@ -233,9 +233,32 @@ func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
 				in.Kind = LeaseRelease
 			case c.lost:
 				in.Kind = LeaseLost
-			case !c.completed():
-				// Giving up takes effect at the invocation; an open-ended
-				// interval would only slow porcupine down.
+			case !noops || !c.completed():
+				// A release that failed, whose outcome is unknown, or
+				// that never completes (its process crashed with it in
+				// flight, or the history ended first) gives up at its
+				// invocation: the claims' definition (any release ends
+				// its claim at its invocation), and the one instant in
+				// its interval the check needs. Placing it there loses
+				// nothing: giving up only ever frees a key its process
+				// holds; a free key allows every step a held one does,
+				// for every process; its own process records nothing
+				// until it completes (forever, after a crash) but its
+				// watchdog's renews, which markRenewals absorbs (no-ops);
+				// and every operation placed after it that began before
+				// the invocation is placed no earlier than in a
+				// linearization that gave up later (legality in LeaseStep
+				// only grows with time). What the interval would cost: a
+				// give-up is legal anywhere, so porcupine tried it at
+				// every point of an interval that a timed-out release
+				// stretches over seconds, each point a state of its own
+				// (the state holds the instant), and a run of 50 clients
+				// under latency and clock faults made it search one
+				// 256-operation chunk for 30 s and say unknown (issue
+				// 27); a release that never completes, at MaxInt64,
+				// would leave no quiescent cut after it (quiescentChunks).
+				// Pictures (noops) show a completed one's interval; the
+				// property test holds both to the same verdict.
 				ret = c.inv
 				in.Return, in.ReturnIndex = c.start, c.inv
 			}

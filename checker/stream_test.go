@@ -317,7 +317,7 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 	}
 	// The shapes of issue 27, small: client crashes, reads never
 	// followed by their write, many keys, long holds.
-	for si, shape := range synth.Shapes {
+	for si, shape := range append(slices.Clone(synth.Shapes), synth.CrashNoExpiry) {
 		n := 3000
 		if shape == synth.LongHolds {
 			n = 40_000
@@ -326,6 +326,15 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 		cases = append(cases, brokenCases(rand.New(rand.NewPCG(uint64(si), 10)), "shape "+string(shape), ops, true)...)
 		// Without its final heal the whole history is the recovery.
 		cases = append(cases, windowCase{"shape " + string(shape) + ", no final heal", withoutFinalHeal(ops), true})
+	}
+	// Client crashes with a release or an acquire in flight, which never
+	// completes, beside holders that die with a live lease.
+	for seed := uint64(0); seed < 3; seed++ {
+		ops, releases, acquires := withCrashesInFlight(shapeOps(t, synth.Crash, 8000, seed+20))
+		if releases+acquires == 0 {
+			t.Fatalf("crash shape seed %d: no crash in flight", seed+20)
+		}
+		cases = append(cases, brokenCases(rand.New(rand.NewPCG(seed, 11)), "shape crash, in flight", ops, true)...)
 	}
 	for si, shape := range append(shapes, manyShapes...) {
 		for seed := uint64(0); seed < 150; seed++ {

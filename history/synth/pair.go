@@ -1,6 +1,10 @@
 package synth
 
-import "github.com/lockharness/lockharness/history"
+import (
+	"math"
+
+	"github.com/lockharness/lockharness/history"
+)
 
 // pair is one key and its two processes taking turns: the holder's cycle
 // (acquire, read, write, release) while the other's acquire is refused.
@@ -12,7 +16,7 @@ type pair struct {
 	h       int   // which of procs holds next
 	counter int64 // the storage's value
 	fence   int64
-	busy    int64 // a crashed holder's lease runs until then
+	busy    int64 // a crashed holder's lease runs until then (MaxInt64: for good)
 	grants  int64
 	q       []func(*gen)
 }
@@ -71,6 +75,9 @@ func (p *pair) plan(g *gen) bool {
 	p.then(func(g *gen) { inv = g.ev(*hp, history.Invoke, history.FAcquire, p.key, nil, "") },
 		p.ev(op, history.Invoke, history.FAcquire, nil, ""),
 		p.ev(hp, history.OK, history.FAcquire, func() *history.Value {
+			if p.shape == CrashNoExpiry {
+				return &history.Value{Token: token, Fence: fence}
+			}
 			return &history.Value{Token: token, Deadline: inv + TTL, Fence: fence}
 		}, ""),
 		p.ev(op, history.Fail, history.FAcquire, nil, "lock not acquired"))
@@ -86,6 +93,12 @@ func (p *pair) plan(g *gen) bool {
 		p.then(p.ev(hp, history.Invoke, history.FCrash, nil, ""),
 			p.ev(hp, history.Info, history.FCrash, nil, "client crashed"),
 			func(g *gen) { p.busy = inv + TTL; *hp = g.proc() })
+	case p.shape == CrashNoExpiry && r < 3:
+		// Dead in its critical section, holding a lease that never
+		// runs out: the key is refused for good.
+		p.then(p.ev(hp, history.Invoke, history.FCrash, nil, ""),
+			p.ev(hp, history.Info, history.FCrash, nil, "client crashed"),
+			func(g *gen) { p.busy = math.MaxInt64; *hp = g.proc() })
 	case p.shape == Unmatched && r < 4:
 		// No write: the slot lets go and goes on as a new process.
 		p.then(p.ev(hp, history.Invoke, history.FRelease, func() *history.Value { return &history.Value{Token: token} }, ""),

@@ -50,6 +50,15 @@ const (
 	// LongHolds is Valid where each hold lasts about 3,200 of its key's
 	// events, renewed every 30, while the other process is refused.
 	LongHolds Shape = "long-holds"
+	// CrashNoExpiry is Crash for a lock whose leases never expire (SET NX
+	// with a token, no TTL): a holder that dies in its critical section
+	// keeps its key for the rest of the history, and the key's other
+	// process is refused from then on (naive SETNX's deadlock; the
+	// history's recovery makes no attempt, so liveness has nothing to
+	// refuse and the verdict is valid). It is not in Shapes: no check
+	// can cut such a key after the crash (its claim never ends), so the
+	// memory of its check grows with the history.
+	CrashNoExpiry Shape = "crash-no-expiry"
 )
 
 // Shapes is every shape, in the order they are described above.
@@ -107,7 +116,7 @@ func Generate(cfg Config, emit func(*history.Op) error) (int64, error) {
 	g := &gen{rng: rand.New(rand.NewPCG(cfg.Seed, 27)), emit: emit, target: int64(cfg.Events)}
 	var ms []machine
 	switch cfg.Shape {
-	case Valid, Crash, Unmatched, LongHolds:
+	case Valid, Crash, Unmatched, LongHolds, CrashNoExpiry:
 		for k := range 10 {
 			ms = append(ms, g.newPair(fmt.Sprintf("lock-%d", k), cfg.Shape))
 		}

@@ -14,7 +14,7 @@ import (
 // history's own reader, as the events Ops gives, in index and time
 // order, every invocation completed, the same for the same seed.
 func TestWriteIsARunsHistory(t *testing.T) {
-	for _, shape := range Shapes {
+	for _, shape := range append(Shapes, CrashNoExpiry) {
 		cfg := Config{Shape: shape, Events: 5000, Seed: 3}
 		var buf bytes.Buffer
 		n, err := Write(&buf, cfg)
