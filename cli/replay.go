@@ -153,7 +153,14 @@ func (rf *replayFlags) replayAll(cmd *cobra.Command, list []scenarios.Scenario, 
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		start := time.Now()
 		ropt.Each = func(j int, x scenarios.Replayed) {
-			fmt.Fprintf(errw, "  replay %d/%d  %s  %s\n", j+1, rf.times, strings.Join(x.Kinds, ","), time.Since(start).Round(time.Second))
+			what := strings.Join(x.Kinds, ",")
+			switch {
+			case x.Err != nil:
+				what = "error: " + x.Err.Error()
+			case what == "":
+				what = "no violation"
+			}
+			fmt.Fprintf(errw, "  replay %d/%d  %s  %s\n", j+1, rf.times, what, time.Since(start).Round(time.Second))
 		}
 		var r scenarios.Replays
 		var err error

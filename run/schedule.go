@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/schedule"
 	"github.com/lockharness/lockharness/sut"
@@ -86,6 +87,7 @@ func ScheduleOf(c Config) schedule.Schedule {
 		TimeLimit: c.TimeLimit, Recovery: c.Recovery, ClientTimeout: c.ClientTimeout, ClientRetries: c.ClientRetries,
 		Explanation: c.Explanation,
 	}
+	s.Registry = registryOf(c.Lock)
 	for _, st := range c.Script {
 		s.Steps = append(s.Steps, schedule.StepOf(st))
 	}
@@ -99,6 +101,20 @@ func ScheduleOf(c Config) schedule.Schedule {
 		}
 	}
 	return s
+}
+
+// registryOf is the schedule's registry for a run of lock: a lock only the
+// deliberately buggy variants have (a catalogue scenario's) is named with
+// registry: deliberate-bugs, so that the run's schedule.yaml replays it;
+// any other is looked up in the replay's own locks.
+func registryOf(lock string) string {
+	if _, err := locks.Builtin().Lookup(lock); err == nil {
+		return ""
+	}
+	if _, err := locks.WithDeliberateBugs().Lookup(lock); err == nil {
+		return schedule.RegistryDeliberateBugs
+	}
+	return ""
 }
 
 // executed records the steps a run's nemesis carried out, as they

@@ -3,9 +3,12 @@ package scenarios
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockharness/lockharness/checker"
+	lockrun "github.com/lockharness/lockharness/run"
+	"github.com/lockharness/lockharness/schedule"
 )
 
 // The counts of a run's replays: a replay reproduces when it shows the
@@ -42,5 +45,32 @@ func TestReplaysCount(t *testing.T) {
 	}
 	if !(Expect{Liveness: checker.Invalid}).Invalid() || (Expect{checker.Valid, checker.Valid, checker.Valid}).Invalid() {
 		t.Error("Expect.Invalid")
+	}
+}
+
+// The schedule a scenario's run writes (run.ScheduleOf, its schedule.yaml)
+// reads back, as `harness run --schedule` reads it with the built-in
+// locks only, into the scenario's lock: abandoned-wait-orphan-lock's lock
+// is one of the deliberately buggy variants, so its schedule.yaml must
+// name that registry, or its replay is refused ("unknown lock").
+func TestEveryScenarioScheduleReplays(t *testing.T) {
+	for _, s := range Catalogue() {
+		var b strings.Builder
+		if err := schedule.Write(&b, lockrun.ScheduleOf(s.RunConfig("store").WithDefaults())); err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		sch, err := schedule.Parse(strings.NewReader(b.String()), schedule.Env{})
+		if err != nil {
+			t.Errorf("%s: its run's schedule.yaml does not read back: %v", s.Name, err)
+			continue
+		}
+		cfg, err := lockrun.FromSchedule(sch, schedule.Env{})
+		if err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+			continue
+		}
+		if _, err := cfg.Registry.Lookup(s.Lock); err != nil || cfg.Lock != s.Lock {
+			t.Errorf("%s: the replay runs lock %q: %v", s.Name, cfg.Lock, err)
+		}
 	}
 }
