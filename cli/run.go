@@ -176,6 +176,7 @@ func addFaultFlags(f *pflag.FlagSet, cfg *lockrun.Config) {
 	f.StringVar(&cfg.Cluster.Failover, "failover", "", "replicated topology: sentinel (default) or manual (the harness promotes)")
 	f.IntVar(&cfg.Cluster.BasePort, "base-port", 0, "put node i on base-port+i (and the storage node, sentinels after them) instead of free ports")
 	f.StringVar(&cfg.Cluster.Persistence, "persistence", "", "lock nodes' persistence: none (default), aof-everysec or aof-always")
+	f.StringSliceVar(&cfg.Nemesis.PartitionPatterns, "partition-patterns", nil, "patterns the partition nemesis draws from, comma-separated: isolate, halves, majorities-ring, bridge, client-split, or holder (the client of a holder alone, cut from every node while the others go on; named only); default every pattern the topology allows but holder")
 	f.DurationVar(&cfg.Nemesis.RestartDelay, "restart-delay", 0, "how long a killed node stays down (antirez's delayed restart)")
 	f.DurationVar(&cfg.Nemesis.ClockBump, "clock-bump", time.Minute, "largest clock jump of the clock nemesis")
 	f.DurationVar(&cfg.Nemesis.Latency, "latency", 100*time.Millisecond, "delay added by the latency nemesis")

@@ -441,8 +441,12 @@ func (r *Runner) Do(ctx context.Context, env Env, s Step) error {
 	}
 	// Wait outside the lock: Heal must not wait behind a step that waits
 	// for a holder.
-	if err := r.Await(ctx, env, s); err != nil {
-		return err
+	if s.Await != nil {
+		p, _, err := r.AwaitHolder(ctx, env, s)
+		if err != nil {
+			return err
+		}
+		s = s.WithHolder(p)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

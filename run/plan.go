@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockharness/lockharness/checker"
@@ -76,6 +77,12 @@ func (p *Plan) buildNemesis() error {
 	if ps := c.Nemesis.Persistence; ps != "" {
 		if err := sut.CheckPersistence(ps); err != nil {
 			return fieldErr("Nemesis.Persistence", ps, err)
+		}
+	}
+	for _, pat := range c.Nemesis.PartitionPatterns {
+		if !slices.Contains(nemesis.KnownPatterns(), pat) {
+			return field("Nemesis.PartitionPatterns", c.Nemesis.PartitionPatterns, fmt.Sprintf("unknown partition pattern %q", pat),
+				"use some of "+strings.Join(nemesis.KnownPatterns(), ", "))
 		}
 	}
 	faults := c.Nemesis.Faults()
