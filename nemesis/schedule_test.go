@@ -116,6 +116,35 @@ func TestPartitionPatterns(t *testing.T) {
 	}
 }
 
+// The holder pattern is drawn only when named: its steps name no links
+// (the holder's are found when it strikes), and seeds drawn before it
+// existed keep their schedules.
+func TestPartitionPatternHolder(t *testing.T) {
+	topo := nemesis.TopologyOf(sut.Config{Nodes: 1, Clients: 5}.Layout())
+	r, err := nemesis.New(nemesis.Config{Names: []string{"partition"}, Seed: 1, Topology: topo,
+		PartitionPatterns: []string{nemesis.PatternHolder, nemesis.PatternHalves}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := r.Schedule(10 * time.Second)
+	if len(steps) == 0 {
+		t.Fatal("no steps")
+	}
+	for _, s := range steps {
+		if s.Params["pattern"] != nemesis.PatternHolder || len(s.Targets) != 0 {
+			t.Fatalf("one node, patterns holder and halves: %s, want the holder pattern with no links named", s)
+		}
+	}
+	for seed := uint64(0); seed < 50; seed++ {
+		r, _ := nemesis.New(nemesis.Config{Names: []string{"partition"}, Seed: seed, Topology: topo})
+		for _, s := range r.Schedule(30 * time.Second) {
+			if s.Params["pattern"] == nemesis.PatternHolder {
+				t.Fatalf("seed %d drew the holder pattern unasked: %s", seed, s)
+			}
+		}
+	}
+}
+
 // A killed node restarts RestartDelay after the kill (antirez's delayed
 // restart); a paused one resumes PauseDuration after the pause.
 func TestScheduleDurations(t *testing.T) {
