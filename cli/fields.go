@@ -29,6 +29,7 @@ var fieldFlags = map[string]string{
 	"Nemesis.Interval":          "--nemesis-interval",
 	"Nemesis.RestartDelay":      "--restart-delay",
 	"Nemesis.PartitionPatterns": "--partition-patterns",
+	"Nemesis.ClockModes":        "--clock-modes",
 	"Nemesis.ClockBump":         "--clock-bump",
 	"Nemesis.Latency":           "--latency",
 	"Nemesis.ClientPause":       "--nemesis-client-pause",

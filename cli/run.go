@@ -178,6 +178,7 @@ func addFaultFlags(f *pflag.FlagSet, cfg *lockrun.Config) {
 	f.StringVar(&cfg.Cluster.Persistence, "persistence", "", "lock nodes' persistence: none (default), aof-everysec or aof-always")
 	f.StringSliceVar(&cfg.Nemesis.PartitionPatterns, "partition-patterns", nil, "patterns the partition nemesis draws from, comma-separated: isolate, halves, majorities-ring, bridge, client-split, or holder (the client of a holder alone, cut from every node while the others go on; named only); default every pattern the topology allows but holder")
 	f.DurationVar(&cfg.Nemesis.RestartDelay, "restart-delay", 0, "how long a killed node stays down (antirez's delayed restart)")
+	f.StringSliceVar(&cfg.Nemesis.ClockModes, "clock-modes", nil, "modes the clock nemesis draws from, comma-separated: bump, strobe, drift (default all; a mode left out is drawn as a bump)")
 	f.DurationVar(&cfg.Nemesis.ClockBump, "clock-bump", time.Minute, "largest clock jump of the clock nemesis")
 	f.DurationVar(&cfg.Nemesis.Latency, "latency", 100*time.Millisecond, "delay added by the latency nemesis")
 	f.DurationVar(&cfg.Nemesis.ClientPause, "nemesis-client-pause", time.Second, "how long --nemesis client-pause stops a holder (it waits for a client to hold a lock, then pauses it inside its critical section)")

@@ -145,6 +145,31 @@ func TestPartitionPatternHolder(t *testing.T) {
 	}
 }
 
+// ClockModes [bump] turns every strobe and drift into a bump of the same
+// node by the delta drawn: the rest of each seed's draws do not move.
+func TestClockModes(t *testing.T) {
+	topo := nemesis.TopologyOf(sut.Config{Nodes: 5, Clients: 2}.Layout())
+	for seed := uint64(0); seed < 30; seed++ {
+		all, _ := nemesis.New(nemesis.Config{Names: []string{"clock"}, Seed: seed, Topology: topo})
+		bumps, _ := nemesis.New(nemesis.Config{Names: []string{"clock"}, Seed: seed, Topology: topo, ClockModes: []string{"bump"}})
+		a, b := all.Schedule(20*time.Second), bumps.Schedule(20*time.Second)
+		if len(a) != len(b) {
+			t.Fatalf("seed %d: %d steps with every mode, %d with bumps", seed, len(a), len(b))
+		}
+		for i := range a {
+			if a[i].At != b[i].At || !reflect.DeepEqual(a[i].Targets, b[i].Targets) {
+				t.Fatalf("seed %d step %d: %s with every mode, %s with bumps", seed, i, a[i], b[i])
+			}
+			if b[i].Action != "bump" && b[i].Action != "reset" {
+				t.Fatalf("seed %d step %d: %s, want a bump or a reset", seed, i, b[i])
+			}
+			if a[i].Action == "bump" && !reflect.DeepEqual(a[i].Params, b[i].Params) {
+				t.Fatalf("seed %d step %d: the bump %s became %s", seed, i, a[i], b[i])
+			}
+		}
+	}
+}
+
 // A killed node restarts RestartDelay after the kill (antirez's delayed
 // restart); a paused one resumes PauseDuration after the pause.
 func TestScheduleDurations(t *testing.T) {

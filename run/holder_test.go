@@ -57,3 +57,11 @@ func TestUnknownPartitionPattern(t *testing.T) {
 		}
 	}
 }
+
+// An unknown clock mode is refused before anything starts.
+func TestUnknownClockMode(t *testing.T) {
+	_, err := run.NewPlan(run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"clock"}, ClockModes: []string{"jump"}}})
+	if err == nil || !strings.Contains(err.Error(), `"jump"`) || !strings.Contains(err.Error(), "strobe") {
+		t.Fatalf("clock mode jump: %v", err)
+	}
+}

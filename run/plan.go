@@ -85,6 +85,12 @@ func (p *Plan) buildNemesis() error {
 				"use some of "+strings.Join(nemesis.KnownPatterns(), ", "))
 		}
 	}
+	for _, m := range c.Nemesis.ClockModes {
+		if !slices.Contains(nemesis.ClockModes(), m) {
+			return field("Nemesis.ClockModes", c.Nemesis.ClockModes, fmt.Sprintf("unknown clock mode %q", m),
+				"use some of "+strings.Join(nemesis.ClockModes(), ", "))
+		}
+	}
 	faults := c.Nemesis.Faults()
 	for i, st := range c.Script {
 		if _, err := faults.Lookup(st.Nemesis); err != nil {
