@@ -28,6 +28,8 @@ var fieldFlags = map[string]string{
 	"Nemesis.Names":             "--nemesis",
 	"Nemesis.Interval":          "--nemesis-interval",
 	"Nemesis.RestartDelay":      "--restart-delay",
+	"Nemesis.PartitionPatterns": "--partition-patterns",
+	"Nemesis.ClockModes":        "--clock-modes",
 	"Nemesis.ClockBump":         "--clock-bump",
 	"Nemesis.Latency":           "--latency",
 	"Nemesis.ClientPause":       "--nemesis-client-pause",

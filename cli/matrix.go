@@ -105,6 +105,8 @@ func (mf *matrixFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&mf.spec.Run.NemesisInterval, "nemesis-interval", mf.spec.Run.NemesisInterval, "quiet time before each fault, and how long it lasts")
 	f.DurationVar(&mf.spec.Run.Hold, "hold", mf.spec.Run.Hold, "how long a client works inside its critical section, so that faults land inside holds")
 	f.DurationVar(&mf.spec.Run.ClientPause, "nemesis-client-pause", mf.spec.Run.ClientPause, "how long the client-pause nemesis pauses a holder")
+	f.StringSliceVar(&mf.spec.Run.PartitionPatterns, "partition-patterns", mf.spec.Run.PartitionPatterns, "patterns a partition cell draws from (harness run --partition-patterns); the default leaves out isolate, whose heal on a single-node lock is a race, and adds holder")
+	f.StringSliceVar(&mf.spec.Run.ClockModes, "clock-modes", mf.spec.Run.ClockModes, "modes a clock cell draws from (harness run --clock-modes); the default, bump, leaves out strobe and drift, whose verdict on a lock hangs on when each grant falls in the fault")
 	f.BoolVar(&mf.spec.Run.AwaitHolders, "nemesis-await", mf.spec.Run.AwaitHolders, "each fault waits for a holder before it strikes (harness run --nemesis-await), so that a cell's verdict is its seed's, not the machine's timing")
 	f.DurationVar(&mf.spec.Run.CheckTimeout, "check-timeout", mf.spec.Run.CheckTimeout, "bound on each linearizability check")
 	mf.outs.flags(cmd)

@@ -73,6 +73,7 @@ func WriteJUnit(w io.Writer, m Matrix) error {
 		{"backends", strings.Join(m.Spec.BackendList(), ",")}, {"image", m.Spec.Image},
 		{"time-limit", m.Spec.Run.TimeLimit.String()}, {"recovery", m.Spec.Run.Recovery.String()},
 		{"nemesis-interval", m.Spec.Run.NemesisInterval.String()}, {"hold", m.Spec.Run.Hold.String()}, {"nemesis-client-pause", m.Spec.Run.ClientPause.String()},
+		{"partition-patterns", strings.Join(m.Spec.Run.PartitionPatterns, ",")}, {"clock-modes", strings.Join(m.Spec.Run.ClockModes, ",")},
 	}}
 	var total float64
 	for _, c := range m.Cells {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,8 +68,15 @@ func (*clock) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 		}
 		start = Step{Action: "drift", Targets: []string{node}, Params: map[string]string{"rate": strconv.FormatFloat(rate, 'g', -1, 64)}}
 	}
+	if len(cfg.ClockModes) > 0 && !slices.Contains(cfg.ClockModes, start.Action) {
+		start = Step{Action: "bump", Targets: []string{node}, Params: map[string]string{"delta": fmtSkew(delta)}}
+	}
 	return []Step{start, {At: cfg.Interval, Action: "reset", Targets: []string{node}}}
 }
+
+// ClockModes are the clock nemesis's modes, for a configuration to be
+// checked against (Config.ClockModes).
+func ClockModes() []string { return []string{"bump", "strobe", "drift"} }
 
 func fmtSkew(d time.Duration) string {
 	if d >= 0 {

@@ -59,6 +59,11 @@ type Config struct {
 	ClockBump time.Duration
 	// StrobePeriod is how often a strobed clock flips (default 50ms).
 	StrobePeriod time.Duration
+	// ClockModes limits the clock nemesis to these of its modes: bump,
+	// strobe, drift (default: all three). A mode left out is drawn as
+	// before and replaced by a bump of the same node by the same delta, so
+	// a seed's other draws do not move.
+	ClockModes []string
 	// DriftRate is the rate of a drifting clock (default: 0.5 or 2, at
 	// random).
 	DriftRate float64
@@ -441,8 +446,12 @@ func (r *Runner) Do(ctx context.Context, env Env, s Step) error {
 	}
 	// Wait outside the lock: Heal must not wait behind a step that waits
 	// for a holder.
-	if err := r.Await(ctx, env, s); err != nil {
-		return err
+	if s.Await != nil {
+		p, _, err := r.AwaitHolder(ctx, env, s)
+		if err != nil {
+			return err
+		}
+		s = s.WithHolder(p)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

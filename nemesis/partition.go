@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockharness/lockharness/sut"
 )
@@ -25,9 +27,24 @@ const (
 	// example: client c0 reaches nodes 1..m, client c1 nodes n−m+1..n
 	// (m = n/2+1), so they share one node and each sees a majority.
 	PatternClientSplit = "client-split"
+	// PatternHolder cuts the client of the holder the step struck alone,
+	// from every node, while the other clients go on; its release waits
+	// for the heal, so it reaches the nodes late, after the next grant
+	// (see partition.holder).
+	PatternHolder = "holder"
 )
 
-// Patterns lists the partition patterns a topology allows.
+// KnownPatterns are every partition pattern's name, for a configuration
+// to be checked against.
+func KnownPatterns() []string {
+	return []string{PatternIsolate, PatternHalves, PatternMajoritiesRing, PatternBridge, PatternClientSplit, PatternHolder}
+}
+
+// Patterns lists the partition patterns a topology allows, drawn from
+// when none is named. PatternHolder is drawn only when named
+// (Config.PartitionPatterns), with two clients or more: it was added
+// after seeds had been recorded, and drawing it too would change their
+// schedules.
 func Patterns(t Topology) []string {
 	n := len(t.Nodes)
 	out := []string{PatternIsolate}
@@ -43,8 +60,9 @@ func Patterns(t Topology) []string {
 	return out
 }
 
-// partition blackholes links (both directions) by pattern.
-type partition struct{}
+// partition blackholes links (both directions) by pattern. Its gates are
+// the releases a holder pattern holds back until its heal.
+type partition struct{ gates gates }
 
 // partitionKinds: how a report draws a partition (native-partition puts
 // the same kind in force, drawn alike).
@@ -52,23 +70,22 @@ var partitionKinds = []faultKind{
 	{Name: "partition", Colour: "#ffbe00", StartedBy: []string{"start-partition"}, EndedBy: []string{"stop-partition"}},
 }
 
-func (partition) Info() Info {
-	return Info{Name: "partition", Kinds: partitionKinds, Strikes: []string{"start-partition"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, or Kleppmann's asymmetric client split"}
+func (*partition) Info() Info {
+	return Info{Name: "partition", Kinds: partitionKinds, Strikes: []string{"start-partition"}, Needs: sut.Needs{Capabilities: []sut.Capability{sut.CanCutLinks}}, Description: "blackholes links (both directions): isolate a node, halves, majorities ring, bridge, Kleppmann's asymmetric client split, or the holder's client alone"}
 }
 
-func (partition) Reset() {}
+// Reset lets go the releases a holder partition held back.
+func (p *partition) Reset() { p.gates.open() }
 
-func (partition) Setup(context.Context, *Exec) error { return nil }
+func (*partition) Setup(context.Context, *Exec) error { return nil }
 
-func (p partition) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
+func (*partition) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 	patterns := Patterns(t)
 	if len(cfg.PartitionPatterns) > 0 {
 		var allowed []string
 		for _, x := range cfg.PartitionPatterns {
-			for _, y := range patterns {
-				if x == y {
-					allowed = append(allowed, x)
-				}
+			if slices.Contains(patterns, x) || (x == PatternHolder && t.Clients >= 2) {
+				allowed = append(allowed, x)
 			}
 		}
 		patterns = allowed
@@ -77,6 +94,15 @@ func (p partition) Generate(rng *rand.Rand, cfg Config, t Topology) []Step {
 		patterns = []string{PatternIsolate}
 	}
 	pat := patterns[rng.IntN(len(patterns))]
+	if pat == PatternHolder {
+		// The holder is known when the step strikes: its links, and what
+		// the stop heals, are found then.
+		params := map[string]string{"pattern": pat}
+		return []Step{
+			{Action: "start", Params: params},
+			{At: cfg.Interval, Action: "stop", Params: params},
+		}
+	}
 	cut, groups := partitionLinks(rng, t, pat)
 	targets := linkNames(cut)
 	params := map[string]string{"pattern": pat, "groups": groups}
@@ -107,6 +133,8 @@ func partitionLinks(rng *rand.Rand, t Topology, pat string) ([]link, string) {
 		return majoritiesRing(t, nodes)
 	case PatternClientSplit:
 		return clientSplit(t)
+	case PatternHolder:
+		return nil, "the holder's client alone (found when the step strikes)"
 	}
 	return nil, "unknown pattern " + pat
 }
@@ -229,7 +257,7 @@ func describeSides(side map[string]int, t Topology) string {
 	return strings.Join(a, "+") + " | " + strings.Join(b, "+")
 }
 
-func (p partition) Do(ctx context.Context, e *Exec, s Step) error {
+func (p *partition) Do(ctx context.Context, e *Exec, s Step) error {
 	d, err := e.deployment()
 	if err != nil {
 		return err
@@ -237,6 +265,9 @@ func (p partition) Do(ctx context.Context, e *Exec, s Step) error {
 	net := d.Network()
 	switch s.Action {
 	case "start":
+		if s.Params["pattern"] == PatternHolder && len(s.Targets) == 0 {
+			return p.cutHolder(ctx, e, net, s)
+		}
 		targets := s.Targets
 		detail := s.Params["pattern"]
 		if len(targets) == 0 {
@@ -280,6 +311,9 @@ func (p partition) Do(ctx context.Context, e *Exec, s Step) error {
 			for _, l := range links {
 				errs = append(errs, l.Uncut(ctx))
 			}
+			// The links are whole again: a release held back by a holder
+			// partition goes out now, through them.
+			p.gates.open()
 			return s.Params["pattern"], errors.Join(errs...)
 		})
 	}
@@ -301,4 +335,69 @@ func resolveLinks(net sut.Network, names []string) ([]sut.Link, error) {
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// cutHolder cuts the client of the holder step s struck from every node
+// (pattern holder), while the other clients go on, and holds that
+// holder's release back until the partition's stop heals the links.
+//
+// Why the hold: toxiproxy drops what a cut link carries (the timeout
+// toxic), so a release sent into the cut never arrives, and the client,
+// timing out, goes on to acquire and give back through the cut link; at
+// the heal its next command is whichever one its retries had reached, a
+// race the schedule cannot order. Held back, the release goes out once
+// through the healed link: late, after the next grant, as a DEL sent
+// into a partition reaches the node when TCP delivers it after the heal.
+// The holder's write was made in its lease; only its release is late.
+func (p *partition) cutHolder(ctx context.Context, e *Exec, net sut.Network, s Step) error {
+	rh, err := e.releaseHolder("the partition pattern holder")
+	if err != nil {
+		return err
+	}
+	holder, err := e.strikeHolder(ctx, s)
+	if err != nil {
+		return err
+	}
+	slot, ok := rh.ClientOf(holder)
+	if !ok {
+		return fmt.Errorf("%w: process %v is not running", ErrNotDone, holder)
+	}
+	var targets []string
+	for _, nd := range e.topo.Nodes {
+		targets = append(targets, sut.LinkName(clientName(slot), nd))
+	}
+	links, err := resolveLinks(net, targets)
+	if err != nil {
+		return err
+	}
+	return e.record("start-partition", event{fault: "partition"}, targets, func() (string, error) {
+		// Hold the release first: a holder that reached it before the
+		// links were cut would send it into the cut.
+		let, ok := rh.HoldRelease(holder, time.Now().Add(holdReleaseBound))
+		if !ok {
+			return "", fmt.Errorf("%w: process %v left its critical section before the cut", ErrNotDone, holder)
+		}
+		p.gates.add(let)
+		var errs []error
+		for _, l := range links {
+			if !l.IsCut() {
+				errs = append(errs, cutIdle(l))
+			}
+		}
+		return fmt.Sprintf("%s: process %v's client %s alone, its release held until the heal", PatternHolder, holder, clientName(slot)), errors.Join(errs...)
+	})
+}
+
+// holdReleaseBound bounds how long a holder partition holds a release
+// back when its stop never comes; the run's end and the final heal let
+// it go first.
+const holdReleaseBound = time.Minute
+
+// cutIdle cuts l so that a connection idle through the cut works after the
+// heal (sut/local's Link.CutIdle), where the link can; Cut elsewhere.
+func cutIdle(l sut.Link) error {
+	if c, ok := l.(interface{ CutIdle() error }); ok {
+		return c.CutIdle()
+	}
+	return l.Cut()
 }

@@ -116,6 +116,60 @@ func TestPartitionPatterns(t *testing.T) {
 	}
 }
 
+// The holder pattern is drawn only when named: its steps name no links
+// (the holder's are found when it strikes), and seeds drawn before it
+// existed keep their schedules.
+func TestPartitionPatternHolder(t *testing.T) {
+	topo := nemesis.TopologyOf(sut.Config{Nodes: 1, Clients: 5}.Layout())
+	r, err := nemesis.New(nemesis.Config{Names: []string{"partition"}, Seed: 1, Topology: topo,
+		PartitionPatterns: []string{nemesis.PatternHolder, nemesis.PatternHalves}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := r.Schedule(10 * time.Second)
+	if len(steps) == 0 {
+		t.Fatal("no steps")
+	}
+	for _, s := range steps {
+		if s.Params["pattern"] != nemesis.PatternHolder || len(s.Targets) != 0 {
+			t.Fatalf("one node, patterns holder and halves: %s, want the holder pattern with no links named", s)
+		}
+	}
+	for seed := uint64(0); seed < 50; seed++ {
+		r, _ := nemesis.New(nemesis.Config{Names: []string{"partition"}, Seed: seed, Topology: topo})
+		for _, s := range r.Schedule(30 * time.Second) {
+			if s.Params["pattern"] == nemesis.PatternHolder {
+				t.Fatalf("seed %d drew the holder pattern unasked: %s", seed, s)
+			}
+		}
+	}
+}
+
+// ClockModes [bump] turns every strobe and drift into a bump of the same
+// node by the delta drawn: the rest of each seed's draws do not move.
+func TestClockModes(t *testing.T) {
+	topo := nemesis.TopologyOf(sut.Config{Nodes: 5, Clients: 2}.Layout())
+	for seed := uint64(0); seed < 30; seed++ {
+		all, _ := nemesis.New(nemesis.Config{Names: []string{"clock"}, Seed: seed, Topology: topo})
+		bumps, _ := nemesis.New(nemesis.Config{Names: []string{"clock"}, Seed: seed, Topology: topo, ClockModes: []string{"bump"}})
+		a, b := all.Schedule(20*time.Second), bumps.Schedule(20*time.Second)
+		if len(a) != len(b) {
+			t.Fatalf("seed %d: %d steps with every mode, %d with bumps", seed, len(a), len(b))
+		}
+		for i := range a {
+			if a[i].At != b[i].At || !reflect.DeepEqual(a[i].Targets, b[i].Targets) {
+				t.Fatalf("seed %d step %d: %s with every mode, %s with bumps", seed, i, a[i], b[i])
+			}
+			if b[i].Action != "bump" && b[i].Action != "reset" {
+				t.Fatalf("seed %d step %d: %s, want a bump or a reset", seed, i, b[i])
+			}
+			if a[i].Action == "bump" && !reflect.DeepEqual(a[i].Params, b[i].Params) {
+				t.Fatalf("seed %d step %d: the bump %s became %s", seed, i, a[i], b[i])
+			}
+		}
+	}
+}
+
 // A killed node restarts RestartDelay after the kill (antirez's delayed
 // restart); a paused one resumes PauseDuration after the pause.
 func TestScheduleDurations(t *testing.T) {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockharness/lockharness/checker"
@@ -76,6 +77,18 @@ func (p *Plan) buildNemesis() error {
 	if ps := c.Nemesis.Persistence; ps != "" {
 		if err := sut.CheckPersistence(ps); err != nil {
 			return fieldErr("Nemesis.Persistence", ps, err)
+		}
+	}
+	for _, pat := range c.Nemesis.PartitionPatterns {
+		if !slices.Contains(nemesis.KnownPatterns(), pat) {
+			return field("Nemesis.PartitionPatterns", c.Nemesis.PartitionPatterns, fmt.Sprintf("unknown partition pattern %q", pat),
+				"use some of "+strings.Join(nemesis.KnownPatterns(), ", "))
+		}
+	}
+	for _, m := range c.Nemesis.ClockModes {
+		if !slices.Contains(nemesis.ClockModes(), m) {
+			return field("Nemesis.ClockModes", c.Nemesis.ClockModes, fmt.Sprintf("unknown clock mode %q", m),
+				"use some of "+strings.Join(nemesis.ClockModes(), ", "))
 		}
 	}
 	faults := c.Nemesis.Faults()

@@ -290,6 +290,9 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 	if len(script) == 0 {
 		script = nem.Schedule(r.cfg.TimeLimit)
 		if r.cfg.AwaitHolders {
+			// With the ends of the faults the time limit cuts off, so that
+			// runScript can tell a fault it could not end in the run.
+			script = withEnds(nem.Schedule(r.cfg.TimeLimit+nem.Config().Interval), r.cfg.TimeLimit)
 			script = awaitHolders(script, r.plan.grantingNodes(), r.cfg.Workload.TTL, r.cfg.Workload.Hold)
 		}
 	}
@@ -307,7 +310,11 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 	r.progressDone = r.progress(ctx, stop, r.wl, r.start)
 	faults, stopFaults := context.WithCancel(ctx)
 	nemDone := make(chan error, 1)
-	go func() { nemDone <- runScript(faults, nem, r.env, script, r.executed) }()
+	var end time.Time // a random schedule that awaits holders starts no fault it could not end
+	if len(r.cfg.Script) == 0 && r.cfg.AwaitHolders {
+		end = r.executed.start.Add(r.cfg.TimeLimit)
+	}
+	go func() { nemDone <- runScript(faults, nem, r.env, script, r.executed, end) }()
 	interrupted = r.waitRun(ctx)
 	stopFaults()
 	r.nemErr = <-nemDone

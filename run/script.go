@@ -3,6 +3,8 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -36,13 +38,25 @@ func startScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, step
 // from it (a restart stays as long after its kill as the script says).
 // Each step is recorded in ex as it happened; those the run's end cut off
 // are recorded as not done.
-func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step, ex *executed) error {
+//
+// With end set (a random schedule that awaits holders), a fault whose
+// own end (its stop, reset or restart) would come after end is not
+// started: the final heal would undo it unawaited, at whatever moment the
+// run ends. A clock reset there is a forward jump on a node, and broke
+// the grant that rested on a bare quorum with it at that moment
+// (redlock × clock, one run in three).
+func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step, ex *executed, end time.Time) error {
 	start := time.Now()
+	skip := map[int]bool{}
 	for i, s := range steps {
 		rec := schedule.StepOf(s)
 		if !wait(ctx, time.Until(start.Add(s.At))) {
 			ex.cutOff(steps[i:])
 			return nil
+		}
+		if skip[i] {
+			ex.done(rec, time.Now(), 0, "", errEndsAfterRun)
+			continue
 		}
 		var waited time.Duration
 		holder := ""
@@ -56,6 +70,12 @@ func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps 
 			waited, holder = time.Since(began), holderName(p, key)
 			start = time.Now().Add(-s.At)
 			s.Await = nil
+			s = s.WithHolder(p)
+		}
+		if j, ok := undoOf(steps, i); ok && !end.IsZero() && start.Add(steps[j].At).After(end) {
+			skip[j] = true
+			ex.done(rec, time.Now(), waited, holder, errEndsAfterRun)
+			continue
 		}
 		err := nem.Do(ctx, env, s)
 		ex.done(rec, time.Now(), waited, holder, err)
@@ -68,6 +88,51 @@ func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps 
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// errEndsAfterRun is why a fault of a random schedule was not started:
+// its end would come after the run's (runScript).
+var errEndsAfterRun = fmt.Errorf("%w: its end would come after the run's end, and the final heal would undo it unawaited", nemesis.ErrNotDone)
+
+// endActions end a fault that a step before them started.
+var endActions = map[string]bool{"stop": true, "reset": true, "restart": true, "resume": true}
+
+// undoOf is the step that ends the fault steps[i] starts: the next step of
+// the same nemesis on the same targets with an ending action, before any
+// other step of that nemesis starts one.
+func undoOf(steps []nemesis.Step, i int) (int, bool) {
+	s := steps[i]
+	if endActions[s.Action] {
+		return 0, false
+	}
+	for j := i + 1; j < len(steps); j++ {
+		o := steps[j]
+		if o.Nemesis != s.Nemesis {
+			continue
+		}
+		if endActions[o.Action] && slices.Equal(o.Targets, s.Targets) {
+			return j, true
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
+// withEnds is the steps before limit, and after it only those that end a
+// fault begun before it (undoOf).
+func withEnds(steps []nemesis.Step, limit time.Duration) []nemesis.Step {
+	var out []nemesis.Step
+	ends := map[int]bool{}
+	for i, s := range steps {
+		if s.At >= limit && !ends[i] {
+			continue
+		}
+		out = append(out, s)
+		if j, ok := undoOf(steps, i); ok {
+			ends[j] = true
+		}
+	}
+	return out
 }
 
 // wait sleeps for d; false if ctx ended first.
@@ -108,6 +173,23 @@ var unawaited = map[string]bool{"stop": true, "restart": true, "resume": true}
 // however long the holder took to get it. The steps after an awaited
 // one keep their distance from it (runScript).
 //
+// A kill awaits a holder with nine tenths of its lease left, and holds
+// that holder's release back until the restart (nemesis kill): the node,
+// back empty, then answers while the lease still runs (a restart took up
+// to 620ms at load 48), and the lock's promise is tested, not the race
+// between the restart and a 400ms hold. The heal of a holder partition
+// awaits a holder too (healsHolderCut).
+//
+// The reset of a clock on one node of a multi-node lock awaits a holder
+// granted by every other node: while that node's clock strobes or drifts
+// it seldom grants along with all the others (a strobing node's key of a
+// failed contender is still there when the next holder asks), so an await
+// for a grant by every node waited out the run, and the final heal reset
+// the clock unawaited, a forward jump that broke whichever grant rested
+// on a bare quorum with that node at that moment (redlock × clock, seed 2,
+// once in three runs). A holder granted by the others keeps a majority
+// whatever the jump does to that node.
+//
 // nodes is how many nodes grant a lease each (Plan.grantingNodes): a
 // consensus group's or a replicated deployment's nodes do not, and an
 // await for a grant by every one of them would never hold.
@@ -119,19 +201,45 @@ func awaitHolders(steps []nemesis.Step, nodes int, ttl, hold time.Duration) []ne
 	out := make([]nemesis.Step, len(steps))
 	for i, s := range steps {
 		out[i] = s
-		if unawaited[s.Action] {
+		if unawaited[s.Action] && !healsHolderCut(s) {
 			continue
 		}
 		a := &nemesis.Await{LeaseLeft: ttl / 2}
-		if s.Nemesis == "client-pause" && s.Action == "holder" {
+		switch {
+		case s.Nemesis == "client-pause" && s.Action == "holder":
 			a.LeaseLeft = min(hold+ttl/4, ttl*9/10)
+		case s.Nemesis == "kill" && s.Action == "kill":
+			a.LeaseLeft = ttl * 9 / 10
 		}
 		if nodes > 1 && len(s.Targets) == 1 && isNodeName(s.Targets[0]) {
 			a.Granted = every
+			if s.Nemesis == "clock" && s.Action == "reset" {
+				a.Granted = others(every, s.Targets[0])
+			}
 		}
 		out[i].Await = a
 	}
 	return out
+}
+
+// others are the nodes of every but node.
+func others(every []string, node string) []string {
+	var out []string
+	for _, n := range every {
+		if n != node {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// healsHolderCut reports whether s heals a partition of the holder's
+// client alone (pattern holder): the other clients go on meanwhile, so
+// the heal awaits one of them holding with half its lease left, and the
+// cut holder's release, held back until the heal, reaches the node inside
+// that lease (nemesis.PatternHolder).
+func healsHolderCut(s nemesis.Step) bool {
+	return s.Nemesis == "partition" && s.Action == "stop" && s.Params["pattern"] == nemesis.PatternHolder
 }
 
 // isNodeName reports whether target names a lock node ("n3"), not a

@@ -202,6 +202,16 @@ type slot struct {
 	// section is the lease it works under, from its read until its
 	// release, for AwaitHolder; nil outside. Guarded by Mutex.mu.
 	section *locks.Lease
+	// gate, when set (HoldRelease), holds its release back once its write
+	// is done. Guarded by Mutex.mu.
+	gate *releaseGate
+}
+
+// releaseGate holds a holder's release back until let is closed or until
+// passes (HoldRelease).
+type releaseGate struct {
+	let   chan struct{}
+	until time.Time
 }
 
 // NewMutex prepares a workload; Run starts it.
@@ -473,7 +483,63 @@ func (m *Mutex) criticalSection(ctx, stop context.Context, s *slot, p history.Pr
 	if req := m.take(p, nemesis.PauseAfterWrite); req != nil {
 		m.pauseClient(ctx, p, key, req.pause, lock)
 	}
+	m.waitRelease(ctx, stop, s)
 	return false
+}
+
+// waitRelease leaves slot s's section and, when a nemesis holds its
+// release back (HoldRelease), waits until it lets go, its bound passes or
+// the run ends. Leaving the section first, under mu, makes HoldRelease's
+// answer exact: a holder it admitted has not passed this point yet.
+func (m *Mutex) waitRelease(ctx, stop context.Context, s *slot) {
+	m.mu.Lock()
+	g := s.gate
+	s.gate, s.section = nil, nil
+	m.mu.Unlock()
+	if g == nil {
+		return
+	}
+	t := time.NewTimer(time.Until(g.until))
+	defer t.Stop()
+	select {
+	case <-g.let:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-stop.Done():
+	}
+}
+
+// HoldRelease makes process p, inside its critical section, wait once its
+// write is done and before it releases until let is called, until passes,
+// or the run ends: a fault that must come before the holder's release (a
+// node's restart, a partition's heal) then does, however a loaded machine
+// times them. The wait is the holder's work going on, not a pause: its
+// write was made in its lease. False when p is not inside its section
+// (its release may have begun). It implements nemesis.ReleaseHolder.
+func (m *Mutex) HoldRelease(p history.Process, until time.Time) (let func(), ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.slots {
+		if s.section == nil || history.Process(s.process.Load()) != p {
+			continue
+		}
+		g := &releaseGate{let: make(chan struct{}), until: until}
+		s.gate = g
+		return sync.OnceFunc(func() { close(g.let) }), true
+	}
+	return nil, false
+}
+
+// ClientOf is the client slot process p runs in (c<slot>'s links are its
+// links), false for a process that is not running now. It implements
+// nemesis.ReleaseHolder.
+func (m *Mutex) ClientOf(p history.Process) (int, bool) {
+	for _, s := range m.slots {
+		if history.Process(s.process.Load()) == p {
+			return s.id, true
+		}
+	}
+	return 0, false
 }
 
 // pauseClient pauses process p inside its critical section; a lock whose
@@ -562,7 +628,7 @@ func (m *Mutex) enterSection(s *slot, p history.Process, lease locks.Lease) {
 
 func (m *Mutex) leaveSection(s *slot) {
 	m.mu.Lock()
-	s.section = nil
+	s.section, s.gate = nil, nil
 	m.mu.Unlock()
 }
 
@@ -848,4 +914,7 @@ func work(ctx, stop context.Context, d time.Duration) {
 	}
 }
 
-var _ nemesis.RenewerStaller = (*Mutex)(nil)
+var (
+	_ nemesis.RenewerStaller = (*Mutex)(nil)
+	_ nemesis.ReleaseHolder  = (*Mutex)(nil)
+)

@@ -83,6 +83,49 @@ func (l *Link) Cut() error {
 	return nil
 }
 
+// CutIdle is Cut for a link whose connections may sit idle through the
+// cut: bytes sent meanwhile are dropped as Cut drops them, but removing
+// it (Uncut, Heal) leaves the connections open, where toxiproxy's timeout
+// toxic closes them. An idle connection then works again after the heal,
+// as a TCP connection that sent nothing during a partition does; a client
+// that timed out during the cut closed its connection itself. The
+// nemesis's holder partition needs it: the cut holder's release, held back
+// until the heal, goes out on its pooled connection and must reach the
+// node, not meet a connection the heal closed a moment before.
+func (l *Link) CutIdle() error {
+	for _, stream := range []string{"upstream", "downstream"} {
+		j := fmt.Sprintf(`{"name":"partition-%s","type":%q,"stream":%q}`, stream, blackholeToxic, stream)
+		if err := l.AddToxic(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blackholeToxic is the toxic type of CutIdle.
+const blackholeToxic = "lockharness-blackhole"
+
+// blackhole drops every byte, as the timeout toxic with timeout 0 does,
+// and closes the connection when its client closes it; unlike that toxic
+// it has no Cleanup, so its removal leaves the connection open.
+type blackhole struct{}
+
+func (*blackhole) Pipe(stub *toxics.ToxicStub) {
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+		}
+	}
+}
+
+func init() { toxics.Register(blackholeToxic, new(blackhole)) }
+
 // DropReplies holds back every byte from the node to From, and only
 // those: requests reach the node and run, their replies never arrive
 // (the downstream half of Cut, so IsCut and Uncut see it).
