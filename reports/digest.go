@@ -326,9 +326,7 @@ func outcomeIndex(t history.Type) int {
 	return -1
 }
 
-func latBin(ms float64) int { return latBinOf(math.Log10(ms)) }
-
-// latBinOf is latBin of the latency whose log10 (in ms) is lg.
+// latBinOf is the histogram bin of the latency whose log10 (in ms) is lg.
 func latBinOf(lg float64) int {
 	b := int(math.Floor((lg + 3) * binsPerDecade))
 	return min(max(b, 0), latBins-1)
