@@ -75,6 +75,18 @@ func FuzzDecoderAgrees(f *testing.F) {
 				t.Fatalf("%q decodes to\n%+v (%s)\n%+v (strict)", b, got, path.name, want)
 			}
 		}
+		// The reader's way: into an event that held another, twice with
+		// one decoder (the second through its cache of recent strings).
+		for round := range 2 {
+			op := Op{Index: 7, Key: "other", Error: "e", Value: &Value{Token: "t"}}
+			err := d.decodeInto(b, &op)
+			if (err == nil) != (werr == nil) {
+				t.Fatalf("round %d: decodeInto(%q): %v, strict parser: %v", round, b, err, werr)
+			}
+			if err == nil && !reflect.DeepEqual(op, want) {
+				t.Fatalf("round %d: %q decodes into\n%+v\n%+v (strict)", round, b, op, want)
+			}
+		}
 	})
 }
 

@@ -67,9 +67,12 @@ type digest struct {
 	invokedAt map[int64]int64
 	lat       *latencyDigest
 
-	want       map[int64]bool              // the event indexes to keep in at
-	lastInvoke map[pf]int64                // latest invocation of each process and function
-	open       map[history.Process]pending // client calls in flight
+	want       map[int64]bool // the event indexes to keep in at
+	lastInvoke map[pf]int64   // latest invocation of each process and function
+	open       openCalls      // client calls in flight
+	// marks, if set, is given the completion of every client write (its
+	// see would follow the calls as open does).
+	marks *markPass
 
 	// What was put in procs, acted and acqKeys lately, so that the events
 	// of a run's few clients and keys do not each hash a map entry that is
@@ -121,7 +124,7 @@ type pending struct {
 func newDigest(want map[int64]bool) *digest {
 	return &digest{procs: map[int]bool{}, acted: map[int]bool{}, granted: map[int64][]string{}, acqKeys: map[string]bool{}, at: map[int64]history.Op{},
 		invokedAt: map[int64]int64{}, lat: newLatencyDigest(), want: want, lastInvoke: map[pf]int64{},
-		open: map[history.Process]pending{}}
+		open: openCalls{more: map[history.Process]pending{}}}
 }
 
 // see takes the next event of the history into the digest.
@@ -148,11 +151,13 @@ func (d *digest) see(op *history.Op) {
 		d.invoke(op)
 		return
 	}
-	p, ok := d.open[op.Process]
+	p, ok := d.open.take(op.Process)
 	if !ok {
 		return // a completion without invocation: nothing to draw
 	}
-	delete(d.open, op.Process)
+	if p.f == history.FWrite && d.marks != nil {
+		d.marks.completed(op)
+	}
 	if op.F == history.FAcquire && op.Type == history.OK && op.Value != nil && len(op.Value.Nodes) > 0 {
 		if len(d.granted) < maxGrants {
 			d.granted[op.Index] = slices.Clone(op.Value.Nodes)
@@ -181,7 +186,50 @@ func (d *digest) invoke(op *history.Op) {
 		p.rare = len(d.rare)
 		d.rare = append(d.rare, call{Invoke: &inv, Complete: noCompletion})
 	}
-	d.open[op.Process] = p
+	d.open.put(op.Process, p)
+}
+
+// openCalls is the client calls in flight, by process: in a slot of its
+// own for most processes (a run's few clients), in a map for the others
+// (a process whose slot is taken), so that the calls of a long history
+// cost no hashing. A process's call is in one of the two, never both.
+type openCalls struct {
+	slots [recentSlots]openSlot
+	more  map[history.Process]pending
+}
+
+type openSlot struct {
+	p    history.Process
+	used bool
+	c    pending
+}
+
+// put makes c process p's call in flight.
+func (o *openCalls) put(p history.Process, c pending) {
+	s := &o.slots[int(p)&(recentSlots-1)]
+	if s.used && s.p != p {
+		o.more[p] = c
+		return
+	}
+	if !s.used && len(o.more) > 0 {
+		delete(o.more, p)
+	}
+	s.p, s.used, s.c = p, true, c
+}
+
+// take removes and returns process p's call in flight.
+func (o *openCalls) take(p history.Process) (pending, bool) {
+	s := &o.slots[int(p)&(recentSlots-1)]
+	if s.used && s.p == p {
+		s.used = false
+		return s.c, true
+	}
+	if len(o.more) == 0 {
+		return pending{}, false
+	}
+	c, ok := o.more[p]
+	delete(o.more, p)
+	return c, ok
 }
 
 // unkept lists the events res's violations name that the check did not
@@ -214,6 +262,15 @@ type latencyDigest struct {
 	// outcome; cellT doubles when there are more than maxPoints.
 	cellT  int64
 	points map[pointCell]latPoint
+	// added is the cells put in points lately, by slot (pointSlot): a
+	// cell found there needs no lookup. Cleared when the cells coarsen.
+	added   [recentSlots]pointCell
+	addedOK [recentSlots]bool
+}
+
+// pointSlot is k's place in latencyDigest.added.
+func pointSlot(k pointCell) int {
+	return int(k.col*31+int64(k.row)*7+int64(k.t)) & (recentSlots - 1)
 }
 
 const (
@@ -269,9 +326,7 @@ func outcomeIndex(t history.Type) int {
 	return -1
 }
 
-func latBin(ms float64) int { return latBinOf(math.Log10(ms)) }
-
-// latBinOf is latBin of the latency whose log10 (in ms) is lg.
+// latBinOf is the histogram bin of the latency whose log10 (in ms) is lg.
 func latBinOf(lg float64) int {
 	b := int(math.Floor((lg + 3) * binsPerDecade))
 	return min(max(b, 0), latBins-1)
@@ -347,6 +402,11 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 	l.lo, l.hi = math.Min(l.lo, ms), math.Max(l.hi, ms)
 	l.n++
 	k := pointCell{int8(o), invoke / l.cellT, int32(math.Floor(lg * pointBinsPerDecade))}
+	slot := pointSlot(k)
+	if l.addedOK[slot] && l.added[slot] == k {
+		return
+	}
+	l.added[slot], l.addedOK[slot] = k, true
 	if _, ok := l.points[k]; !ok {
 		l.points[k] = latPoint{X: seconds(invoke), Y: ms}
 		for len(l.points) > maxPoints {
@@ -359,6 +419,7 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 // point of each merged cell.
 func (l *latencyDigest) coarsenPoints() {
 	l.cellT *= 2
+	clear(l.addedOK[:])
 	out := make(map[pointCell]latPoint, len(l.points)/2)
 	for k, p := range l.points {
 		k.col /= 2

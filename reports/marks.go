@@ -132,6 +132,11 @@ func (p *markPass) see(op *history.Op) {
 		return
 	}
 	delete(p.writing, op.Process)
+	p.completed(op)
+}
+
+// completed takes the completion op of a client write.
+func (p *markPass) completed(op *history.Op) {
 	kind, ok := writeKind(op)
 	for _, m := range p.all {
 		if ok {

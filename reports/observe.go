@@ -28,14 +28,15 @@ type Digest struct {
 // is at time end (its overview timeline: [0, end]).
 func NewDigest(end int64) *Digest {
 	ms, mp := newMarkPass([]spanKey{window{From: 0, To: end}.key()})
-	return &Digest{d: newDigest(nil), marks: ms, mp: mp}
+	d := newDigest(nil)
+	d.marks = mp
+	return &Digest{d: d, marks: ms, mp: mp}
 }
 
 // See takes the next event of the history.
 func (g *Digest) See(op *history.Op) {
 	g.n++
-	g.d.see(op)
-	g.mp.see(op)
+	g.d.see(op) // and g.mp, from the digest's calls
 }
 
 // marksOf is the marks g gathered of window k, or nil (also for a nil g).

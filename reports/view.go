@@ -282,7 +282,8 @@ func (v *runView) firstPass(ctx context.Context, wins []window, g *Digest) (map[
 	if d == nil || len(now) > 0 || len(want) > 0 {
 		more, mp := newMarkPass(now)
 		dd := newDigest(want)
-		if err := each(ctx, v.src, dd.see, mp.see); err != nil {
+		dd.marks = mp
+		if err := each(ctx, v.src, dd.see); err != nil {
 			return nil, err
 		}
 		if d == nil {
