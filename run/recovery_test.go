@@ -39,6 +39,22 @@ func TestDerivedRecovery(t *testing.T) {
 		{"clock: a fast drift", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"clock"}, ClockBump: time.Second, Interval: 4 * time.Second, DriftRate: 3}}, 10 * time.Second},
 		{"a scripted fault counts", run.Config{Lock: "token", Script: []nemesis.Step{{Nemesis: "client-pause", Action: "pause"}}}, 3 * time.Second},
 		{"a user's fault: the interval", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"mine"}, Interval: 3 * time.Second}}, 5 * time.Second},
+		// etcd: a kill's aftermath is the election (2 election timeouts,
+		// 2s) and the promoted leader's extension (1s); the lease term is
+		// etcd's shortest lease, 2s, for a TTL of 1s: 3s + 2s + 2s.
+		{"etcd kill: election, extension, minimum lease", run.Config{Lock: "etcd", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 7 * time.Second},
+		{"etcd partition: as a kill", run.Config{Lock: "etcd", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"partition"}}}, 7 * time.Second},
+		{"etcd without faults: the minimum lease", run.Config{Lock: "etcd", Workload: ttl(time.Second)}, 4 * time.Second},
+		{"etcd client crash: the minimum lease", run.Config{Lock: "etcd", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"client-crash"}}}, 4 * time.Second},
+		{"etcd latency: no leader change", run.Config{Lock: "etcd", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"latency"}}}, 4250 * ms},
+		{"etcd long TTL", run.Config{Lock: "etcd", Workload: ttl(5 * time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 13 * time.Second},
+		// ZooKeeper: an election (cnxTimeout 1s + notification interval
+		// 2s) and a tick (200ms) before the re-armed session runs out.
+		{"zk kill: election and a tick", run.Config{Lock: "zk", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 5200 * ms},
+		{"zk client crash: the TTL", run.Config{Lock: "zk", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"client-crash"}}}, 2 * time.Second},
+		// MariaDB and Redis leave nothing behind beyond the client timeout.
+		{"mariadb kill: the client timeout", run.Config{Lock: "mysql-get-lock", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 2250 * ms},
+		{"redis kill: the client timeout", run.Config{Lock: "token", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 2250 * ms},
 	}
 	for _, c := range cases {
 		if got := c.cfg.DerivedRecovery(); got != c.want {
