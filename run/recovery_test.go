@@ -2,13 +2,16 @@ package run_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
@@ -158,4 +161,74 @@ func runDerived(t *testing.T, names ...string) {
 			}
 		})
 	}
+}
+
+// TestDerivedRecoveryStillFindsAnUnavailableEtcdLock: the longer recovery
+// an etcd kill derives (7s: election, promotion extension, etcd's 2s
+// lease twice) must not hide a lock that truly stays unavailable: the
+// real etcd lock, except that from 3s into the run every acquire is
+// refused without asking etcd, comes out liveness invalid, not valid or
+// unknown.
+func TestDerivedRecoveryStillFindsAnUnavailableEtcdLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real etcd group")
+	}
+	etcdtest.Require(t)
+	reg := locks.Builtin()
+	real, err := reg.Lookup("etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var from time.Time
+	stuck := real
+	stuck.Name, stuck.Description = "etcd-stuck", "etcd's lock, refusing every acquire from 3s into the run"
+	stuck.New = func(nodes []sut.ClientNode, opts locks.Options) (locks.Lock, error) {
+		once.Do(func() { from = time.Now().Add(3 * time.Second) })
+		l, err := real.New(nodes, opts)
+		if err != nil {
+			return nil, err
+		}
+		return refuseAfter{Lock: l, from: from}, nil
+	}
+	if err := reg.Register(stuck); err != nil {
+		t.Fatal(err)
+	}
+	cfg := run.Config{Lock: "etcd-stuck", Registry: reg, Seed: 1, Store: t.TempDir(), TimeLimit: 5 * time.Second,
+		Workload: workloads.Config{Clients: 3, Keys: 1, TTL: time.Second, Hold: 100 * time.Millisecond},
+		Nemesis:  nemesis.Config{Names: []string{"kill"}, Interval: 2 * time.Second}}
+	if got := cfg.WithDefaults().Recovery; got != 7*time.Second {
+		t.Fatalf("derived recovery %v, want 7s", got)
+	}
+	out, err := run.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := out.Results.Checkers[checker.Liveness]
+	t.Logf("liveness %s: %s", v.Verdict, v.Reason)
+	if v.Verdict != checker.Invalid {
+		t.Errorf("liveness %s (%s), want invalid: the lock refused every acquire after the heal", v.Verdict, v.Reason)
+	}
+}
+
+// refuseAfter is a Lock that refuses every acquire from a time on, as a
+// lock whose key stays taken would.
+type refuseAfter struct {
+	locks.Lock
+	from time.Time
+}
+
+func (l refuseAfter) Acquire(ctx context.Context, key string, opts locks.AcquireOptions) (locks.Lease, error) {
+	if time.Now().After(l.from) {
+		return locks.Lease{Key: key}, locks.ErrNotAcquired
+	}
+	return l.Lock.Acquire(ctx, key, opts)
+}
+
+// Close closes the etcd lock's client.
+func (l refuseAfter) Close() error {
+	if c, ok := l.Lock.(locks.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
