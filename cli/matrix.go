@@ -101,7 +101,7 @@ func (mf *matrixFlags) add(cmd *cobra.Command) {
 	f.IntVar(&mf.spec.Run.Keys, "keys", mf.spec.Run.Keys, "lock keys per cell")
 	f.DurationVar(&mf.spec.Run.TTL, "ttl", mf.spec.Run.TTL, "lease length")
 	f.DurationVar(&mf.spec.Run.TimeLimit, "time-limit", mf.spec.Run.TimeLimit, "length of each cell's run phase")
-	f.DurationVar(&mf.spec.Run.Recovery, "recovery", mf.spec.Run.Recovery, "fault-free period after each cell's final heal")
+	f.DurationVar(&mf.spec.Run.Recovery, "recovery", mf.spec.Run.Recovery, "fault-free period after each lock cell's final heal; 0 sizes each cell's from its TTL, faults and system (docs/faults.md)")
 	f.DurationVar(&mf.spec.Run.NemesisInterval, "nemesis-interval", mf.spec.Run.NemesisInterval, "quiet time before each fault, and how long it lasts")
 	f.DurationVar(&mf.spec.Run.Hold, "hold", mf.spec.Run.Hold, "how long a client works inside its critical section, so that faults land inside holds")
 	f.DurationVar(&mf.spec.Run.ClientPause, "nemesis-client-pause", mf.spec.Run.ClientPause, "how long the client-pause nemesis pauses a holder")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // JUnit XML in the de-facto schema Jenkins and most CI systems read (the
@@ -71,7 +72,7 @@ func WriteJUnit(w io.Writer, m Matrix) error {
 	suite.Properties = &junitPropList{Props: []junitProp{
 		{"shard", m.Shard}, {"expectations", m.Spec.Expect.File},
 		{"backends", strings.Join(m.Spec.BackendList(), ",")}, {"image", m.Spec.Image},
-		{"time-limit", m.Spec.Run.TimeLimit.String()}, {"recovery", m.Spec.Run.Recovery.String()},
+		{"time-limit", m.Spec.Run.TimeLimit.String()}, {"recovery", recoveryProp(m.Spec.Run.Recovery)},
 		{"nemesis-interval", m.Spec.Run.NemesisInterval.String()}, {"hold", m.Spec.Run.Hold.String()}, {"nemesis-client-pause", m.Spec.Run.ClientPause.String()},
 		{"partition-patterns", strings.Join(m.Spec.Run.PartitionPatterns, ",")}, {"clock-modes", strings.Join(m.Spec.Run.ClockModes, ",")},
 	}}
@@ -155,4 +156,13 @@ func cellProps(c CellResult) []junitProp {
 func mdEscape(s string) string {
 	s = strings.ReplaceAll(s, "|", "\\|")
 	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// recoveryProp is the matrix's recovery as a property: the one given, or
+// "derived" when each cell derives its own (RunParams.Recovery).
+func recoveryProp(d time.Duration) string {
+	if d == 0 {
+		return "derived"
+	}
+	return d.String()
 }

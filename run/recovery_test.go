@@ -2,13 +2,16 @@ package run_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/locks"
 	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/run"
 	"github.com/lockharness/lockharness/scenarios"
+	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/etcd/etcdtest"
 	"github.com/lockharness/lockharness/sut/redis/redistest"
 	"github.com/lockharness/lockharness/sut/zookeeper/zktest"
@@ -39,6 +42,22 @@ func TestDerivedRecovery(t *testing.T) {
 		{"clock: a fast drift", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"clock"}, ClockBump: time.Second, Interval: 4 * time.Second, DriftRate: 3}}, 10 * time.Second},
 		{"a scripted fault counts", run.Config{Lock: "token", Script: []nemesis.Step{{Nemesis: "client-pause", Action: "pause"}}}, 3 * time.Second},
 		{"a user's fault: the interval", run.Config{Lock: "token", Nemesis: nemesis.Config{Names: []string{"mine"}, Interval: 3 * time.Second}}, 5 * time.Second},
+		// etcd: a kill's aftermath is the election (2 election timeouts,
+		// 2s) and the promoted leader's extension (1s); the lease term is
+		// etcd's shortest lease, 2s, for a TTL of 1s: 3s + 2s + 2s.
+		{"etcd kill: election, extension, minimum lease", run.Config{Lock: "etcd", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 7 * time.Second},
+		{"etcd partition: as a kill", run.Config{Lock: "etcd", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"partition"}}}, 7 * time.Second},
+		{"etcd without faults: the minimum lease", run.Config{Lock: "etcd", Workload: ttl(time.Second)}, 4 * time.Second},
+		{"etcd client crash: the minimum lease", run.Config{Lock: "etcd", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"client-crash"}}}, 4 * time.Second},
+		{"etcd latency: no leader change", run.Config{Lock: "etcd", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"latency"}}}, 4250 * ms},
+		{"etcd long TTL", run.Config{Lock: "etcd", Workload: ttl(5 * time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 13 * time.Second},
+		// ZooKeeper: an election (cnxTimeout 1s + notification interval
+		// 2s) and a tick (200ms) before the re-armed session runs out.
+		{"zk kill: election and a tick", run.Config{Lock: "zk", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 5200 * ms},
+		{"zk client crash: the TTL", run.Config{Lock: "zk", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"client-crash"}}}, 2 * time.Second},
+		// MariaDB and Redis leave nothing behind beyond the client timeout.
+		{"mariadb kill: the client timeout", run.Config{Lock: "mysql-get-lock", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 2250 * ms},
+		{"redis kill: the client timeout", run.Config{Lock: "token", Workload: ttl(time.Second), Nemesis: nemesis.Config{Names: []string{"kill"}}}, 2250 * ms},
 	}
 	for _, c := range cases {
 		if got := c.cfg.DerivedRecovery(); got != c.want {
@@ -142,4 +161,74 @@ func runDerived(t *testing.T, names ...string) {
 			}
 		})
 	}
+}
+
+// TestDerivedRecoveryStillFindsAnUnavailableEtcdLock: the longer recovery
+// an etcd kill derives (7s: election, promotion extension, etcd's 2s
+// lease twice) must not hide a lock that truly stays unavailable: the
+// real etcd lock, except that from 3s into the run every acquire is
+// refused without asking etcd, comes out liveness invalid, not valid or
+// unknown.
+func TestDerivedRecoveryStillFindsAnUnavailableEtcdLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real etcd group")
+	}
+	etcdtest.Require(t)
+	reg := locks.Builtin()
+	real, err := reg.Lookup("etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var from time.Time
+	stuck := real
+	stuck.Name, stuck.Description = "etcd-stuck", "etcd's lock, refusing every acquire from 3s into the run"
+	stuck.New = func(nodes []sut.ClientNode, opts locks.Options) (locks.Lock, error) {
+		once.Do(func() { from = time.Now().Add(3 * time.Second) })
+		l, err := real.New(nodes, opts)
+		if err != nil {
+			return nil, err
+		}
+		return refuseAfter{Lock: l, from: from}, nil
+	}
+	if err := reg.Register(stuck); err != nil {
+		t.Fatal(err)
+	}
+	cfg := run.Config{Lock: "etcd-stuck", Registry: reg, Seed: 1, Store: t.TempDir(), TimeLimit: 5 * time.Second,
+		Workload: workloads.Config{Clients: 3, Keys: 1, TTL: time.Second, Hold: 100 * time.Millisecond},
+		Nemesis:  nemesis.Config{Names: []string{"kill"}, Interval: 2 * time.Second}}
+	if got := cfg.WithDefaults().Recovery; got != 7*time.Second {
+		t.Fatalf("derived recovery %v, want 7s", got)
+	}
+	out, err := run.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := out.Results.Checkers[checker.Liveness]
+	t.Logf("liveness %s: %s", v.Verdict, v.Reason)
+	if v.Verdict != checker.Invalid {
+		t.Errorf("liveness %s (%s), want invalid: the lock refused every acquire after the heal", v.Verdict, v.Reason)
+	}
+}
+
+// refuseAfter is a Lock that refuses every acquire from a time on, as a
+// lock whose key stays taken would.
+type refuseAfter struct {
+	locks.Lock
+	from time.Time
+}
+
+func (l refuseAfter) Acquire(ctx context.Context, key string, opts locks.AcquireOptions) (locks.Lease, error) {
+	if time.Now().After(l.from) {
+		return locks.Lease{Key: key}, locks.ErrNotAcquired
+	}
+	return l.Lock.Acquire(ctx, key, opts)
+}
+
+// Close closes the etcd lock's client.
+func (l refuseAfter) Close() error {
+	if c, ok := l.Lock.(locks.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/lockharness/lockharness/registry"
 )
@@ -32,6 +33,29 @@ type System struct {
 	// system can judge (a Redis Cluster's masters); nil judges nothing.
 	// Check runs it before Config.Validate.
 	Validate func(Config) error
+	// Aftermath is what the system's own faults leave behind after the
+	// final heal, for the run's recovery period (run.DerivedRecovery);
+	// the zero value is nothing beyond a client timeout (Redis, MariaDB).
+	Aftermath Aftermath
+}
+
+// Aftermath is how long a system may keep a correct lock's key busy after
+// a heal that restarted a member or changed its leader, beyond what every
+// system does (a command stuck until its client timeout), and the
+// shortest lease it grants. Each is read from the system's own settings
+// (its sut/<system> package), not measured.
+type Aftermath struct {
+	// Serve bounds how long, after a member restarts or loses its leader,
+	// the group takes to serve again: an election.
+	Serve time.Duration
+	// LeaseExtension is how long, beyond a full lease term counted from
+	// the new leader's election, a lease in force may live: a new leader
+	// re-arms the leases (sessions) it restores, each for its whole term
+	// again plus this.
+	LeaseExtension time.Duration
+	// MinLease is the shortest lease the system grants: a lock's shorter
+	// TTL is raised to it, and its holder's key lives that long.
+	MinLease time.Duration
 }
 
 // BackendFactory makes a Backend from the argument the user gave it ("" for

@@ -47,6 +47,24 @@ const (
 	ElectionTimeout   = time.Second
 )
 
+// Aftermath is what a restart or a leader change leaves behind in an etcd
+// group (sut.System.Aftermath), from the timing above:
+//
+//   - Serve: a restarted member, or one whose leader is gone, serves only
+//     after an election; raft waits a randomised election timeout, between
+//     one and two ElectionTimeouts, before it campaigns (measured: 1.2s
+//     from a restart to "became leader", docs/real-libraries.md);
+//   - LeaseExtension: a member promoted to leader restarts every lease it
+//     restored, each for its whole TTL again plus one election timeout
+//     (the lessor's Promote(ElectionTimeout)), so a killed holder's key
+//     lives a full lease past the election;
+//   - MinLease: etcd raises a shorter TTL to 1.5 election timeouts, in
+//     whole seconds (leases are granted in seconds): 2s.
+func Aftermath() sut.Aftermath {
+	minLease := (3*ElectionTimeout/2 + time.Second - 1).Truncate(time.Second)
+	return sut.Aftermath{Serve: 2 * ElectionTimeout, LeaseExtension: ElectionTimeout, MinLease: minLease}
+}
+
 // readyTimeout bounds a start: a cluster needs a quorum and an election.
 const readyTimeout = 30 * time.Second
 

@@ -43,9 +43,9 @@ func Builtin() *sut.Registry {
 	for _, s := range []sut.System{
 		{Name: Redis, Local: redisLocal, Validate: validateRedis,
 			Backends: map[string]sut.BackendFactory{Docker: dockerBackend, Target: targetBackend}},
-		{Name: Etcd, Local: etcd.Local},
+		{Name: Etcd, Local: etcd.Local, Aftermath: etcd.Aftermath()},
 		{Name: MariaDB, Local: mariadb.Local},
-		{Name: ZooKeeper, Local: zookeeper.Local},
+		{Name: ZooKeeper, Local: zookeeper.Local, Aftermath: zookeeper.Aftermath()},
 	} {
 		if err := r.Register(s); err != nil {
 			panic(err) // a programming error in this list, caught by its tests

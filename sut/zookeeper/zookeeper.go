@@ -78,7 +78,31 @@ const (
 	// MaxSessionTimeout is the longest session a client may ask for; the
 	// server grants what is asked between 2 ticks and this.
 	MaxSessionTimeout = 60 * time.Second
+	// MaxNotificationInterval is the longest a looking server waits
+	// before it re-sends its votes (the default backs off to 60s while a
+	// peer is unreachable, which keeps a healed server out for up to a
+	// minute); CnxTimeout is how long it tries to connect to a peer
+	// (default 5s). See zooCfg.
+	MaxNotificationInterval = 2 * time.Second
+	CnxTimeout              = time.Second
 )
+
+// Aftermath is what a restart or a leader change leaves behind in an
+// ensemble (sut.System.Aftermath), from the timing above:
+//
+//   - Serve: a server that lost its leader, or was restarted, serves after
+//     a leader election: a round of votes, in which it gives up on an
+//     unreachable peer after CnxTimeout and re-sends its votes at most
+//     MaxNotificationInterval later;
+//   - LeaseExtension: a new leader re-arms every session it restores with
+//     its whole timeout, counted from its election, and expires sessions
+//     in buckets of one tick, so a killed holder's ephemeral node lives a
+//     session timeout and up to a tick past the election;
+//   - MinLease: the shortest session the servers grant, two ticks
+//     (minSessionTimeout).
+func Aftermath() sut.Aftermath {
+	return sut.Aftermath{Serve: CnxTimeout + MaxNotificationInterval, LeaseExtension: TickTime, MinLease: 2 * TickTime}
+}
 
 // readyTimeout bounds a start: JVMs starting on a loaded machine, then an
 // election.
@@ -330,13 +354,12 @@ func zooCfg(dir string, clientPort int, servers []string) string {
 		// A server restarted while the others run rejoins them; the old
 		// transaction logs are small, nothing needs purging.
 		"autopurge.purgeInterval=0",
-		// A looking server re-sends its votes at most 2s apart (the
-		// default backs off to 60s while a peer is unreachable, which
-		// keeps a healed server out for up to a minute), and gives up a
-		// connection attempt to a peer after 1s (default 5s). Unknown
-		// keys become zookeeper.* system properties.
-		"fastleader.maxNotificationInterval=2000",
-		"cnxTimeout=1000",
+		// A looking server re-sends its votes at most
+		// MaxNotificationInterval apart, and gives up a connection
+		// attempt to a peer after CnxTimeout. Unknown keys become
+		// zookeeper.* system properties.
+		fmt.Sprintf("fastleader.maxNotificationInterval=%d", MaxNotificationInterval.Milliseconds()),
+		fmt.Sprintf("cnxTimeout=%d", CnxTimeout.Milliseconds()),
 	}
 	return strings.Join(append(lines, servers...), "\n") + "\n"
 }
