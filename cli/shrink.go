@@ -17,6 +17,7 @@ import (
 	"github.com/lockharness/lockharness/locks/adapter"
 	"github.com/lockharness/lockharness/reports"
 	lockrun "github.com/lockharness/lockharness/run"
+	"github.com/lockharness/lockharness/scenarios"
 	"github.com/lockharness/lockharness/schedule"
 	"github.com/lockharness/lockharness/shrink"
 )
@@ -196,11 +197,7 @@ func storeRun(store, arg string) (string, error) {
 // must have, or the run's first (shrink.Targets), of its violations in the
 // order its summary shows them (the most telling first).
 func (sf *shrinkFlags) chooseTarget(vs []checker.Violation) (shrink.Target, error) {
-	ordered := make([]checker.Violation, 0, len(vs))
-	for _, i := range reports.MostTelling(vs) {
-		ordered = append(ordered, vs[i])
-	}
-	ts := shrink.Targets(ordered)
+	ts := scenarios.RunTargets(vs)
 	if len(ts) == 0 {
 		return shrink.Target{}, errors.New("its results hold no fatal violation to reproduce (re-check it with harness report RUN)")
 	}

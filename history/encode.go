@@ -30,12 +30,12 @@ func appendOp(b []byte, op *Op) ([]byte, bool) {
 		b = appendProcess(b, *op.Owner)
 	}
 	b = append(b, `,"type":`...)
-	b = appendString(b, string(op.Type))
+	b = AppendJSONString(b, string(op.Type))
 	b = append(b, `,"f":`...)
-	b = appendString(b, op.F)
+	b = AppendJSONString(b, op.F)
 	if op.Key != "" {
 		b = append(b, `,"key":`...)
-		b = appendString(b, op.Key)
+		b = AppendJSONString(b, op.Key)
 	}
 	if op.Value != nil {
 		b = append(b, `,"value":`...)
@@ -43,7 +43,7 @@ func appendOp(b []byte, op *Op) ([]byte, bool) {
 	}
 	if op.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendString(b, op.Error)
+		b = AppendJSONString(b, op.Error)
 	}
 	return append(b, "}\n"...), true
 }
@@ -99,7 +99,7 @@ func (w *fields) name(n string) {
 func (w *fields) str(n, s string) {
 	if s != "" {
 		w.name(n)
-		w.b = appendString(w.b, s)
+		w.b = AppendJSONString(w.b, s)
 	}
 }
 
@@ -127,16 +127,16 @@ func (w *fields) strs(n string, ss []string) {
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
-		w.b = appendString(w.b, s)
+		w.b = AppendJSONString(w.b, s)
 	}
 	w.b = append(w.b, ']')
 }
 
-// appendString appends s as a JSON string the way encoding/json writes
-// it: printable ASCII as it is, and anything it would escape (quotes,
+// AppendJSONString appends s as a JSON string the way encoding/json writes
+// it (the report's holds.jsonl writes its keys with it too): printable ASCII as it is, and anything it would escape (quotes,
 // backslashes, control characters, <, > and & for HTML, non-ASCII that may
 // be invalid UTF-8 or U+2028) by encoding/json itself.
-func appendString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) // a string always marshals

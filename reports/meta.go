@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
 )
 
 // File names inside a run directory.
@@ -134,7 +135,7 @@ func appendHold(b []byte, h *checker.Hold) []byte {
 	b = append(b, `{"process":`...)
 	b = strconv.AppendInt(b, int64(h.Process), 10)
 	b = append(b, `,"key":`...)
-	b = appendJSONString(b, h.Key)
+	b = history.AppendJSONString(b, h.Key)
 	b = append(b, `,"start":`...)
 	b = strconv.AppendInt(b, h.Start, 10)
 	b = append(b, `,"end":`...)
@@ -150,20 +151,6 @@ func appendHold(b []byte, h *checker.Hold) []byte {
 	b = append(b, `,"acquire":`...)
 	b = strconv.AppendInt(b, h.Acquire, 10)
 	return append(b, '}')
-}
-
-// appendJSONString appends s as encoding/json writes it: printable ASCII
-// that needs no escape as it is, anything else by encoding/json itself.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // writeAtomicWith writes dir/name by write, through a temporary file that

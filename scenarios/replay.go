@@ -122,15 +122,23 @@ func FatalKinds(vs []checker.Violation) []string {
 	return out
 }
 
-// RunTarget is the failure a replay of an INVALID run with violations vs
-// must reproduce: the first of shrink.Targets in the order the run's
-// summary shows its violations, as `harness shrink` chooses it.
-func RunTarget(vs []checker.Violation) (shrink.Target, bool) {
+// RunTargets are the failures a run with violations vs can be replayed
+// or shrunk for (shrink.Targets), in the order the run's summary shows its
+// violations (the most telling first): `harness shrink` and `harness
+// replay` both choose from them.
+func RunTargets(vs []checker.Violation) []shrink.Target {
 	ordered := make([]checker.Violation, 0, len(vs))
 	for _, i := range reports.MostTelling(vs) {
 		ordered = append(ordered, vs[i])
 	}
-	ts := shrink.Targets(ordered)
+	return shrink.Targets(ordered)
+}
+
+// RunTarget is the failure a replay of an INVALID run with violations vs
+// must reproduce: the first of RunTargets, as `harness shrink` chooses it
+// by default.
+func RunTarget(vs []checker.Violation) (shrink.Target, bool) {
+	ts := RunTargets(vs)
 	if len(ts) == 0 {
 		return shrink.Target{}, false
 	}
