@@ -56,7 +56,7 @@ func (clientCrash) Do(ctx context.Context, e *Exec, s Step) error {
 			defer cancel()
 			p, ok := e.env.Clients.CrashHolder(wctx)
 			if !ok {
-				return fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
+				return e.noHolder()
 			}
 			v.Targets = []string{"c" + p.String()}
 			v.Detail = "holder crashed without releasing"

@@ -62,7 +62,7 @@ func (clientPause) Do(ctx context.Context, e *Exec, s Step) error {
 			defer cancel()
 			p, ok := e.env.Clients.PauseHolder(wctx, d, at)
 			if !ok {
-				return fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
+				return e.noHolder()
 			}
 			v.Targets = []string{"c" + p.String()}
 			v.Detail = fmt.Sprintf("holder paused %v in its critical section (%s)", d, at)

@@ -80,9 +80,15 @@ func (e *Exec) strikeHolder(ctx context.Context, s Step) (history.Process, error
 	defer cancel()
 	p, _, ok := e.env.Clients.AwaitHolder(wctx, Await{})
 	if !ok {
-		return 0, fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
+		return 0, e.noHolder()
 	}
 	return p, nil
+}
+
+// noHolder is why a fault that waits for a holder did nothing: none came
+// within the fault interval.
+func (e *Exec) noHolder() error {
+	return fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
 }
 
 // gates are the releases a fault holds back, each let go by the step that

@@ -61,7 +61,7 @@ func (killConnection) Do(ctx context.Context, e *Exec, s Step) error {
 		p, key, ok := e.env.Clients.AwaitHolder(wctx, Await{})
 		cancel()
 		if !ok {
-			return fmt.Errorf("%w: no client reached its critical section holding a lock within %v", ErrNotDone, e.cfg.Interval)
+			return e.noHolder()
 		}
 		k, err := ck.KillHolder(ctx, key)
 		if errors.Is(err, sut.ErrNoHolder) {
