@@ -41,7 +41,8 @@ func TestScenarioWithoutRecoveryDerivesIt(t *testing.T) {
 // lease unknown, not unavailable).
 func TestCatalogueRecoveryJudgesLiveness(t *testing.T) {
 	for _, s := range Catalogue() {
-		r, ttl := s.Run.Recovery, s.Run.Workload.WithDefaults().TTL
+		// A file without a recovery line gets the derived one.
+		r, ttl := s.RunConfig(t.TempDir()).WithDefaults().Recovery, s.Run.Workload.WithDefaults().TTL
 		if r < time.Second {
 			t.Errorf("%s: recovery %v, below the liveness checker's 1s", s.Name, r)
 		}
