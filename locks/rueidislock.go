@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -163,32 +164,52 @@ func (l *rueidisLock) acquireErr(err error, try rueidisTry) error {
 }
 
 // waitContext returns the context the library's lock lives in and a
-// function that stops ctx, o.Wait and o.Stop from ending it, reporting
-// whether one of them already had.
+// function, settle, that stops ctx, o.Wait and o.Stop from ending it,
+// reporting whether one of them already had. Whether one had is decided
+// under a lock with the cancellation itself: an end that comes as settle
+// runs (o.Stop closed, ctx done, the timer fired, but its goroutine not
+// yet run) either cancelled the lock's context before settle, which then
+// reports it, or never cancels it. Without that, a lock granted as the run
+// stopped was returned as held and then given up by the library a moment
+// later, on a cancellation nobody reported: a lease lost at once, found
+// by the checker as a lost lease (seen under load, 2026-11-27).
 func waitContext(ctx context.Context, o AcquireOptions) (context.Context, func() bool) {
 	src, cancel := context.WithCancel(context.Background())
-	stopCtx := context.AfterFunc(ctx, cancel)
+	var mu sync.Mutex
+	settled, ended := false, false
+	end := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !settled {
+			ended = true
+			cancel()
+		}
+	}
+	stopCtx := context.AfterFunc(ctx, end)
 	var timer *time.Timer
 	if o.Wait > 0 {
-		timer = time.AfterFunc(o.Wait, cancel)
+		timer = time.AfterFunc(o.Wait, end)
 	}
 	done := make(chan struct{})
 	if o.Stop != nil {
 		go func() {
 			select {
 			case <-o.Stop:
-				cancel()
+				end()
 			case <-done:
 			}
 		}()
 	}
 	return src, func() bool {
+		mu.Lock()
+		settled = true
+		mu.Unlock()
 		stopCtx()
 		if timer != nil {
 			timer.Stop()
 		}
 		close(done)
-		return src.Err() != nil
+		return ended
 	}
 }
 
