@@ -78,7 +78,7 @@ func newRueidislock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 		timeout = sut.ClientOptions{}.WithDefaults().Timeout
 	}
 	l := &rueidisLock{node: nodes[0], opts: opts, timeout: timeout, unknown: map[string]bool{}}
-	l.hook = &rueidisHook{opts: opts, holds: map[string]*rueidisHold{}, tries: map[string]rueidisTry{}}
+	l.hook = &rueidisHook{opts: opts, holds: map[string]*rueidisHold{}, byToken: map[string]*rueidisHold{}, tries: map[string]*rueidisTry{}}
 	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{
 		ClientOption: rueidis.ClientOption{
 			InitAddress:       []string{nodes[0].Addr},
@@ -117,7 +117,7 @@ func (l *rueidisLock) nodeErr(op string, err error) error {
 func (l *rueidisLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
 	lease := Lease{Key: key, Token: newToken(l.opts.Rand)}
 	start := time.Now()
-	l.hook.beginTry(key)
+	l.hook.beginTry(lease)
 	src, settle := waitContext(ctx, o)
 	var cancel context.CancelFunc
 	var err error
@@ -127,7 +127,13 @@ func (l *rueidisLock) Acquire(ctx context.Context, key string, o AcquireOptions)
 		_, cancel, err = l.locker.WithContext(src, key)
 	}
 	ended := settle()
-	try := l.hook.endTry(key)
+	try := l.hook.endTry(key, err == nil)
+	if err == nil && try.hold == nil {
+		// Not seen to happen: the hook saw no try granted, so it could not
+		// follow the lock; give it up, its outcome unknown.
+		cancel()
+		err = errors.New("the library granted a lock the hook saw no granted try for")
+	}
 	if err != nil {
 		err = l.acquireErr(err, try)
 		if !errors.Is(err, ErrNotAcquired) {
@@ -139,7 +145,7 @@ func (l *rueidisLock) Acquire(ctx context.Context, key string, o AcquireOptions)
 	if !try.deadline.IsZero() && try.deadline.Before(lease.ValidUntil) {
 		lease.ValidUntil = try.deadline
 	}
-	l.hook.hold(&rueidisHold{lease: lease, cancel: cancel})
+	lease = l.hook.grant(try.hold, lease, try.deadline, cancel)
 	if ended {
 		// The wait ended as the lock was granted: the library has been
 		// told to give it up. Release reports how that went.
