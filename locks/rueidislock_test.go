@@ -145,7 +145,13 @@ func TestRueidislockWaitEndsOnStop(t *testing.T) {
 }
 
 // Mutual exclusion under contention: five clients, blocking acquires woken
-// by invalidations, nobody inside while another is.
+// by invalidations, nobody inside while another is. rueidislock v1.0.79
+// can lose a waiter's wakeup (a failed try's goroutine removes the name's
+// gate when it runs before the try is counted as failed: see
+// docs/real-libraries.md), after which the waiter sleeps until its wait
+// ends though the lock is free; seen once under load with a 30s wait. That
+// is the library's liveness, not what this test checks: each wait is 5s,
+// and one that ends not granted is tried again (and logged).
 func TestRueidislockMutualExclusion(t *testing.T) {
 	needRedis(t)
 	t.Parallel()
@@ -155,28 +161,47 @@ func TestRueidislockMutualExclusion(t *testing.T) {
 	for i := range ls {
 		ls[i] = newLock(t, "rueidislock", nodesOf(t, c, i), uint64(i), locks.Options{TTL: 4 * time.Second})
 	}
-	mutualExclusion(t, ls, rounds)
+	if lost := mutualExclusionWaits(t, ls, rounds, 5*time.Second, 3); lost > 0 {
+		t.Logf("%d waits of 5s ended not granted and were tried again", lost)
+	}
 }
 
 // mutualExclusion has every lock of ls take one key rounds times with
 // blocking acquires and fails when two are inside at once.
 func mutualExclusion(t *testing.T, ls []locks.Lock, rounds int) {
 	t.Helper()
+	mutualExclusionWaits(t, ls, rounds, 30*time.Second, 0)
+}
+
+// mutualExclusionWaits is mutualExclusion with acquires that wait up to
+// wait each; an acquire that ends not granted is tried again, up to
+// retries times per lock. It returns how many were tried again.
+func mutualExclusionWaits(t *testing.T, ls []locks.Lock, rounds int, wait time.Duration, retries int) int {
+	t.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
-	inside, maxInside, grants := 0, 0, 0
+	inside, maxInside, grants, again := 0, 0, 0, 0
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ls))
 	for _, l := range ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range rounds {
-				lease, err := l.Acquire(ctx, "mutex", locks.AcquireOptions{Wait: 30 * time.Second})
+			left := retries
+			for r := 0; r < rounds; {
+				lease, err := l.Acquire(ctx, "mutex", locks.AcquireOptions{Wait: wait})
+				if errors.Is(err, locks.ErrNotAcquired) && left > 0 {
+					left--
+					mu.Lock()
+					again++
+					mu.Unlock()
+					continue
+				}
 				if err != nil {
 					errs <- err
 					return
 				}
+				r++
 				mu.Lock()
 				inside++
 				maxInside, grants = max(maxInside, inside), grants+1
@@ -200,4 +225,5 @@ func mutualExclusion(t *testing.T, ls []locks.Lock, rounds int) {
 	if maxInside != 1 || grants != len(ls)*rounds {
 		t.Fatalf("%d inside at once, %d grants; want 1 and %d", maxInside, grants, len(ls)*rounds)
 	}
+	return again
 }
