@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -79,7 +80,7 @@ func newRueidislock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 	}
 	l := &rueidisLock{node: nodes[0], opts: opts, timeout: timeout, unknown: map[string]bool{}}
 	l.hook = &rueidisHook{opts: opts, holds: map[string]*rueidisHold{}, byToken: map[string]*rueidisHold{}, tries: map[string]*rueidisTry{}}
-	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{
+	lo := rueidislock.LockerOption{
 		ClientOption: rueidis.ClientOption{
 			InitAddress:       []string{nodes[0].Addr},
 			ForceSingleClient: true,
@@ -98,12 +99,30 @@ func newRueidislock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 		KeyMajority:    1,
 		TryNextAfter:   timeout,
 		NoLoopTracking: true, // Redis >= 7.0.5, as the README advises
-	})
+	}
+	locker, err := rueidislock.NewLocker(lo)
+	// rueidis dials and does its handshake (HELLO, CLIENT TRACKING) at
+	// once, within the node's request timeout; on this loaded 2-core
+	// machine that timed out now and then (5 of 60 runs at load 25-30,
+	// 2026-11-27), which lost the run's evidence. Nothing is locked yet: a
+	// timed-out setup is tried again, as a user starting a service would.
+	for try := 1; try < rueidisSetupTries && err != nil && rueidisSetupTimedOut(err); try++ {
+		locker, err = rueidislock.NewLocker(lo)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rueidislock client for %s (%s): %w", nodes[0].Name, nodes[0].Addr, err)
 	}
 	l.locker = locker
 	return l, nil
+}
+
+// rueidisSetupTries bounds the tries at setting the client up.
+const rueidisSetupTries = 3
+
+// rueidisSetupTimedOut reports whether err is a dial's or a handshake's timeout.
+func rueidisSetupTimedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 func (l *rueidisLock) nodeErr(op string, err error) error {

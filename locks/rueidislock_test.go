@@ -3,11 +3,13 @@ package locks_test
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // rueidislock excludes: a second client is refused (the server's SET NX
@@ -226,4 +228,50 @@ func mutualExclusionWaits(t *testing.T, ls []locks.Lock, rounds int, wait time.D
 		t.Fatalf("%d inside at once, %d grants; want 1 and %d", maxInside, grants, len(ls)*rounds)
 	}
 	return again
+}
+
+// A client whose setup (dial, HELLO, CLIENT TRACKING) times out is set up
+// again, three tries in all, then the error says what timed out: here a
+// server that accepts and never answers.
+func TestRueidislockSetupTimeoutIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	info, err := locks.Builtin().Lookup("rueidislock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := sut.ClientNode{Name: "n1", Addr: ln.Addr().String(), Timeout: 100 * time.Millisecond}
+	if _, err := info.New([]sut.ClientNode{node}, locks.Options{}); err == nil {
+		t.Fatal("a client was set up on a server that never answers")
+	}
+	mu.Lock()
+	n := len(conns)
+	mu.Unlock()
+	if n != 3 {
+		t.Errorf("%d connections for the setup, want 3 tries", n)
+	}
 }
