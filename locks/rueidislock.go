@@ -52,9 +52,12 @@ var rueidislockInfo = Info{
 // client (rueidisHook): it sees every script the library sends, takes the
 // lease's deadline from the PXAT/PEXPIREAT argument (the library's own
 // promise, truncated to the millisecond as the server sees it), reports
-// each extension as a renewal (Options.OnRenew, before it is sent, so a
-// stalled renewer holds the extension back as a stopped process would),
-// and reads the outcome of the library's compare-and-delete for Release.
+// each extension that moves the deadline as a renewal (Options.OnRenew,
+// before it is sent, so a stalled renewer holds the extension back as a
+// stopped process would; the check on an invalidation moves nothing and
+// is not one), and reads the outcome of the library's compare-and-delete
+// for Release. It follows the scripts by the library's value, which they
+// compare, not by the lock's name (see rueidisHook).
 type rueidisLock struct {
 	node    sut.ClientNode
 	opts    Options
