@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -50,9 +52,12 @@ var rueidislockInfo = Info{
 // client (rueidisHook): it sees every script the library sends, takes the
 // lease's deadline from the PXAT/PEXPIREAT argument (the library's own
 // promise, truncated to the millisecond as the server sees it), reports
-// each extension as a renewal (Options.OnRenew, before it is sent, so a
-// stalled renewer holds the extension back as a stopped process would),
-// and reads the outcome of the library's compare-and-delete for Release.
+// each extension that moves the deadline as a renewal (Options.OnRenew,
+// before it is sent, so a stalled renewer holds the extension back as a
+// stopped process would; the check on an invalidation moves nothing and
+// is not one), and reads the outcome of the library's compare-and-delete
+// for Release. It follows the scripts by the library's value, which they
+// compare, not by the lock's name (see rueidisHook).
 type rueidisLock struct {
 	node    sut.ClientNode
 	opts    Options
@@ -77,8 +82,8 @@ func newRueidislock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 		timeout = sut.ClientOptions{}.WithDefaults().Timeout
 	}
 	l := &rueidisLock{node: nodes[0], opts: opts, timeout: timeout, unknown: map[string]bool{}}
-	l.hook = &rueidisHook{opts: opts, holds: map[string]*rueidisHold{}, tries: map[string]rueidisTry{}}
-	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{
+	l.hook = &rueidisHook{opts: opts, holds: map[string]*rueidisHold{}, byToken: map[string]*rueidisHold{}, tries: map[string]*rueidisTry{}}
+	lo := rueidislock.LockerOption{
 		ClientOption: rueidis.ClientOption{
 			InitAddress:       []string{nodes[0].Addr},
 			ForceSingleClient: true,
@@ -97,12 +102,30 @@ func newRueidislock(nodes []sut.ClientNode, opts Options) (Lock, error) {
 		KeyMajority:    1,
 		TryNextAfter:   timeout,
 		NoLoopTracking: true, // Redis >= 7.0.5, as the README advises
-	})
+	}
+	locker, err := rueidislock.NewLocker(lo)
+	// rueidis dials and does its handshake (HELLO, CLIENT TRACKING) at
+	// once, within the node's request timeout; on this loaded 2-core
+	// machine that timed out now and then (5 of 60 runs at load 25-30,
+	// 2026-11-27), which lost the run's evidence. Nothing is locked yet: a
+	// timed-out setup is tried again, as a user starting a service would.
+	for try := 1; try < rueidisSetupTries && err != nil && rueidisSetupTimedOut(err); try++ {
+		locker, err = rueidislock.NewLocker(lo)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rueidislock client for %s (%s): %w", nodes[0].Name, nodes[0].Addr, err)
 	}
 	l.locker = locker
 	return l, nil
+}
+
+// rueidisSetupTries bounds the tries at setting the client up.
+const rueidisSetupTries = 3
+
+// rueidisSetupTimedOut reports whether err is a dial's or a handshake's timeout.
+func rueidisSetupTimedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 func (l *rueidisLock) nodeErr(op string, err error) error {
@@ -116,7 +139,7 @@ func (l *rueidisLock) nodeErr(op string, err error) error {
 func (l *rueidisLock) Acquire(ctx context.Context, key string, o AcquireOptions) (Lease, error) {
 	lease := Lease{Key: key, Token: newToken(l.opts.Rand)}
 	start := time.Now()
-	l.hook.beginTry(key)
+	l.hook.beginTry(lease)
 	src, settle := waitContext(ctx, o)
 	var cancel context.CancelFunc
 	var err error
@@ -126,7 +149,13 @@ func (l *rueidisLock) Acquire(ctx context.Context, key string, o AcquireOptions)
 		_, cancel, err = l.locker.WithContext(src, key)
 	}
 	ended := settle()
-	try := l.hook.endTry(key)
+	try := l.hook.endTry(key, err == nil)
+	if err == nil && try.hold == nil {
+		// Not seen to happen: the hook saw no try granted, so it could not
+		// follow the lock; give it up, its outcome unknown.
+		cancel()
+		err = errors.New("the library granted a lock the hook saw no granted try for")
+	}
 	if err != nil {
 		err = l.acquireErr(err, try)
 		if !errors.Is(err, ErrNotAcquired) {
@@ -138,7 +167,7 @@ func (l *rueidisLock) Acquire(ctx context.Context, key string, o AcquireOptions)
 	if !try.deadline.IsZero() && try.deadline.Before(lease.ValidUntil) {
 		lease.ValidUntil = try.deadline
 	}
-	l.hook.hold(&rueidisHold{lease: lease, cancel: cancel})
+	lease = l.hook.grant(try.hold, lease, try.deadline, cancel)
 	if ended {
 		// The wait ended as the lock was granted: the library has been
 		// told to give it up. Release reports how that went.
@@ -163,32 +192,52 @@ func (l *rueidisLock) acquireErr(err error, try rueidisTry) error {
 }
 
 // waitContext returns the context the library's lock lives in and a
-// function that stops ctx, o.Wait and o.Stop from ending it, reporting
-// whether one of them already had.
+// function, settle, that stops ctx, o.Wait and o.Stop from ending it,
+// reporting whether one of them already had. Whether one had is decided
+// under a lock with the cancellation itself: an end that comes as settle
+// runs (o.Stop closed, ctx done, the timer fired, but its goroutine not
+// yet run) either cancelled the lock's context before settle, which then
+// reports it, or never cancels it. Without that, a lock granted as the run
+// stopped was returned as held and then given up by the library a moment
+// later, on a cancellation nobody reported: a lease lost at once, found
+// by the checker as a lost lease (seen under load, 2026-11-27).
 func waitContext(ctx context.Context, o AcquireOptions) (context.Context, func() bool) {
 	src, cancel := context.WithCancel(context.Background())
-	stopCtx := context.AfterFunc(ctx, cancel)
+	var mu sync.Mutex
+	settled, ended := false, false
+	end := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !settled {
+			ended = true
+			cancel()
+		}
+	}
+	stopCtx := context.AfterFunc(ctx, end)
 	var timer *time.Timer
 	if o.Wait > 0 {
-		timer = time.AfterFunc(o.Wait, cancel)
+		timer = time.AfterFunc(o.Wait, end)
 	}
 	done := make(chan struct{})
 	if o.Stop != nil {
 		go func() {
 			select {
 			case <-o.Stop:
-				cancel()
+				end()
 			case <-done:
 			}
 		}()
 	}
 	return src, func() bool {
+		mu.Lock()
+		settled = true
+		mu.Unlock()
 		stopCtx()
 		if timer != nil {
 			timer.Stop()
 		}
 		close(done)
-		return src.Err() != nil
+		return ended
 	}
 }
 

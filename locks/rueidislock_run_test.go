@@ -2,6 +2,9 @@ package locks_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +15,13 @@ import (
 
 // runVerdict runs cfg through run.Run, as harness run does, and returns
 // the result; it fails when the run has too few grants to mean anything.
+// The run's store is a temporary directory, or, when
+// LOCKHARNESS_KEEP_STORE names a directory, a directory under it named
+// after the test that is kept when the test fails (its history is what
+// explains a rare verdict; see runStore).
 func runVerdict(t *testing.T, cfg run.Config, least int) run.Outcome {
 	t.Helper()
-	cfg.Store = t.TempDir()
+	cfg.Store = runStore(t)
 	out, err := run.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -24,6 +31,35 @@ func runVerdict(t *testing.T, cfg run.Config, least int) run.Outcome {
 	}
 	t.Logf("%s: %s; counts %v", cfg.Lock, out.Results.Verdict, out.Results.Counts)
 	return out
+}
+
+// runStore is the directory a test's run is stored in: t.TempDir(), or,
+// with LOCKHARNESS_KEEP_STORE=dir, a new directory under dir that is
+// removed when the test passes and kept (its path logged) when it fails.
+func runStore(t *testing.T) string {
+	t.Helper()
+	keep := os.Getenv("LOCKHARNESS_KEEP_STORE")
+	if keep == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		t.Fatalf("LOCKHARNESS_KEEP_STORE=%s: %v (set it to a directory that can be created)", keep, err)
+	}
+	dir, err := os.MkdirTemp(keep, strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())+"-")
+	if err != nil {
+		t.Fatalf("LOCKHARNESS_KEEP_STORE=%s: %v", keep, err)
+	}
+	dir, _ = filepath.Abs(dir)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("run store kept (LOCKHARNESS_KEEP_STORE): %s", dir)
+			return
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing the run store %s: %v", dir, err)
+		}
+	})
+	return dir
 }
 
 // rueidislock through the whole run: valid with no faults; and valid when

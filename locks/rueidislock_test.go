@@ -3,11 +3,13 @@ package locks_test
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // rueidislock excludes: a second client is refused (the server's SET NX
@@ -145,7 +147,13 @@ func TestRueidislockWaitEndsOnStop(t *testing.T) {
 }
 
 // Mutual exclusion under contention: five clients, blocking acquires woken
-// by invalidations, nobody inside while another is.
+// by invalidations, nobody inside while another is. rueidislock v1.0.79
+// can lose a waiter's wakeup (a failed try's goroutine removes the name's
+// gate when it runs before the try is counted as failed: see
+// docs/real-libraries.md), after which the waiter sleeps until its wait
+// ends though the lock is free; seen once under load with a 30s wait. That
+// is the library's liveness, not what this test checks: each wait is 5s,
+// and one that ends not granted is tried again (and logged).
 func TestRueidislockMutualExclusion(t *testing.T) {
 	needRedis(t)
 	t.Parallel()
@@ -155,28 +163,47 @@ func TestRueidislockMutualExclusion(t *testing.T) {
 	for i := range ls {
 		ls[i] = newLock(t, "rueidislock", nodesOf(t, c, i), uint64(i), locks.Options{TTL: 4 * time.Second})
 	}
-	mutualExclusion(t, ls, rounds)
+	if lost := mutualExclusionWaits(t, ls, rounds, 5*time.Second, 3); lost > 0 {
+		t.Logf("%d waits of 5s ended not granted and were tried again", lost)
+	}
 }
 
 // mutualExclusion has every lock of ls take one key rounds times with
 // blocking acquires and fails when two are inside at once.
 func mutualExclusion(t *testing.T, ls []locks.Lock, rounds int) {
 	t.Helper()
+	mutualExclusionWaits(t, ls, rounds, 30*time.Second, 0)
+}
+
+// mutualExclusionWaits is mutualExclusion with acquires that wait up to
+// wait each; an acquire that ends not granted is tried again, up to
+// retries times per lock. It returns how many were tried again.
+func mutualExclusionWaits(t *testing.T, ls []locks.Lock, rounds int, wait time.Duration, retries int) int {
+	t.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
-	inside, maxInside, grants := 0, 0, 0
+	inside, maxInside, grants, again := 0, 0, 0, 0
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ls))
 	for _, l := range ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range rounds {
-				lease, err := l.Acquire(ctx, "mutex", locks.AcquireOptions{Wait: 30 * time.Second})
+			left := retries
+			for r := 0; r < rounds; {
+				lease, err := l.Acquire(ctx, "mutex", locks.AcquireOptions{Wait: wait})
+				if errors.Is(err, locks.ErrNotAcquired) && left > 0 {
+					left--
+					mu.Lock()
+					again++
+					mu.Unlock()
+					continue
+				}
 				if err != nil {
 					errs <- err
 					return
 				}
+				r++
 				mu.Lock()
 				inside++
 				maxInside, grants = max(maxInside, inside), grants+1
@@ -199,5 +226,52 @@ func mutualExclusion(t *testing.T, ls []locks.Lock, rounds int) {
 	}
 	if maxInside != 1 || grants != len(ls)*rounds {
 		t.Fatalf("%d inside at once, %d grants; want 1 and %d", maxInside, grants, len(ls)*rounds)
+	}
+	return again
+}
+
+// A client whose setup (dial, HELLO, CLIENT TRACKING) times out is set up
+// again, three tries in all, then the error says what timed out: here a
+// server that accepts and never answers.
+func TestRueidislockSetupTimeoutIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	info, err := locks.Builtin().Lookup("rueidislock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := sut.ClientNode{Name: "n1", Addr: ln.Addr().String(), Timeout: 100 * time.Millisecond}
+	if _, err := info.New([]sut.ClientNode{node}, locks.Options{}); err == nil {
+		t.Fatal("a client was set up on a server that never answers")
+	}
+	mu.Lock()
+	n := len(conns)
+	mu.Unlock()
+	if n != 3 {
+		t.Errorf("%d connections for the setup, want 3 tries", n)
 	}
 }
