@@ -190,3 +190,24 @@ func TestCloseUpsOfEventsTheCheckDidNotKeep(t *testing.T) {
 		}
 	}
 }
+
+// A latency point's cell packs its outcome, column and row into a word
+// and gives them back, whatever their sign.
+func TestPointCellPacksItsParts(t *testing.T) {
+	for _, c := range []struct {
+		t   int
+		col int64
+		row int32
+	}{{0, 0, 0}, {2, 1, -120}, {1, 1 << 40, 12_320}, {2, -3, -1}, {0, 123_456_789, 7}} {
+		k := newPointCell(c.t, c.col, c.row)
+		if k.outcome() != c.t || k.col() != c.col {
+			t.Errorf("cell %+v gives back outcome %d, column %d", c, k.outcome(), k.col())
+		}
+		if want := newPointCell(c.t, c.col/2, c.row); k.withCol(c.col/2) != want {
+			t.Errorf("cell %+v moved to column %d is %x, want %x", c, c.col/2, k.withCol(c.col/2), want)
+		}
+		if o := newPointCell(c.t, c.col, c.row+1); o == k {
+			t.Errorf("cells %+v and the row above are one", c)
+		}
+	}
+}

@@ -3,14 +3,15 @@ package reports
 import (
 	"bufio"
 	"fmt"
+	"image"
 	"image/color"
-	"image/png"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 
+	"git.sr.ht/~sbinet/gg"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
@@ -54,9 +55,9 @@ func textStyle(size vg.Length, c color.Color) draw.TextStyle {
 
 // saveFigure draws fig twice, into base.png and base.svg in dir.
 func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
-	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
+	img := newRaster(w, h)
 	fig(draw.New(img))
-	if err := writeAtomic(filepath.Join(dir, base+".png"), quickPNG{img}); err != nil {
+	if err := writeAtomic(filepath.Join(dir, base+".png"), quickPNG{img.Canvas}); err != nil {
 		return err
 	}
 	svg := vgsvg.New(w, h)
@@ -67,15 +68,50 @@ func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
 	return writeAtomic(filepath.Join(dir, base+".svg"), svg)
 }
 
+// rasterCanvas is the canvas vgimg.NewWith(vgimg.UseWH(w, h),
+// vgimg.UseDPI(DPI)) makes, white, drawn the same, made without a copy:
+// NewWith hands its new image to gg, which copies it whole (imageToRGBA),
+// a tenth of a second for a tall timeline; here gg is given the image to
+// draw on. A canvas made from an image takes its size from the pixels
+// (w and h rounded to them): Size gives back w and h, as NewWith's does,
+// so that the figure is laid out the same, and FillString, the one
+// drawing call that reads the size, is given the point that lands where
+// NewWith's canvas puts it.
+type rasterCanvas struct {
+	*vgimg.Canvas
+	w, h vg.Length
+}
+
+func newRaster(w, h vg.Length) *rasterCanvas {
+	pw, ph := w/vg.Inch*vg.Length(DPI), h/vg.Inch*vg.Length(DPI) // as NewWith sizes its image
+	img := image.NewRGBA(image.Rect(0, 0, int(pw+0.5), int(ph+0.5)))
+	ctx := gg.NewContextForRGBA(img)
+	ctx.SetLineCapButt() // as NewWith sets up the context it makes
+	ctx.InvertY()
+	c := vgimg.NewWith(vgimg.UseImageWithContext(img, ctx), vgimg.UseDPI(DPI)) // white: the default
+	return &rasterCanvas{Canvas: c, w: w, h: h}
+}
+
+// Size is the size asked for, not the pixels' (see rasterCanvas).
+func (r *rasterCanvas) Size() (vg.Length, vg.Length) { return r.w, r.h }
+
+// FillString writes str where vgimg's canvas of height h would: at
+// h - pt.Y from the top.
+func (r *rasterCanvas) FillString(f font.Face, pt vg.Point, str string) {
+	_, ph := r.Canvas.Size()
+	pt.Y += ph - r.h
+	r.Canvas.FillString(f, pt, str)
+}
+
 // quickPNG writes a raster figure as PNG compressed for speed: the
 // default compression took a third of a report's drawing, and the
-// figures, flat colours on white, compress well at the fastest level.
+// figures, flat colours on white, compress well at the fastest level
+// (encodePNG).
 type quickPNG struct{ c *vgimg.Canvas }
 
 func (q quickPNG) WriteTo(w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	err := enc.Encode(cw, q.c.Image())
+	err := encodePNG(cw, q.c.Image())
 	return cw.n, err
 }
 
