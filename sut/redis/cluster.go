@@ -25,11 +25,13 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockharness/lockharness/sut"
 	"github.com/lockharness/lockharness/sut/local"
@@ -140,6 +142,9 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 		if err := c.waitReplicated(ctx, 30*time.Second); err != nil {
 			return nil, err
 		}
+		if err := c.armSentinels(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -225,8 +230,33 @@ func (c *Cluster) configure() {
 		s.Config = c.renderConfig(s)
 	}
 	for _, s := range c.Sentinels {
-		s.Config = c.sentinelConfig(s)
+		s.Config = c.sentinelConfig(s, setupDownAfter)
 	}
+}
+
+// setupDownAfter is the sentinels' down-after while the topology comes up.
+// On a loaded machine a starved sentinel (or two: a quorum) woke up to find
+// its pings unanswered for over the configured second and failed the
+// master over before the run began (a soak under stress-ng: "n3: role
+// master"), so the scenario's fault struck another topology than the one it
+// describes. Up arms the configured down-after once every sentinel knows
+// the topology (armSentinels).
+const setupDownAfter = 30 * time.Second
+
+// armSentinels gives every sentinel the configured down-after, at once
+// (SENTINEL SET) and for a restart (its config).
+func (c *Cluster) armSentinels(ctx context.Context) error {
+	ms := strconv.FormatInt(c.cfg.SentinelDownAfter.Milliseconds(), 10)
+	for _, s := range c.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+		err := sc.Set(ctx, MasterName, "down-after-milliseconds", ms).Err()
+		_ = sc.Close()
+		if err != nil {
+			return fmt.Errorf("sentinel %s: set down-after-milliseconds %s: %w", s.Name, ms, err)
+		}
+		s.Config = c.sentinelConfig(s, c.cfg.SentinelDownAfter)
+	}
+	return nil
 }
 
 // StartAll starts every server, then waits for all of them at once and
@@ -345,7 +375,7 @@ func (c *Cluster) replicationLink(replica, master string) *local.Link {
 // sentinelConfig is a fresh config for sentinel s (Sentinel rewrites its
 // file, so it is written anew at every start). It monitors the first master
 // through that master's announced address.
-func (c *Cluster) sentinelConfig(s *local.Server) string {
+func (c *Cluster) sentinelConfig(s *local.Server, downAfter time.Duration) string {
 	l := c.links[sut.LinkName(sut.SentinelsFrom, c.Nodes[0].Name)]
 	host, port, _ := strings.Cut(l.Addr(), ":")
 	quorum := len(c.Sentinels)/2 + 1
@@ -357,7 +387,7 @@ func (c *Cluster) sentinelConfig(s *local.Server) string {
 		fmt.Sprintf("dir %s", s.Dir),
 		fmt.Sprintf("logfile %s", s.LogPath()),
 		fmt.Sprintf("sentinel monitor %s %s %s %d", MasterName, host, port, quorum),
-		fmt.Sprintf("sentinel down-after-milliseconds %s %d", MasterName, c.cfg.SentinelDownAfter.Milliseconds()),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", MasterName, downAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", MasterName, c.cfg.SentinelFailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", MasterName),
 		// Told up front, a sentinel knows its peers and the replicas at
