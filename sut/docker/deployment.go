@@ -21,6 +21,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	dnet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -322,6 +323,23 @@ func (d *Deployment) start(ctx context.Context) error {
 		if err := d.waitReplicated(ctx, 30*time.Second, true); err != nil {
 			return err
 		}
+		return d.armSentinels(ctx)
+	}
+	return nil
+}
+
+// armSentinels gives every sentinel the configured down-after, at once
+// (SENTINEL SET) and for a container started again (its config).
+func (d *Deployment) armSentinels(ctx context.Context) error {
+	ms := strconv.FormatInt(d.cfg.SentinelDownAfter.Milliseconds(), 10)
+	for _, s := range d.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+		err := sc.Set(ctx, redisbackend.MasterName, "down-after-milliseconds", ms).Err()
+		_ = sc.Close()
+		if err != nil {
+			return fmt.Errorf("sentinel %s: set down-after-milliseconds %s: %w", s.name, ms, err)
+		}
+		s.config = d.sentinelConfig(s, d.cfg.SentinelDownAfter)
 	}
 	return nil
 }
@@ -535,8 +553,11 @@ func (d *Deployment) renderConfigs() {
 		n.env = d.nodeEnv()
 	}
 	d.Storage.config = baseConfig(d.Storage)
+	// The sentinels come up slow to judge (redisbackend.SetupDownAfter, the
+	// same reason as the local backend's): start arms the configured
+	// down-after once they know the topology.
 	for _, s := range d.Sentinels {
-		s.config = d.sentinelConfig(s)
+		s.config = d.sentinelConfig(s, redisbackend.SetupDownAfter)
 	}
 }
 
@@ -606,7 +627,7 @@ func (d *Deployment) nodeEnv() map[string]string {
 	}
 }
 
-func (d *Deployment) sentinelConfig(s *Node) string {
+func (d *Deployment) sentinelConfig(s *Node, downAfter time.Duration) string {
 	l := d.links[sut.LinkName(SentinelsFrom, d.Nodes[0].name)]
 	host, port, _ := strings.Cut(l.Addr(), ":")
 	quorum := len(d.Sentinels)/2 + 1
@@ -619,7 +640,7 @@ func (d *Deployment) sentinelConfig(s *Node) string {
 		fmt.Sprintf("logfile %s/%s.log", mountPoint, s.name),
 		fmt.Sprintf("sentinel announce-ip %s", s.IP),
 		fmt.Sprintf("sentinel monitor %s %s %s %d", redisbackend.MasterName, host, port, quorum),
-		fmt.Sprintf("sentinel down-after-milliseconds %s %d", redisbackend.MasterName, d.cfg.SentinelDownAfter.Milliseconds()),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", redisbackend.MasterName, downAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", redisbackend.MasterName, d.cfg.SentinelFailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", redisbackend.MasterName),
 		fmt.Sprintf("sentinel myid %s", sentinelID(s.name)),

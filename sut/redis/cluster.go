@@ -230,18 +230,18 @@ func (c *Cluster) configure() {
 		s.Config = c.renderConfig(s)
 	}
 	for _, s := range c.Sentinels {
-		s.Config = c.sentinelConfig(s, setupDownAfter)
+		s.Config = c.sentinelConfig(s, SetupDownAfter)
 	}
 }
 
-// setupDownAfter is the sentinels' down-after while the topology comes up.
+// SetupDownAfter is the sentinels' down-after while the topology comes up.
 // On a loaded machine a starved sentinel (or two: a quorum) woke up to find
 // its pings unanswered for over the configured second and failed the
 // master over before the run began (a soak under stress-ng: "n3: role
 // master"), so the scenario's fault struck another topology than the one it
 // describes. Up arms the configured down-after once every sentinel knows
 // the topology (armSentinels).
-const setupDownAfter = 30 * time.Second
+const SetupDownAfter = 30 * time.Second
 
 // armSentinels gives every sentinel the configured down-after, at once
 // (SENTINEL SET) and for a restart (its config).
