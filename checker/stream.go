@@ -1109,8 +1109,12 @@ func (c *cutter) crash(p history.Process, ps *procState) {
 	}
 	ps.dead = true
 	if ps.busy {
-		ps.busy = false
 		po := ps.pend
+		// The entry outlives the crash (dead): it must not keep the
+		// invocation's value, which would keep alive the decoder's whole
+		// slab of values around it (a history of many crashes with an
+		// operation in flight grew by a slab per crash).
+		ps.busy, ps.pend = false, pendOp{}
 		pk := pendKey{p, po.f}
 		if c.gpending[pk] {
 			delete(c.gpending, pk)
