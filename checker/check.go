@@ -161,7 +161,7 @@ func guardCounts(ops []history.Op, p *prepared) (out map[string]map[string]int) 
 // lease-mutex model. They encode one definition; a disagreement is
 // reported, never hidden.
 func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cfg Config, w window) promisePart {
-	f := analyseClaimsCapped(p, byKey, w.c.reported)
+	f := analyseClaimsCapped(p, byKey, w.c.reported, w.c.open)
 	stats := map[string]float64{
 		"claims":           0,
 		"overlaps":         float64(f.overlapping),
@@ -184,7 +184,7 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	}
 	results := eachKey(p.keys, func(key string) keyResult {
 		ops := leaseOps(p, key, false)
-		return keyResult{checkLinearizable(ctx, LeaseMutexModel(), ops, cfg.Timeout), len(ops)}
+		return keyResult{checkLinearizable(ctx, leaseModel(openState(w.c.open[key])), ops, cfg.Timeout), len(ops)}
 	})
 	for i, key := range p.keys {
 		lr := results[i].lr
@@ -217,6 +217,20 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	}
 
 	return promisePart{stats: stats, vs: vs, nonlin: nonlin, unknown: unknownReasons, disagree: disagree}
+}
+
+// openState is the lease-mutex state a key's part after a split begins
+// in, when the windows before carry claims of crashed holders that never
+// end on it (open): held by the latest of them, for good (see
+// cutter.forgone; two of them on one key refuted it already, and every
+// later grant or release ok is illegal in either state). Free without.
+func openState(open []claim) LeaseState {
+	if len(open) == 0 {
+		return leaseFree
+	}
+	s := leaseFree
+	s.Holder, s.Deadline = open[len(open)-1].proc, never
+	return s
 }
 
 // promisePart is what checkPromise found in one window of a history;

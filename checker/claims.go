@@ -233,13 +233,16 @@ type promiseFindings struct {
 // in O(n log n): a sweep over claims by start with a heap of live claims,
 // and a binary search among the claims of the process of each "not held".
 func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
-	return analyseClaimsCapped(p, byKey, caps{})
+	return analyseClaimsCapped(p, byKey, caps{}, nil)
 }
 
 // analyseClaimsCapped is analyseClaims that spells out no more findings
 // per key and kind than maxReported, counting those spelled out in rep
 // (which carries the counts from one window of a history to the next).
-func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps) promiseFindings {
+// open is, per key, the claims of the windows before that are live
+// through this one (carry.open): they overlap its claims and hold the key
+// through its releases.
+func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open map[string][]claim) promiseFindings {
 	var f promiseFindings
 	releases, lost := map[string][]*call{}, map[string][]*call{}
 	for i := range p.calls {
@@ -251,10 +254,17 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps) promis
 			lost[c.key] = append(lost[c.key], c)
 		}
 	}
-	for _, k := range sortedKeys(byKey) {
+	keys := sortedKeys(byKey)
+	for k := range open {
+		if _, claims := byKey[k]; !claims && len(releases[k]) > 0 {
+			keys = append(keys, k) // releases inside a carried claim
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		cs := byKey[k]
-		f.findOverlaps(p, k, cs, rep)
-		f.findForeignReleases(k, cs, releases[k], rep)
+		f.findOverlaps(p, k, cs, open[k], rep)
+		f.findForeignReleases(k, cs, open[k], releases[k], rep)
 		f.findLostLeases(k, cs, lost[k], rep)
 	}
 	return f
@@ -262,9 +272,13 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps) promis
 
 // findOverlaps finds key k's claims (cs, sorted by start) that began
 // while another process's claim was live: a sweep with the live claims in
-// a min-heap by end.
-func (f *promiseFindings) findOverlaps(p *prepared, k string, cs []claim, rep caps) {
+// a min-heap by end, which holds from the start the claims live through
+// the window (carried, which never end).
+func (f *promiseFindings) findOverlaps(p *prepared, k string, cs, carried []claim, rep caps) {
 	live := &endHeap{}
+	for i := range carried {
+		heap.Push(live, &carried[i])
+	}
 	reported := rep[capKey{"overlap", k}]
 	for i := range cs {
 		c := &cs[i]
@@ -289,8 +303,9 @@ func (f *promiseFindings) findOverlaps(p *prepared, k string, cs []claim, rep ca
 // findForeignReleases finds the releases ok of key k (rels) whose whole
 // interval lies inside another process's claim: the releases by
 // invocation, swept with the claims that began before each in a max-heap
-// by end.
-func (f *promiseFindings) findForeignReleases(k string, cs []claim, rels []*call, rep caps) {
+// by end, which holds from the start the claims live through the window
+// (carried, which never end).
+func (f *promiseFindings) findForeignReleases(k string, cs, carried []claim, rels []*call, rep caps) {
 	sort.SliceStable(rels, func(i, j int) bool { return rels[i].inv < rels[j].inv })
 	// A release that ended its own process's live claim while another
 	// held the key too is still a release inside the other's claim, but
@@ -305,6 +320,9 @@ func (f *promiseFindings) findForeignReleases(k string, cs []claim, rels []*call
 		}
 	}
 	open := &endHeap{max: true}
+	for i := range carried {
+		heap.Push(open, &carried[i])
+	}
 	next := 0
 	reported := rep[capKey{"foreign", k}]
 	for _, r := range rels {

@@ -221,10 +221,24 @@ func exposeFaults(p *prepared, w window, cc coverageClaims) {
 		if win.a < win.b {
 			w.c.faults[i].attempts += attemptsIn(acquires, win)
 		}
-		if cc.held(win) {
+		if cc.held(win) || heldOpen(w.c.open, win) {
 			w.c.faults[i].struck = true
 		}
 	}
+}
+
+// heldOpen reports whether one of the claims the windows before carry as
+// live through this one (carry.open, see cutter.forgone) was live at
+// some time in s: the whole check's claim, struck by a fault as there.
+func heldOpen(open map[string][]claim, s span) bool {
+	for _, cs := range open {
+		for i := range cs {
+			if cs[i].liveDuring(s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // faultWindow is the window of nem[i]'s fault (see FaultCoverage): a

@@ -246,18 +246,33 @@ func (r *recovery) observe(c *call, from int64, busy []span) {
 // here or not), the claim in force when the recovery began, and whether
 // a crashed holder of a lease that never expires blocks the key for good
 // (no longer history would show it free again).
+//
+// The claims the windows before carry as live through this one
+// (carry.open: crashed holders' claims that never end, see
+// cutter.forgone) are the key's too: each is in force at the recovery's
+// start if it began by then, and blocks its key for good.
 func (lc *livenessCheck) holdersAtRecovery() {
 	for key, cs := range lc.byKey {
-		h := holderAt(cs, lc.recoveryFrom)
-		permanent := blockedForGood(lc.p, cs)
-		if h == nil && !permanent {
-			continue
-		}
-		r := lc.w.c.recoveryOf(key)
-		r.permanent = r.permanent || permanent
-		if h != nil && (!r.held || h.grant > r.holder.grant) {
-			r.holder, r.held = *h, true
-		}
+		lc.holderAtRecovery(key, cs)
+	}
+	for key, cs := range lc.w.c.open {
+		lc.holderAtRecovery(key, cs)
+	}
+}
+
+// holderAtRecovery records in key's recovery the latest of its claims cs
+// in force when the recovery began, and whether one of them blocks it for
+// good.
+func (lc *livenessCheck) holderAtRecovery(key string, cs []claim) {
+	h := holderAt(cs, lc.recoveryFrom)
+	permanent := blockedForGood(lc.p, cs)
+	if h == nil && !permanent {
+		return
+	}
+	r := lc.w.c.recoveryOf(key)
+	r.permanent = r.permanent || permanent
+	if h != nil && (!r.held || h.grant > r.holder.grant) {
+		r.holder, r.held = *h, true
 	}
 }
 

@@ -206,6 +206,7 @@ func checkSource(ctx context.Context, src history.Source, cfg Config, target int
 type windowStats struct {
 	cuts, deferred int
 	recovery       int // cuts after the final heal
+	maxHeld        int // the most events held back at a cut
 }
 
 // windowRun is what checking a history in windows gave: its result, and
@@ -276,6 +277,7 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 	a.c.pk.evict(func(key string) bool { return cut.keys[key] != nil })
 	st.cuts++
 	st.deferred += deferred
+	st.maxHeld = max(st.maxHeld, cut.heldBack)
 	if a.c.heal >= 0 {
 		st.recovery++
 	}
@@ -303,6 +305,10 @@ type carry struct {
 	pauses    []pauseProbe         // the client pauses so far and whom they struck
 	crashes   *crashLog            // the client crashes so far and whom they struck
 	orphans   *orphanCarry         // liveness: orphan locks across cuts
+	// open is, per key, the claims of crashed holders of leases that never
+	// expire, from the windows before: live to the end of the history,
+	// which the rules of the windows after read (see cutter.forgone).
+	open map[string][]claim
 }
 
 // pkCarry is what the carry keeps of one process and key, in one map
@@ -336,7 +342,7 @@ func newCarry(spillDir string, hot int) *carry {
 	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
 		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc,
-		heal: -1, rec: map[string]*recovery{}, crashes: newCrashLog()}
+		heal: -1, rec: map[string]*recovery{}, crashes: newCrashLog(), open: map[string][]claim{}}
 }
 
 // recovery is what liveness keeps of one key's recovery period, from the
@@ -558,6 +564,11 @@ func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
 		for _, cl := range cs {
 			pc := a.c.at(procKey{cl.proc, cl.key})
 			pc.claimEnd, pc.claimGrant, pc.hasClaim = cl.end.t, cl.grant, true
+			if _, dead := p.crashed(cl.proc); dead && cl.end == forever && cl.deadline == never {
+				// Live to the end of the history: the windows after
+				// read it (see cutter.forgone).
+				a.c.open[cl.key] = append(a.c.open[cl.key], cl)
+			}
 		}
 	}
 	latest := map[procKey]int64{}
@@ -704,6 +715,11 @@ type cutter struct {
 	rel      *pkStore             // each process and key's latest acquire and release (relDone, held, released)
 	never    bool                 // no cut for the rest of the history
 	disorder bool
+	// carried: keys split past a crashed holder's lease that never
+	// expires (see forgone): a renewer thread's event on one (its renewals
+	// and orphans follow its owner across claims, which the windows after
+	// no longer hold) makes the history checked whole.
+	carried map[string]bool
 	// recentKeys and recentProcs are the entries of keys and procs looked
 	// up lately, by slot (a run's few keys and clients recur; hashing them
 	// on every event cost more than following them): cleared whenever an
@@ -715,6 +731,7 @@ type cutter struct {
 	validated bool
 	n         int // events observed
 	since     int // events observed since the last cut
+	heldBack  int // events the last cut held back
 	// The last event's time and index.
 	lastTime, lastIndex int64
 }
@@ -773,6 +790,7 @@ type keyState struct {
 	unsettledRead int64        // the largest value such a write read
 	never         bool         // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
 	lastTime      int64        // time of the key's latest event
+	watched       bool         // a renewer thread (history.Op's Owner) recorded on it
 }
 
 // newCutter is a cutter that keeps what it follows of each process and
@@ -783,7 +801,7 @@ func newCutter(pk *pkStore) *cutter {
 		pk = newPKStore("")
 	}
 	return &cutter{gpending: map[pendKey]bool{}, procs: map[history.Process]*procState{},
-		keys: map[string]*keyState{}, rel: pk}
+		keys: map[string]*keyState{}, rel: pk, carried: map[string]bool{}}
 }
 
 // recentSlots is the size of the cutter's caches of keys and processes.
@@ -851,18 +869,72 @@ func (c *cutter) sweep() {
 // relOf is k's entry, made if need be.
 func (c *cutter) relOf(k procKey) *pkCarry { return c.rel.at(k) }
 
-// quiet reports whether the key satisfies conditions 1 to 4 at time t:
-// nothing pending or open, the counter settled, every lease run out by t.
-func (k *keyState) quiet(t int64) bool {
+// quiet reports whether key k satisfies conditions 1 to 4 at time t:
+// nothing pending or open, the counter settled, every lease run out by t
+// but those of crashed holders that never expire (forgone).
+func (c *cutter) quiet(k *keyState, t int64) bool {
 	if k.never || k.pending > 0 || len(k.open) > 0 || k.unsettled {
 		return false
 	}
+	forgone := false
 	for _, l := range k.leases {
-		if l.v > t {
+		if l.v <= t {
+			continue
+		}
+		if !c.forgone(k, l) {
 			return false
 		}
+		forgone = true
+	}
+	if forgone {
+		c.carried[k.name] = true
 	}
 	return true
+}
+
+// forgone reports whether lease l of key k is a crashed holder's that
+// never expires, on a key no renewer thread recorded on: its claim never
+// ends, and its holder records nothing more, so the key may split past it
+// with the claim carried (carry.open) instead of the key's events.
+//
+// Why that is exact. Its claim C (process P, no deadline, not released:
+// a release invocation would have ended the lease here) is live from its
+// grant to the end of the history, and P records nothing after its crash
+// (else prepare refuses the history, and the cutter cuts no more); its
+// renewer threads record nothing on the key either (watched: the history
+// is checked whole if one does after the split). So, after the split,
+// what the rules read of the key's past beyond what is already carried
+// (conditions 1, 3, 4 hold) is C alone:
+//   - the lease-mutex model's state at the split is "held by P, never
+//     runs out" in every legal linearization of the part before it (C's
+//     grant is in it; after it, no other grant, no release ok of another
+//     is legal, a give-up or "not held" of another changes nothing, and
+//     P has no other operation after its grant: it was alive holding C
+//     until its crash), so the part after is checked from that state;
+//   - the overlap analysis sees C live through the part after: a later
+//     claim of another process overlaps it, a release ok of another lies
+//     inside it (findOverlaps and findForeignReleases start with it); P's
+//     own findings (lost leases, stale writes) need calls of P, and there
+//     are none;
+//   - liveness: the time C keeps its key legitimately busy ends at the
+//     crash (busySpans), before the split, so nothing after needs it for
+//     unavailability; the recovery's holder and "blocked for good" read
+//     C in every window that follows the recovery (holdersAtRecovery);
+//   - coverage: a fault in force after the split struck C (exposeFaults
+//     checks the carried claims too; "struck" is a flag, so a fault that
+//     C's own window marked stays marked once); P's pauses and crash all
+//     lie in C's window or before it (global events are never held back,
+//     and P's crash precedes the split), where C struck them;
+//   - what counts C (claims, holds, grants) counts it in its own window
+//     only, as every event lies in one window.
+//
+// Memory is then one claim per crashed holder, not the key's history.
+func (c *cutter) forgone(k *keyState, l ownerVal) bool {
+	if l.v != never || k.watched {
+		return false
+	}
+	ps := c.procs[history.Process(l.owner)]
+	return ps != nil && ps.dead
 }
 
 // ok reports whether a window may end before next: the global conditions
@@ -883,7 +955,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	clear(c.win)
 	win := c.win[:0]
 	for key, k := range c.keys {
-		if k.quiet(c.lastTime) {
+		if c.quiet(k, c.lastTime) {
 			k.bound = math.MaxInt64
 			if k.top > 0 {
 				counters[key] = k.top
@@ -921,7 +993,9 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	clear(c.fresh)
 	c.fresh = c.fresh[:0]
 	clear(c.recentKeys[:])
+	c.heldBack = 0
 	for key, k := range c.keys {
+		c.heldBack += len(k.held)
 		if k.bound == math.MaxInt64 {
 			delete(c.keys, key) // nothing of it is left to follow
 		} else {
@@ -992,7 +1066,7 @@ func (c *cutter) observe(op *history.Op) {
 		return
 	}
 	k := c.key(op.Key)
-	if k.seen && k.quiet(op.Time-1) && k.lastTime < op.Time {
+	if k.seen && c.quiet(k, op.Time-1) && k.lastTime < op.Time {
 		// Quiet just before op, strictly earlier: a split point.
 		k.split, k.splitTop = op.Index, k.top
 	}
@@ -1035,8 +1109,12 @@ func (c *cutter) crash(p history.Process, ps *procState) {
 	}
 	ps.dead = true
 	if ps.busy {
-		ps.busy = false
 		po := ps.pend
+		// The entry outlives the crash (dead): it must not keep the
+		// invocation's value, which would keep alive the decoder's whole
+		// slab of values around it (a history of many crashes with an
+		// operation in flight grew by a slab per crash).
+		ps.busy, ps.pend = false, pendOp{}
 		pk := pendKey{p, po.f}
 		if c.gpending[pk] {
 			delete(c.gpending, pk)
@@ -1115,6 +1193,12 @@ func (c *cutter) observeKey(k *keyState, op *history.Op, ps *procState) {
 	owner := int(op.Process)
 	if op.Owner != nil {
 		owner = int(*op.Owner)
+		k.watched = true
+		if c.carried[op.Key] {
+			// A renewer thread on a key split past a crashed holder's
+			// claim (see forgone): check the history whole.
+			c.disorder, c.never = true, true
+		}
 	}
 	pk := procKey{owner, op.Key}
 	if op.Type == history.Invoke {

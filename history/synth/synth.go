@@ -55,14 +55,14 @@ const (
 	// keeps its key for the rest of the history, and the key's other
 	// process is refused from then on (naive SETNX's deadlock; the
 	// history's recovery makes no attempt, so liveness has nothing to
-	// refuse and the verdict is valid). It is not in Shapes: no check
-	// can cut such a key after the crash (its claim never ends), so the
-	// memory of its check grows with the history.
+	// refuse and the verdict is valid). The crashed holder's claim never
+	// ends, so a check cuts such a key after the crash only by carrying
+	// the claim instead of the key's events.
 	CrashNoExpiry Shape = "crash-no-expiry"
 )
 
 // Shapes is every shape, in the order they are described above.
-var Shapes = []Shape{Valid, Crash, Unmatched, ManyKeys, LongHolds}
+var Shapes = []Shape{Valid, Crash, Unmatched, ManyKeys, LongHolds, CrashNoExpiry}
 
 // Config is what to generate.
 type Config struct {
