@@ -87,16 +87,8 @@ func rueidisKeyState(t *testing.T, l locks.Lock, key string) (string, int64) {
 // the grant in the history: an orphan lock, found under load. An
 // extension that moves the deadline is a renewal, with that deadline.
 func TestRueidislockCheckIsNoRenewal(t *testing.T) {
-	needRedis(t)
-	t.Parallel()
-	c := up(t, 1, 1)
-	var log renewLog
-	l := newLock(t, "rueidislock", nodesOf(t, c, 0), 1, locks.Options{TTL: 10 * time.Second, OnRenew: log.onRenew})
+	l, lease, log := heldRueidislock(t, "check")
 	ctx := context.Background()
-	lease, err := l.Acquire(ctx, "check", locks.AcquireOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const key = "rueidislock:0:check"
 	value, deadline := rueidisKeyState(t, l, key)
 	if v := rueidisScriptCall(t, l, rueidisExtendScript, key, value, deadline); v != 1 {
@@ -128,16 +120,8 @@ func TestRueidislockCheckIsNoRenewal(t *testing.T) {
 // "not held" (the library "gave it up on its own") while its delete
 // removed the key: a lost lease of ours.
 func TestRueidislockAttributesByValue(t *testing.T) {
-	needRedis(t)
-	t.Parallel()
-	c := up(t, 1, 1)
-	var log renewLog
-	l := newLock(t, "rueidislock", nodesOf(t, c, 0), 1, locks.Options{TTL: 10 * time.Second, OnRenew: log.onRenew})
+	l, lease, log := heldRueidislock(t, "value")
 	ctx := context.Background()
-	lease, err := l.Acquire(ctx, "value", locks.AcquireOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const key = "rueidislock:0:value"
 	_, deadline := rueidisKeyState(t, l, key)
 	stale := rueidis.BinaryString([]byte("a value of a hold let go"))
@@ -156,4 +140,20 @@ func TestRueidislockAttributesByValue(t *testing.T) {
 	if err := l.Release(ctx, lease); !errors.Is(err, locks.ErrNotHeld) {
 		t.Errorf("second release: %v, want not held", err)
 	}
+}
+
+// heldRueidislock is a rueidislock client on a fresh redis-server holding
+// name with a 10 s validity, its renewals logged.
+func heldRueidislock(t *testing.T, name string) (locks.Lock, locks.Lease, *renewLog) {
+	t.Helper()
+	needRedis(t)
+	t.Parallel()
+	c := up(t, 1, 1)
+	log := &renewLog{}
+	l := newLock(t, "rueidislock", nodesOf(t, c, 0), 1, locks.Options{TTL: 10 * time.Second, OnRenew: log.onRenew})
+	lease, err := l.Acquire(context.Background(), name, locks.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, lease, log
 }
