@@ -48,7 +48,10 @@ func TestRueidislockReportsItsExtensions(t *testing.T) {
 		return func(l locks.Lease, err error) {
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			// The release at the end cancels the library's lock context,
+			// and with it an extension in flight: that one's outcome is
+			// unknown (recorded as info), not an error of a healthy node.
+			if err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("extension while healthy: %v", err)
 			}
 			renewed = append(renewed, l)
