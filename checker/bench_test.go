@@ -176,6 +176,12 @@ func BenchmarkCheckFileCrashInFlight(b *testing.B) {
 	if testing.Short() {
 		events /= 4
 	}
+	benchCrashInFlight(b, events)
+}
+
+// benchCrashInFlight writes the crash shape of events with its crashes
+// made in flight (withCrashesInFlight) to a file and checks it.
+func benchCrashInFlight(b *testing.B, events int) {
 	ops, err := synth.Ops(synth.Config{Shape: synth.Crash, Events: events, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -212,20 +218,7 @@ func BenchmarkCheckFile10M(b *testing.B) {
 	for _, shape := range synth.Shapes {
 		b.Run(string(shape), func(b *testing.B) { benchShapeFile(b, shape, 10_000_000) })
 	}
-	b.Run("crash-in-flight", func(b *testing.B) {
-		ops, err := synth.Ops(synth.Config{Shape: synth.Crash, Events: 10_000_000, Seed: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ops, _, _ = withCrashesInFlight(ops)
-		path := filepath.Join(b.TempDir(), "history.jsonl")
-		if err := writeOpsFile(path, ops); err != nil {
-			b.Fatal(err)
-		}
-		n := len(ops)
-		ops = nil
-		benchFile(b, path, n, Valid)
-	})
+	b.Run("crash-in-flight", func(b *testing.B) { benchCrashInFlight(b, 10_000_000) })
 }
 
 // benchShapeFile writes a synthetic history of the shape to a file and
