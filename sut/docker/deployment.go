@@ -21,7 +21,6 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	dnet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -331,13 +330,9 @@ func (d *Deployment) start(ctx context.Context) error {
 // armSentinels gives every sentinel the configured down-after, at once
 // (SENTINEL SET) and for a container started again (its config).
 func (d *Deployment) armSentinels(ctx context.Context) error {
-	ms := strconv.FormatInt(d.cfg.SentinelDownAfter.Milliseconds(), 10)
 	for _, s := range d.Sentinels {
-		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-		err := sc.Set(ctx, redisbackend.MasterName, "down-after-milliseconds", ms).Err()
-		_ = sc.Close()
-		if err != nil {
-			return fmt.Errorf("sentinel %s: set down-after-milliseconds %s: %w", s.name, ms, err)
+		if err := redisbackend.SetDownAfter(ctx, s.Addr(), d.cfg.SentinelDownAfter); err != nil {
+			return fmt.Errorf("sentinel %s: %w", s.name, err)
 		}
 		s.config = d.sentinelConfig(s, d.cfg.SentinelDownAfter)
 	}

@@ -246,15 +246,23 @@ const SetupDownAfter = 30 * time.Second
 // armSentinels gives every sentinel the configured down-after, at once
 // (SENTINEL SET) and for a restart (its config).
 func (c *Cluster) armSentinels(ctx context.Context) error {
-	ms := strconv.FormatInt(c.cfg.SentinelDownAfter.Milliseconds(), 10)
 	for _, s := range c.Sentinels {
-		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-		err := sc.Set(ctx, MasterName, "down-after-milliseconds", ms).Err()
-		_ = sc.Close()
-		if err != nil {
-			return fmt.Errorf("sentinel %s: set down-after-milliseconds %s: %w", s.Name, ms, err)
+		if err := SetDownAfter(ctx, s.Addr(), c.cfg.SentinelDownAfter); err != nil {
+			return fmt.Errorf("sentinel %s: %w", s.Name, err)
 		}
 		s.Config = c.sentinelConfig(s, c.cfg.SentinelDownAfter)
+	}
+	return nil
+}
+
+// SetDownAfter gives the sentinel at addr the down-after d for MasterName
+// (SENTINEL SET), in both backends once the topology is up.
+func SetDownAfter(ctx context.Context, addr string, d time.Duration) error {
+	ms := strconv.FormatInt(d.Milliseconds(), 10)
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	defer sc.Close()
+	if err := sc.Set(ctx, MasterName, "down-after-milliseconds", ms).Err(); err != nil {
+		return fmt.Errorf("set down-after-milliseconds %s: %w", ms, err)
 	}
 	return nil
 }
