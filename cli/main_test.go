@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -203,8 +204,44 @@ func startRunning(t *testing.T, tmp string, args ...string) (*exec.Cmd, *bytes.B
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The workload has run a little once its history has a line: a fixed
+	// sleep after the servers came up was not enough on a loaded machine,
+	// where the signal then ended the run before its record began.
+	for !historyStarted(storeArg(args)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no history line recorded; stderr: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return cmd, &stderr
+}
+
+// storeArg is the value of --store in args ("" when none).
+func storeArg(args []string) string {
+	for i, a := range args {
+		if a == "--store" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// historyStarted tells whether a run under store has recorded an event: a
+// non-empty history.jsonl anywhere below it (a run's, or a matrix cell's).
+func historyStarted(store string) bool {
+	found := false
+	_ = filepath.WalkDir(store, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return nil
+		}
+		if d.Name() == "history.jsonl" {
+			if fi, err := d.Info(); err == nil && fi.Size() > 0 {
+				found = true
+			}
+		}
+		return nil
+	})
+	return found
 }
 
 // `harness report` re-checks a stored run from its history and draws the
