@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 	"time"
 
@@ -357,7 +358,7 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 		if i >= len(f.Nodes) {
 			n.kind = sut.KindSentinel
 		}
-		if err := redisbackend.Ping(ctx, s.Addr, 2*time.Second); err != nil {
+		if err := pingStarting(ctx, s.Addr, startingWait); err != nil {
 			return nil, fmt.Errorf("%s at %s does not answer PING: %w (is the deployment up? is the address reachable from this host?)", s.Name, s.Addr, err)
 		}
 		if s.Container != "" {
@@ -374,7 +375,7 @@ func Open(ctx context.Context, f File, clients int) (_ *Deployment, err error) {
 			d.sents = append(d.sents, n)
 		}
 	}
-	if err := redisbackend.Ping(ctx, f.Storage, 2*time.Second); err != nil {
+	if err := pingStarting(ctx, f.Storage, startingWait); err != nil {
 		return nil, fmt.Errorf("storage at %s does not answer PING: %w", f.Storage, err)
 	}
 	if err := d.checkRoles(ctx); err != nil {
@@ -870,6 +871,34 @@ func (d *Deployment) Elected(ctx context.Context) (string, error) {
 		name, ok := announced[a]
 		return name, ok
 	})
+}
+
+// startingWait is how long Open waits for a node that refuses
+// connections: `docker-compose up -d` returns once the containers run, not
+// once redis-server listens in them, and on a loaded machine the harness
+// started right after it found a node refusing (TestTwoProjectsSideBySide
+// at load 16). A refused connection means the host is there and nothing
+// listens yet; any other error (no route, a timeout) fails at once.
+const startingWait = 10 * time.Second
+
+// pingStarting is Ping, tried again every 50ms while addr refuses
+// connections, for wait at most.
+func pingStarting(ctx context.Context, addr string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := redisbackend.Ping(ctx, addr, 2*time.Second)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("connections refused for %v: %w", wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func waitPing(ctx context.Context, addr string, timeout time.Duration) error {
