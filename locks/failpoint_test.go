@@ -104,25 +104,38 @@ func TestRedlockPausePastTTL(t *testing.T) {
 }
 
 // TestRedlockCrashAfterCheck: a client that dies after the validity check
-// leaves its token on every node, expiring within the TTL.
+// leaves its token on a majority of the nodes, expiring within the TTL,
+// and nothing else anywhere. (Every node, on a quiet machine; at load 41
+// node 4 missed its per-node timeout and held nothing, which the check
+// passes with a majority, as the algorithm means it to.)
 func TestRedlockCrashAfterCheck(t *testing.T) {
 	t.Parallel()
 	c := up(t, 5, 1)
 	ctx := context.Background()
+	ttl := 2 * time.Second
 	h := &hook{at: locks.FailpointAfterValidityCheck, act: func() error { return errCrash }}
-	l := newLock(t, "redlock", nodesOf(t, c, 0), 1, locks.Options{TTL: time.Second, Failpoint: h.fn})
+	l := newLock(t, "redlock", nodesOf(t, c, 0), 1, locks.Options{TTL: ttl, Failpoint: h.fn})
 	// Wait: on a loaded machine a node may miss the per-node timeout and
 	// an attempt end without a quorum, before the failpoint; the lock
 	// tries again.
-	lease, err := l.Acquire(ctx, "crash", locks.AcquireOptions{Wait: time.Second})
+	lease, err := l.Acquire(ctx, "crash", locks.AcquireOptions{Wait: ttl})
 	if !errors.Is(err, errCrash) {
 		t.Fatalf("acquire: %v, want the crash", err)
 	}
+	holding := 0
 	for i, rc := range nodeClients(t, c) {
 		v, _ := rc.Get(ctx, "crash").Result()
 		pttl, _ := rc.PTTL(ctx, "crash").Result()
-		if v != lease.Token || pttl <= 0 || pttl > time.Second {
+		switch {
+		case v == "":
+			t.Logf("node %d holds nothing (its SET missed the per-node timeout)", i+1)
+		case v != lease.Token || pttl <= 0 || pttl > ttl:
 			t.Fatalf("node %d: %q with PTTL %v, want our token expiring within the TTL", i+1, v, pttl)
+		default:
+			holding++
 		}
+	}
+	if holding < 3 {
+		t.Fatalf("%d of 5 nodes hold the token after the validity check passed, want a majority", holding)
 	}
 }
