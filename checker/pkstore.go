@@ -103,10 +103,13 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		s.buf = append(s.buf, 0, 0, 0, 0)
 		s.buf = encodePK(s.buf, k, pc)
 		binary.LittleEndian.PutUint32(s.buf[start:], uint32(len(s.buf)-start-4))
+		for len(s.buf)%spillAlign != 0 {
+			s.buf = append(s.buf, 0)
+		}
 		moved = append(moved, move{k, spillTag(s.hash(k)), pc.spilled - 1, s.off + int64(start)})
 	}
-	if end := s.off + int64(len(s.buf)); end >= 1<<spillOffBits {
-		s.err = fmt.Errorf("spill the carry: the file would pass %d bytes", int64(1)<<spillOffBits)
+	if end := s.off + int64(len(s.buf)); end >= spillLimit {
+		s.err = fmt.Errorf("spill the carry: the file would pass %d bytes", int64(spillLimit))
 		return
 	}
 	if _, err := s.f.WriteAt(s.buf, s.off); err != nil {

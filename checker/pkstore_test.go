@@ -69,18 +69,19 @@ func TestSpillIndexFindsEveryEntry(t *testing.T) {
 		if i%2 == 0 {
 			tag <<= spillTagBits - 11 // crowded at the start of the table
 		}
-		x.put(tag, -1, i*10)
-		want[tag] = append(want[tag], i*10)
+		x.put(tag, -1, i*spillAlign)
+		want[tag] = append(want[tag], i*spillAlign)
 	}
 	for tag, offs := range want {
 		// Move the first entry of each tag to a new offset.
-		x.put(tag, offs[0], offs[0]+1)
-		offs[0]++
+		x.put(tag, offs[0], offs[0]+10_000*spillAlign)
+		offs[0] += 10_000 * spillAlign
 	}
 	for tag, offs := range want {
 		var got []int64
 		x.find(tag, func(off int64) bool { got = append(got, off); return false })
 		slices.Sort(got)
+		slices.Sort(offs)
 		if !slices.Equal(got, offs) {
 			t.Fatalf("tag %x: offsets %v, want %v", tag, got, offs)
 		}
