@@ -76,8 +76,9 @@ type claimEvent struct {
 
 // buildClaims returns every key's claims, sorted by start.
 func buildClaims(p *prepared) map[string][]claim {
-	out := map[string][]claim{}
-	for k, evs := range claimEvents(p) {
+	events := claimEvents(p)
+	out := make(map[string][]claim, len(p.keyCalls))
+	for k, evs := range events {
 		if cs := appendClaims(out[k.key], k, evs); len(cs) > 0 { // a key without claims has no entry
 			out[k.key] = cs
 		}
@@ -93,7 +94,7 @@ func buildClaims(p *prepared) map[string][]claim {
 // claimEvents are each process's grants (acquires and renews ok, not
 // absorbed) and release invocations of each key.
 func claimEvents(p *prepared) map[procKey][]claimEvent {
-	events := map[procKey][]claimEvent{}
+	events := make(map[procKey][]claimEvent, len(p.keyCalls)) // at least one a key that has claims
 	for i := range p.calls {
 		c := &p.calls[i]
 		k := procKey{c.proc, c.key}

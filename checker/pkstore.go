@@ -13,7 +13,7 @@ import (
 // at rest: their key is quiet, its events taken, and the process may
 // never touch the key again. So once the store holds more than hot
 // entries, a cut moves those of keys at rest to a file (evict), where an
-// entry costs memory only for its index slot (about 40 bytes), and get
+// entry costs memory only for its index slot (spillIndex: 8 bytes), and get
 // brings one back whenever a later window asks for it: nothing is lost,
 // so the windows stay exact. The file is deleted as soon as it is
 // opened, in the check's SpillDir, as the holds' is; if it cannot be
@@ -25,7 +25,7 @@ type pkStore struct {
 	base  int // hot at least
 	f     *os.File
 	off   int64
-	index map[uint64]int64 // hash of a procKey → offset of its latest record (records chain by hash)
+	index spillIndex // hash of a procKey → offset of its latest record
 	seed  maphash.Seed
 	buf   []byte
 	err   error
@@ -36,12 +36,12 @@ type pkStore struct {
 const pkHot = 1 << 14
 
 func newPKStore(dir string) *pkStore {
-	return &pkStore{m: map[procKey]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, index: map[uint64]int64{}, seed: maphash.MakeSeed()}
+	return &pkStore{m: map[procKey]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, seed: maphash.MakeSeed()}
 }
 
 // get is k's entry, or nil.
 func (s *pkStore) get(k procKey) *pkCarry {
-	if pc := s.m[k]; pc != nil || len(s.index) == 0 {
+	if pc := s.m[k]; pc != nil || s.index.n == 0 {
 		return pc
 	}
 	pc := s.load(k)
@@ -89,43 +89,51 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		s.f = f
 	}
 	s.buf = s.buf[:0]
-	var moved []procKey
+	type move struct {
+		k        procKey
+		tag      uint64
+		old, off int64
+	}
+	var moved []move
 	for k, pc := range s.m {
 		if busy(k.key) {
 			continue
 		}
-		h := s.hash(k)
-		prev, ok := s.index[h]
-		if !ok {
-			prev = -1
-		}
 		start := len(s.buf)
 		s.buf = append(s.buf, 0, 0, 0, 0)
-		s.buf = encodePK(s.buf, prev, k, pc)
+		s.buf = encodePK(s.buf, k, pc)
 		binary.LittleEndian.PutUint32(s.buf[start:], uint32(len(s.buf)-start-4))
-		s.index[h] = s.off + int64(start)
-		moved = append(moved, k)
+		for len(s.buf)%spillAlign != 0 {
+			s.buf = append(s.buf, 0)
+		}
+		moved = append(moved, move{k, spillTag(s.hash(k)), pc.spilled - 1, s.off + int64(start)})
+	}
+	if end := s.off + int64(len(s.buf)); end >= spillLimit {
+		s.err = fmt.Errorf("spill the carry: the file would pass %d bytes", int64(spillLimit))
+		return
 	}
 	if _, err := s.f.WriteAt(s.buf, s.off); err != nil {
+		// Nothing was moved: every entry is still in memory.
 		s.err = fmt.Errorf("spill the carry: %w", err)
-		// Nothing was moved: the index may name records the file does
-		// not hold, but every entry it names is still in memory.
 		return
 	}
 	s.off += int64(len(s.buf))
 	if cap(s.buf) > 1<<20 {
 		s.buf = nil // a large eviction's buffer is not kept for the next
 	}
-	for _, k := range moved {
-		delete(s.m, k)
+	for _, mv := range moved {
+		s.index.put(mv.tag, mv.old, mv.off)
+		delete(s.m, mv.k)
 	}
 	s.hot = max(s.base, 2*len(s.m))
 }
 
-// load reads k's latest record back, or nil when there is none.
+// load reads k's latest record back, or nil when there is none; the
+// entry remembers where it lay (pkCarry.spilled), so that its next
+// eviction puts its new record in the old one's slot.
 func (s *pkStore) load(k procKey) *pkCarry {
-	off, ok := s.index[s.hash(k)]
-	for ok && off >= 0 && s.f != nil {
+	var out *pkCarry
+	s.index.find(spillTag(s.hash(k)), func(off int64) bool {
 		var hdr [4]byte
 		if _, err := s.f.ReadAt(hdr[:], off); err != nil {
 			panic(fmt.Sprintf("read the carry back: %v", err)) // guard makes it unknown
@@ -134,13 +142,14 @@ func (s *pkStore) load(k procKey) *pkCarry {
 		if _, err := s.f.ReadAt(rec, off+4); err != nil {
 			panic(fmt.Sprintf("read the carry back: %v", err))
 		}
-		prev, rk, pc := decodePK(rec)
-		if rk == k {
-			return pc
+		rk, pc := decodePK(rec)
+		if rk != k {
+			return false // another entry of the same tag
 		}
-		off = prev
-	}
-	return nil
+		pc.spilled, out = off+1, pc
+		return true
+	})
+	return out
 }
 
 // close lets the file go.
@@ -151,10 +160,8 @@ func (s *pkStore) close() {
 	}
 }
 
-// encodePK appends the record of k's entry pc (after the offset of the
-// record before it of the same hash) to b.
-func encodePK(b []byte, prev int64, k procKey, pc *pkCarry) []byte {
-	b = binary.AppendVarint(b, prev)
+// encodePK appends the record of k's entry pc to b.
+func encodePK(b []byte, k procKey, pc *pkCarry) []byte {
 	b = binary.AppendVarint(b, int64(k.proc))
 	b = appendString(b, k.key)
 	b = appendString(b, pc.token)
@@ -228,9 +235,8 @@ func (r *pkReader) acquire() priorAcquire {
 	return priorAcquire{start: r.varint(), end: r.varint(), inv: r.varint(), done: r.varint(), typ: callType(r.byte())}
 }
 
-func decodePK(rec []byte) (prev int64, k procKey, pc *pkCarry) {
+func decodePK(rec []byte) (k procKey, pc *pkCarry) {
 	r := &pkReader{rec}
-	prev = r.varint()
 	k.proc = int(r.varint())
 	k.key = r.str()
 	pc = &pkCarry{}
@@ -249,5 +255,5 @@ func decodePK(rec []byte) (prev int64, k procKey, pc *pkCarry) {
 			x.typ, x.notHeld = callType(r.byte()), r.byte() != 0
 		}
 	}
-	return prev, k, pc
+	return k, pc
 }

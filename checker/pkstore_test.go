@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -34,7 +35,11 @@ func TestPKStoreGivesBackWhatItEvicted(t *testing.T) {
 	}
 	check := func() {
 		for k, w := range want {
-			if got := s.get(k); got == nil || !reflect.DeepEqual(*got, w) {
+			got := s.get(k)
+			if got != nil {
+				w.spilled = got.spilled // where it lay in the file
+			}
+			if got == nil || !reflect.DeepEqual(*got, w) {
 				t.Fatalf("%v: got %+v, want %+v", k, got, w)
 			}
 		}
@@ -51,4 +56,38 @@ func TestPKStoreGivesBackWhatItEvicted(t *testing.T) {
 		t.Fatal("an entry never made came back")
 	}
 	s.close()
+}
+
+// TestSpillIndexFindsEveryEntry: entries whose tags collide, and tags
+// whose places collide, are all found after the table grew, each at its
+// latest offset once moved, and a tag never put finds nothing.
+func TestSpillIndexFindsEveryEntry(t *testing.T) {
+	var x spillIndex
+	want := map[uint64][]int64{}
+	for i := range int64(5000) {
+		tag := uint64(i % 1700) // three entries a tag
+		if i%2 == 0 {
+			tag <<= spillTagBits - 11 // crowded at the start of the table
+		}
+		x.put(tag, -1, i*spillAlign)
+		want[tag] = append(want[tag], i*spillAlign)
+	}
+	for tag, offs := range want {
+		// Move the first entry of each tag to a new offset.
+		x.put(tag, offs[0], offs[0]+10_000*spillAlign)
+		offs[0] += 10_000 * spillAlign
+	}
+	for tag, offs := range want {
+		var got []int64
+		x.find(tag, func(off int64) bool { got = append(got, off); return false })
+		slices.Sort(got)
+		slices.Sort(offs)
+		if !slices.Equal(got, offs) {
+			t.Fatalf("tag %x: offsets %v, want %v", tag, got, offs)
+		}
+	}
+	if x.n != 5000 || len(x.slots)*17 < x.n*20 {
+		t.Fatalf("%d entries in %d slots", x.n, len(x.slots))
+	}
+	x.find(1<<spillTagBits-1, func(int64) bool { t.Fatal("found a tag never put"); return true })
 }

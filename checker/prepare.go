@@ -421,6 +421,10 @@ func indexKeys(p *prepared) {
 			n[k]++
 		}
 	}
+	if len(p.keyCalls) == 0 {
+		// At its size: a window of many keys grew it a dozen times.
+		p.keyCalls = make(map[string][]int, len(n))
+	}
 	for k, c := range n {
 		p.keyCalls[k] = make([]int, 0, c)
 		p.keys = append(p.keys, k)
@@ -457,7 +461,9 @@ func markRenewals(p *prepared) {
 		proc int
 		key  string
 	}
-	releases, acquires := map[pk][]*call{}, map[pk][]*call{}
+	// At the window's number of keys, about one process each for a
+	// history of many keys: growing them cost more than filling them.
+	releases, acquires := make(map[pk][]*call, len(p.keyCalls)), make(map[pk][]*call, len(p.keyCalls))
 	for i := range p.calls {
 		c := &p.calls[i]
 		k := pk{c.proc, c.key}

@@ -329,6 +329,9 @@ type pkCarry struct {
 	// A release of the windows before that never completes (see
 	// prepared.priorForever): its invocation.
 	foreverT, foreverI int64
+	// spilled is the offset plus one of the record the store read it
+	// back from (see pkStore.load), 0 for an entry never in the file.
+	spilled            int64
 	hasToken, hasClaim bool
 	hasForever         bool
 	released, held     bool // the cutter's

@@ -36,8 +36,12 @@ type decoder struct {
 const recentKeys = 64
 
 // maxInterned bounds the interning table: a history with a million keys
-// interns the first ones and allocates the rest.
-const maxInterned = 1 << 16
+// would otherwise keep every one. A full table is let go and begun again
+// (a history whose keys come and go interns its recent ones), and it is
+// small: a table of 65,536 of a fresh key per cycle's keys kept 7 MB alive
+// to the end of the check, a tenth of what the check of such a history
+// holds.
+const maxInterned = 1 << 12
 
 // slab is how many Values (and counters) are allocated at once.
 const slab = 1024
@@ -438,9 +442,10 @@ func (d *decoder) intern(b []byte) string {
 	s, ok := d.strs[string(b)]
 	if !ok {
 		s = string(b)
-		if len(d.strs) < maxInterned {
-			d.strs[s] = s
+		if len(d.strs) >= maxInterned {
+			d.strs = make(map[string]string, 256)
 		}
+		d.strs[s] = s
 	}
 	d.recent[slot] = s
 	return s

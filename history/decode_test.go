@@ -225,3 +225,19 @@ func BenchmarkRecord(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestInternTableStaysSmall: a history of a fresh key per event interns
+// no more than maxInterned of them at once (the table is begun again when
+// full), and goes on interning the latest keys.
+func TestInternTableStaysSmall(t *testing.T) {
+	d := newDecoder()
+	for i := range 3 * maxInterned {
+		d.intern([]byte(fmt.Sprintf("key-%d", i)))
+		if len(d.strs) > maxInterned {
+			t.Fatalf("%d strings interned after %d keys, want at most %d", len(d.strs), i+1, maxInterned)
+		}
+	}
+	if _, ok := d.strs[fmt.Sprintf("key-%d", 3*maxInterned-1)]; !ok {
+		t.Fatal("the latest key was not interned: the table stopped when full")
+	}
+}
