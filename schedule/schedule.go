@@ -47,7 +47,7 @@ type Schedule struct {
 	// EndEarly lets the run phase and the recovery end before time_limit
 	// and recovery, once the evidence their verdicts rest on is in (the
 	// times stay the upper bounds; docs/schedules.md#ending-early).
-	EndEarly EndEarly `yaml:"end_early,omitempty"`
+	EndEarly EndEarly `yaml:"end_early,omitempty,flow"`
 	// ClientTimeout is each lock command's read timeout (0: from the TTL);
 	// ClientRetries lets go-redis retry a command (0: off).
 	ClientTimeout time.Duration `yaml:"client_timeout,omitempty"`
