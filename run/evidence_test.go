@@ -1,10 +1,12 @@
 package run
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/lockharness/lockharness/history"
+	"github.com/lockharness/lockharness/nemesis"
 	"github.com/lockharness/lockharness/schedule"
 )
 
@@ -133,5 +135,32 @@ func TestFaultsOver(t *testing.T) {
 	}
 	if got, want := faultsOver(steps[:2]), 2800*time.Millisecond; got != want {
 		t.Errorf("faultsOver = %v, want %v", got, want)
+	}
+}
+
+// An early end of the run phase needs a script, and its grants a run
+// phase that ends early, in range; the error names the field.
+func TestCheckEndEarly(t *testing.T) {
+	script := []nemesis.Step{{At: 0, Nemesis: "client-crash", Action: "holder"}}
+	for _, tc := range []struct {
+		name  string
+		c     Config
+		field string
+	}{
+		{"no script", Config{EndEarly: EndEarly{Run: true}}, "EndEarly.Run"},
+		{"grants without run", Config{Script: script, EndEarly: EndEarly{Grants: 2, Recovery: true}}, "EndEarly.Grants"},
+		{"negative grants", Config{Script: script, EndEarly: EndEarly{Run: true, Grants: -1}}, "EndEarly.Grants"},
+		{"too many grants", Config{Script: script, EndEarly: EndEarly{Run: true, Grants: MaxEndGrants + 1}}, "EndEarly.Grants"},
+		{"fine", Config{Script: script, EndEarly: EndEarly{Run: true, Grants: 3, Recovery: true}}, ""},
+		{"recovery alone, random faults", Config{EndEarly: EndEarly{Recovery: true}}, ""},
+	} {
+		err := tc.c.checkEndEarly()
+		var fe *FieldError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("%s: got %v, want an error on %s", tc.name, err, tc.field)
+		}
 	}
 }
