@@ -79,6 +79,9 @@ type Recorder struct {
 	spare []Op
 	line  []byte // the line being encoded
 
+	// observe sees every event as it is recorded (Observe).
+	observe func(Op)
+
 	wake chan struct{} // the queue holds wakeBatch events
 	stop chan struct{}
 	done chan struct{}
@@ -204,6 +207,9 @@ func (r *Recorder) Record(op Op) Op {
 	op.Time = r.clock.Now()
 	op.Index = r.next
 	r.next++
+	if r.observe != nil {
+		r.observe(op)
+	}
 	if r.keep {
 		r.ops = append(r.ops, op)
 	}
@@ -224,6 +230,16 @@ func (r *Recorder) Record(op Op) Op {
 		}
 	}
 	return op
+}
+
+// Observe makes f see every event from now on as it is recorded, in
+// index order, under the recorder's lock: f must be quick and must not
+// record. A run follows its own history so (run.evidence) to end a phase
+// once the evidence is in, without reading the file back.
+func (r *Recorder) Observe(f func(Op)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.observe = f
 }
 
 // Invoke records an invocation by process p.

@@ -57,6 +57,9 @@ type Config struct {
 	// without faults, to measure liveness. Zero derives it from the TTL
 	// and the faults the run uses (DerivedRecovery, docs/faults.md).
 	Recovery time.Duration `json:"recovery"`
+	// EndEarly lets the run phase of a script and the recovery end before
+	// TimeLimit and Recovery once their evidence is in (evidence.go).
+	EndEarly EndEarly `json:"end_early,omitzero"`
 	// CheckTimeout bounds each porcupine check (unknown when it runs out);
 	// WholeCheckBound of it bounds the whole check.
 	CheckTimeout time.Duration `json:"check_timeout"`

@@ -20,20 +20,39 @@ import (
 func (r *runner) waitRun(ctx context.Context) (interrupted bool) {
 	t := time.NewTimer(r.cfg.TimeLimit)
 	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return true
-	case <-t.C:
-		return false
-	case err := <-r.wlDone:
-		r.wlDone <- err
-		r.clientsGone = err != nil
-		if !r.clientsGone { // ended without an error: only ctx ends it so
-			return !wait(ctx, time.Until(r.start.Add(r.cfg.TimeLimit)))
-		}
-		fmt.Fprintf(r.log, "run       every client's lock broke: the run stops early\n")
-		return false
+	var poll <-chan time.Time
+	if r.ev != nil && r.cfg.EndEarly.Run {
+		tick := time.NewTicker(evidencePoll)
+		defer tick.Stop()
+		poll = tick.C
 	}
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-t.C:
+			return false
+		case <-poll:
+			if r.runSettled() {
+				fmt.Fprintf(r.log, "run       ended early at %s: the script done, its faults over and their evidence in\n", r.executed.since(time.Now()))
+				return false
+			}
+		case err := <-r.wlDone:
+			return r.clientsEnded(ctx, err)
+		}
+	}
+}
+
+// clientsEnded is the end of the run phase when the workload ended
+// before it with err.
+func (r *runner) clientsEnded(ctx context.Context, err error) (interrupted bool) {
+	r.wlDone <- err
+	r.clientsGone = err != nil
+	if !r.clientsGone { // ended without an error: only ctx ends it so
+		return !wait(ctx, time.Until(r.start.Add(r.cfg.TimeLimit)))
+	}
+	fmt.Fprintf(r.log, "run       every client's lock broke: the run stops early\n")
+	return false
 }
 
 // maxLostReasons bounds the clients' errors a lost run's reason quotes.

@@ -137,6 +137,11 @@ type runner struct {
 	nemErr      error
 	// executed records the steps the nemesis carried out (schedule.yaml).
 	executed *executed
+	// scriptOver is closed once the script's steps have all acted or
+	// been given up; ev follows the history for a phase that may end
+	// early (EndEarly), nil when none may.
+	scriptOver chan struct{}
+	ev         *evidence
 
 	// src is the history the check read, for the report to read too.
 	src    history.Source
@@ -297,6 +302,7 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 		}
 	}
 	r.executed = &executed{start: time.Now()}
+	r.followEvidence()
 	script, err = startScript(ctx, nem, r.env, script, r.executed)
 	if err != nil {
 		_ = nem.Heal(ctx, r.env) // the cleanup stops the deployment
@@ -314,7 +320,8 @@ func (r *runner) run(ctx context.Context) (interrupted bool, err error) {
 	if len(r.cfg.Script) == 0 && r.cfg.AwaitHolders {
 		end = r.executed.start.Add(r.cfg.TimeLimit)
 	}
-	go func() { nemDone <- runScript(faults, nem, r.env, script, r.executed, end) }()
+	r.scriptOver = make(chan struct{})
+	go func() { nemDone <- runScript(faults, nem, r.env, script, r.executed, end, r.scriptOver) }()
 	interrupted = r.waitRun(ctx)
 	stopFaults()
 	r.nemErr = <-nemDone
@@ -331,10 +338,31 @@ func (r *runner) heal(ctx context.Context) {
 }
 
 // recovery lets the workload go on without faults for Recovery, to
-// measure liveness; it reports whether ctx ended it early.
+// measure liveness, or, with EndEarly.Recovery, until the evidence is in
+// (evidence.recovered); it reports whether ctx ended it early.
 func (r *runner) recovery(ctx context.Context) (interrupted bool) {
 	r.phase("recovery")
-	return !wait(ctx, r.cfg.Recovery)
+	if r.ev == nil || !r.cfg.EndEarly.Recovery {
+		return !wait(ctx, r.cfg.Recovery)
+	}
+	r.ev.setMark(r.clock.Now())
+	t := time.NewTimer(r.cfg.Recovery)
+	defer t.Stop()
+	tick := time.NewTicker(evidencePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-t.C:
+			return false
+		case <-tick.C:
+			if r.ev.recovered() {
+				fmt.Fprintf(r.log, "recovery  ended early: every key granted again after the heal\n")
+				return false
+			}
+		}
+	}
 }
 
 // teardown stops the workload, reads the final counters, closes the

@@ -44,7 +44,7 @@ func FromSchedule(s schedule.Schedule, env schedule.Env) (Config, error) {
 			SentinelFault: n.SentinelFault, ClientPause: n.ClientPause, Failpoints: clone(n.Failpoints), HealTimeout: n.HealTimeout,
 			Registry: env.Faults},
 		TimeLimit: s.TimeLimit, Recovery: s.Recovery, ClientTimeout: s.ClientTimeout, ClientRetries: s.ClientRetries,
-		Scenario: s.Name, Explanation: s.Explanation,
+		EndEarly: EndEarly(s.EndEarly), Scenario: s.Name, Explanation: s.Explanation,
 	}
 	for _, st := range s.Steps {
 		c.Script = append(c.Script, st.NemesisStep())
@@ -85,7 +85,7 @@ func ScheduleOf(c Config) schedule.Schedule {
 			PauseDuration: n.PauseDuration, Persistence: n.Persistence, RestartDelay: n.RestartDelay, FailoverWindow: n.FailoverWindow,
 			SentinelFault: n.SentinelFault, ClientPause: n.ClientPause, Failpoints: clone(n.Failpoints), HealTimeout: n.HealTimeout},
 		TimeLimit: c.TimeLimit, Recovery: c.Recovery, ClientTimeout: c.ClientTimeout, ClientRetries: c.ClientRetries,
-		Explanation: c.Explanation,
+		EndEarly: schedule.EndEarly(c.EndEarly), Explanation: c.Explanation,
 	}
 	s.Registry = registryOf(c.Lock)
 	for _, st := range c.Script {

@@ -45,7 +45,22 @@ func startScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, step
 // run ends. A clock reset there is a forward jump on a node, and broke
 // the grant that rested on a bare quorum with it at that moment
 // (redlock × clock, one run in three).
-func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step, ex *executed, end time.Time) error {
+//
+// over is closed once every step has acted or been given up (the run's
+// end may then come early: EndEarly).
+func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step, ex *executed, end time.Time, over chan<- struct{}) error {
+	err := runSteps(ctx, nem, env, steps, ex, end)
+	close(over)
+	if err != nil || ctx.Err() != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// runSteps is runScript's steps, each at its time; it returns once the
+// last has acted, or when ctx ends (the rest recorded as cut off).
+func runSteps(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps []nemesis.Step, ex *executed, end time.Time) error {
 	start := time.Now()
 	skip := map[int]bool{}
 	for i, s := range steps {
@@ -86,7 +101,6 @@ func runScript(ctx context.Context, nem *nemesis.Runner, env nemesis.Env, steps 
 			}
 		}
 	}
-	<-ctx.Done()
 	return nil
 }
 

@@ -164,7 +164,34 @@ func (c Config) checkLimits() error {
 		return field("Recovery", c.Recovery, fmt.Sprintf("{Recovery} %v is longer than the harness supports (%v)", c.Recovery, MaxRecovery),
 			fmt.Sprintf("use {Recovery %v} or less", MaxRecovery))
 	}
+	if err := c.checkEndEarly(); err != nil {
+		return err
+	}
 	return c.checkNemesisFits()
+}
+
+// MaxEndGrants bounds EndEarly.Grants: more grants than this is a run
+// phase that should simply run to its time limit.
+const MaxEndGrants = 100
+
+// checkEndEarly refuses an early end of a run phase that has no script
+// (a random schedule has no last step to wait for) and a count of grants
+// out of range.
+func (c Config) checkEndEarly() error {
+	e := c.EndEarly
+	if e.Grants < 0 || e.Grants > MaxEndGrants {
+		return field("EndEarly.Grants", e.Grants, fmt.Sprintf("{EndEarly.Grants} must be 0 (the default, %d) to %d, got %d", DefaultEndGrants, MaxEndGrants, e.Grants),
+			"use e.g. {EndEarly.Grants 2}")
+	}
+	if e.Grants > 0 && !e.Run {
+		return field("EndEarly.Grants", e.Grants, "{EndEarly.Grants} counts the grants before the run phase ends early, but {EndEarly.Run} is off",
+			"add {EndEarly.Run true} or leave {EndEarly.Grants} out")
+	}
+	if e.Run && len(c.Script) == 0 {
+		return field("EndEarly.Run", e.Run, "{EndEarly.Run} ends a script's run phase once its steps are done and their evidence is in, but the run has no script",
+			"give steps, or leave {EndEarly.Run} out")
+	}
+	return nil
 }
 
 // checkNemesisFits refuses an empty nemesis name and a random schedule

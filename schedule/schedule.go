@@ -44,6 +44,10 @@ type Schedule struct {
 	// time after the final heal.
 	TimeLimit time.Duration `yaml:"time_limit,omitempty"`
 	Recovery  time.Duration `yaml:"recovery,omitempty"`
+	// EndEarly lets the run phase and the recovery end before time_limit
+	// and recovery, once the evidence their verdicts rest on is in (the
+	// times stay the upper bounds; docs/schedules.md#ending-early).
+	EndEarly EndEarly `yaml:"end_early,omitempty,flow"`
 	// ClientTimeout is each lock command's read timeout (0: from the TTL);
 	// ClientRetries lets go-redis retry a command (0: off).
 	ClientTimeout time.Duration `yaml:"client_timeout,omitempty"`
@@ -65,6 +69,17 @@ type Schedule struct {
 	// where the argument comes from (paper, blog, upstream issue).
 	Explanation string   `yaml:"explanation,omitempty"`
 	Sources     []string `yaml:"sources,omitempty"`
+}
+
+// EndEarly says which phases may end early (run.EndEarly): Run, the run
+// phase of a script once its steps are done, their faults over, what was
+// open then ended and Grants acquires granted after that (0: the
+// default, 2); Recovery, once every key is granted again after the final
+// heal.
+type EndEarly struct {
+	Run      bool `yaml:"run,omitempty"`
+	Grants   int  `yaml:"grants,omitempty"`
+	Recovery bool `yaml:"recovery,omitempty"`
 }
 
 // Deployment is the shape of the system under test.

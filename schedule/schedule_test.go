@@ -123,3 +123,25 @@ func TestParseRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// end_early reads back as written, in one line, as params are.
+func TestEndEarlyRoundTrips(t *testing.T) {
+	src := "lock: token\ntime_limit: 3s\nend_early: {run: true, grants: 3, recovery: true}\nsteps:\n  - at: 100ms\n    nemesis: client-crash\n    action: holder\n"
+	s, err := Parse(strings.NewReader(src), Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (EndEarly{Run: true, Grants: 3, Recovery: true}); s.EndEarly != want {
+		t.Errorf("EndEarly = %+v, want %+v", s.EndEarly, want)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "\nend_early: {run: true, grants: 3, recovery: true}\n") {
+		t.Errorf("written:\n%s", buf.String())
+	}
+	if _, err := Parse(strings.NewReader("lock: token\nend_early: {run: true, until: 3s}\n"), Env{}); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("an unknown end_early field: %v", err)
+	}
+}
