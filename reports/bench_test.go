@@ -188,6 +188,10 @@ func BenchmarkReportFileCrash(b *testing.B)     { benchReportFile(b, synth.Crash
 func BenchmarkReportFileUnmatched(b *testing.B) { benchReportFile(b, synth.Unmatched) }
 func BenchmarkReportFileLongHolds(b *testing.B) { benchReportFile(b, synth.LongHolds) }
 
+// BenchmarkReportFileCrashNoExpiry is the report of client crashes of a
+// lock without expiry: a crashed holder keeps its key to the end.
+func BenchmarkReportFileCrashNoExpiry(b *testing.B) { benchReportFile(b, synth.CrashNoExpiry) }
+
 // BenchmarkReportFileManyKeys is the report of a million keys (4M events).
 func BenchmarkReportFileManyKeys(b *testing.B) { benchReportFile(b, synth.ManyKeys) }
 
