@@ -55,8 +55,7 @@ func textStyle(size vg.Length, c color.Color) draw.TextStyle {
 
 // saveFigure draws fig twice, into base.png and base.svg in dir.
 func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
-	img, release := newRasterOn(w, h, pixelMemory)
-	defer release() // img is not used past here
+	img := newRaster(w, h)
 	fig(draw.New(img))
 	if err := writeAtomic(filepath.Join(dir, base+".png"), quickPNG{img.Canvas}); err != nil {
 		return err
@@ -85,22 +84,13 @@ type rasterCanvas struct {
 }
 
 func newRaster(w, h vg.Length) *rasterCanvas {
-	c, _ := newRasterOn(w, h, func(n int) ([]byte, func()) { return make([]byte, n), func() {} })
-	return c
-}
-
-// newRasterOn is newRaster with its pixels from alloc (pixelMemory), and
-// the function that gives them back.
-func newRasterOn(w, h vg.Length, alloc func(int) ([]byte, func())) (*rasterCanvas, func()) {
 	pw, ph := w/vg.Inch*vg.Length(DPI), h/vg.Inch*vg.Length(DPI) // as NewWith sizes its image
-	r := image.Rect(0, 0, int(pw+0.5), int(ph+0.5))
-	pix, release := alloc(4 * r.Dx() * r.Dy())
-	img := &image.RGBA{Pix: pix, Stride: 4 * r.Dx(), Rect: r}
+	img := image.NewRGBA(image.Rect(0, 0, int(pw+0.5), int(ph+0.5)))
 	ctx := gg.NewContextForRGBA(img)
 	ctx.SetLineCapButt() // as NewWith sets up the context it makes
 	ctx.InvertY()
 	c := vgimg.NewWith(vgimg.UseImageWithContext(img, ctx), vgimg.UseDPI(DPI)) // white: the default
-	return &rasterCanvas{Canvas: c, w: w, h: h, fast: newPathRaster(ctx, img, DPI)}, release
+	return &rasterCanvas{Canvas: c, w: w, h: h, fast: newPathRaster(ctx, img, DPI)}
 }
 
 // Fill and Stroke draw a path of straight lines through fast

@@ -4,6 +4,7 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"math/bits"
 
 	"git.sr.ht/~sbinet/gg"
 	"github.com/golang/freetype/raster"
@@ -21,14 +22,16 @@ import (
 // marks. The rasterizer works in fixed point (1/64 pixel) and a path
 // moved by whole pixels covers the same fraction of each pixel, moved:
 // here each path is moved to the origin of a rasterizer as large as the
-// path's pixels, whose spans the rasterizer moves back (Dx, Dy) onto
-// the image. A path with curves, a dashed line, or one that reaches the
+// path's pixels (as tall as the next power of two, so that a few
+// rasterizers serve every path and keep the cells they grew), whose spans
+// the rasterizer moves back (Dx, Dy) onto the image. A path with curves, a dashed line, or one that reaches the
 // image's edge goes to gg, as does everything but lines (text, glyphs).
 type pathRaster struct {
 	ctx *gg.Context
 	img *image.RGBA
 	dpi float64
-	r   *raster.Rasterizer
+	r   *raster.Rasterizer     // the one drawing now, one of rs
+	rs  [32]*raster.Rasterizer // rs[k] is as wide as the image, 2^k pixels tall
 	p   *raster.RGBAPainter
 
 	pts  []pathPoint
@@ -62,7 +65,7 @@ type pathPoint struct {
 // newPathRaster draws on img through ctx, the context of a vgimg canvas
 // just made: its pen is the one vg.Initialize gave it.
 func newPathRaster(ctx *gg.Context, img *image.RGBA, dpi float64) *pathRaster {
-	pr := &pathRaster{ctx: ctx, img: img, dpi: dpi, r: raster.NewRasterizer(1, 1), p: raster.NewRGBAPainter(img)}
+	pr := &pathRaster{ctx: ctx, img: img, dpi: dpi, p: raster.NewRGBAPainter(img)}
 	pr.setLineWidth(vg.Points(1))
 	pr.setDash(nil)
 	pr.setColor(color.Black)
@@ -189,10 +192,11 @@ func (pr *pathRaster) outline(p vg.Path, fill bool) bool {
 	return true
 }
 
-// bounds sizes the rasterizer to the pixels of pts with margin pixels
+// bounds picks a rasterizer for the pixels of pts with margin pixels
 // around them (and one more) and returns where its origin lies in the
 // image; false when that reaches past the image, where gg's rasterizer
-// would clip.
+// would clip. Its size clips nothing of the path: as wide as the image,
+// at least as tall as the path's pixels.
 func (pr *pathRaster) bounds(margin int) (x0, y0 int, ok bool) {
 	if len(pr.pts) == 0 {
 		return 0, 0, false
@@ -209,7 +213,12 @@ func (pr *pathRaster) bounds(margin int) (x0, y0 int, ok bool) {
 	if x0 < b.Min.X || y0 < b.Min.Y || x1 > b.Max.X || y1 > b.Max.Y {
 		return 0, 0, false
 	}
-	pr.r.SetBounds(x1-x0, y1-y0)
+	k := bits.Len(uint(y1 - y0 - 1))
+	if pr.rs[k] == nil {
+		pr.rs[k] = raster.NewRasterizer(b.Dx(), 1<<k)
+	}
+	pr.r = pr.rs[k]
+	pr.r.Clear()
 	pr.r.Dx, pr.r.Dy = x0, y0
 	pr.r.UseNonZeroWinding = true
 	return x0, y0, true
