@@ -54,7 +54,7 @@ type digest struct {
 	// acted are the client processes that invoked anything but a read:
 	// the others only read (the final reader).
 	acted   map[int]bool
-	acqKeys map[string]bool // keys acquired
+	acqKeys *keySet // keys acquired
 	// granted names, by the history index of an acquire's ok, the lock
 	// nodes that granted it (a Redlock-style lock records them), for the
 	// timeline's node rows; maxGrants at most (grantsCut says whether
@@ -100,7 +100,7 @@ func (d *digest) addKey(key string) {
 	if d.keysAdded[slot] == key {
 		return
 	}
-	d.acqKeys[key] = true
+	d.acqKeys.add(key)
 	d.keysAdded[slot] = key
 }
 
@@ -122,7 +122,7 @@ type pending struct {
 
 // newDigest starts a digest that keeps the events want names.
 func newDigest(want map[int64]bool) *digest {
-	return &digest{procs: map[int]bool{}, acted: map[int]bool{}, granted: map[int64][]string{}, acqKeys: map[string]bool{}, at: map[int64]history.Op{},
+	return &digest{procs: map[int]bool{}, acted: map[int]bool{}, granted: map[int64][]string{}, acqKeys: newKeySet(), at: map[int64]history.Op{},
 		invokedAt: map[int64]int64{}, lat: newLatencyDigest(), want: want, lastInvoke: map[pf]int64{},
 		open: openCalls{more: map[history.Process]pending{}}}
 }

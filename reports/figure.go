@@ -80,6 +80,7 @@ func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
 type rasterCanvas struct {
 	*vgimg.Canvas
 	w, h vg.Length
+	fast *pathRaster // nil: every path through gg
 }
 
 func newRaster(w, h vg.Length) *rasterCanvas {
@@ -89,7 +90,57 @@ func newRaster(w, h vg.Length) *rasterCanvas {
 	ctx.SetLineCapButt() // as NewWith sets up the context it makes
 	ctx.InvertY()
 	c := vgimg.NewWith(vgimg.UseImageWithContext(img, ctx), vgimg.UseDPI(DPI)) // white: the default
-	return &rasterCanvas{Canvas: c, w: w, h: h}
+	return &rasterCanvas{Canvas: c, w: w, h: h, fast: newPathRaster(ctx, img, DPI)}
+}
+
+// Fill and Stroke draw a path of straight lines through fast
+// (pathRaster), the same pixels for less; SetColor, SetLineWidth,
+// SetLineDash, Push and Pop tell fast what gg's context is told.
+func (r *rasterCanvas) Fill(p vg.Path) {
+	if r.fast == nil || !r.fast.fill(p) {
+		r.Canvas.Fill(p)
+	}
+}
+
+func (r *rasterCanvas) Stroke(p vg.Path) {
+	if r.fast == nil || !r.fast.stroke(p) {
+		r.Canvas.Stroke(p)
+	}
+}
+
+func (r *rasterCanvas) SetColor(c color.Color) {
+	r.Canvas.SetColor(c)
+	if r.fast != nil {
+		r.fast.setColor(c)
+	}
+}
+
+func (r *rasterCanvas) SetLineWidth(w vg.Length) {
+	r.Canvas.SetLineWidth(w)
+	if r.fast != nil {
+		r.fast.setLineWidth(w)
+	}
+}
+
+func (r *rasterCanvas) SetLineDash(ds []vg.Length, offs vg.Length) {
+	r.Canvas.SetLineDash(ds, offs)
+	if r.fast != nil {
+		r.fast.setDash(ds)
+	}
+}
+
+func (r *rasterCanvas) Push() {
+	r.Canvas.Push()
+	if r.fast != nil {
+		r.fast.push()
+	}
+}
+
+func (r *rasterCanvas) Pop() {
+	r.Canvas.Pop()
+	if r.fast != nil {
+		r.fast.pop()
+	}
 }
 
 // Size is the size asked for, not the pixels' (see rasterCanvas).

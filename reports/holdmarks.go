@@ -17,7 +17,7 @@ import (
 // per key, however many keys a run has.
 type holdMarks struct {
 	holders  map[int]int // holds in the window, by process
-	keys     map[string]bool
+	keys     *windowKeys
 	bars     map[barKey]*barCoverage
 	expiries []expiry
 	expired  map[markKey]bool
@@ -36,7 +36,7 @@ type expiry struct {
 }
 
 func newHoldMarks() *holdMarks {
-	return &holdMarks{holders: map[int]int{}, keys: map[string]bool{}, bars: map[barKey]*barCoverage{}, expired: map[markKey]bool{}}
+	return &holdMarks{holders: map[int]int{}, keys: newWindowKeys(), bars: map[barKey]*barCoverage{}, expired: map[markKey]bool{}}
 }
 
 // addHold records h, whose bar ends at end and is drawn in the key colour
@@ -47,7 +47,7 @@ func (m *marks) addHold(h checker.Hold, end int64, colour int) {
 	}
 	hm := m.holds
 	hm.holders[h.Process]++
-	hm.keys[h.Key] = true
+	hm.keys.add(h.Key)
 	xmin, xmax := seconds(m.from), seconds(m.to)
 	k := barKey{h.Process, colour}
 	b := hm.bars[k]

@@ -391,11 +391,16 @@ func (d *timelineDraw) highlightAndHeal() {
 // heal.
 func (d *timelineDraw) legend() {
 	d.leg = newLegend()
-	keysShown := d.mk.holds.keys
-	for _, k := range d.v.keys {
-		if keysShown[k] && d.leg.n < 7 {
-			d.leg.Add("held "+k, boxThumb(d.v.keyColour(k)))
-		}
+	// The first keys held in the window, in the order of the run's
+	// keys (sorted).
+	wk := d.mk.holds.keys
+	for _, k := range wk.least {
+		d.leg.Add("held "+k, boxThumb(d.v.keyColour(k)))
+	}
+	nKeys, exact := wk.count()
+	keysWord := fmt.Sprintf("(%d keys; colour = key)", nKeys)
+	if !exact {
+		keysWord = fmt.Sprintf("(over %d keys; colour = key)", maxKeys)
 	}
 	for _, e := range []struct {
 		drawn bool
@@ -403,7 +408,7 @@ func (d *timelineDraw) legend() {
 		thumb thumb
 	}{
 		{d.area.SourceHolds > int(d.dataW*DPI/72), "(paler: held part of the pixel's time)", boxThumb(color.White)},
-		{len(keysShown) > 7, fmt.Sprintf("(%d keys; colour = key)", len(keysShown)), boxThumb(colFaint)},
+		{nKeys > legendKeys || !exact, keysWord, boxThumb(colFaint)},
 		{d.drawn.expired, "lease expired while held", glyphThumb(colExpiry, draw.CircleGlyph{}, 2.5)},
 		{d.drawn.wroteOK, "write accepted", tickThumb(colInk, 1)},
 		{d.dense, "(accepted writes: too many to draw)", boxThumb(color.White)},

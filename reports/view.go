@@ -29,11 +29,14 @@ type runView struct {
 	healed bool
 	end    int64
 	keys   []string // sorted: a key's colour is its index's (keyColourIndex)
+	// manyKeys is a run of more than maxKeys keys: keys is empty, and a
+	// key's colour a hash of its name.
+	manyKeys bool
 	// why explains violations by index (Explain).
 	why map[int]string
 	// held are the processes and keys of the holds, for procs and keys.
 	heldBy   map[int]bool
-	heldKeys map[string]bool
+	heldKeys *keySet
 }
 
 // newView is the view of the history src from what its check res (in
@@ -45,7 +48,7 @@ func newView(rec Record, res checker.Result, src history.Source) *runView {
 	book := newFaultBook(rec.FaultKinds)
 	v := &runView{rec: rec, meta: rec.RunMeta, book: book, res: res, src: src, marks: map[spanKey]*marks{},
 		faults: book.faultsUntil(res.Seen.Nemesis, res.Seen.End), end: res.Seen.End,
-		heldBy: map[int]bool{}, heldKeys: map[string]bool{}}
+		heldBy: map[int]bool{}, heldKeys: newKeySet()}
 	v.heal, v.healed = finalHeal(res.Seen.Nemesis)
 	v.why = explain(&res.Seen, res, v.faults)
 	for _, vi := range res.Violations {
@@ -63,7 +66,7 @@ func (v *runView) scanHolds() error {
 // scanHold takes one hold into the view (scanHolds).
 func (v *runView) scanHold(h checker.Hold) {
 	v.heldBy[h.Process] = true
-	v.heldKeys[h.Key] = true
+	v.heldKeys.add(h.Key)
 	v.end = max(v.end, h.Start, h.End)
 }
 
@@ -77,13 +80,11 @@ func (v *runView) digested(d *digest) {
 		extra = append(extra, vi.Processes...)
 	}
 	v.procs = clientProcesses(d.procs, extra...)
-	// The keys held and acquired, once: a run on a million keys has a
-	// million of them.
-	keys := v.heldKeys
-	for k := range d.acqKeys {
-		keys[k] = true
-	}
-	v.keys = slices.Sorted(maps.Keys(keys))
+	// The keys held and acquired, once, up to maxKeys: a run on a
+	// million keys has a million of them.
+	var ok bool
+	v.keys, ok = sortedUnion(v.heldKeys, d.acqKeys)
+	v.manyKeys = !ok
 	v.heldKeys, d.acqKeys = nil, nil
 }
 
@@ -172,6 +173,9 @@ func (v *runView) keyColour(key string) color.NRGBA {
 
 // keyColourIndex is the index of key's colour in keyColours.
 func (v *runView) keyColourIndex(key string) int {
+	if v.manyKeys {
+		return hashColour(key)
+	}
 	i, found := slices.BinarySearch(v.keys, key)
 	if !found {
 		return 0

@@ -1,0 +1,245 @@
+package reports
+
+import (
+	"image"
+	"image/color"
+	"math"
+	"math/bits"
+
+	"git.sr.ht/~sbinet/gg"
+	"github.com/golang/freetype/raster"
+	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot/vg"
+)
+
+// pathRaster fills and strokes the straight-edged paths of a raster
+// figure (bars, ticks, grid lines, axes: every mark of a timeline) with
+// the same rasterizer gg uses, given the same points, so that each pixel
+// comes out as gg draws it, but sized to the path instead of the image.
+// gg's rasterizer clears and sweeps every pixel row of the image for each
+// path it draws: a mark cost the image's height, and a timeline of
+// thousands of clients (4,000 pixel rows) draws tens of thousands of
+// marks. The rasterizer works in fixed point (1/64 pixel) and a path
+// moved by whole pixels covers the same fraction of each pixel, moved:
+// here each path is moved to the origin of a rasterizer as large as the
+// path's pixels (as tall as the next power of two, so that a few
+// rasterizers serve every path and keep the cells they grew), whose spans
+// the rasterizer moves back (Dx, Dy) onto the image. A path with curves, a dashed line, or one that reaches the
+// image's edge goes to gg, as does everything but lines (text, glyphs).
+type pathRaster struct {
+	ctx *gg.Context
+	img *image.RGBA
+	dpi float64
+	r   *raster.Rasterizer     // the one drawing now, one of rs
+	rs  [32]*raster.Rasterizer // rs[k] is as wide as the image, 2^k pixels tall
+	p   *raster.RGBAPainter
+
+	pts  []pathPoint
+	path raster.Path
+
+	// What gg's context holds and does not show: its colour, line width
+	// and dashes, saved and restored with it by Push and Pop. width is
+	// vgimg's own record of the line width, which its Stroke reads
+	// and Pop does not restore.
+	pen   pen
+	saved []pen
+	width vg.Length
+
+	drawn int // paths drawn here, not by gg (for the tests)
+}
+
+// pen is the part of gg's state a path is drawn with.
+type pen struct {
+	col    color.Color
+	width  float64 // line width in pixels, as gg keeps it
+	dashed bool
+}
+
+// pathPoint is a point of a path in gg's fixed point, in pixels of the
+// image; start begins a subpath.
+type pathPoint struct {
+	pt    fixed.Point26_6
+	start bool
+}
+
+// newPathRaster draws on img through ctx, the context of a vgimg canvas
+// just made: its pen is the one vg.Initialize gave it.
+func newPathRaster(ctx *gg.Context, img *image.RGBA, dpi float64) *pathRaster {
+	pr := &pathRaster{ctx: ctx, img: img, dpi: dpi, p: raster.NewRGBAPainter(img)}
+	pr.setLineWidth(vg.Points(1))
+	pr.setDash(nil)
+	pr.setColor(color.Black)
+	return pr
+}
+
+// setColor, setLineWidth, setDash, push and pop follow the calls vgimg
+// makes on gg's context.
+func (pr *pathRaster) setColor(c color.Color) {
+	if c == nil {
+		c = color.Black
+	}
+	pr.pen.col = c
+}
+
+func (pr *pathRaster) setLineWidth(w vg.Length) {
+	pr.width = w
+	pr.pen.width = w.Dots(pr.dpi)
+}
+
+func (pr *pathRaster) setDash(ds []vg.Length) { pr.pen.dashed = len(ds) > 0 }
+
+func (pr *pathRaster) push() { pr.saved = append(pr.saved, pr.pen) }
+
+func (pr *pathRaster) pop() {
+	pr.pen = pr.saved[len(pr.saved)-1]
+	pr.saved = pr.saved[:len(pr.saved)-1]
+}
+
+// fill fills p as gg's Fill would, and reports whether it did (false:
+// leave it to gg).
+func (pr *pathRaster) fill(p vg.Path) bool {
+	if !pr.outline(p, true) {
+		return false
+	}
+	// gg fills its path closed once more from its last start.
+	for i := len(pr.pts) - 1; i >= 0; i-- {
+		if pr.pts[i].start {
+			pr.pts = append(pr.pts, pathPoint{pt: pr.pts[i].pt})
+			break
+		}
+	}
+	x0, y0, ok := pr.bounds(0)
+	if !ok {
+		return false
+	}
+	pr.path = pr.path[:0]
+	for _, q := range pr.pts {
+		if q.start {
+			pr.path.Start(shift(q.pt, x0, y0))
+		} else {
+			pr.path.Add1(shift(q.pt, x0, y0))
+		}
+	}
+	pr.r.AddPath(pr.path)
+	pr.paint()
+	return true
+}
+
+// stroke strokes p as gg's Stroke would (butt caps, round joins, as
+// vgimg sets up gg), and reports whether it did.
+func (pr *pathRaster) stroke(p vg.Path) bool {
+	if pr.width <= 0 {
+		return true // vgimg draws nothing
+	}
+	if pr.pen.dashed || !pr.outline(p, false) {
+		return false
+	}
+	half := int(math.Ceil(pr.pen.width/2)) + 1
+	x0, y0, ok := pr.bounds(half)
+	if !ok {
+		return false
+	}
+	// gg drops a point closer than 4/64 pixel to the one kept before it
+	// (rasterPath).
+	const dcut = 4
+	pr.path = pr.path[:0]
+	var prev fixed.Point26_6
+	for _, q := range pr.pts {
+		switch {
+		case q.start:
+			pr.path.Start(shift(q.pt, x0, y0))
+			prev = q.pt
+		case abs26(q.pt.X-prev.X)+abs26(q.pt.Y-prev.Y) > dcut:
+			pr.path.Add1(shift(q.pt, x0, y0))
+			prev = q.pt
+		}
+	}
+	pr.r.AddStroke(pr.path, fixed.Int26_6(math.Round(pr.pen.width*64)), raster.ButtCapper, raster.RoundJoiner)
+	pr.paint()
+	return true
+}
+
+// outline gathers p's points as gg's MoveTo, LineTo and ClosePath place
+// them (through gg's transform, rounded to fixed point as gg does) into
+// pts, those of its fill path or of its stroke path: false for a path
+// with arcs or curves.
+func (pr *pathRaster) outline(p vg.Path, fill bool) bool {
+	pr.pts = pr.pts[:0]
+	var start fixed.Point26_6
+	has := false
+	for _, c := range p {
+		switch c.Type {
+		case vg.MoveComp, vg.LineComp:
+			x, y := pr.ctx.TransformPoint(c.Pos.X.Dots(pr.dpi), c.Pos.Y.Dots(pr.dpi))
+			pt := gg.Point{X: x, Y: y}.Fixed()
+			if c.Type == vg.MoveComp || !has {
+				if has && fill { // gg closes the fill path it leaves
+					pr.pts = append(pr.pts, pathPoint{pt: start})
+				}
+				pr.pts = append(pr.pts, pathPoint{pt: pt, start: true})
+				start, has = pt, true
+				continue
+			}
+			pr.pts = append(pr.pts, pathPoint{pt: pt})
+		case vg.CloseComp:
+			if has {
+				pr.pts = append(pr.pts, pathPoint{pt: start})
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// bounds picks a rasterizer for the pixels of pts with margin pixels
+// around them (and one more) and returns where its origin lies in the
+// image; false when that reaches past the image, where gg's rasterizer
+// would clip. Its size clips nothing of the path: as wide as the image,
+// at least as tall as the path's pixels.
+func (pr *pathRaster) bounds(margin int) (x0, y0 int, ok bool) {
+	if len(pr.pts) == 0 {
+		return 0, 0, false
+	}
+	lo, hi := pr.pts[0].pt, pr.pts[0].pt
+	for _, q := range pr.pts[1:] {
+		lo.X, lo.Y = min(lo.X, q.pt.X), min(lo.Y, q.pt.Y)
+		hi.X, hi.Y = max(hi.X, q.pt.X), max(hi.Y, q.pt.Y)
+	}
+	m := margin + 1
+	x0, y0 = lo.X.Floor()-m, lo.Y.Floor()-m
+	x1, y1 := hi.X.Ceil()+m, hi.Y.Ceil()+m
+	b := pr.img.Bounds()
+	if x0 < b.Min.X || y0 < b.Min.Y || x1 > b.Max.X || y1 > b.Max.Y {
+		return 0, 0, false
+	}
+	k := bits.Len(uint(y1 - y0 - 1))
+	if pr.rs[k] == nil {
+		pr.rs[k] = raster.NewRasterizer(b.Dx(), 1<<k)
+	}
+	pr.r = pr.rs[k]
+	pr.r.Clear()
+	pr.r.Dx, pr.r.Dy = x0, y0
+	pr.r.UseNonZeroWinding = true
+	return x0, y0, true
+}
+
+// paint draws what the rasterizer holds in the pen's colour, over the
+// image, as gg's painter for a solid colour does.
+func (pr *pathRaster) paint() {
+	pr.p.SetColor(pr.pen.col)
+	pr.r.Rasterize(pr.p)
+	pr.drawn++
+}
+
+// shift moves pt by (-x, -y) whole pixels.
+func shift(pt fixed.Point26_6, x, y int) fixed.Point26_6 {
+	return fixed.Point26_6{X: pt.X - fixed.Int26_6(x<<6), Y: pt.Y - fixed.Int26_6(y<<6)}
+}
+
+func abs26(v fixed.Int26_6) fixed.Int26_6 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

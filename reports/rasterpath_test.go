@@ -1,0 +1,105 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"testing"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/lockharness/lockharness/checker"
+	"github.com/lockharness/lockharness/history"
+)
+
+// A figure drawn on newRaster's canvas, its straight paths by
+// pathRaster, has the pixels gg gives it on vgimg's canvas, every
+// figure of a report: timelines (with every kind of mark, a close-up
+// with its dashed lines, a long run, thousands of processes), the
+// latency and rate plots and a story.
+func TestPathRasterDrawsAsGG(t *testing.T) {
+	type figure struct {
+		name string
+		w, h vg.Length
+		fig  func(draw.Canvas)
+		most bool // most of its paths are straight: pathRaster must draw them
+	}
+	var figs []figure
+	timeline := func(name string, v *runView, win window) {
+		w, h, fig, _ := v.timeline(win)
+		figs = append(figs, figure{name, w, h, fig, true})
+	}
+	every := newRunView(everyMarkFixture())
+	timeline("every mark", every, window{From: 0, To: every.end, Title: "every mark"})
+	vi := every.res.Violations[every.zoomed()[0]]
+	timeline("close-up", every, window{From: vi.Start - 200*ms, To: vi.End + 200*ms, Title: "close-up", Zoom: true, Highlight: &vi})
+	long := newRunView(bigRun(100_000, 1))
+	timeline("long run", long, window{From: 0, To: long.end, Title: "long"})
+	many := thousandsOfProcesses(t)
+	timeline("thousands of processes", many, window{From: 0, To: many.end, Title: "thousands"})
+	lw, lh, lfig := long.latency()
+	rw, rh, rfig := long.rate()
+	figs = append(figs, figure{"latency", lw, lh, lfig, false}, figure{"rate", rw, rh, rfig, true})
+	sw, sh, sfig := staleWriteStory(t)
+	figs = append(figs, figure{"story", sw, sh, sfig, false})
+
+	for _, f := range figs {
+		ref := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
+		f.fig(draw.New(ref))
+		got := newRaster(f.w, f.h)
+		f.fig(draw.New(got))
+		a, b := got.Image().(*image.RGBA), ref.Image().(*image.RGBA)
+		if a.Bounds() != b.Bounds() || !bytes.Equal(a.Pix, b.Pix) {
+			t.Errorf("%s: pathRaster drew other pixels than gg (%d pixels differ)", f.name, differing(a, b))
+		}
+		if got.fast.drawn == 0 || f.most && got.fast.drawn < 50 {
+			t.Errorf("%s: pathRaster drew only %d paths", f.name, got.fast.drawn)
+		}
+	}
+}
+
+// differing counts the pixels where a and b differ.
+func differing(a, b *image.RGBA) int {
+	if a.Bounds() != b.Bounds() {
+		return -1
+	}
+	n := 0
+	for i := 0; i < len(a.Pix); i += 4 {
+		if !bytes.Equal(a.Pix[i:i+4], b.Pix[i:i+4]) {
+			n++
+		}
+	}
+	return n
+}
+
+// thousandsOfProcesses is the view of a run of 3,000 client processes,
+// each holding once: a timeline of thin rows.
+func thousandsOfProcesses(t *testing.T) *runView {
+	t.Helper()
+	b := &builder{ttl: 50 * ms}
+	for p := range 3000 {
+		b.section(p, "lock-0", int64(p)*ms, int64(p)*ms+ms/2, int64(p+1), false)
+	}
+	ops := b.build()
+	return newRunView(RunMeta{Lock: "token"}, ops, checker.Result{Verdict: checker.Valid, Counts: counts(ops), Holds: b.holds})
+}
+
+// staleWriteStory is the story figure of a GC pause's stale write.
+func staleWriteStory(t *testing.T) (vg.Length, vg.Length, func(draw.Canvas)) {
+	t.Helper()
+	ops := gcPauseHistory(false)
+	res, err := checker.Check(context.Background(), history.Events(ops), checker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newRunView(RunMeta{Lock: "token"}, ops, res)
+	vi := findKind(t, res, checker.KindStaleWrite)
+	win := v.storyWindow(vi)
+	if err := gatherStories(context.Background(), v.src, []*storyWindow{win}); err != nil {
+		t.Fatal(err)
+	}
+	return drawStory(storyOf(vi, 1, win.ops, v.faults, lockOf(v.rec)))
+}
