@@ -41,8 +41,9 @@ type proc struct {
 	// readBy and writeBy are the deadlines last set on the pipes (zero:
 	// none), kept by the caller of a request (see keepDeadline).
 	readBy, writeBy time.Time
+	reqLine         []byte // the last request's line, its memory reused
 	wbuf            bytes.Buffer
-	enc             *json.Encoder // writes requests into wbuf, reused: no allocation per request
+	enc             *json.Encoder // writes the other requests into wbuf, reused
 
 	mu     sync.Mutex
 	next   int64          // the last id sent
@@ -284,9 +285,12 @@ func (p *proc) dispatch(id int64, line []byte) (answer, bool, error) {
 // answer, or says what is wrong with it: pure, so that it is fuzzed
 // (FuzzAnswer) apart from the process.
 func parseAnswer(line []byte) (answer, string) {
-	var a answer
-	if err := json.Unmarshal(line, &a); err != nil {
-		return a, "not a JSON object (" + err.Error() + "); an adapter writes only answers to stdout, its log goes to stderr"
+	a, ok := scanAnswer(line) // the answers of every cycle, without reflection
+	if !ok {
+		a = answer{}
+		if err := json.Unmarshal(line, &a); err != nil {
+			return a, "not a JSON object (" + err.Error() + "); an adapter writes only answers to stdout, its log goes to stderr"
+		}
 	}
 	if a.ID == nil {
 		return a, `no "id": every answer carries the id of the request it answers`
@@ -361,8 +365,8 @@ func (p *proc) call(ctx context.Context, req request, limit time.Duration) (answ
 	req.ID = p.next
 	p.awaiting, p.awaitingOp = req.ID, req.Op
 	p.mu.Unlock()
-	p.wbuf.Reset()
-	if err := p.enc.Encode(req); err != nil { // one line: Encode ends it with a newline
+	line, err := p.encode(req)
+	if err != nil {
 		return answer{}, time.Time{}, err
 	}
 	sent := time.Now()
@@ -370,7 +374,7 @@ func (p *proc) call(ctx context.Context, req request, limit time.Duration) (answ
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	if err := p.write(ctx, p.wbuf.Bytes(), deadline); err != nil {
+	if err := p.write(ctx, line, deadline); err != nil {
 		p.abandon(req.ID)
 		return answer{}, sent, fmt.Errorf("adapter %s: sending request %d (%s): %v: %w", p.name, req.ID, req.Op, err, ErrUnknown)
 	}
@@ -384,6 +388,20 @@ func (p *proc) call(ctx context.Context, req request, limit time.Duration) (answ
 		return answer{}, sent, fmt.Errorf("adapter %s: request %d (%s): %w: %w", p.name, req.ID, req.Op, ErrUnknown, context.Cause(ctx))
 	}
 	return a, sent, err
+}
+
+// encode makes req's line, valid until the next request: the requests of
+// every cycle by hand (appendRequest), the others by the encoder.
+func (p *proc) encode(req request) ([]byte, error) {
+	if line, ok := appendRequest(p.reqLine[:0], req); ok {
+		p.reqLine = line
+		return line, nil
+	}
+	p.wbuf.Reset()
+	if err := p.enc.Encode(req); err != nil { // one line: Encode ends it with a newline
+		return nil, fmt.Errorf("adapter %s: encoding request %d (%s): %w", p.name, req.ID, req.Op, err)
+	}
+	return p.wbuf.Bytes(), nil
 }
 
 // write sends line, giving up at deadline (an adapter that reads nothing
