@@ -162,8 +162,12 @@ func TestEveryLockValidWithoutFaults(t *testing.T) {
 	t.Parallel()
 	for _, name := range locks.Builtin().Names() {
 		t.Run(name, func(t *testing.T) {
+			// The recovery is derived (2s for a 1s lease) and ends once
+			// every key is granted again: a recovery of 500ms, shorter
+			// than the lease, left liveness unknown at load 30 when a key
+			// happened to get no grant in it (Redlock).
 			res := mustRun(t, run.Config{
-				Lock: name, Seed: 2, TimeLimit: 2 * time.Second, Recovery: 500 * time.Millisecond,
+				Lock: name, Seed: 2, TimeLimit: 2 * time.Second, EndEarly: run.EndEarly{Recovery: true},
 				Workload: workloads.Config{Clients: 5, Keys: 2, TTL: time.Second},
 			})
 			if res.Verdict != checker.Valid {
