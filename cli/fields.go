@@ -48,6 +48,10 @@ var fieldFlags = map[string]string{
 	"Nemesis.HealTimeout":    "heal timeout",
 	"Nemesis.DriftRate":      "clock drift rate",
 	"ClientTimeout":          "client timeout",
+	// A schedule file sets these, by the keys it writes them with.
+	"EndEarly.Run":      "end_early.run",
+	"EndEarly.Grants":   "end_early.grants",
+	"EndEarly.Recovery": "end_early.recovery",
 }
 
 // flagText is err's message with the fields of a run's configuration
