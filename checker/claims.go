@@ -172,7 +172,7 @@ func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 // holds converts claims to the exported form, for plots.
 func holds(p *prepared, byKey map[string][]claim) []Hold {
 	var out []Hold
-	for _, k := range sortedKeys(byKey) {
+	for _, k := range claimKeys(p, byKey) {
 		for _, c := range byKey[k] {
 			h := Hold{Process: c.proc, Key: c.key, Start: c.start.t, End: c.end.t, Fence: c.fence, Acquire: c.grant}
 			if c.deadline != never {
@@ -186,6 +186,30 @@ func holds(p *prepared, byKey map[string][]claim) []Hold {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out
+}
+
+// claimKeys is sortedKeys(byKey) for a map by key of what p's calls
+// give (claims, acquires): the keys of p's calls (p.keys, sorted once by
+// prepare) that byKey holds, in p.keys' order, which saves sorting a
+// window's keys again for each of the window's uses (a window of a fresh
+// key per cycle has thousands). A claim's or a call's key is its call's,
+// so every key of byKey is in p.keys; were one not (a keyless call), the
+// count would differ and byKey is sorted as before: the same keys in the
+// same order either way.
+func claimKeys[V any](p *prepared, byKey map[string]V) []string {
+	if p == nil {
+		return sortedKeys(byKey)
+	}
+	ks := make([]string, 0, len(byKey))
+	for _, k := range p.keys {
+		if _, ok := byKey[k]; ok {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) != len(byKey) {
+		return sortedKeys(byKey)
+	}
+	return ks
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -255,7 +279,7 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 			lost[c.key] = append(lost[c.key], c)
 		}
 	}
-	keys := sortedKeys(byKey)
+	keys := claimKeys(p, byKey)
 	for k := range open {
 		if _, claims := byKey[k]; !claims && len(releases[k]) > 0 {
 			keys = append(keys, k) // releases inside a carried claim

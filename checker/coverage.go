@@ -113,7 +113,7 @@ func (c *claim) liveDuring(s span) bool {
 // but the faults, whose exposure it adds to w's carry (see faultCoverage):
 // a fault's window may span windows of a long history.
 func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
-	cc := newCoverageClaims(byKey)
+	cc := newCoverageClaims(p, byKey)
 	cov := Coverage{Claims: len(cc.all)}
 	for i := range p.calls {
 		c := &p.calls[i]
@@ -141,9 +141,9 @@ type coverageClaims struct {
 	byProc map[int][]*claim
 }
 
-func newCoverageClaims(byKey map[string][]claim) coverageClaims {
+func newCoverageClaims(p *prepared, byKey map[string][]claim) coverageClaims {
 	cc := coverageClaims{byProc: map[int][]*claim{}}
-	for _, k := range sortedKeys(byKey) {
+	for _, k := range claimKeys(p, byKey) {
 		for i := range byKey[k] {
 			c := &byKey[k][i]
 			cc.all = append(cc.all, c)

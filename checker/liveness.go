@@ -104,7 +104,7 @@ func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult
 	lc := newLivenessCheck(p, byKey, w)
 	orphans := findOrphans(p, byKey, w.c.orphans)
 	acquires := acquiresByKey(p)
-	for _, key := range sortedKeys(acquires) {
+	for _, key := range claimKeys(p, acquires) {
 		lc.measureKey(key, acquires[key], orphans[key])
 	}
 	if lc.judgesRecovery() {

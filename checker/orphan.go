@@ -56,7 +56,7 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 		prior.remember(p)
 	}
 	out := map[string][]orphan{}
-	for _, key := range sortedKeys(byKey) {
+	for _, key := range claimKeys(p, byKey) {
 		if eps := ix.episodes(key, byKey[key]); len(eps) > 0 {
 			out[key] = eps
 		}

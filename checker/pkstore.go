@@ -94,7 +94,13 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		tag      uint64
 		old, off int64
 	}
-	var moved []move
+	moved := make([]move, 0, len(s.m))
+	// The records are written in chunks of about spillChunk bytes at
+	// s.off+written, so that the buffer stays small and is kept from one
+	// eviction to the next (an eviction of a window of fresh keys moves
+	// tens of thousands of entries); s.off moves, and the entries leave
+	// memory, only once every chunk is written.
+	written := int64(0)
 	for k, pc := range s.m {
 		if busy(k.key) {
 			continue
@@ -106,26 +112,46 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		for len(s.buf)%spillAlign != 0 {
 			s.buf = append(s.buf, 0)
 		}
-		moved = append(moved, move{k, spillTag(s.hash(k)), pc.spilled - 1, s.off + int64(start)})
+		moved = append(moved, move{k, spillTag(s.hash(k)), pc.spilled - 1, s.off + written + int64(start)})
+		if len(s.buf) >= spillChunk && !s.writeChunk(&written) {
+			return
+		}
 	}
-	if end := s.off + int64(len(s.buf)); end >= spillLimit {
-		s.err = fmt.Errorf("spill the carry: the file would pass %d bytes", int64(spillLimit))
+	if !s.writeChunk(&written) {
 		return
 	}
-	if _, err := s.f.WriteAt(s.buf, s.off); err != nil {
-		// Nothing was moved: every entry is still in memory.
-		s.err = fmt.Errorf("spill the carry: %w", err)
-		return
-	}
-	s.off += int64(len(s.buf))
-	if cap(s.buf) > 1<<20 {
-		s.buf = nil // a large eviction's buffer is not kept for the next
-	}
+	s.off += written
 	for _, mv := range moved {
 		s.index.put(mv.tag, mv.old, mv.off)
 		delete(s.m, mv.k)
 	}
 	s.hot = max(s.base, 2*len(s.m))
+}
+
+// spillChunk is how many bytes of records evict gathers before writing
+// them.
+const spillChunk = 256 << 10
+
+// writeChunk writes the records gathered in s.buf at s.off+*written and
+// empties it; false, with s.err set, when the file would pass its limit
+// or the write failed (nothing is moved then: every entry is still in
+// memory, and s.off has not moved).
+func (s *pkStore) writeChunk(written *int64) bool {
+	if len(s.buf) == 0 {
+		return true
+	}
+	at := s.off + *written
+	if at+int64(len(s.buf)) >= spillLimit {
+		s.err = fmt.Errorf("spill the carry: the file would pass %d bytes", int64(spillLimit))
+		return false
+	}
+	if _, err := s.f.WriteAt(s.buf, at); err != nil {
+		s.err = fmt.Errorf("spill the carry: %w", err)
+		return false
+	}
+	*written += int64(len(s.buf))
+	s.buf = s.buf[:0]
+	return true
 }
 
 // load reads k's latest record back, or nil when there is none; the

@@ -9,12 +9,20 @@ import (
 
 // TestPKStoreGivesBackWhatItEvicted: entries of keys at rest go to the
 // file once the store holds more than hot, those of busy keys stay, and
-// every one comes back as it was, again after a second eviction.
+// every one comes back as it was, again after a second eviction; with
+// 20,000 entries an eviction writes its records in several chunks
+// (spillChunk).
 func TestPKStoreGivesBackWhatItEvicted(t *testing.T) {
+	for _, n := range []int{100, 20_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) { testPKStoreEvicts(t, n) })
+	}
+}
+
+func testPKStoreEvicts(t *testing.T, n int) {
 	s := newPKStore(t.TempDir())
 	s.hot, s.base = 10, 10
 	want := map[procKey]pkCarry{}
-	for i := range 100 {
+	for i := range n {
 		k := procKey{i % 7, fmt.Sprintf("key-%d", i)}
 		pc := s.at(k)
 		pc.token, pc.hasToken = fmt.Sprintf("tok%d", i), true

@@ -31,7 +31,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	// (two sections that read the same value, anywhere in the history)
 	// names it already: see resourcePart.
 	rc := &resourceCheck{p: p, w: w, part: resourcePart{stats: map[string]float64{}, noOrder: map[string]Violation{}, lostKeys: map[string]bool{}}}
-	keys := sortedKeys(secsByKey)
+	keys := claimKeys(p, secsByKey)
 	lrs := eachKey(keys, func(key string) linResult {
 		return checkLinearizable(ctx, counterModel(CounterState{A: c.counter[key], N: 1}), counterOps(secsByKey[key]), cfg.Timeout)
 	})
@@ -446,7 +446,7 @@ func fenceBackwards(p *prepared, tops map[string]fenceGrant) []Violation {
 		byKey[c.key] = append(byKey[c.key], grant{c.proc, c.start, c.end, c.inv, c.done, c.out.Fence})
 	}
 	var out []Violation
-	for _, key := range sortedKeys(byKey) {
+	for _, key := range claimKeys(p, byKey) {
 		gs := byKey[key]
 		// By completion: the grants that precede an invocation are a prefix.
 		byEnd := append([]grant(nil), gs...)
