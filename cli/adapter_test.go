@@ -59,6 +59,7 @@ func TestAdapterCheckOfTheDocsAdapter(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each check starts an adapter and a server of its own
 			code, stdout, stderr := runCLI(t, "adapter", "check", docsAdapter(t, c.edits...), "--logs", t.TempDir())
 			if code != c.code || !strings.Contains(stdout, c.want) {
 				t.Errorf("exit %d, want %d and %q in:\n%s%s", code, c.code, c.want, stdout, stderr)

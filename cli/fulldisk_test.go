@@ -21,6 +21,7 @@ func TestStoreOnAFullFilesystem(t *testing.T) {
 		t.Skip("integration test: runs redis-server")
 	}
 	requireRedis(t)
+	t.Parallel()
 	store, tmp := t.TempDir(), t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", store).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a small tmpfs for the store (needs root): %v: %s", err, out)

@@ -122,6 +122,7 @@ func TestNoProcessLeftAfterSignal(t *testing.T) {
 		t.Skip("integration test: runs redis-server")
 	}
 	requireRedis(t)
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
@@ -253,6 +254,7 @@ func TestReportReproducesResults(t *testing.T) {
 		t.Skip("integration test: runs redis-server")
 	}
 	requireRedis(t)
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		args []string
@@ -262,6 +264,7 @@ func TestReportReproducesResults(t *testing.T) {
 		{"scenario", []string{"scenario", "run", "redlock-clock-jump"}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			store := t.TempDir()
 			code, _, stderr := runCLI(t, append(c.args, "--store", store)...)
 			if code != 0 {

@@ -27,6 +27,7 @@ func TestMatrixShardsMergeResumeAndExpectations(t *testing.T) {
 		t.Skip("integration test: runs redis-server")
 	}
 	requireRedis(t)
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"matrix", "--locks", "token,set-nx-ex", "--nemeses", "kill,client-pause", "--seeds", "1",
 		"--time-limit", "3s", "--recovery", "1s", "--nemesis-interval", "1s"}
@@ -132,6 +133,7 @@ func TestMatrixInterrupted(t *testing.T) {
 		t.Skip("integration test: runs redis-server")
 	}
 	requireRedis(t)
+	t.Parallel()
 	store := t.TempDir()
 	cmd, stderr := startRunning(t, t.TempDir(), "matrix", "--locks", "token", "--nemeses", "none", "--seeds", "2", "--time-limit", "60s", "--store", store)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -203,6 +205,7 @@ func TestMatrixBadInput(t *testing.T) {
 func TestMatrixOnTwoBackends(t *testing.T) {
 	requireRedis(t)
 	dockertest.Require(t)
+	t.Parallel()
 	store := t.TempDir()
 	code, stdout, stderr := runCLI(t, "matrix", "--locks", "token", "--nemeses", "kill", "--seeds", "1",
 		"--time-limit", "3s", "--recovery", "1s", "--nemesis-interval", "1s", "--backends", "local,docker", "--store", store)

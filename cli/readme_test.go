@@ -156,12 +156,16 @@ func TestReadmeExamplesReproduce(t *testing.T) {
 		t.Skip("integration test: runs the README's examples on redis-server")
 	}
 	requireRedis(t)
+	t.Parallel()
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ex := range readmeExamples(string(b)) {
 		t.Run(fmt.Sprintf("line-%d", ex.line), func(t *testing.T) {
+			// Each example is a process of its own in a directory of
+			// its own, and strikes by its script, not by the clock.
+			t.Parallel()
 			dir := checkoutCopy(t)
 			for _, s := range ex.setup {
 				if code, out := shell(t, dir, s); code != 0 {

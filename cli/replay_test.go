@@ -44,6 +44,7 @@ func TestReplayScenario(t *testing.T) {
 		t.Skip("runs a scenario and two replays against real Redis")
 	}
 	requireRedis(t)
+	t.Parallel()
 	code, stdout, stderr := runCLI(t, "replay", "--scenarios", "wrong-release", "--times", "2", "--store", t.TempDir(), "--json")
 	if code != exitValid {
 		t.Fatalf("exit %d, stderr:\n%s\nstdout:\n%s", code, stderr, stdout)

@@ -21,6 +21,7 @@ func TestReproduceLineIsShellQuoted(t *testing.T) {
 		t.Skip("integration test: needs redis-server on PATH")
 	}
 	requireRedis(t)
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "my store; touch pwned ü")
 	args := []string{"run", "--lock", "token", "--time-limit", "1s", "--recovery", "200ms", "--store", store, "--seed", "3"}
 	cmd := exec.Command(harnessBin, args...)

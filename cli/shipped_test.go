@@ -20,6 +20,7 @@ func TestShippedAdaptersThroughTheCommandLine(t *testing.T) {
 		t.Skip("integration test: runs redis-server and Python adapters")
 	}
 	requireRedis(t)
+	t.Parallel()
 	if err := exec.Command("/usr/bin/python3", "-c", "import redis").Run(); err != nil {
 		t.Fatal("Debian's python3-redis is not installed: apt-get install python3-redis (or make deps)")
 	}

@@ -106,6 +106,7 @@ func TestShrinkAnInvalidRun(t *testing.T) {
 		t.Skip("integration test: needs redis-server on PATH")
 	}
 	requireRedis(t)
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	code, _, stderr := runCLI(t, "run", "--lock", "set-nx-ex", "--clients", "3", "--ttl", "1s", "--client-pause", "1.3s",
 		"--client-pause-rate", "0.3", "--time-limit", "2s", "--recovery", "1s", "--seed", "7", "--store", store)

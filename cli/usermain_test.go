@@ -54,8 +54,11 @@ func TestUsersOwnMain(t *testing.T) {
 		t.Skip("integration test: builds a program and runs redis-server")
 	}
 	requireRedis(t)
+	t.Parallel()
 	bin := buildUserMain(t)
-	tmp, store := t.TempDir(), t.TempDir()
+	// The subtests run side by side, each with a store of its own; their
+	// servers' files all go under tmp, checked once they are all done.
+	tmp := t.TempDir()
 	t.Cleanup(func() {
 		if left := serversUnder(t, tmp); len(left) > 0 {
 			t.Errorf("servers left running: %v", left)
@@ -63,6 +66,8 @@ func TestUsersOwnMain(t *testing.T) {
 	})
 
 	t.Run("run", func(t *testing.T) {
+		t.Parallel()
+		store := t.TempDir()
 		code, stdout, stderr := runBin(t, tmp, bin, "run", "--lock", userLock, "--clients", "3", "--time-limit", "3s",
 			"--recovery", "1s", "--seed", "7", "--store", store, "--json")
 		var res reports.Results
@@ -87,6 +92,8 @@ func TestUsersOwnMain(t *testing.T) {
 	})
 
 	t.Run("scenario run", func(t *testing.T) {
+		t.Parallel()
+		store := t.TempDir()
 		code, stdout, stderr := runBin(t, tmp, bin, "scenario", "run", "gc-pause-stale-write", "--lock", userLock, "--store", store, "--json")
 		var rows []scenarioRow
 		if err := json.Unmarshal([]byte(stdout), &rows); err != nil || len(rows) != 1 {
@@ -103,6 +110,8 @@ func TestUsersOwnMain(t *testing.T) {
 	// A scenario file may name the main's own lock (as the files of
 	// scenarios/upstream name shipped adapters).
 	t.Run("scenario file", func(t *testing.T) {
+		t.Parallel()
+		store := t.TempDir()
 		files, _ := filepath.Glob(filepath.Join("..", "scenarios", "catalogue", "*", "*-gc-pause-stale-write.yaml"))
 		if len(files) != 1 {
 			t.Fatalf("catalogue files of gc-pause-stale-write: %v", files)
@@ -131,6 +140,8 @@ func TestUsersOwnMain(t *testing.T) {
 	})
 
 	t.Run("matrix", func(t *testing.T) {
+		t.Parallel()
+		store := t.TempDir()
 		expect := filepath.Join(t.TempDir(), "expect.yaml")
 		if err := os.WriteFile(expect, []byte("rules:\n"+
 			"  - {lock: "+userLock+", nemeses: none, expect: valid}\n"+

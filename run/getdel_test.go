@@ -133,6 +133,7 @@ func TestGetDelLockLosesLeasesAndIsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Redis")
 	}
+	t.Parallel()
 	const runs = 6
 	harmfulRuns, caught, byOverlap := 0, 0, 0
 	for seed := uint64(1); seed <= runs; seed++ {

@@ -114,6 +114,7 @@ func TestDerivedRecoveryKeepsLivenessVerdicts(t *testing.T) {
 		t.Skip("runs real servers")
 	}
 	redistest.Require(t, "redis-server")
+	t.Parallel()
 	runDerived(t, "setnx-crash-deadlock", "setnx-expire-crash-gap", "set-nx-ex-crash", "abandoned-wait-orphan-lock", "token-release", "watchdog-partition")
 }
 
@@ -176,6 +177,7 @@ func TestDerivedRecoveryStillFindsAnUnavailableEtcdLock(t *testing.T) {
 		t.Skip("runs a real etcd group")
 	}
 	etcdtest.Require(t)
+	t.Parallel()
 	reg := locks.Builtin()
 	real, err := reg.Lookup("etcd")
 	if err != nil {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -31,7 +34,7 @@ func copyCheckout(t *testing.T, root string) (dir, rev string) {
 	if err != nil {
 		t.Skipf("git ls-files: %v (not a git checkout)", err)
 	}
-	dir = t.TempDir()
+	dir = stableDir(t, root)
 	for _, f := range strings.Split(strings.TrimRight(string(list), "\x00"), "\x00") {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -51,6 +54,42 @@ func copyCheckout(t *testing.T, root string) (dir, rev string) {
 	git(t, dir, "add", "-A")
 	git(t, dir, "-c", "user.name=test", "-c", "user.email=test@example.invalid", "commit", "-q", "-m", "copy")
 	return dir, git(t, dir, "rev-parse", "HEAD")
+}
+
+// stableDir is an empty directory whose path is the same each time the
+// test runs from the checkout at root, and which is removed after the
+// test. Go's build cache keys a package built without -trimpath by its
+// directory: from a new temporary directory each time, go install
+// compiled the module's 30 packages anew on every run (a minute on two
+// cores), where at a stable path it compiles only what changed since the
+// last run, as a user's repeated go install does. A lock file beside it
+// keeps two runs from the same checkout (two go test processes) apart.
+func stableDir(t *testing.T, root string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("lockharness-install-test-%x", sum[:6]))
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		t.Fatalf("lock %s: %v", lock.Name(), err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+		lock.Close() // and so unlocked
+	})
+	// A run killed before its cleanup leaves its copy: start afresh.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // git runs git in dir and returns its trimmed output.

@@ -51,7 +51,13 @@ func TestBadAdapterAtInit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
-			_, err := newLock(t, nodes, c.mode, "0")
+			t.Parallel() // modes differ: each looks for its own leftovers
+			var tune []func(*adapter.Spec)
+			if c.mode == "silent" {
+				// It never answers: any bound runs out, and says so.
+				tune = append(tune, func(s *adapter.Spec) { s.StartTimeout = time.Second })
+			}
+			_, err := newLock(t, nodes, c.mode, "0", tune...)
 			if err == nil {
 				t.Fatal("the adapter started")
 			}
@@ -69,6 +75,7 @@ func TestBadAdapterAtInit(t *testing.T) {
 // operation is unknown (info), never fail, the error names the line, the
 // adapter is killed and says why (Err), and nothing is left running.
 func TestBadAdapterMidRun(t *testing.T) {
+	t.Parallel()
 	nodes := redisNodes(t)(0)
 	cases := []struct{ mode, want string }{
 		{"garbage", `line 2 "Traceback (most recent call last): this is not JSON": not a JSON object`},
@@ -80,6 +87,7 @@ func TestBadAdapterMidRun(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
+			t.Parallel()
 			l, err := newLock(t, nodes, c.mode, "1") // init answered, then the mode
 			if err != nil {
 				t.Fatal(err)
@@ -115,6 +123,7 @@ func TestBadAdapterMidRun(t *testing.T) {
 // A slow adapter is not a broken one: a request that runs out of time is
 // unknown, its late answer is dropped, and the next request is answered.
 func TestSlowAdapterIsUnknownNotBroken(t *testing.T) {
+	t.Parallel()
 	nodes := redisNodes(t)(0)
 	// Requests may take 3s, the adapter answers each 1.5s late.
 	l, err := newLock(t, nodes, "slow", "2", func(s *adapter.Spec) { s.RequestTimeout = 3 * time.Second }) // init and one acquire on time

@@ -11,8 +11,10 @@ import (
 )
 
 func TestShippedAdaptersConform(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"minimal", "redis-py"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // a server and adapters of its own
 			nodes := redisNodes(t)
 			spec := shipped(t, name)
 			rep := adapter.Conform(context.Background(), spec, adapter.ConformOptions{Nodes: nodes, Dir: t.TempDir()})
@@ -32,6 +34,7 @@ func TestShippedAdaptersConform(t *testing.T) {
 func TestCheckCommand(t *testing.T) {
 	redistest.Require(t, "redis-server")
 	requirePython(t)
+	t.Parallel()
 	script := testdataSpec(t, "misbehave.py").Command[1]
 	cases := []struct {
 		cmd        string

@@ -17,6 +17,7 @@ import (
 // every check holds.
 func TestRedisPyRenewBeforeWrite(t *testing.T) {
 	reg := shippedRegistry(t)
+	t.Parallel()
 	out, err := run.Run(context.Background(), run.Config{
 		Lock: "redis-py", Registry: reg, Seed: 5, TimeLimit: 4 * time.Second, Recovery: time.Second, Store: t.TempDir(),
 		Workload: workloads.Config{Clients: 3, TTL: time.Second, ClientPause: 1500 * time.Millisecond, ClientPauseRate: 0.3, RenewBeforeWrite: true},

@@ -56,6 +56,7 @@ func processesUnder(t *testing.T, dir string) []string {
 // records the adapter it ran and each client's log.
 func TestRedisPyValidWithoutFaults(t *testing.T) {
 	reg := shippedRegistry(t)
+	t.Parallel()
 	cfg := run.Config{
 		Lock: "redis-py", Registry: reg, Seed: 3, TimeLimit: 3 * time.Second, Recovery: time.Second, Store: t.TempDir(),
 		Workload: workloads.Config{Clients: 3, Keys: 2, TTL: time.Second},
@@ -95,6 +96,7 @@ func TestRedisPyValidWithoutFaults(t *testing.T) {
 // stale write, as it does for the token lock.
 func TestRedisPyPauseLongerThanLeaseLosesUpdate(t *testing.T) {
 	reg := shippedRegistry(t)
+	t.Parallel()
 	s, err := scenarios.Lookup("gc-pause-stale-write")
 	if err != nil {
 		t.Fatal(err)
