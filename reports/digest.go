@@ -262,6 +262,11 @@ type latencyDigest struct {
 	// outcome; cellT doubles when there are more than maxPoints.
 	cellT  int64
 	points map[pointCell]latPoint
+	// spare is the map points had before they last coarsened, cleared
+	// and filled by the next coarsening: a map grown to maxPoints once
+	// is not grown again, cell by cell, after each (its growth was a
+	// third of the digest's time on a long run).
+	spare map[pointCell]latPoint
 	// added is the cells put in points lately, by slot (pointSlot): a
 	// cell found there needs no lookup. Cleared when the cells coarsen.
 	added   [recentSlots]pointCell
@@ -443,14 +448,18 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 func (l *latencyDigest) coarsenPoints() {
 	l.cellT *= 2
 	clear(l.addedOK[:])
-	out := make(map[pointCell]latPoint, len(l.points)/2)
+	out := l.spare
+	if out == nil {
+		out = make(map[pointCell]latPoint, maxPoints+1)
+	}
+	clear(out)
 	for k, p := range l.points {
 		k = k.withCol(k.col() / 2)
 		if q, ok := out[k]; !ok || p.X < q.X {
 			out[k] = p
 		}
 	}
-	l.points = out
+	l.points, l.spare = out, l.points
 }
 
 // sortedPoints are the points of outcome o, in time order.

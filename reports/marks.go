@@ -40,6 +40,13 @@ type marks struct {
 	accepted int                 // accepted writes in the window
 	writes   int
 	holds    *holdMarks // the holds in the window
+	// What was put in procs and ticks lately, by the process's slot, so
+	// that a process's writes in a column it marked already (most of a
+	// long run's: a column is many writes long) hash no map entry:
+	// process+1 (0 is none), and the tick's key.
+	procsAdded [recentSlots]int
+	ticked     [recentSlots]markKey
+	tickedOK   [recentSlots]bool
 }
 
 type markKey struct {
@@ -57,12 +64,17 @@ func (m *marks) add(proc int, t int64, kind int) {
 		return
 	}
 	m.writes++
-	m.procs[proc] = true
+	addProc(m.procs, &m.procsAdded, proc)
 	if kind == tkAccepted {
 		m.accepted++
 	}
 	x := seconds(t)
 	k := markKey{proc, kind, int64(math.Floor((x - seconds(m.from)) / m.res))}
+	slot := proc & (recentSlots - 1)
+	if m.tickedOK[slot] && m.ticked[slot] == k {
+		return
+	}
+	m.ticked[slot], m.tickedOK[slot] = k, true
 	if _, ok := m.ticks[k]; !ok {
 		m.ticks[k] = x
 	}
@@ -143,7 +155,7 @@ func (p *markPass) completed(op *history.Op) {
 			m.add(int(op.Process), op.Time, kind)
 		} else if op.Time >= m.from && op.Time <= m.to {
 			m.writes++
-			m.procs[int(op.Process)] = true
+			addProc(m.procs, &m.procsAdded, int(op.Process))
 		}
 	}
 }
