@@ -85,6 +85,9 @@ type digest struct {
 const recentSlots = 64
 
 // addProc puts p in set unless added (the cache of set) says it is there.
+// The cache holds p+1, 0 meaning none: p is a client's process, never the
+// nemesis (-1, whose p+1 would read as none and never be added); its
+// callers return before the nemesis's events.
 func addProc(set map[int]bool, added *[recentSlots]int, p int) {
 	slot := p & (recentSlots - 1)
 	if added[slot] == p+1 {
