@@ -156,8 +156,8 @@ func (r *rasterCanvas) FillString(f font.Face, pt vg.Point, str string) {
 
 // quickPNG writes a raster figure as PNG compressed for speed: the
 // default compression took a third of a report's drawing, and the
-// figures, flat colours on white, compress well at the fastest level
-// (encodePNG).
+// figures, flat colours on white, mostly rows that repeat the row above,
+// compress well with a deflater that looks for little else (encodePNG).
 type quickPNG struct{ c *vgimg.Canvas }
 
 func (q quickPNG) WriteTo(w io.Writer) (int64, error) {
