@@ -15,8 +15,8 @@ import (
 	"github.com/lockharness/lockharness/history"
 )
 
-// A figure drawn on newRaster's canvas, its straight paths by
-// pathRaster, has the pixels gg gives it on vgimg's canvas, every
+// A figure drawn on newRaster's canvas, its straight paths and filled
+// glyphs by pathRaster, has the pixels gg gives it on vgimg's canvas, every
 // figure of a report: timelines (with every kind of mark, a close-up
 // with its dashed lines, a long run, thousands of processes), the
 // latency and rate plots and a story.
@@ -25,7 +25,7 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 		name string
 		w, h vg.Length
 		fig  func(draw.Canvas)
-		most bool // most of its paths are straight: pathRaster must draw them
+		most bool // most of its paths are straight or glyphs: pathRaster must draw them
 	}
 	var figs []figure
 	timeline := func(name string, v *runView, win window) {
@@ -42,7 +42,7 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 	timeline("thousands of processes", many, window{From: 0, To: many.end, Title: "thousands"})
 	lw, lh, lfig := long.latency()
 	rw, rh, rfig := long.rate()
-	figs = append(figs, figure{"latency", lw, lh, lfig, false}, figure{"rate", rw, rh, rfig, true})
+	figs = append(figs, figure{"latency", lw, lh, lfig, true}, figure{"rate", rw, rh, rfig, true})
 	sw, sh, sfig := staleWriteStory(t)
 	figs = append(figs, figure{"story", sw, sh, sfig, false})
 
