@@ -17,7 +17,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // DPI of the PNG files. Sizes below are in points (1/72 inch), so a PNG is
@@ -60,7 +59,7 @@ func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
 	if err := writeAtomic(filepath.Join(dir, base+".png"), quickPNG{img.Canvas}); err != nil {
 		return err
 	}
-	svg := vgsvg.New(w, h)
+	svg := newSVG(w, h) // vgsvg.New's document, written for less (svgCanvas)
 	dc := draw.New(svg)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())

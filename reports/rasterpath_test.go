@@ -10,13 +10,15 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 )
 
 // A figure drawn on newRaster's canvas, its straight paths and filled
-// glyphs by pathRaster, has the pixels gg gives it on vgimg's canvas, every
+// glyphs by pathRaster, has the pixels gg gives it on vgimg's canvas, and
+// its SVG (svgCanvas) the bytes of vgsvg's, every
 // figure of a report: timelines (with every kind of mark, a close-up
 // with its dashed lines, a long run, thousands of processes), the
 // latency and rate plots and a story.
@@ -47,6 +49,25 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 	figs = append(figs, figure{"story", sw, sh, sfig, false})
 
 	for _, f := range figs {
+		// The SVG too: svgCanvas writes what vgsvg writes.
+		refSVG, gotSVG := vgsvg.New(f.w, f.h), newSVG(f.w, f.h)
+		for _, c := range []vg.CanvasWriterTo{refSVG, gotSVG} {
+			dc := draw.New(c)
+			dc.SetColor(color.White)
+			dc.Fill(dc.Rectangle.Path())
+			f.fig(dc)
+		}
+		var want, gotBytes bytes.Buffer
+		if _, err := refSVG.WriteTo(&want); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := gotSVG.WriteTo(&gotBytes); err != nil || n != int64(gotBytes.Len()) {
+			t.Fatalf("%s: svgCanvas wrote %d bytes, says %d (%v)", f.name, gotBytes.Len(), n, err)
+		}
+		if !bytes.Equal(want.Bytes(), gotBytes.Bytes()) {
+			t.Errorf("%s: svgCanvas wrote another SVG than vgsvg (%d bytes, vgsvg's %d; first difference at %d)",
+				f.name, gotBytes.Len(), want.Len(), firstDiff(want.Bytes(), gotBytes.Bytes()))
+		}
 		ref := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
 		f.fig(draw.New(ref))
 		got := newRaster(f.w, f.h)
@@ -59,6 +80,16 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 			t.Errorf("%s: pathRaster drew only %d paths", f.name, got.fast.drawn)
 		}
 	}
+}
+
+// firstDiff is the index of the first byte where a and b differ.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 // differing counts the pixels where a and b differ.
