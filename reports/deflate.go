@@ -211,6 +211,29 @@ func (z *rowDeflater) block(last bool) {
 	canonical(litL[:], litC[:])
 	canonical(distL[:], distC[:])
 
+	z.header(litL[:], distL[:], last)
+	for _, t := range z.toks {
+		if t&matchFlag == 0 {
+			z.bits(uint32(litC[t]), uint(litL[t]))
+			continue
+		}
+		l := int(t >> 8 & 0x1ff)
+		c := lenCode[l-3]
+		z.bits(uint32(litC[257+int(c)]), uint(litL[257+int(c)]))
+		if e := lenExtra[c]; e > 0 {
+			z.bits(uint32(l-int(lenBase[c])), uint(e))
+		}
+		d := t & 0xff
+		z.bits(uint32(distC[d]), uint(distL[d]))
+	}
+	z.bits(uint32(litC[256]), uint(litL[256]))
+	z.toks = z.toks[:0]
+}
+
+// header starts a block with the codes of lengths litL and distL: the
+// block's type, and the lengths, run-length coded (symbols 16, 17, 18)
+// with a Huffman code of their own.
+func (z *rowDeflater) header(litL, distL []uint8, last bool) {
 	nlit, ndist := 286, 30
 	for nlit > 257 && litL[nlit-1] == 0 {
 		nlit--
@@ -287,22 +310,6 @@ func (z *rowDeflater) block(last bool) {
 			z.bits(uint32(c.extra), 7)
 		}
 	}
-	for _, t := range z.toks {
-		if t&matchFlag == 0 {
-			z.bits(uint32(litC[t]), uint(litL[t]))
-			continue
-		}
-		l := int(t >> 8 & 0x1ff)
-		c := lenCode[l-3]
-		z.bits(uint32(litC[257+int(c)]), uint(litL[257+int(c)]))
-		if e := lenExtra[c]; e > 0 {
-			z.bits(uint32(l-int(lenBase[c])), uint(e))
-		}
-		d := t & 0xff
-		z.bits(uint32(distC[d]), uint(distL[d]))
-	}
-	z.bits(uint32(litC[256]), uint(litL[256]))
-	z.toks = z.toks[:0]
 }
 
 // huffLengths sets lens to the lengths of a Huffman code of the symbols

@@ -21,16 +21,15 @@ import (
 // few tokens, the others are filtered and deflated byte by byte. An
 // image that is not opaque RGBA goes to image/png.
 func encodePNG(w io.Writer, m image.Image) error {
-	rgba, ok := m.(*image.RGBA)
 	var stream []byte
-	if ok && !rgba.Bounds().Empty() { // image/png refuses an empty image
-		stream, ok = deflateRows(rgba)
+	if rgba, ok := m.(*image.RGBA); ok && !rgba.Bounds().Empty() { // image/png refuses an empty image
+		stream = deflateRows(rgba)
 	}
 	if stream == nil {
 		enc := png.Encoder{CompressionLevel: png.BestSpeed}
 		return enc.Encode(w, m)
 	}
-	b := rgba.Bounds()
+	b := m.Bounds()
 	if _, err := io.WriteString(w, "\x89PNG\r\n\x1a\n"); err != nil {
 		return err
 	}
@@ -54,11 +53,11 @@ func encodePNG(w io.Writer, m image.Image) error {
 const ftUp = 2 // the filter "up"
 
 // deflateRows is the zlib stream of m's pixels as RGB rows filtered
-// "up", or false when m is not opaque (then its RGB rows would not be
-// its pixels). A stretch of pixels as above is a run of zeros, found four
+// "up", or nil when m is not opaque (then its RGB rows would not be its
+// pixels). A stretch of pixels as above is a run of zeros, found four
 // words at a time; the pixels that differ are filtered and deflated byte
 // by byte.
-func deflateRows(m *image.RGBA) ([]byte, bool) {
+func deflateRows(m *image.RGBA) []byte {
 	b := m.Bounds()
 	width := b.Dx()
 	z := newRowDeflater()
@@ -97,11 +96,11 @@ func deflateRows(m *image.RGBA) ([]byte, bool) {
 			}
 		}
 		if opaque != 0xff {
-			return nil, false
+			return nil
 		}
 		prev = cur
 	}
-	return z.finish(), true
+	return z.finish()
 }
 
 // sameRun is where the stretch of pixels from x on that are the same in

@@ -79,7 +79,7 @@ func (c *svgCanvas) SetColor(clr color.Color) { c.context().color = clr }
 
 // gtransform opens a group with a transform (svgo's Gtransform).
 func (c *svgCanvas) gtransform(s string) {
-	fmt.Fprintln(&c.buf, fmt.Sprintf(`<g %s="%s">`, "transform", s))
+	fmt.Fprintf(&c.buf, "<g transform=\"%s\">\n", s)
 }
 
 func (c *svgCanvas) Rotate(rot float64) {
