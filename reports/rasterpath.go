@@ -222,8 +222,9 @@ func (pr *pathRaster) outline(p vg.Path, fill bool) bool {
 
 // arc adds the quadratic curves gg's DrawArc(x, y, r, angle1, angle2)
 // makes (DrawEllipticalArc, with rx = ry = r), computed as it computes
-// them, to pts: after a line to its first point, or from there when
-// the path has no current point (has).
+// them (the arithmetic is gg's, git.sr.ht/~sbinet/gg, MIT, after
+// fogleman/gg), to pts: after a line to its first point, or from there
+// when the path has no current point (has).
 func (pr *pathRaster) arc(x, y, r, angle1, angle2 float64, at func(x, y float64) fixed.Point26_6, has bool, moveTo func(fixed.Point26_6)) {
 	rx, ry := r, r
 	const n = 16

@@ -29,6 +29,11 @@ import (
 // into one buffer. Text, transforms and images, a few per figure, are
 // written as vgsvg writes them, with fmt. What vgsvg does not do for a
 // report's figures (embedded fonts) is not done here either.
+//
+// What it writes, and the code that decides it (the styles, arcs, font
+// names), follow gonum.org/v1/plot/vg/vgsvg (BSD-3-Clause, Copyright
+// ©2015 The Gonum Authors), so that the document stays the same: a
+// change of gonum's shows in TestPathRasterDrawsAsGG.
 type svgCanvas struct {
 	w, h  vg.Length
 	hdr   string
