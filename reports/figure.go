@@ -9,15 +9,18 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"git.sr.ht/~sbinet/gg"
+	xfont "golang.org/x/image/font"
+	"golang.org/x/image/font/opentype"
+	"golang.org/x/image/math/fixed"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // DPI of the PNG files. Sizes below are in points (1/72 inch), so a PNG is
@@ -60,7 +63,7 @@ func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
 	if err := writeAtomic(filepath.Join(dir, base+".png"), quickPNG{img.Canvas}); err != nil {
 		return err
 	}
-	svg := vgsvg.New(w, h)
+	svg := newSVG(w, h) // vgsvg.New's document, written for less (svgCanvas)
 	dc := draw.New(svg)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
@@ -79,8 +82,9 @@ func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
 // NewWith's canvas puts it.
 type rasterCanvas struct {
 	*vgimg.Canvas
-	w, h vg.Length
-	fast *pathRaster // nil: every path through gg
+	w, h  vg.Length
+	fast  *pathRaster // nil: every path through gg
+	faces map[faceKey]*glyphCache
 }
 
 func newRaster(w, h vg.Length) *rasterCanvas {
@@ -147,17 +151,95 @@ func (r *rasterCanvas) Pop() {
 func (r *rasterCanvas) Size() (vg.Length, vg.Length) { return r.w, r.h }
 
 // FillString writes str where vgimg's canvas of height h would: at
-// h - pt.Y from the top.
+// h - pt.Y from the top. It draws as vgimg's FillString does (gg's
+// DrawString, through the same context), with a face of f that keeps the
+// glyphs it rasterized (glyphCache) instead of a new face each time.
 func (r *rasterCanvas) FillString(f font.Face, pt vg.Point, str string) {
 	_, ph := r.Canvas.Size()
 	pt.Y += ph - r.h
-	r.Canvas.FillString(f, pt, str)
+	if r.fast == nil {
+		r.Canvas.FillString(f, pt, str)
+		return
+	}
+	if f.Font.Size == 0 {
+		return
+	}
+	ctx, dpi := r.fast.ctx, r.Canvas.DPI()
+	ctx.Push()
+	defer ctx.Pop()
+	ctx.SetFontFace(r.face(f, dpi))
+	x, y, h := pt.X.Dots(dpi), pt.Y.Dots(dpi), ph.Dots(dpi)
+	ctx.InvertY()
+	ctx.DrawString(str, x, h-y)
+}
+
+// face is f at dpi, as vgimg makes it (f.FontFace), with its glyphs
+// kept: one per font of the figure.
+func (r *rasterCanvas) face(f font.Face, dpi float64) *glyphCache {
+	k := faceKey{f.Font, f.Face}
+	if g, ok := r.faces[k]; ok {
+		return g
+	}
+	if r.faces == nil {
+		r.faces = map[faceKey]*glyphCache{}
+	}
+	g := &glyphCache{Face: f.FontFace(dpi), glyphs: map[glyphKey]glyph{}}
+	r.faces[k] = g
+	return g
+}
+
+type faceKey struct {
+	font font.Font
+	face *opentype.Font
+}
+
+// glyphCache is a face whose Glyph keeps what its face gives: the face
+// rasterizes a glyph at the dot's place within its pixel (1/64 pixel),
+// into a mask that depends on that alone (the dot's whole pixels move
+// the rectangle it covers), so a figure's labels, the same few letters
+// and digits over and over, rasterize each once per place.
+type glyphCache struct {
+	xfont.Face
+	glyphs map[glyphKey]glyph
+}
+
+type glyphKey struct {
+	r    rune
+	x, y fixed.Int26_6 // the dot within its pixel
+}
+
+type glyph struct {
+	dr      image.Rectangle // as at a dot in pixel (0, 0)
+	mask    *image.Alpha
+	maskp   image.Point
+	advance fixed.Int26_6
+	ok      bool
+}
+
+func (g *glyphCache) Glyph(dot fixed.Point26_6, r rune) (image.Rectangle, image.Image, image.Point, fixed.Int26_6, bool) {
+	k := glyphKey{r, dot.X & 63, dot.Y & 63}
+	gl, found := g.glyphs[k]
+	if !found {
+		dr, mask, maskp, advance, ok := g.Face.Glyph(fixed.Point26_6{X: k.x, Y: k.y}, r)
+		gl = glyph{dr: dr, maskp: maskp, advance: advance, ok: ok}
+		if m, isAlpha := mask.(*image.Alpha); ok && isAlpha {
+			// The face reuses its mask: keep a copy.
+			gl.mask = &image.Alpha{Pix: slices.Clone(m.Pix), Stride: m.Stride, Rect: m.Rect}
+		} else if ok {
+			return g.Face.Glyph(dot, r) // a mask of another kind: not kept
+		}
+		g.glyphs[k] = gl
+	}
+	if !gl.ok {
+		return image.Rectangle{}, nil, image.Point{}, 0, false
+	}
+	return gl.dr.Add(image.Point{X: dot.X.Floor(), Y: dot.Y.Floor()}), gl.mask, gl.maskp, gl.advance, true
 }
 
 // quickPNG writes a raster figure as PNG compressed for speed: the
 // default compression took a third of a report's drawing, and the
-// figures, flat colours on white, compress well at the fastest level
-// (encodePNG).
+// figures, flat colours on white, mostly rows that repeat the row above,
+// compress well with a deflater that looks for little else (encodePNG).
 type quickPNG struct{ c *vgimg.Canvas }
 
 func (q quickPNG) WriteTo(w io.Writer) (int64, error) {

@@ -173,12 +173,16 @@ func latencyPoints(ld *latencyDigest, xmax, ymin, ymax float64) map[history.Type
 	}
 	seen := map[cell]bool{}
 	pts := map[history.Type]plotter.XYs{}
+	sorted := make([][]latPoint, len(outcomes)) // sorted once, for every grid tried
+	for o := range outcomes {
+		sorted[o] = ld.sortedPoints(o)
+	}
 	for f := 1.0; ; f *= 2 {
 		clear(seen)
 		clear(pts)
 		n := 0
 		for o, out := range outcomes {
-			for _, p := range ld.sortedPoints(o) {
+			for _, p := range sorted[o] {
 				k := cell{out.T, int(p.X / xmax * cols / f), int(math.Log(p.Y/ymin) / math.Log(ymax/ymin) * rowsPx / f)}
 				if seen[k] {
 					continue

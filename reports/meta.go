@@ -115,17 +115,27 @@ func writeResultsWith(dir string, out Results, see func(checker.Hold)) error {
 	return WriteJSON(dir, ResultsFile, out)
 }
 
-// encodeHolds writes res's holds, one JSON object a line, one at a time.
+// encodeHolds writes res's holds, one JSON object a line, one at a time,
+// in writes of 64 KiB or so (a write a line was a tenth of the encoding).
 func encodeHolds(w io.Writer, res checker.Result, see func(checker.Hold)) error {
-	var b []byte
-	return res.EachHold(func(h checker.Hold) error {
+	const batch = 64 << 10
+	b := make([]byte, 0, batch+512)
+	err := res.EachHold(func(h checker.Hold) error {
 		if see != nil {
 			see(h)
 		}
-		b = append(appendHold(b[:0], &h), '\n')
+		b = append(appendHold(b, &h), '\n')
+		if len(b) < batch {
+			return nil
+		}
 		_, err := w.Write(b)
+		b = b[:0]
 		return err
 	})
+	if err == nil && len(b) > 0 {
+		_, err = w.Write(b)
+	}
+	return err
 }
 
 // appendHold appends h as json.Marshal writes it (TestAppendHoldIsJSON),

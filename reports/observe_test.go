@@ -26,14 +26,30 @@ func TestDigestedReportIsTheReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A hold the check never saw the run acquire the key of, or one
+	// that ends after the history: the overview's holds gathered ahead
+	// (holdsAhead) no longer fit, and are gathered again.
+	lateHold := func(key string, past int64) func(*checker.Result) {
+		return func(res *checker.Result) {
+			h := res.Holds[len(res.Holds)-1]
+			if key != "" {
+				h.Key = key
+			}
+			h.Start, h.End = res.Seen.End-ms, res.Seen.End+past
+			res.Holds = append(res.Holds, h)
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		ops   []history.Op
 		valid bool
+		tweak func(*checker.Result)
 	}{
-		{"clock-jump", func() []history.Op { _, ops, _ := clockFixture(); return ops }(), false},
-		{"valid", func() []history.Op { _, ops, _ := validFixture(); return ops }(), true},
-		{"crash shape", crash, true},
+		{"clock-jump", func() []history.Op { _, ops, _ := clockFixture(); return ops }(), false, nil},
+		{"valid", func() []history.Op { _, ops, _ := validFixture(); return ops }(), true, nil},
+		{"crash shape", crash, true, nil},
+		{"a key never acquired", func() []history.Op { _, ops, _ := clockFixture(); return ops }(), false, lateHold("lock-elsewhere", 0)},
+		{"a hold past the end", func() []history.Op { _, ops, _ := clockFixture(); return ops }(), false, lateHold("", 5000*ms)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -54,6 +70,12 @@ func TestDigestedReportIsTheReport(t *testing.T) {
 				res, err := checker.Check(ctx, src, cfg)
 				if err != nil || (res.Verdict == checker.Valid) != tc.valid {
 					t.Fatalf("check: %s %v", res.Verdict, err)
+				}
+				if tc.tweak != nil {
+					if res.HoldsInFile() {
+						t.Fatal("the holds of the fixture went to a file")
+					}
+					tc.tweak(&res)
 				}
 				away := filepath.Join(t.TempDir(), HistoryFile)
 				if i == 1 && tc.valid {

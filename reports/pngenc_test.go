@@ -5,6 +5,9 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/plot/vg"
@@ -25,6 +28,85 @@ func TestEncodePNGKeepsEveryPixel(t *testing.T) {
 	m := image.NewRGBA(image.Rect(0, 0, 7, 5))
 	m.Set(3, 2, color.NRGBA{R: 200, A: 100})
 	samePixels(t, m)
+}
+
+// encodePNG's own deflater keeps the pixels of images unlike a figure
+// too: a column, a row, noise (literals in several blocks), runs of
+// pixels and of bytes across rows, bounds that do not start at 0, and
+// pixels not opaque after an opaque first row (image/png writes those).
+func TestEncodePNGKeepsEveryPixelOfOddImages(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	opaque := func(r image.Rectangle, f func(x, y int) color.RGBA) *image.RGBA {
+		m := image.NewRGBA(r)
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				c := f(x, y)
+				c.A = 255
+				m.SetRGBA(x, y, c)
+			}
+		}
+		return m
+	}
+	noise := func(int, int) color.RGBA {
+		return color.RGBA{R: uint8(rnd.IntN(256)), G: uint8(rnd.IntN(256)), B: uint8(rnd.IntN(256))}
+	}
+	bars := func(x, y int) color.RGBA {
+		switch {
+		case y%7 < 3 && x%50 < 30:
+			return color.RGBA{R: 31, G: 119, B: 180}
+		case y%7 == 3 && x%3 == 0:
+			return color.RGBA{R: uint8(x), G: uint8(y), B: 7}
+		}
+		return color.RGBA{R: 255, G: 255, B: 255}
+	}
+	for name, m := range map[string]*image.RGBA{
+		"1x1":       opaque(image.Rect(0, 0, 1, 1), noise),
+		"column":    opaque(image.Rect(0, 0, 1, 300), bars),
+		"row":       opaque(image.Rect(0, 0, 700, 1), bars),
+		"2 wide":    opaque(image.Rect(0, 0, 2, 50), bars),
+		"noise":     opaque(image.Rect(0, 0, 300, 300), noise),
+		"bars":      opaque(image.Rect(0, 0, 1203, 2001), bars),
+		"offset":    opaque(image.Rect(-5, 7, 100, 90), bars),
+		"sub-image": opaque(image.Rect(0, 0, 400, 400), bars).SubImage(image.Rect(13, 17, 301, 250)).(*image.RGBA),
+		"black":     image.NewRGBA(image.Rect(0, 0, 40, 40)), // transparent: image/png's
+		"one see-through": func() *image.RGBA {
+			m := opaque(image.Rect(0, 0, 90, 60), bars)
+			m.SetRGBA(50, 40, color.RGBA{R: 10, A: 10})
+			return m
+		}(),
+	} {
+		t.Run(name, func(t *testing.T) { samePixels(t, m) })
+	}
+}
+
+// huffLengths makes a complete code no longer than its limit, however
+// skewed the frequencies (Fibonacci's would make a code of 30 bits).
+func TestHuffLengthsKeepToTheLimit(t *testing.T) {
+	freq := make([]uint32, 30)
+	a, b := uint32(1), uint32(1)
+	for i := range freq {
+		freq[i] = a
+		a, b = b, a+b
+	}
+	for _, limit := range []int{7, 15} {
+		lens := make([]uint8, len(freq))
+		huffLengths(freq, lens, limit)
+		kraft := 0.0
+		for i, l := range lens {
+			if l == 0 || int(l) > limit {
+				t.Fatalf("limit %d: symbol %d has a code of %d bits", limit, i, l)
+			}
+			kraft += math.Pow(2, -float64(l))
+		}
+		if kraft != 1 {
+			t.Errorf("limit %d: Kraft sum %v, want a complete code", limit, kraft)
+		}
+	}
+	lens := make([]uint8, 5)
+	huffLengths([]uint32{0, 0, 9, 0, 0}, lens, 15)
+	if n := slices.Index(lens, 0); lens[2] != 1 || n < 0 || slices.Max(lens) != 1 || len(slices.DeleteFunc(slices.Clone(lens), func(l uint8) bool { return l == 0 })) != 2 {
+		t.Errorf("one symbol used: lengths %v, want two codes of one bit", lens)
+	}
 }
 
 func samePixels(t *testing.T, m image.Image) {

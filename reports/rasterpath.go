@@ -24,8 +24,10 @@ import (
 // here each path is moved to the origin of a rasterizer as large as the
 // path's pixels (as tall as the next power of two, so that a few
 // rasterizers serve every path and keep the cells they grew), whose spans
-// the rasterizer moves back (Dx, Dy) onto the image. A path with curves, a dashed line, or one that reaches the
-// image's edge goes to gg, as does everything but lines (text, glyphs).
+// the rasterizer moves back (Dx, Dy) onto the image. A filled arc (a glyph) is drawn
+// here too, as the curves gg makes of it; a path with other curves, a
+// stroked arc, a dashed line, or one that reaches the image's edge goes
+// to gg, as does text.
 type pathRaster struct {
 	ctx *gg.Context
 	img *image.RGBA
@@ -56,10 +58,12 @@ type pen struct {
 }
 
 // pathPoint is a point of a path in gg's fixed point, in pixels of the
-// image; start begins a subpath.
+// image; start begins a subpath, ctrl is the control point of a
+// quadratic curve to the point after it.
 type pathPoint struct {
 	pt    fixed.Point26_6
 	start bool
+	ctrl  bool
 }
 
 // newPathRaster draws on img through ctx, the context of a vgimg canvas
@@ -113,10 +117,14 @@ func (pr *pathRaster) fill(p vg.Path) bool {
 		return false
 	}
 	pr.path = pr.path[:0]
-	for _, q := range pr.pts {
-		if q.start {
+	for i := 0; i < len(pr.pts); i++ {
+		switch q := pr.pts[i]; {
+		case q.start:
 			pr.path.Start(shift(q.pt, x0, y0))
-		} else {
+		case q.ctrl:
+			i++
+			pr.path.Add2(shift(q.pt, x0, y0), shift(pr.pts[i].pt, x0, y0))
+		default:
 			pr.path.Add1(shift(q.pt, x0, y0))
 		}
 	}
@@ -159,28 +167,48 @@ func (pr *pathRaster) stroke(p vg.Path) bool {
 	return true
 }
 
-// outline gathers p's points as gg's MoveTo, LineTo and ClosePath place
-// them (through gg's transform, rounded to fixed point as gg does) into
-// pts, those of its fill path or of its stroke path: false for a path
-// with arcs or curves.
+// outline gathers p's points as gg's MoveTo, LineTo, DrawArc and
+// ClosePath place them (through gg's transform, rounded to fixed point as
+// gg does) into pts, those of its fill path or of its stroke path: false
+// for a path with curves, or with arcs to stroke.
+//
+// An arc is a fill's only curve (a glyph: the latency plot's thousands
+// of points, a lease's expiry), which gg makes of 16 quadratic curves
+// (DrawEllipticalArc), computed here the same. The rasterizer splits a
+// curve with halves and quarters of its points' sums, which a move by
+// whole pixels moves by whole pixels as long as none is negative (Go
+// divides towards zero): the points here lie in the image and, moved,
+// in the rasterizer (bounds), so they never are.
 func (pr *pathRaster) outline(p vg.Path, fill bool) bool {
 	pr.pts = pr.pts[:0]
 	var start fixed.Point26_6
 	has := false
+	at := func(x, y float64) fixed.Point26_6 {
+		x, y = pr.ctx.TransformPoint(x, y)
+		return gg.Point{X: x, Y: y}.Fixed()
+	}
+	moveTo := func(pt fixed.Point26_6) {
+		if has && fill { // gg closes the fill path it leaves
+			pr.pts = append(pr.pts, pathPoint{pt: start})
+		}
+		pr.pts = append(pr.pts, pathPoint{pt: pt, start: true})
+		start, has = pt, true
+	}
 	for _, c := range p {
 		switch c.Type {
 		case vg.MoveComp, vg.LineComp:
-			x, y := pr.ctx.TransformPoint(c.Pos.X.Dots(pr.dpi), c.Pos.Y.Dots(pr.dpi))
-			pt := gg.Point{X: x, Y: y}.Fixed()
+			pt := at(c.Pos.X.Dots(pr.dpi), c.Pos.Y.Dots(pr.dpi))
 			if c.Type == vg.MoveComp || !has {
-				if has && fill { // gg closes the fill path it leaves
-					pr.pts = append(pr.pts, pathPoint{pt: start})
-				}
-				pr.pts = append(pr.pts, pathPoint{pt: pt, start: true})
-				start, has = pt, true
+				moveTo(pt)
 				continue
 			}
 			pr.pts = append(pr.pts, pathPoint{pt: pt})
+		case vg.ArcComp:
+			if !fill {
+				return false
+			}
+			pr.arc(c.Pos.X.Dots(pr.dpi), c.Pos.Y.Dots(pr.dpi), c.Radius.Dots(pr.dpi), c.Start, c.Start+c.Angle, at, has, moveTo)
+			has = true
 		case vg.CloseComp:
 			if has {
 				pr.pts = append(pr.pts, pathPoint{pt: start})
@@ -190,6 +218,38 @@ func (pr *pathRaster) outline(p vg.Path, fill bool) bool {
 		}
 	}
 	return true
+}
+
+// arc adds the quadratic curves gg's DrawArc(x, y, r, angle1, angle2)
+// makes (DrawEllipticalArc, with rx = ry = r), computed as it computes
+// them (the arithmetic is gg's, git.sr.ht/~sbinet/gg, MIT, after
+// fogleman/gg), to pts: after a line to its first point, or from there
+// when the path has no current point (has).
+func (pr *pathRaster) arc(x, y, r, angle1, angle2 float64, at func(x, y float64) fixed.Point26_6, has bool, moveTo func(fixed.Point26_6)) {
+	rx, ry := r, r
+	const n = 16
+	for i := 0; i < n; i++ {
+		p1 := float64(i+0) / n
+		p2 := float64(i+1) / n
+		a1 := angle1 + (angle2-angle1)*p1
+		a2 := angle1 + (angle2-angle1)*p2
+		x0 := x + rx*math.Cos(a1)
+		y0 := y + ry*math.Sin(a1)
+		x1 := x + rx*math.Cos((a1+a2)/2)
+		y1 := y + ry*math.Sin((a1+a2)/2)
+		x2 := x + rx*math.Cos(a2)
+		y2 := y + ry*math.Sin(a2)
+		cx := 2*x1 - x0/2 - x2/2
+		cy := 2*y1 - y0/2 - y2/2
+		if i == 0 {
+			if has {
+				pr.pts = append(pr.pts, pathPoint{pt: at(x0, y0)})
+			} else {
+				moveTo(at(x0, y0))
+			}
+		}
+		pr.pts = append(pr.pts, pathPoint{pt: at(cx, cy), ctrl: true}, pathPoint{pt: at(x2, y2)})
+	}
 }
 
 // bounds picks a rasterizer for the pixels of pts with margin pixels

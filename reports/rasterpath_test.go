@@ -10,13 +10,15 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
 )
 
-// A figure drawn on newRaster's canvas, its straight paths by
-// pathRaster, has the pixels gg gives it on vgimg's canvas, every
+// A figure drawn on newRaster's canvas, its straight paths and filled
+// glyphs by pathRaster, has the pixels gg gives it on vgimg's canvas, and
+// its SVG (svgCanvas) the bytes of vgsvg's, every
 // figure of a report: timelines (with every kind of mark, a close-up
 // with its dashed lines, a long run, thousands of processes), the
 // latency and rate plots and a story.
@@ -25,7 +27,7 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 		name string
 		w, h vg.Length
 		fig  func(draw.Canvas)
-		most bool // most of its paths are straight: pathRaster must draw them
+		most bool // most of its paths are straight or glyphs: pathRaster must draw them
 	}
 	var figs []figure
 	timeline := func(name string, v *runView, win window) {
@@ -42,11 +44,30 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 	timeline("thousands of processes", many, window{From: 0, To: many.end, Title: "thousands"})
 	lw, lh, lfig := long.latency()
 	rw, rh, rfig := long.rate()
-	figs = append(figs, figure{"latency", lw, lh, lfig, false}, figure{"rate", rw, rh, rfig, true})
+	figs = append(figs, figure{"latency", lw, lh, lfig, true}, figure{"rate", rw, rh, rfig, true})
 	sw, sh, sfig := staleWriteStory(t)
 	figs = append(figs, figure{"story", sw, sh, sfig, false})
 
 	for _, f := range figs {
+		// The SVG too: svgCanvas writes what vgsvg writes.
+		refSVG, gotSVG := vgsvg.New(f.w, f.h), newSVG(f.w, f.h)
+		for _, c := range []vg.CanvasWriterTo{refSVG, gotSVG} {
+			dc := draw.New(c)
+			dc.SetColor(color.White)
+			dc.Fill(dc.Rectangle.Path())
+			f.fig(dc)
+		}
+		var want, gotBytes bytes.Buffer
+		if _, err := refSVG.WriteTo(&want); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := gotSVG.WriteTo(&gotBytes); err != nil || n != int64(gotBytes.Len()) {
+			t.Fatalf("%s: svgCanvas wrote %d bytes, says %d (%v)", f.name, gotBytes.Len(), n, err)
+		}
+		if !bytes.Equal(want.Bytes(), gotBytes.Bytes()) {
+			t.Errorf("%s: svgCanvas wrote another SVG than vgsvg (%d bytes, vgsvg's %d; first difference at %d)",
+				f.name, gotBytes.Len(), want.Len(), firstDiff(want.Bytes(), gotBytes.Bytes()))
+		}
 		ref := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
 		f.fig(draw.New(ref))
 		got := newRaster(f.w, f.h)
@@ -59,6 +80,16 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 			t.Errorf("%s: pathRaster drew only %d paths", f.name, got.fast.drawn)
 		}
 	}
+}
+
+// firstDiff is the index of the first byte where a and b differ.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 // differing counts the pixels where a and b differ.

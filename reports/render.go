@@ -88,12 +88,18 @@ func render(ctx context.Context, dir string, rec Record, src history.Source, res
 	out := v.results()
 	// results.json is part of the report: write it in its canonical form,
 	// so that the run's file and a rebuilt one are the same.
-	// One pass over the holds writes them and scans them (scanHolds).
-	if err := writeResultsWith(dir, out, v.scanHold); err != nil {
+	// One pass over the holds writes them and scans them (scanHolds),
+	// and gathers the overview's marks of them ahead (holdsAhead).
+	see := v.scanHold
+	ahead := v.holdsAhead(g)
+	if ahead != nil {
+		see = func(h checker.Hold) { v.scanHold(h); ahead.add(h) }
+	}
+	if err := writeResultsWith(dir, out, see); err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}
 	zoomed := v.zoomed()
-	wins, err := v.gather(ctx, zoomed, g)
+	wins, err := v.gather(ctx, zoomed, g, ahead)
 	if err != nil {
 		return out, fmt.Errorf("render: %w", err)
 	}

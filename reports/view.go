@@ -172,11 +172,15 @@ func (v *runView) keyColour(key string) color.NRGBA {
 }
 
 // keyColourIndex is the index of key's colour in keyColours.
-func (v *runView) keyColourIndex(key string) int {
-	if v.manyKeys {
+func (v *runView) keyColourIndex(key string) int { return colourIndex(v.keys, v.manyKeys, key) }
+
+// colourIndex is the index of key's colour in keyColours, among the
+// sorted keys, or of more keys than maxKeys (many).
+func colourIndex(keys []string, many bool, key string) int {
+	if many {
 		return hashColour(key)
 	}
-	i, found := slices.BinarySearch(v.keys, key)
+	i, found := slices.BinarySearch(keys, key)
 	if !found {
 		return 0
 	}
@@ -185,11 +189,63 @@ func (v *runView) keyColourIndex(key string) int {
 
 // holdEnd is where a hold's bar ends: its end, or the end of the run for a
 // claim that never ended.
-func (v *runView) holdEnd(h checker.Hold) int64 {
+func (v *runView) holdEnd(h checker.Hold) int64 { return barEnd(h, v.end) }
+
+// barEnd is where h's bar ends in a run that ends at end.
+func barEnd(h checker.Hold, end int64) int64 {
 	if h.End < 0 {
-		return v.end
+		return end
 	}
 	return h.End
+}
+
+// holdsAhead are the overview timeline's hold marks, gathered in the
+// pass over the holds that writes them (holds.jsonl) and scans them
+// (scanHold), ahead of what they depend on and that pass completes: the
+// end of the run (where the overview ends, and a claim that never ended)
+// and the keys (their colours). They are gathered as the end and the keys
+// were before it, the keys those the check saw acquired (the digest's),
+// and kept if the pass changed neither (fits): then the overview needs no
+// second pass over the holds, which come from a file on a long run (a
+// tenth of a second of reading and merging both times on a million
+// events). Else they are dropped and gather takes the holds again.
+type holdsAhead struct {
+	key  spanKey
+	end  int64
+	keys []string
+	many bool
+	m    *marks
+}
+
+// holdsAhead starts the overview's hold marks, when the digest g says
+// which keys the run acquired; nil otherwise.
+func (v *runView) holdsAhead(g *Digest) *holdsAhead {
+	if g == nil || g.d == nil || g.d.acqKeys == nil {
+		return nil
+	}
+	keys, ok := sortedUnion(g.d.acqKeys)
+	k := window{From: 0, To: v.end}.key()
+	return &holdsAhead{key: k, end: v.end, keys: keys, many: !ok, m: newMarks(k)}
+}
+
+// key0 is the key of the window the marks were gathered for (none for a
+// nil a).
+func (a *holdsAhead) key0() spanKey {
+	if a == nil {
+		return spanKey{}
+	}
+	return a.key
+}
+
+// add takes the next hold, in order of start.
+func (a *holdsAhead) add(h checker.Hold) {
+	a.m.addHold(h, barEnd(h, a.end), colourIndex(a.keys, a.many, h.Key))
+}
+
+// fits reports whether the marks gathered ahead are what v, complete,
+// would gather: the same end of the run, the same keys.
+func (a *holdsAhead) fits(v *runView) bool {
+	return a != nil && v.end == a.end && v.manyKeys == a.many && (a.many || slices.Equal(v.keys, a.keys))
 }
 
 // verdictWord is how the verdict reads in a title.
@@ -226,7 +282,7 @@ func (v *runView) marksOf(w window) *marks {
 // close-up of a violation whose events the check did not keep is placed
 // once the pass has found them, and its marks take a pass of their own.
 // It returns the windows, the overview first.
-func (v *runView) gather(ctx context.Context, zoomed []int, g *Digest) ([]window, error) {
+func (v *runView) gather(ctx context.Context, zoomed []int, g *Digest, ahead *holdsAhead) ([]window, error) {
 	wins := make([]window, 1+len(zoomed))
 	wins[0] = window{From: 0, To: v.end, Title: v.title("timeline")}
 	for k, i := range zoomed {
@@ -254,8 +310,16 @@ func (v *runView) gather(ctx context.Context, zoomed []int, g *Digest) ([]window
 		}
 		maps.Copy(ms, more)
 	}
-	if err := v.gatherHolds(ms); err != nil {
-		return nil, err
+	need := ms
+	if m := ms[ahead.key0()]; m != nil && ahead.fits(v) && len(m.holds.holders) == 0 && len(m.holds.bars) == 0 {
+		m.holds = ahead.m.holds // the overview's holds, gathered ahead
+		need = maps.Clone(ms)
+		delete(need, ahead.key)
+	}
+	if len(need) > 0 {
+		if err := v.gatherHolds(need); err != nil {
+			return nil, err
+		}
 	}
 	maps.Copy(v.marks, ms)
 	return wins, nil
