@@ -194,3 +194,36 @@ func TestRasterCanvasDrawsAsNewWith(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEncodePNG gives the hand-made deflater rows it was not shaped for:
+// the fuzzer's bytes as the pixels of an opaque image of a width it picks,
+// each byte repeated rep times (runs longer than a match, and the row
+// above again, are what the deflater looks for). Whatever it is given,
+// image/png must decode the same pixels.
+func FuzzEncodePNG(f *testing.F) {
+	f.Add(uint8(3), uint8(1), []byte("abcabcabc\x00\x00\x00\x00\x00\x00\xff\xff\xff"))
+	f.Add(uint8(1), uint8(200), []byte{0, 0, 0, 1})
+	f.Add(uint8(40), uint8(7), []byte("a bar, a gap, a bar, and some text"))
+	f.Fuzz(func(t *testing.T, width, rep uint8, data []byte) {
+		w, r := int(width)%64+1, int(rep)%300+1
+		if len(data) == 0 || len(data)*r > 1<<18 {
+			return
+		}
+		var px []byte
+		for _, b := range data {
+			for range r {
+				px = append(px, b)
+			}
+		}
+		h := max(1, ((len(px)+2)/3+w-1)/w)
+		m := image.NewRGBA(image.Rect(0, 0, w, h))
+		for i := 0; i < w*h; i++ {
+			j := 3 * i
+			m.Pix[4*i] = px[j%len(px)]
+			m.Pix[4*i+1] = px[(j+1)%len(px)]
+			m.Pix[4*i+2] = px[(j+2)%len(px)]
+			m.Pix[4*i+3] = 255
+		}
+		samePixels(t, m)
+	})
+}
