@@ -184,7 +184,7 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	}
 	results := eachKey(p.keys, func(key string) keyResult {
 		ops := leaseOps(p, key, false)
-		return keyResult{checkLinearizable(ctx, leaseModel(openState(w.c.open[key])), ops, cfg.Timeout), len(ops)}
+		return keyResult{checkOwnModel(ctx, leaseModel(openState(w.c.open[key])), ops, cfg.Timeout), len(ops)}
 	})
 	for i, key := range p.keys {
 		lr := results[i].lr

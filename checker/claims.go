@@ -269,30 +269,53 @@ func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 // through its releases.
 func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open map[string][]claim) promiseFindings {
 	var f promiseFindings
-	releases, lost := map[string][]*call{}, map[string][]*call{}
+	lost := map[string][]*call{}
 	for i := range p.calls {
-		c := &p.calls[i]
-		if c.f == history.FRelease && c.typ == history.OK {
-			releases[c.key] = append(releases[c.key], c)
-		}
-		if c.lost {
+		if c := &p.calls[i]; c.lost {
 			lost[c.key] = append(lost[c.key], c)
 		}
 	}
 	keys := claimKeys(p, byKey)
+	added := false
 	for k := range open {
-		if _, claims := byKey[k]; !claims && len(releases[k]) > 0 {
+		if _, claims := byKey[k]; !claims && len(releasesOK(p, k)) > 0 {
 			keys = append(keys, k) // releases inside a carried claim
+			added = true
 		}
 	}
-	slices.Sort(keys)
+	if added || !slices.IsSorted(keys) {
+		slices.Sort(keys)
+	}
 	for _, k := range keys {
 		cs := byKey[k]
 		f.findOverlaps(p, k, cs, open[k], rep)
-		f.findForeignReleases(k, cs, open[k], releases[k], rep)
+		f.findForeignReleases(k, cs, open[k], releasesOK(p, k), rep)
 		f.findLostLeases(k, cs, lost[k], rep)
 	}
 	return f
+}
+
+// releasesOK is key k's releases ok in p, in p.calls' order: from the
+// key's calls (p.keyCalls), not a map of every key's releases, which a
+// window of thousands of keys filled at a cost greater than the analysis
+// (a keyless call has no list there: its key's are looked for in all).
+func releasesOK(p *prepared, k string) []*call {
+	var out []*call
+	add := func(c *call) {
+		if c.f == history.FRelease && c.typ == history.OK && c.key == k {
+			out = append(out, c)
+		}
+	}
+	if is, ok := p.keyCalls[k]; ok || k != "" {
+		for _, i := range is {
+			add(&p.calls[i])
+		}
+		return out
+	}
+	for i := range p.calls {
+		add(&p.calls[i])
+	}
+	return out
 }
 
 // findOverlaps finds key k's claims (cs, sorted by start) that began
@@ -331,18 +354,12 @@ func (f *promiseFindings) findOverlaps(p *prepared, k string, cs, carried []clai
 // by end, which holds from the start the claims live through the window
 // (carried, which never end).
 func (f *promiseFindings) findForeignReleases(k string, cs, carried []claim, rels []*call, rep caps) {
-	sort.SliceStable(rels, func(i, j int) bool { return rels[i].inv < rels[j].inv })
-	// A release that ended its own process's live claim while another
-	// held the key too is still a release inside the other's claim, but
-	// whose lock it removed the history cannot say (a DEL without a
-	// token removed the other's key; a server that had dropped the
-	// releaser's lock, a killed session, freed the releaser's own): the
-	// words say both held.
-	ownEnd := map[int64]bool{}
-	for i := range cs {
-		if cs[i].released >= 0 {
-			ownEnd[cs[i].released] = true
-		}
+	if len(rels) == 0 {
+		return // nothing to find, nor to count
+	}
+	byInv := func(a, b *call) int { return cmp.Compare(a.inv, b.inv) }
+	if !slices.IsSortedFunc(rels, byInv) {
+		slices.SortStableFunc(rels, byInv)
 	}
 	open := &endHeap{max: true}
 	for i := range carried {
@@ -370,11 +387,21 @@ func (f *promiseFindings) findForeignReleases(k string, cs, carried []claim, rel
 				Checker: "lock-promise", Kind: KindForeignRelease, Key: k,
 				Processes: []int{r.proc, holder.proc}, Start: r.start, End: r.end,
 				Events: []int64{r.inv, r.done, holder.grant}, Fatal: true,
-				Description: foreignReleaseText(r, k, holder, ownEnd[r.inv]),
+				Description: foreignReleaseText(r, k, holder, endsOwn(cs, r)),
 			})
 		}
 	}
 	rep.set(capKey{"foreign", k}, reported)
+}
+
+// endsOwn reports whether release r ended a claim of its own process
+// among cs. Such a release, while another held the key too, is still a
+// release inside the other's claim, but whose lock it removed the history
+// cannot say (a DEL without a token removed the other's key; a server
+// that had dropped the releaser's lock, a killed session, freed the
+// releaser's own): the words say both held.
+func endsOwn(cs []claim, r *call) bool {
+	return slices.ContainsFunc(cs, func(c claim) bool { return c.released >= 0 && c.released == r.inv })
 }
 
 // foreignHolder is the claim of another process than release r's, among
@@ -403,6 +430,9 @@ func foreignHolder(open *endHeap, r *call) *claim {
 // its process's claim that began last before it was invoked: a lost
 // lease when that claim was certainly live at the answer (see claim).
 func (f *promiseFindings) findLostLeases(k string, cs []claim, lost []*call, rep caps) {
+	if len(lost) == 0 {
+		return // nothing to judge, nor to count
+	}
 	byProc := map[int][]*claim{}
 	for i := range cs {
 		byProc[cs[i].proc] = append(byProc[cs[i].proc], &cs[i])

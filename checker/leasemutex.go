@@ -202,8 +202,9 @@ func describeLeaseState(s LeaseState) string {
 // where that cannot matter (noops, give-ups), to keep the search and the
 // pictures small.
 func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
-	var out []porcupine.Operation
-	for _, i := range p.keyCalls[key] {
+	calls := p.keyCalls[key]
+	out := make([]porcupine.Operation, 0, len(calls)) // at most one each
+	for _, i := range calls {
 		c := &p.calls[i]
 		in := LeaseOp{F: c.f, Type: c.typ, Process: c.proc, Call: c.start, CallIndex: c.inv, Return: c.end, ReturnIndex: c.done}
 		if !c.completed() {

@@ -72,6 +72,7 @@ type prepared struct {
 	crashes   []crashRec       // the same, in order
 	keys      []string         // every key a client operation named, sorted
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order
+	keyless   bool             // a client operation named no key (it is in no list of keyCalls)
 
 	// priorToken, when set, is the token of (proc, key)'s latest acquire
 	// ok in the windows of the history before this one (see CheckFile):
@@ -419,6 +420,8 @@ func indexKeys(p *prepared) {
 	for i := range p.calls {
 		if k := p.calls[i].key; k != "" {
 			n[k]++
+		} else {
+			p.keyless = true
 		}
 	}
 	if len(p.keyCalls) == 0 {

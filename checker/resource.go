@@ -33,7 +33,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	rc := &resourceCheck{p: p, w: w, part: resourcePart{stats: map[string]float64{}, noOrder: map[string]Violation{}, lostKeys: map[string]bool{}}}
 	keys := claimKeys(p, secsByKey)
 	lrs := eachKey(keys, func(key string) linResult {
-		return checkLinearizable(ctx, counterModel(CounterState{A: c.counter[key], N: 1}), counterOps(secsByKey[key]), cfg.Timeout)
+		return checkOwnModel(ctx, counterModel(CounterState{A: c.counter[key], N: 1}), counterOps(secsByKey[key]), cfg.Timeout)
 	})
 	for ki, key := range keys {
 		rc.judgeKey(key, secsByKey[key], lrs[ki])
