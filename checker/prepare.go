@@ -543,6 +543,16 @@ func latestGrant(acquires, renews []*call, inv int64) *call {
 	return g
 }
 
+// has reports whether one of p's calls is an f.
+func (p *prepared) has(f string) bool {
+	for i := range p.calls {
+		if p.calls[i].f == f {
+			return true
+		}
+	}
+	return false
+}
+
 // invoked and completion are the call's instants (completion is forever
 // when it never completed).
 func (c *call) invoked() instant    { return instant{c.start, c.inv} }

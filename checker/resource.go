@@ -365,6 +365,9 @@ func finalCount(key string, s Section, accepted, unknownW int, stats map[string]
 // the windows before this one (all ended before it; its end and grant),
 // which a write without a claim here follows.
 func staleWrites(p *prepared, byKey map[string][]claim, prior func(proc int, key string) (claim, bool)) []Violation {
+	if !p.has(history.FWrite) {
+		return nil // no write, no stale one (and no claims to sort out)
+	}
 	// Claims by (key, process), sorted by start.
 	type pk struct {
 		proc int
