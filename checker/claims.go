@@ -74,45 +74,87 @@ type claimEvent struct {
 	fence    int64
 }
 
-// buildClaims returns every key's claims, sorted by start.
+// buildClaims returns every key's claims, sorted by start. It goes key by
+// key (each key's calls, p.keyCalls), with the key's few processes in a
+// list (keyEvents), rather than through a map of every process and key's
+// events, which a window of thousands of fresh keys filled at a cost
+// greater than building the claims.
 func buildClaims(p *prepared) map[string][]claim {
-	events := claimEvents(p)
 	out := make(map[string][]claim, len(p.keyCalls))
-	for k, evs := range events {
-		if cs := appendClaims(out[k.key], k, evs); len(cs) > 0 { // a key without claims has no entry
-			out[k.key] = cs
+	var ke keyEvents
+	for _, key := range windowKeys(p) {
+		ke.reset()
+		for _, i := range callsOf(p, key) {
+			ke.add(&p.calls[i])
 		}
-	}
-	for _, cs := range out {
+		var cs []claim
+		for _, pe := range ke.procs {
+			cs = appendClaims(cs, procKey{pe.proc, key}, pe.evs)
+		}
+		if len(cs) == 0 {
+			continue // a key without claims has no entry
+		}
 		slices.SortFunc(cs, func(a, b claim) int {
-			return cmp.Compare(a.grant, b.grant) // index order is start order
+			return cmp.Compare(a.grant, b.grant) // index order is start order (and no two claims have one grant)
 		})
+		out[key] = cs
 	}
 	return out
 }
 
-// claimEvents are each process's grants (acquires and renews ok, not
-// absorbed) and release invocations of each key.
-func claimEvents(p *prepared) map[procKey][]claimEvent {
-	events := make(map[procKey][]claimEvent, len(p.keyCalls)) // at least one a key that has claims
-	for i := range p.calls {
-		c := &p.calls[i]
-		k := procKey{c.proc, c.key}
-		switch {
-		case (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK && !c.absorbed:
-			d, fence := int64(never), int64(0)
-			if c.out != nil {
-				if c.out.Deadline != 0 {
-					d = c.out.Deadline
-				}
-				fence = c.out.Fence
+// keyEvents are one key's claim events, per process: its grants (acquires
+// and renews ok, not absorbed) and release invocations. The lists are
+// kept from one key to the next (reset).
+type keyEvents struct{ procs []procEvents }
+
+type procEvents struct {
+	proc int
+	evs  []claimEvent
+}
+
+func (ke *keyEvents) reset() {
+	for i := range ke.procs {
+		ke.procs[i].evs = ke.procs[i].evs[:0]
+	}
+	ke.procs = ke.procs[:0]
+}
+
+// add adds call c's event, if it is one.
+func (ke *keyEvents) add(c *call) {
+	var e claimEvent
+	switch {
+	case (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK && !c.absorbed:
+		d, fence := int64(never), int64(0)
+		if c.out != nil {
+			if c.out.Deadline != 0 {
+				d = c.out.Deadline
 			}
-			events[k] = append(events[k], claimEvent{at: instant{c.end, c.done}, grant: true, renew: c.f == history.FRenew, thread: c.thread, deadline: d, fence: fence})
-		case c.f == history.FRelease:
-			events[k] = append(events[k], claimEvent{at: instant{c.start, c.inv}})
+			fence = c.out.Fence
+		}
+		e = claimEvent{at: instant{c.end, c.done}, grant: true, renew: c.f == history.FRenew, thread: c.thread, deadline: d, fence: fence}
+	case c.f == history.FRelease:
+		e = claimEvent{at: instant{c.start, c.inv}}
+	default:
+		return
+	}
+	pe := ke.of(c.proc)
+	pe.evs = append(pe.evs, e)
+}
+
+// of is proc's list, made if need be (reusing a list of a key before).
+func (ke *keyEvents) of(proc int) *procEvents {
+	for i := range ke.procs {
+		if ke.procs[i].proc == proc {
+			return &ke.procs[i]
 		}
 	}
-	return events
+	if n := len(ke.procs); n < cap(ke.procs) {
+		ke.procs = ke.procs[:n+1]
+		ke.procs[n].proc = proc
+	} else {
+		ke.procs = append(ke.procs, procEvents{proc: proc})
+	}
+	return &ke.procs[len(ke.procs)-1]
 }
 
 // appendClaims appends to out the claims process and key k's events make
@@ -184,7 +226,7 @@ func holds(p *prepared, byKey map[string][]claim) []Hold {
 			out = append(out, h)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	slices.SortStableFunc(out, func(a, b Hold) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }
 

@@ -460,6 +460,12 @@ func indexKeys(p *prepared) {
 // p's releases and acquires are its client's, one at a time, so each
 // lookup is a binary search: O(n log n) in all.
 func markRenewals(p *prepared) {
+	if !p.anyCall(func(c *call) bool { return c.f == history.FRenew || c.typ == history.Fail }) {
+		// Nothing to classify: no renew, and no release that failed. (A
+		// window of fresh keys, each acquired and released once, spared
+		// its maps of every process and key's calls.)
+		return
+	}
 	type pk struct {
 		proc int
 		key  string
@@ -545,8 +551,13 @@ func latestGrant(acquires, renews []*call, inv int64) *call {
 
 // has reports whether one of p's calls is an f.
 func (p *prepared) has(f string) bool {
+	return p.anyCall(func(c *call) bool { return c.f == f })
+}
+
+// anyCall reports whether ok holds of one of p's calls.
+func (p *prepared) anyCall(ok func(c *call) bool) bool {
 	for i := range p.calls {
-		if p.calls[i].f == f {
+		if ok(&p.calls[i]) {
 			return true
 		}
 	}
