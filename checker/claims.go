@@ -82,14 +82,14 @@ type claimEvent struct {
 func buildClaims(p *prepared) map[string][]claim {
 	out := make(map[string][]claim, len(p.keyCalls))
 	var ke keyEvents
-	for _, key := range windowKeys(p) {
+	for _, wk := range windowKeys(p) {
 		ke.reset()
-		for _, i := range callsOf(p, key) {
+		for _, i := range wk.calls {
 			ke.add(&p.calls[i])
 		}
 		var cs []claim
 		for _, pe := range ke.procs {
-			cs = appendClaims(cs, procKey{pe.proc, key}, pe.evs)
+			cs = appendClaims(cs, procKey{pe.proc, wk.key}, pe.evs)
 		}
 		if len(cs) == 0 {
 			continue // a key without claims has no entry
@@ -97,7 +97,7 @@ func buildClaims(p *prepared) map[string][]claim {
 		slices.SortFunc(cs, func(a, b claim) int {
 			return cmp.Compare(a.grant, b.grant) // index order is start order (and no two claims have one grant)
 		})
-		out[key] = cs
+		out[wk.key] = cs
 	}
 	return out
 }

@@ -104,11 +104,11 @@ func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult
 	lc := newLivenessCheck(p, byKey, w)
 	orphans := findOrphans(p, byKey, w.c.orphans)
 	var acq []*call
-	for _, key := range windowKeys(p) {
+	for _, wk := range windowKeys(p) {
 		// Key by key, in p.keys' order (sorted, "" first), from the
 		// key's calls rather than a map of every key's acquires.
-		if acq = acquiresOf(p, key, acq[:0]); len(acq) > 0 {
-			lc.measureKey(key, acq, orphans[key])
+		if acq = acquiresOf(p, wk.calls, acq[:0]); len(acq) > 0 {
+			lc.measureKey(wk.key, acq, orphans[wk.key])
 		}
 	}
 	if lc.judgesRecovery() {
@@ -165,9 +165,10 @@ func (lc *livenessCheck) judgesRecovery() bool {
 	return lc.heal >= 0 || lc.w.last || lc.w.c.fromStart
 }
 
-// acquiresOf appends to out key's acquires in p, in invocation order.
-func acquiresOf(p *prepared, key string, out []*call) []*call {
-	for _, i := range callsOf(p, key) {
+// acquiresOf appends to out the acquires among p's calls at positions
+// calls (a key's), in invocation order.
+func acquiresOf(p *prepared, calls []int, out []*call) []*call {
+	for _, i := range calls {
 		if c := &p.calls[i]; c.f == history.FAcquire {
 			out = append(out, c)
 		}

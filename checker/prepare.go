@@ -73,6 +73,7 @@ type prepared struct {
 	keys      []string         // every key a client operation named, sorted
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order
 	keyless   bool             // a client operation named no key (it is in no list of keyCalls)
+	wkeys     []windowKey      // keys and their calls, once asked for (see windowKeys)
 
 	// priorToken, when set, is the token of (proc, key)'s latest acquire
 	// ok in the windows of the history before this one (see CheckFile):

@@ -583,9 +583,9 @@ func (a *accumulator) judge(ops []history.Op, p *prepared, byKey map[string][]cl
 // nothing.
 func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
 	var ents pkEntries
-	for _, key := range windowKeys(p) {
-		ents = ents.reset(a.c.pk, key)
-		for _, cl := range byKey[key] {
+	for _, wk := range windowKeys(p) {
+		ents = ents.reset(a.c.pk, wk.key)
+		for _, cl := range byKey[wk.key] {
 			pc := ents.of(cl.proc).pc
 			pc.claimEnd, pc.claimGrant, pc.hasClaim = cl.end.t, cl.grant, true
 			if _, dead := p.crashed(cl.proc); dead && cl.end == forever && cl.deadline == never {
@@ -594,7 +594,7 @@ func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
 				a.c.open[cl.key] = append(a.c.open[cl.key], cl)
 			}
 		}
-		for _, i := range callsOf(p, key) {
+		for _, i := range wk.calls {
 			a.carryCall(&p.calls[i], &ents)
 		}
 	}
@@ -665,28 +665,35 @@ func (e *pkEntries) of(proc int) *pkEntry {
 	return &e.list[len(e.list)-1]
 }
 
-// windowKeys is every key p's calls name, "" among them when a call names
-// none.
-func windowKeys(p *prepared) []string {
-	if p.keyless {
-		return append([]string{""}, p.keys...)
-	}
-	return p.keys
+// windowKey is a key of a window, and the positions in p.calls of its
+// calls, in order.
+type windowKey struct {
+	key   string
+	calls []int
 }
 
-// callsOf is the positions in p.calls of key's calls, in order ("": the
-// calls that name no key).
-func callsOf(p *prepared, key string) []int {
-	if key != "" {
-		return p.keyCalls[key]
+// windowKeys is every key p's calls name, in p.keys' order, "" first when
+// a call names none (its calls are in no list of p.keyCalls): made once a
+// window, so that the steps that go key by key look each key's calls up
+// once between them.
+func windowKeys(p *prepared) []windowKey {
+	if p.wkeys != nil || len(p.calls) == 0 {
+		return p.wkeys
 	}
-	var out []int
-	for i := range p.calls {
-		if p.calls[i].key == "" {
-			out = append(out, i)
+	p.wkeys = make([]windowKey, 0, len(p.keys)+1)
+	if p.keyless {
+		var calls []int
+		for i := range p.calls {
+			if p.calls[i].key == "" {
+				calls = append(calls, i)
+			}
 		}
+		p.wkeys = append(p.wkeys, windowKey{"", calls})
 	}
-	return out
+	for _, k := range p.keys {
+		p.wkeys = append(p.wkeys, windowKey{k, p.keyCalls[k]})
+	}
+	return p.wkeys
 }
 
 func (a *accumulator) addCounts(m map[string]map[string]int) {
