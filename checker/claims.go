@@ -365,6 +365,9 @@ func releasesOK(p *prepared, k string) []*call {
 // a min-heap by end, which holds from the start the claims live through
 // the window (carried, which never end).
 func (f *promiseFindings) findOverlaps(p *prepared, k string, cs, carried []claim, rep caps) {
+	if len(cs)+len(carried) < 2 {
+		return // no two claims, no overlap (nor anything to count)
+	}
 	live := &endHeap{}
 	for i := range carried {
 		heap.Push(live, &carried[i])
@@ -396,8 +399,8 @@ func (f *promiseFindings) findOverlaps(p *prepared, k string, cs, carried []clai
 // by end, which holds from the start the claims live through the window
 // (carried, which never end).
 func (f *promiseFindings) findForeignReleases(k string, cs, carried []claim, rels []*call, rep caps) {
-	if len(rels) == 0 {
-		return // nothing to find, nor to count
+	if len(rels) == 0 || len(carried) == 0 && oneProcess(cs, rels) {
+		return // nothing to find (a holder is another process's), nor to count
 	}
 	byInv := func(a, b *call) int { return cmp.Compare(a.inv, b.inv) }
 	if !slices.IsSortedFunc(rels, byInv) {
@@ -434,6 +437,19 @@ func (f *promiseFindings) findForeignReleases(k string, cs, carried []claim, rel
 		}
 	}
 	rep.set(capKey{"foreign", k}, reported)
+}
+
+// oneProcess reports whether the claims cs and the releases rels (not
+// both empty) are all one process's.
+func oneProcess(cs []claim, rels []*call) bool {
+	var p int
+	if len(cs) > 0 {
+		p = cs[0].proc
+	} else {
+		p = rels[0].proc
+	}
+	return !slices.ContainsFunc(cs, func(c claim) bool { return c.proc != p }) &&
+		!slices.ContainsFunc(rels, func(r *call) bool { return r.proc != p })
 }
 
 // endsOwn reports whether release r ended a claim of its own process
