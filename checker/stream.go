@@ -372,9 +372,6 @@ type recovery struct {
 // recoveryOf is key's recovery, made if need be.
 func (c *carry) recoveryOf(key string) *recovery { return entry(c.rec, key) }
 
-// at is k's entry, made if need be.
-func (c *carry) at(k procKey) *pkCarry { return c.pk.at(k) }
-
 // entry is m[k], a new zero value put there first if there is none.
 func entry[K comparable, V any](m map[K]*V, k K) *V {
 	v := m[k]
