@@ -183,8 +183,12 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 		ops int
 	}
 	results := eachKey(p.keys, func(key string) keyResult {
-		ops := leaseOps(p, key, false)
-		return keyResult{checkLinearizable(ctx, leaseModel(openState(w.c.open[key])), ops, cfg.Timeout), len(ops)}
+		init, ins := openState(w.c.open[key]), leaseInputs(p, key, false)
+		if sequentialLease(ctx, init, ins, cfg.Timeout) {
+			return keyResult{linResult{res: porcupine.Ok}, len(ins)}
+		}
+		ops := boxLeaseOps(ins)
+		return keyResult{checkOwnModel(ctx, leaseModel(init), ops, cfg.Timeout), len(ops)}
 	})
 	for i, key := range p.keys {
 		lr := results[i].lr

@@ -74,45 +74,87 @@ type claimEvent struct {
 	fence    int64
 }
 
-// buildClaims returns every key's claims, sorted by start.
+// buildClaims returns every key's claims, sorted by start. It goes key by
+// key (each key's calls, p.keyCalls), with the key's few processes in a
+// list (keyEvents), rather than through a map of every process and key's
+// events, which a window of thousands of fresh keys filled at a cost
+// greater than building the claims.
 func buildClaims(p *prepared) map[string][]claim {
-	events := claimEvents(p)
 	out := make(map[string][]claim, len(p.keyCalls))
-	for k, evs := range events {
-		if cs := appendClaims(out[k.key], k, evs); len(cs) > 0 { // a key without claims has no entry
-			out[k.key] = cs
+	var ke keyEvents
+	for _, wk := range windowKeys(p) {
+		ke.reset()
+		for _, i := range wk.calls {
+			ke.add(&p.calls[i])
 		}
-	}
-	for _, cs := range out {
+		var cs []claim
+		for _, pe := range ke.procs {
+			cs = appendClaims(cs, procKey{pe.proc, wk.key}, pe.evs)
+		}
+		if len(cs) == 0 {
+			continue // a key without claims has no entry
+		}
 		slices.SortFunc(cs, func(a, b claim) int {
-			return cmp.Compare(a.grant, b.grant) // index order is start order
+			return cmp.Compare(a.grant, b.grant) // index order is start order (and no two claims have one grant)
 		})
+		out[wk.key] = cs
 	}
 	return out
 }
 
-// claimEvents are each process's grants (acquires and renews ok, not
-// absorbed) and release invocations of each key.
-func claimEvents(p *prepared) map[procKey][]claimEvent {
-	events := make(map[procKey][]claimEvent, len(p.keyCalls)) // at least one a key that has claims
-	for i := range p.calls {
-		c := &p.calls[i]
-		k := procKey{c.proc, c.key}
-		switch {
-		case (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK && !c.absorbed:
-			d, fence := int64(never), int64(0)
-			if c.out != nil {
-				if c.out.Deadline != 0 {
-					d = c.out.Deadline
-				}
-				fence = c.out.Fence
+// keyEvents are one key's claim events, per process: its grants (acquires
+// and renews ok, not absorbed) and release invocations. The lists are
+// kept from one key to the next (reset).
+type keyEvents struct{ procs []procEvents }
+
+type procEvents struct {
+	proc int
+	evs  []claimEvent
+}
+
+func (ke *keyEvents) reset() {
+	for i := range ke.procs {
+		ke.procs[i].evs = ke.procs[i].evs[:0]
+	}
+	ke.procs = ke.procs[:0]
+}
+
+// add adds call c's event, if it is one.
+func (ke *keyEvents) add(c *call) {
+	var e claimEvent
+	switch {
+	case (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK && !c.absorbed:
+		d, fence := int64(never), int64(0)
+		if c.out != nil {
+			if c.out.Deadline != 0 {
+				d = c.out.Deadline
 			}
-			events[k] = append(events[k], claimEvent{at: instant{c.end, c.done}, grant: true, renew: c.f == history.FRenew, thread: c.thread, deadline: d, fence: fence})
-		case c.f == history.FRelease:
-			events[k] = append(events[k], claimEvent{at: instant{c.start, c.inv}})
+			fence = c.out.Fence
+		}
+		e = claimEvent{at: instant{c.end, c.done}, grant: true, renew: c.f == history.FRenew, thread: c.thread, deadline: d, fence: fence}
+	case c.f == history.FRelease:
+		e = claimEvent{at: instant{c.start, c.inv}}
+	default:
+		return
+	}
+	pe := ke.of(c.proc)
+	pe.evs = append(pe.evs, e)
+}
+
+// of is proc's list, made if need be (reusing a list of a key before).
+func (ke *keyEvents) of(proc int) *procEvents {
+	for i := range ke.procs {
+		if ke.procs[i].proc == proc {
+			return &ke.procs[i]
 		}
 	}
-	return events
+	if n := len(ke.procs); n < cap(ke.procs) {
+		ke.procs = ke.procs[:n+1]
+		ke.procs[n].proc = proc
+	} else {
+		ke.procs = append(ke.procs, procEvents{proc: proc})
+	}
+	return &ke.procs[len(ke.procs)-1]
 }
 
 // appendClaims appends to out the claims process and key k's events make
@@ -184,7 +226,7 @@ func holds(p *prepared, byKey map[string][]claim) []Hold {
 			out = append(out, h)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	slices.SortStableFunc(out, func(a, b Hold) int { return cmp.Compare(a.Start, b.Start) })
 	return out
 }
 
@@ -269,30 +311,53 @@ func analyseClaims(p *prepared, byKey map[string][]claim) promiseFindings {
 // through its releases.
 func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open map[string][]claim) promiseFindings {
 	var f promiseFindings
-	releases, lost := map[string][]*call{}, map[string][]*call{}
+	lost := map[string][]*call{}
 	for i := range p.calls {
-		c := &p.calls[i]
-		if c.f == history.FRelease && c.typ == history.OK {
-			releases[c.key] = append(releases[c.key], c)
-		}
-		if c.lost {
+		if c := &p.calls[i]; c.lost {
 			lost[c.key] = append(lost[c.key], c)
 		}
 	}
 	keys := claimKeys(p, byKey)
+	added := false
 	for k := range open {
-		if _, claims := byKey[k]; !claims && len(releases[k]) > 0 {
+		if _, claims := byKey[k]; !claims && len(releasesOK(p, k)) > 0 {
 			keys = append(keys, k) // releases inside a carried claim
+			added = true
 		}
 	}
-	slices.Sort(keys)
+	if added || !slices.IsSorted(keys) {
+		slices.Sort(keys)
+	}
 	for _, k := range keys {
 		cs := byKey[k]
 		f.findOverlaps(p, k, cs, open[k], rep)
-		f.findForeignReleases(k, cs, open[k], releases[k], rep)
+		f.findForeignReleases(k, cs, open[k], releasesOK(p, k), rep)
 		f.findLostLeases(k, cs, lost[k], rep)
 	}
 	return f
+}
+
+// releasesOK is key k's releases ok in p, in p.calls' order: from the
+// key's calls (p.keyCalls), not a map of every key's releases, which a
+// window of thousands of keys filled at a cost greater than the analysis
+// (a keyless call has no list there: its key's are looked for in all).
+func releasesOK(p *prepared, k string) []*call {
+	var out []*call
+	add := func(c *call) {
+		if c.f == history.FRelease && c.typ == history.OK && c.key == k {
+			out = append(out, c)
+		}
+	}
+	if is, ok := p.keyCalls[k]; ok || k != "" {
+		for _, i := range is {
+			add(&p.calls[i])
+		}
+		return out
+	}
+	for i := range p.calls {
+		add(&p.calls[i])
+	}
+	return out
 }
 
 // findOverlaps finds key k's claims (cs, sorted by start) that began
@@ -300,6 +365,9 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 // a min-heap by end, which holds from the start the claims live through
 // the window (carried, which never end).
 func (f *promiseFindings) findOverlaps(p *prepared, k string, cs, carried []claim, rep caps) {
+	if len(cs)+len(carried) < 2 {
+		return // no two claims, no overlap (nor anything to count)
+	}
 	live := &endHeap{}
 	for i := range carried {
 		heap.Push(live, &carried[i])
@@ -331,18 +399,12 @@ func (f *promiseFindings) findOverlaps(p *prepared, k string, cs, carried []clai
 // by end, which holds from the start the claims live through the window
 // (carried, which never end).
 func (f *promiseFindings) findForeignReleases(k string, cs, carried []claim, rels []*call, rep caps) {
-	sort.SliceStable(rels, func(i, j int) bool { return rels[i].inv < rels[j].inv })
-	// A release that ended its own process's live claim while another
-	// held the key too is still a release inside the other's claim, but
-	// whose lock it removed the history cannot say (a DEL without a
-	// token removed the other's key; a server that had dropped the
-	// releaser's lock, a killed session, freed the releaser's own): the
-	// words say both held.
-	ownEnd := map[int64]bool{}
-	for i := range cs {
-		if cs[i].released >= 0 {
-			ownEnd[cs[i].released] = true
-		}
+	if len(rels) == 0 || len(carried) == 0 && oneProcess(cs, rels) {
+		return // nothing to find (a holder is another process's), nor to count
+	}
+	byInv := func(a, b *call) int { return cmp.Compare(a.inv, b.inv) }
+	if !slices.IsSortedFunc(rels, byInv) {
+		slices.SortStableFunc(rels, byInv)
 	}
 	open := &endHeap{max: true}
 	for i := range carried {
@@ -370,11 +432,34 @@ func (f *promiseFindings) findForeignReleases(k string, cs, carried []claim, rel
 				Checker: "lock-promise", Kind: KindForeignRelease, Key: k,
 				Processes: []int{r.proc, holder.proc}, Start: r.start, End: r.end,
 				Events: []int64{r.inv, r.done, holder.grant}, Fatal: true,
-				Description: foreignReleaseText(r, k, holder, ownEnd[r.inv]),
+				Description: foreignReleaseText(r, k, holder, endsOwn(cs, r)),
 			})
 		}
 	}
 	rep.set(capKey{"foreign", k}, reported)
+}
+
+// oneProcess reports whether the claims cs and the releases rels (not
+// both empty) are all one process's.
+func oneProcess(cs []claim, rels []*call) bool {
+	var p int
+	if len(cs) > 0 {
+		p = cs[0].proc
+	} else {
+		p = rels[0].proc
+	}
+	return !slices.ContainsFunc(cs, func(c claim) bool { return c.proc != p }) &&
+		!slices.ContainsFunc(rels, func(r *call) bool { return r.proc != p })
+}
+
+// endsOwn reports whether release r ended a claim of its own process
+// among cs. Such a release, while another held the key too, is still a
+// release inside the other's claim, but whose lock it removed the history
+// cannot say (a DEL without a token removed the other's key; a server
+// that had dropped the releaser's lock, a killed session, freed the
+// releaser's own): the words say both held.
+func endsOwn(cs []claim, r *call) bool {
+	return slices.ContainsFunc(cs, func(c claim) bool { return c.released >= 0 && c.released == r.inv })
 }
 
 // foreignHolder is the claim of another process than release r's, among
@@ -403,6 +488,9 @@ func foreignHolder(open *endHeap, r *call) *claim {
 // its process's claim that began last before it was invoked: a lost
 // lease when that claim was certainly live at the answer (see claim).
 func (f *promiseFindings) findLostLeases(k string, cs []claim, lost []*call, rep caps) {
+	if len(lost) == 0 {
+		return // nothing to judge, nor to count
+	}
 	byProc := map[int][]*claim{}
 	for i := range cs {
 		byProc[cs[i].proc] = append(byProc[cs[i].proc], &cs[i])

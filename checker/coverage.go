@@ -113,7 +113,7 @@ func (c *claim) liveDuring(s span) bool {
 // but the faults, whose exposure it adds to w's carry (see faultCoverage):
 // a fault's window may span windows of a long history.
 func coverage(p *prepared, byKey map[string][]claim, w window) Coverage {
-	cc := newCoverageClaims(p, byKey)
+	cc := newCoverageClaims(p, byKey, len(w.c.crashes.list) > 0)
 	cov := Coverage{Claims: len(cc.all)}
 	for i := range p.calls {
 		c := &p.calls[i]
@@ -141,13 +141,19 @@ type coverageClaims struct {
 	byProc map[int][]*claim
 }
 
-func newCoverageClaims(p *prepared, byKey map[string][]claim) coverageClaims {
+// newCoverageClaims is byKey's claims as coverageClaims. byProc is read by
+// strikeCrashes alone, of the processes that crashed: it is made only when
+// the history has had a crash (crashes), which saves a window of
+// thousands of keys a map entry per claim.
+func newCoverageClaims(p *prepared, byKey map[string][]claim, crashes bool) coverageClaims {
 	cc := coverageClaims{byProc: map[int][]*claim{}}
 	for _, k := range claimKeys(p, byKey) {
 		for i := range byKey[k] {
 			c := &byKey[k][i]
 			cc.all = append(cc.all, c)
-			cc.byProc[c.proc] = append(cc.byProc[c.proc], c)
+			if crashes {
+				cc.byProc[c.proc] = append(cc.byProc[c.proc], c)
+			}
 		}
 	}
 	sort.Slice(cc.all, func(i, j int) bool { return cc.all[i].start.t < cc.all[j].start.t })

@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -202,8 +204,31 @@ func describeLeaseState(s LeaseState) string {
 // where that cannot matter (noops, give-ups), to keep the search and the
 // pictures small.
 func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
-	var out []porcupine.Operation
-	for _, i := range p.keyCalls[key] {
+	return boxLeaseOps(leaseInputs(p, key, noops))
+}
+
+// leaseInput is one operation of leaseOps before porcupine's boxing: its
+// input, client, call and return.
+type leaseInput struct {
+	in        LeaseOp
+	client    int
+	call, ret int64
+}
+
+// boxLeaseOps is ins as porcupine's operations.
+func boxLeaseOps(ins []leaseInput) []porcupine.Operation {
+	out := make([]porcupine.Operation, len(ins))
+	for i, li := range ins {
+		out[i] = porcupine.Operation{ClientId: li.client, Input: li.in, Call: li.call, Return: li.ret}
+	}
+	return out
+}
+
+// leaseInputs is leaseOps before boxing.
+func leaseInputs(p *prepared, key string, noops bool) []leaseInput {
+	calls := p.keyCalls[key]
+	out := make([]leaseInput, 0, len(calls)) // at most one each
+	for _, i := range calls {
 		c := &p.calls[i]
 		in := LeaseOp{F: c.f, Type: c.typ, Process: c.proc, Call: c.start, CallIndex: c.inv, Return: c.end, ReturnIndex: c.done}
 		if !c.completed() {
@@ -265,7 +290,34 @@ func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
 		default:
 			continue
 		}
-		out = append(out, porcupine.Operation{ClientId: c.proc, Input: in, Call: c.inv, Return: ret})
+		out = append(out, leaseInput{in: in, client: c.proc, call: c.inv, ret: ret})
 	}
 	return out
+}
+
+// sequentialLease reports whether ins (a key's, from init) is sequential
+// and legal: each operation returns before the next is called, and the
+// model takes every step. That is checkOwnModel's Ok, as sequential finds
+// it (ins sequential are sorted by call, as it sorts them; it steps the
+// same pure model, which a done ctx would make accept everything: so
+// ctx must not be done by the end, nor the deadline passed), without
+// boxing every operation for porcupine, which most keys of a run of many
+// keys never need. false: check them with checkOwnModel.
+func sequentialLease(ctx context.Context, init LeaseState, ins []leaseInput, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	if ctx.Err() != nil {
+		return false
+	}
+	s := init
+	for i := range ins {
+		if i > 0 && ins[i-1].ret >= ins[i].call {
+			return false
+		}
+		ok, next := LeaseStep(s, ins[i].in)
+		if !ok {
+			return false
+		}
+		s = next
+	}
+	return ctx.Err() == nil && !time.Now().After(deadline)
 }

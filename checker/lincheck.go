@@ -42,11 +42,25 @@ const maxWhole = 50_000
 // ctx cancellation makes the model accept everything so porcupine unwinds
 // at once; the result is then Unknown.
 func checkLinearizable(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) linResult {
+	return checkLin(ctx, model, ops, timeout, false)
+}
+
+// checkOwnModel is checkLinearizable of one of the checker's own models
+// (the lease mutex, the counter), whose steps are pure and take no time,
+// so that a short sequential history is stepped through on the caller's
+// goroutine (see seqInline): a model that may block in a step needs the
+// goroutine to return when ctx is done.
+func checkOwnModel(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) linResult {
+	return checkLin(ctx, model, ops, timeout, true)
+}
+
+// checkLin is checkLinearizable; pure says the model's steps never block.
+func checkLin(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration, pure bool) linResult {
 	if len(ops) == 0 {
 		return linResult{res: porcupine.Ok}
 	}
 	l := newLinCheck(ctx, model, ops, timeout)
-	switch sequential(ctx, l.model, l.ops, l.deadline) {
+	switch sequential(ctx, l.model, l.ops, l.deadline, pure) {
 	case seqOk:
 		return linResult{res: porcupine.Ok}
 	case seqOutOfTime:
@@ -71,8 +85,13 @@ type linCheck struct {
 }
 
 func newLinCheck(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration) linCheck {
-	ops = slices.Clone(ops)
-	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	byCall := func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) }
+	if !slices.IsSortedFunc(ops, byCall) {
+		// Sorted, not in place: ops is the caller's. (Sorted already, as
+		// most are, it is only read, as the caller's is.)
+		ops = slices.Clone(ops)
+		slices.SortStableFunc(ops, byCall)
+	}
 	step := model.Step
 	model.Step = func(s, in, out any) (bool, any) {
 		if ctx.Err() != nil {
@@ -163,39 +182,58 @@ const (
 // explains which operation cannot be placed), is not applicable.
 //
 // It honours the same bounds as porcupine: the model is stepped in its own
-// goroutine, which the caller stops waiting for when ctx is done, and a
-// check that outlasts its deadline is out of time, never Ok.
-func sequential(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, deadline time.Time) seqOutcome {
+// goroutine (but for a few steps of a pure model, see seqInline), which
+// the caller stops waiting for when ctx is done, and a check that
+// outlasts its deadline is out of time, never Ok.
+func sequential(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, deadline time.Time, pure bool) seqOutcome {
 	for i := 1; i < len(ops); i++ {
 		if ops[i-1].Return >= ops[i].Call {
 			return seqNotApplicable
 		}
 	}
-	step := func() seqOutcome {
-		s := model.Init()
-		for i := range ops {
-			if i%1024 == 1023 && (ctx.Err() != nil || time.Now().After(deadline)) {
-				return seqOutOfTime
-			}
-			ok, next := model.Step(s, ops[i].Input, ops[i].Output)
-			if !ok {
-				return seqNotApplicable
-			}
-			s = next
+	if pure && len(ops) <= seqInline {
+		// A few steps of a model that never blocks: taken here, without
+		// a goroutine to wait on (a window of a fresh key per cycle has
+		// thousands of such keys, and the goroutine, its channel and the
+		// select cost more than the steps). ctx is asked first and last,
+		// as below.
+		if ctx.Err() != nil {
+			return seqOutOfTime
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return seqOutOfTime // (a cancelled model accepts every step)
-		}
-		return seqOk
+		return stepSequential(ctx, model, ops, deadline)
 	}
 	done := make(chan seqOutcome, 1)
-	go func() { done <- step() }()
+	go func() { done <- stepSequential(ctx, model, ops, deadline) }()
 	select {
 	case r := <-done:
 		return r
 	case <-ctx.Done():
 		return seqOutOfTime
 	}
+}
+
+// seqInline is the most operations of a pure model (checkOwnModel)
+// sequential steps through on the caller's goroutine: so few that they
+// take microseconds, and the wait for ctx they skip is as short.
+const seqInline = 64
+
+// stepSequential steps the model through ops (sequential's).
+func stepSequential(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, deadline time.Time) seqOutcome {
+	s := model.Init()
+	for i := range ops {
+		if i%1024 == 1023 && (ctx.Err() != nil || time.Now().After(deadline)) {
+			return seqOutOfTime
+		}
+		ok, next := model.Step(s, ops[i].Input, ops[i].Output)
+		if !ok {
+			return seqNotApplicable
+		}
+		s = next
+	}
+	if ctx.Err() != nil || time.Now().After(deadline) {
+		return seqOutOfTime // (a cancelled model accepts every step)
+	}
+	return seqOk
 }
 
 // porcupineCheck runs porcupine in its own goroutine and returns Unknown as

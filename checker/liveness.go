@@ -103,9 +103,13 @@ func covered(cover []span, t int64) bool {
 func checkLiveness(p *prepared, byKey map[string][]claim, w window) (CheckResult, []Violation) {
 	lc := newLivenessCheck(p, byKey, w)
 	orphans := findOrphans(p, byKey, w.c.orphans)
-	acquires := acquiresByKey(p)
-	for _, key := range claimKeys(p, acquires) {
-		lc.measureKey(key, acquires[key], orphans[key])
+	var acq []*call
+	for _, wk := range windowKeys(p) {
+		// Key by key, in p.keys' order (sorted, "" first), from the
+		// key's calls rather than a map of every key's acquires.
+		if acq = acquiresOf(p, wk.calls, acq[:0]); len(acq) > 0 {
+			lc.measureKey(wk.key, acq, orphans[wk.key])
+		}
 	}
 	if lc.judgesRecovery() {
 		lc.holdersAtRecovery()
@@ -161,12 +165,12 @@ func (lc *livenessCheck) judgesRecovery() bool {
 	return lc.heal >= 0 || lc.w.last || lc.w.c.fromStart
 }
 
-// acquiresByKey is p's acquires, per key, in invocation order.
-func acquiresByKey(p *prepared) map[string][]*call {
-	out := map[string][]*call{}
-	for i := range p.calls {
+// acquiresOf appends to out the acquires among p's calls at positions
+// calls (a key's), in invocation order.
+func acquiresOf(p *prepared, calls []int, out []*call) []*call {
+	for _, i := range calls {
 		if c := &p.calls[i]; c.f == history.FAcquire {
-			out[c.key] = append(out[c.key], c)
+			out = append(out, c)
 		}
 	}
 	return out
@@ -176,11 +180,22 @@ func acquiresByKey(p *prepared) map[string][]*call {
 // failed while nobody held the key legitimately, and records in the
 // key's recovery what its acquires showed of it.
 func (lc *livenessCheck) measureKey(key string, acq []*call, orphans []orphan) {
-	busy := busySpans(lc.p, lc.byKey[key], orphans)
 	var r *recovery
 	if lc.judgesRecovery() {
 		r = lc.w.c.recoveryOf(key)
 	}
+	// The busy spans are read of refused acquires alone (unavailability,
+	// and the recovery's refusals while nobody held the key): a key
+	// without one, most keys of most windows, need not have them.
+	if !slices.ContainsFunc(acq, func(c *call) bool { return c.typ == history.Fail }) {
+		for _, c := range acq {
+			if r != nil {
+				r.observe(c, lc.recoveryFrom, nil)
+			}
+		}
+		return
+	}
+	busy := busySpans(lc.p, lc.byKey[key], orphans)
 	failing := make([]span, 0, len(acq))
 	for _, c := range acq {
 		// Only a definite fail says the lock was unavailable; an info

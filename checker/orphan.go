@@ -46,15 +46,9 @@ func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[
 	if !renewedByWatchdog(byKey) {
 		// No claim a watchdog began: no orphan (the common case, a lock
 		// without one), and nothing to look up.
-		if prior != nil {
-			prior.remember(p)
-		}
 		return map[string][]orphan{}
 	}
 	ix := indexLettingGo(p, prior)
-	if prior != nil {
-		prior.remember(p)
-	}
 	out := map[string][]orphan{}
 	for _, key := range claimKeys(p, byKey) {
 		if eps := ix.episodes(key, byKey[key]); len(eps) > 0 {
@@ -354,38 +348,33 @@ func newOrphanCarry(dir string) *orphanCarry {
 	return &orphanCarry{calls: newPKStore(dir)}
 }
 
-// remember keeps p's latest acquire, granted acquire and release of each
-// process and key for the next window (p.calls is in invocation order).
-func (o *orphanCarry) remember(p *prepared) {
-	for i := range p.calls {
-		c := &p.calls[i]
-		if c.f != history.FAcquire && c.f != history.FRelease {
-			continue
+// keep keeps in pc, the entry of c's process and key, what the orphan
+// carry needs of c, an acquire or a release of the window (see
+// carryClaims): pc's latest acquire, granted acquire and releases, for
+// the windows after. c comes after the calls of its process and key kept
+// before it (in invocation order).
+func (pc *pkCarry) keep(c *call) {
+	if c.f == history.FAcquire {
+		pc.acquire, pc.acquired = keepAcquire(c), true
+		if c.typ == history.OK && (!pc.gotOne || pc.granted.done < c.done) {
+			pc.granted, pc.gotOne = pc.acquire, true
 		}
-		k := procKey{c.proc, c.key}
-		pc := o.calls.at(k)
-		if c.f == history.FAcquire {
-			pc.acquire, pc.acquired = keepAcquire(c), true
-			if c.typ == history.OK && (!pc.gotOne || pc.granted.done < c.done) {
-				pc.granted, pc.gotOne = pc.acquire, true
-			}
-			continue
-		}
-		r := keepRelease(c)
-		if r.token != "" && r.token == pc.token {
-			r.token = pc.token // one copy of the lease's token
-		}
-		rs := slices.DeleteFunc(pc.releases, func(x priorRelease) bool { return x.token != "" && x.token == r.token })
-		if len(rs) == priorReleases {
-			rs = slices.Delete(rs, 0, 1)
-		}
-		if len(rs) == cap(rs) {
-			// Grow by little: the carry holds this for every process
-			// and key.
-			rs = slices.Grow(rs, min(max(cap(rs), 1), priorReleases-len(rs)))
-		}
-		pc.releases = append(rs, r)
+		return
 	}
+	r := keepRelease(c)
+	if r.token != "" && r.token == pc.token {
+		r.token = pc.token // one copy of the lease's token
+	}
+	rs := slices.DeleteFunc(pc.releases, func(x priorRelease) bool { return x.token != "" && x.token == r.token })
+	if len(rs) == priorReleases {
+		rs = slices.Delete(rs, 0, 1)
+	}
+	if len(rs) == cap(rs) {
+		// Grow by little: the carry holds this for every process
+		// and key.
+		rs = slices.Grow(rs, min(max(cap(rs), 1), priorReleases-len(rs)))
+	}
+	pc.releases = append(rs, r)
 }
 
 // orphanViolation describes episode o: who let go and when, which renewal

@@ -29,6 +29,33 @@ type pkStore struct {
 	seed  maphash.Seed
 	buf   []byte
 	err   error
+	// recent is the entries looked up lately, by slot: a window asks
+	// for each process and key's entry several times (the cutter at its
+	// grant and release, the orphan carry and carryClaims after the
+	// window), close together in the history, and a run of a fresh key
+	// per cycle has a store too large for its map to stay in the cache,
+	// where a lookup cost more than the rest of following the key.
+	// Cleared whenever an entry leaves m (evict).
+	recent [pkRecentSlots]pkRecent
+	moved  []pkMove // evict's, kept from one eviction to the next
+}
+
+// pkRecent is one of pkStore.recent's slots.
+type pkRecent struct {
+	k  procKey
+	pc *pkCarry
+}
+
+// pkRecentSlots is the size of pkStore.recent (a power of two): a run has
+// a few dozen processes and keys at work at once.
+const pkRecentSlots = 256
+
+// pkMove is an entry an eviction writes to the file: its tag, where its
+// record lay before (-1: nowhere) and lies now.
+type pkMove struct {
+	k        procKey
+	tag      uint64
+	old, off int64
 }
 
 // pkHot is how many entries the store keeps in memory at least before a
@@ -41,24 +68,44 @@ func newPKStore(dir string) *pkStore {
 
 // get is k's entry, or nil.
 func (s *pkStore) get(k procKey) *pkCarry {
-	if pc := s.m[k]; pc != nil || s.index.n == 0 {
-		return pc
-	}
-	pc := s.load(k)
-	if pc != nil {
-		s.m[k] = pc
-	}
+	pc, _ := s.lookup(k)
 	return pc
 }
 
 // at is k's entry, made if need be.
 func (s *pkStore) at(k procKey) *pkCarry {
-	pc := s.get(k)
+	pc, r := s.lookup(k)
 	if pc == nil {
 		pc = &pkCarry{}
 		s.m[k] = pc
+		*r = pkRecent{k, pc}
 	}
 	return pc
+}
+
+// lookup is k's entry (nil if it has none: neither in memory nor in the
+// file), and k's slot in recent, which holds the entry when it has one.
+func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent) {
+	r := &s.recent[s.slot(k)]
+	if r.pc != nil && r.k == k {
+		return r.pc, r
+	}
+	pc := s.m[k]
+	if pc == nil && s.index.n > 0 {
+		if pc = s.load(k); pc != nil {
+			s.m[k] = pc
+		}
+	}
+	if pc != nil {
+		*r = pkRecent{k, pc}
+	}
+	return pc, r
+}
+
+// slot is k's place in recent.
+func (s *pkStore) slot(k procKey) int {
+	h := maphash.String(s.seed, k.key) ^ uint64(k.proc)*0x9e3779b97f4a7c15
+	return int(h & (pkRecentSlots - 1))
 }
 
 func (s *pkStore) hash(k procKey) uint64 {
@@ -89,12 +136,7 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		s.f = f
 	}
 	s.buf = s.buf[:0]
-	type move struct {
-		k        procKey
-		tag      uint64
-		old, off int64
-	}
-	moved := make([]move, 0, len(s.m))
+	moved := s.moved[:0]
 	// The records are written in chunks of about spillChunk bytes at
 	// s.off+written, so that the buffer stays small and is kept from one
 	// eviction to the next (an eviction of a window of fresh keys moves
@@ -112,7 +154,7 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		for len(s.buf)%spillAlign != 0 {
 			s.buf = append(s.buf, 0)
 		}
-		moved = append(moved, move{k, spillTag(s.hash(k)), pc.spilled - 1, s.off + written + int64(start)})
+		moved = append(moved, pkMove{k, spillTag(s.hash(k)), pc.spilled - 1, s.off + written + int64(start)})
 		if len(s.buf) >= spillChunk && !s.writeChunk(&written) {
 			return
 		}
@@ -121,10 +163,13 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		return
 	}
 	s.off += written
+	clear(s.recent[:])
 	for _, mv := range moved {
 		s.index.put(mv.tag, mv.old, mv.off)
 		delete(s.m, mv.k)
 	}
+	clear(moved) // let go of the keys
+	s.moved = moved[:0]
 	s.hot = max(s.base, 2*len(s.m))
 }
 

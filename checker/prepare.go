@@ -72,6 +72,8 @@ type prepared struct {
 	crashes   []crashRec       // the same, in order
 	keys      []string         // every key a client operation named, sorted
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order
+	keyless   bool             // a client operation named no key (it is in no list of keyCalls)
+	wkeys     []windowKey      // keys and their calls, once asked for (see windowKeys)
 
 	// priorToken, when set, is the token of (proc, key)'s latest acquire
 	// ok in the windows of the history before this one (see CheckFile):
@@ -419,6 +421,8 @@ func indexKeys(p *prepared) {
 	for i := range p.calls {
 		if k := p.calls[i].key; k != "" {
 			n[k]++
+		} else {
+			p.keyless = true
 		}
 	}
 	if len(p.keyCalls) == 0 {
@@ -457,6 +461,12 @@ func indexKeys(p *prepared) {
 // p's releases and acquires are its client's, one at a time, so each
 // lookup is a binary search: O(n log n) in all.
 func markRenewals(p *prepared) {
+	if !p.anyCall(func(c *call) bool { return c.f == history.FRenew || c.typ == history.Fail }) {
+		// Nothing to classify: no renew, and no release that failed. (A
+		// window of fresh keys, each acquired and released once, spared
+		// its maps of every process and key's calls.)
+		return
+	}
 	type pk struct {
 		proc int
 		key  string
@@ -538,6 +548,21 @@ func latestGrant(acquires, renews []*call, inv int64) *call {
 		}
 	}
 	return g
+}
+
+// has reports whether one of p's calls is an f.
+func (p *prepared) has(f string) bool {
+	return p.anyCall(func(c *call) bool { return c.f == f })
+}
+
+// anyCall reports whether ok holds of one of p's calls.
+func (p *prepared) anyCall(ok func(c *call) bool) bool {
+	for i := range p.calls {
+		if ok(&p.calls[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // invoked and completion are the call's instants (completion is forever

@@ -33,7 +33,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	rc := &resourceCheck{p: p, w: w, part: resourcePart{stats: map[string]float64{}, noOrder: map[string]Violation{}, lostKeys: map[string]bool{}}}
 	keys := claimKeys(p, secsByKey)
 	lrs := eachKey(keys, func(key string) linResult {
-		return checkLinearizable(ctx, counterModel(CounterState{A: c.counter[key], N: 1}), counterOps(secsByKey[key]), cfg.Timeout)
+		return checkOwnModel(ctx, counterModel(CounterState{A: c.counter[key], N: 1}), counterOps(secsByKey[key]), cfg.Timeout)
 	})
 	for ki, key := range keys {
 		rc.judgeKey(key, secsByKey[key], lrs[ki])
@@ -365,6 +365,9 @@ func finalCount(key string, s Section, accepted, unknownW int, stats map[string]
 // the windows before this one (all ended before it; its end and grant),
 // which a write without a claim here follows.
 func staleWrites(p *prepared, byKey map[string][]claim, prior func(proc int, key string) (claim, bool)) []Violation {
+	if !p.has(history.FWrite) {
+		return nil // no write, no stale one (and no claims to sort out)
+	}
 	// Claims by (key, process), sorted by start.
 	type pk struct {
 		proc int

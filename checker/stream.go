@@ -372,9 +372,6 @@ type recovery struct {
 // recoveryOf is key's recovery, made if need be.
 func (c *carry) recoveryOf(key string) *recovery { return entry(c.rec, key) }
 
-// at is k's entry, made if need be.
-func (c *carry) at(k procKey) *pkCarry { return c.pk.at(k) }
-
 // entry is m[k], a new zero value put there first if there is none.
 func entry[K comparable, V any](m map[K]*V, k K) *V {
 	v := m[k]
@@ -567,13 +564,26 @@ func (a *accumulator) judge(ops []history.Op, p *prepared, byKey map[string][]cl
 }
 
 // carryClaims carries what the next windows need of this one's claims and
-// grants: the latest claim of each process and key (for stale writes),
-// and its latest grant's token (an acquire ok, or a renew ok not
-// absorbed: markRenewals' rule; for lost-lease evidence).
+// calls: the latest claim of each process and key (for stale writes), its
+// latest grant's token (an acquire ok, or a renew ok not absorbed:
+// markRenewals' rule; for lost-lease evidence), its release that never
+// completes, and what the orphan carry keeps of its acquires and releases
+// (see orphanCarry). It goes key by key, so that each process and key's
+// entry is looked up once a window (pkEntries): a window of a fresh key
+// per cycle looked each up five times, in a store too large for the
+// cache, which cost more than checking the key.
+//
+// Why the orphan carry is kept here, after the checkers, rather than by
+// findOrphans: it is read by findOrphans alone, which reads the windows
+// before this one's, before this call; and once liveness has failed (it
+// runs no more) it is never read again, so keeping it then too changes
+// nothing.
 func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
-	for _, cs := range byKey {
-		for _, cl := range cs {
-			pc := a.c.at(procKey{cl.proc, cl.key})
+	var ents pkEntries
+	for _, wk := range windowKeys(p) {
+		ents = ents.reset(a.c.pk, wk.key)
+		for _, cl := range byKey[wk.key] {
+			pc := ents.of(cl.proc).pc
 			pc.claimEnd, pc.claimGrant, pc.hasClaim = cl.end.t, cl.grant, true
 			if _, dead := p.crashed(cl.proc); dead && cl.end == forever && cl.deadline == never {
 				// Live to the end of the history: the windows after
@@ -581,32 +591,106 @@ func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
 				a.c.open[cl.key] = append(a.c.open[cl.key], cl)
 			}
 		}
-	}
-	latest := map[procKey]int64{}
-	for i := range p.calls {
-		c := &p.calls[i]
-		if c.f == history.FRelease && !c.completed() {
-			// A window before the last holds none that will complete (a
-			// pending release keeps its key from splitting, unless its
-			// process crashed), and the last has no window after it.
-			pc := a.c.at(procKey{c.proc, c.key})
-			if !pc.hasForever {
-				pc.foreverT, pc.foreverI, pc.hasForever = c.start, c.inv, true
-			}
-		}
-		grant := c.typ == history.OK && (c.f == history.FAcquire || (c.f == history.FRenew && !c.absorbed && c.token() != ""))
-		if k := (procKey{c.proc, c.key}); grant {
-			if d, seen := latest[k]; !seen || c.done > d {
-				latest[k] = c.done
-				pc := a.c.at(k)
-				t := c.token()
-				if n := len(pc.releases); n > 0 && t != "" && pc.releases[n-1].token == t {
-					t = pc.releases[n-1].token // one copy of the lease's token
-				}
-				pc.token, pc.hasToken = t, true
-			}
+		for _, i := range wk.calls {
+			a.carryCall(&p.calls[i], &ents)
 		}
 	}
+}
+
+// carryCall carries what the windows after need of call c (see
+// carryClaims); ents are its key's entries.
+func (a *accumulator) carryCall(c *call, ents *pkEntries) {
+	if c.f == history.FAcquire || c.f == history.FRelease {
+		ents.of(c.proc).pc.keep(c)
+	}
+	if c.f == history.FRelease && !c.completed() {
+		// A window before the last holds none that will complete (a
+		// pending release keeps its key from splitting, unless its
+		// process crashed), and the last has no window after it.
+		pc := ents.of(c.proc).pc
+		if !pc.hasForever {
+			pc.foreverT, pc.foreverI, pc.hasForever = c.start, c.inv, true
+		}
+	}
+	grant := c.typ == history.OK && (c.f == history.FAcquire || (c.f == history.FRenew && !c.absorbed && c.token() != ""))
+	if !grant {
+		return
+	}
+	e := ents.of(c.proc)
+	if e.granted && c.done <= e.done {
+		return // not the latest grant
+	}
+	e.granted, e.done = true, c.done
+	t := c.token()
+	if n := len(e.pc.releases); n > 0 && t != "" && e.pc.releases[n-1].token == t {
+		t = e.pc.releases[n-1].token // one copy of the lease's token
+	}
+	e.pc.token, e.pc.hasToken = t, true
+}
+
+// pkEntries are one key's entries in the carry, each looked up once
+// (made if need be) for a window: a key has one or a few processes.
+type pkEntries struct {
+	store *pkStore
+	key   string
+	list  []pkEntry
+}
+
+// pkEntry is a process's entry of the key, and the completion of its
+// latest grant in the window (if granted).
+type pkEntry struct {
+	proc    int
+	pc      *pkCarry
+	done    int64
+	granted bool
+}
+
+// reset is e for key, with no entry looked up yet.
+func (e pkEntries) reset(store *pkStore, key string) pkEntries {
+	clear(e.list)
+	return pkEntries{store: store, key: key, list: e.list[:0]}
+}
+
+// of is proc's entry of the key, made if need be.
+func (e *pkEntries) of(proc int) *pkEntry {
+	for i := range e.list {
+		if e.list[i].proc == proc {
+			return &e.list[i]
+		}
+	}
+	e.list = append(e.list, pkEntry{proc: proc, pc: e.store.at(procKey{proc, e.key})})
+	return &e.list[len(e.list)-1]
+}
+
+// windowKey is a key of a window, and the positions in p.calls of its
+// calls, in order.
+type windowKey struct {
+	key   string
+	calls []int
+}
+
+// windowKeys is every key p's calls name, in p.keys' order, "" first when
+// a call names none (its calls are in no list of p.keyCalls): made once a
+// window, so that the steps that go key by key look each key's calls up
+// once between them.
+func windowKeys(p *prepared) []windowKey {
+	if p.wkeys != nil || len(p.calls) == 0 {
+		return p.wkeys
+	}
+	p.wkeys = make([]windowKey, 0, len(p.keys)+1)
+	if p.keyless {
+		var calls []int
+		for i := range p.calls {
+			if p.calls[i].key == "" {
+				calls = append(calls, i)
+			}
+		}
+		p.wkeys = append(p.wkeys, windowKey{"", calls})
+	}
+	for _, k := range p.keys {
+		p.wkeys = append(p.wkeys, windowKey{k, p.keyCalls[k]})
+	}
+	return p.wkeys
 }
 
 func (a *accumulator) addCounts(m map[string]map[string]int) {
@@ -1271,11 +1355,12 @@ func (c *cutter) granted(k *keyState, op *history.Op, ps *procState, owner int, 
 	// windows cannot follow, so the key splits no more (its events then
 	// wait for the last window). A renewal concurrent with the release is
 	// absorbed by it and no orphan.
-	switch r := c.rel.get(pk); {
-	case op.F == history.FAcquire:
+	// (The entry is looked up once: an acquire's is made if need be, a
+	// renewal's is only read.)
+	if op.F == history.FAcquire {
 		c.relOf(pk).held = true
-	case op.Owner != nil && (r == nil || !r.held):
-		if r == nil || !r.released || ps.renewInv > r.relDone {
+	} else if op.Owner != nil {
+		if r := c.rel.get(pk); r == nil || !r.held && (!r.released || ps.renewInv > r.relDone) {
 			k.never = true
 		}
 	}
