@@ -22,8 +22,7 @@ func TestWindowedKeysThatComeBack(t *testing.T) {
 	tok := func(s string, d int64) *history.Value { return &history.Value{Token: s, Deadline: d} }
 	b.inv(10, 1, history.FAcquire, "k", nil).ok(11, 1, history.FAcquire, "k", tok("t1", 500))
 	b.inv(12, 1, history.FRelease, "k", tok("t1", 0)).ok(13, 1, history.FRelease, "k", nil)
-	// (Refused: a keyless claim is not followed by the cutter, so a cut
-	// may fall inside it; see the report of this test's commit.)
+	// (Keyless claims granted and held across cuts: TestWindowedKeylessClaims.)
 	b.inv(14, 5, history.FAcquire, "", nil).fail(15, 5, history.FAcquire, "")
 	b.inv(16, 5, history.FRelease, "", tok("n1", 0)).ev(17, 5, history.Fail, history.FRelease, "", &history.Value{NotHeld: true})
 	// A thousand keys come and go between: the windows cut, and the
@@ -63,6 +62,39 @@ func TestWindowedKeysThatComeBack(t *testing.T) {
 	}
 	if !kinds[KindStaleWrite] || !kinds[KindOrphan] || kinds[KindLostLease] {
 		t.Fatalf("the history does not show what it is for: violations %+v", whole.Violations)
+	}
+	for _, target := range []int{1, 7, 100} {
+		win, st, ok := windowed(b.ops, target)
+		if !ok || st.cuts < 10 {
+			t.Fatalf("target %d: exact %v, %d cuts", target, ok, st.cuts)
+		}
+		sameResult(t, fmt.Sprintf("target %d", target), whole, win)
+	}
+}
+
+// TestWindowedKeylessClaims: calls that name no key are one lock of their
+// own (prepare judges them together), so the cutter must follow their
+// claims as a key's: a keyless grant held across a thousand keys' cycles
+// may not be cut, or the windows after it would not see it held (a second
+// keyless holder overlapping it, the first's release ending its hold).
+func TestWindowedKeylessClaims(t *testing.T) {
+	b := &hb{}
+	tok := func(s string, d int64) *history.Value { return &history.Value{Token: s, Deadline: d} }
+	b.inv(10, 5, history.FAcquire, "", nil).ok(11, 5, history.FAcquire, "", tok("n1", 1_000_000))
+	at := int64(1000)
+	for i := range 1000 {
+		key := fmt.Sprintf("f%d", i)
+		b.inv(at, 4, history.FAcquire, key, nil).ok(at+1, 4, history.FAcquire, key, tok("x", at+100))
+		b.inv(at+2, 4, history.FRelease, key, nil).ok(at+3, 4, history.FRelease, key, nil)
+		at += 10
+	}
+	b.inv(at, 6, history.FAcquire, "", nil).ok(at+1, 6, history.FAcquire, "", tok("n2", at+500))
+	b.inv(at+2, 5, history.FRelease, "", tok("n1", 0)).ok(at+3, 5, history.FRelease, "", nil)
+	b.inv(at+4, 6, history.FRelease, "", tok("n2", 0)).ok(at+5, 6, history.FRelease, "", nil)
+
+	whole := checkOps(ctx, b.ops, Config{})
+	if whole.Verdict != Invalid {
+		t.Fatalf("two keyless holders at once should be invalid: %s %+v", whole.Verdict, whole.Violations)
 	}
 	for _, target := range []int{1, 7, 100} {
 		win, st, ok := windowed(b.ops, target)

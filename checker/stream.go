@@ -1135,10 +1135,12 @@ func (c *cutter) rest() []history.Op {
 }
 
 // global reports whether op belongs to no key's events: a nemesis event,
-// a client pause (whose exposure asks which keys its process held, see
-// coverage) or crash, or a client event that names no key.
+// or a client pause (whose exposure asks which keys its process held, see
+// coverage) or crash. A client event that names no key is the key "":
+// prepare judges such calls together as one lock, so the cutter follows
+// their claims as any key's (TestWindowedKeylessClaims).
 func isGlobal(op *history.Op) bool {
-	return op.Process.IsNemesis() || op.F == history.FPause || op.F == history.FCrash || op.Key == ""
+	return op.Process.IsNemesis() || op.F == history.FPause || op.F == history.FCrash
 }
 
 // observe follows op and holds it back (a copy: op is the reader's).
