@@ -109,8 +109,8 @@ func runAll(ctx context.Context, list []Scenario, parallel int, room func() bool
 }
 
 // startOrder is the order runAll starts list in (indexes into list): the
-// side-by-side scenarios first, the exclusive ones then alone, each in the
-// order of list.
+// side-by-side scenarios first, in the order below, then the exclusive
+// ones alone, in the order of list.
 //
 // A scenario that finds no room waits for a running one to end, so what
 // costs wall time is a start-up burst at a moment when only long
@@ -190,7 +190,7 @@ func (s Scenario) cost() time.Duration {
 // few redis-server processes or one MariaDB server (its data directory is
 // a copy), 1 for a Redis Cluster's six servers or etcd's three members,
 // which take seconds (mostly waiting for each other, 0.1–0.3 of a CPU),
-// and 2 for ZooKeeper's three JVMs, which take 2.5–3 CPU-seconds in about
+// and 2 for ZooKeeper's three JVMs, which take 2–3 CPU-seconds in about
 // 2s. Measured in catalogue runs (2026-11-28, harness.log's setup phase):
 // ZooKeeper 2.4–3.7s, Redis Cluster 3–3.6s, etcd 1.1–3.2s, MariaDB
 // 0.3–0.9s, Redis 0.1–0.3s.
