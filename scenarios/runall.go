@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"runtime"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockharness/lockharness/locks"
+	"github.com/lockharness/lockharness/sut"
 )
 
 // Exclusive reports whether the scenario must run with nothing beside it.
@@ -64,16 +68,7 @@ func runAll(ctx context.Context, list []Scenario, parallel int, room func() bool
 	slots := &slots{free: parallel, total: parallel}
 	slots.cond = sync.NewCond(&slots.mu)
 
-	// Side-by-side scenarios first, so that they start at once; the
-	// exclusive ones then run alone.
-	var order []int
-	for pass := 0; pass < 2; pass++ {
-		for i, s := range list {
-			if s.Exclusive() == (pass == 1) {
-				order = append(order, i)
-			}
-		}
-	}
+	order := startOrder(list)
 	go func() {
 		for k, i := range order {
 			s := list[i]
@@ -111,6 +106,112 @@ func runAll(ctx context.Context, list []Scenario, parallel int, room func() bool
 			done(i, r)
 		}
 	}
+}
+
+// startOrder is the order runAll starts list in (indexes into list): the
+// side-by-side scenarios first, in the order below, then the exclusive
+// ones alone, in the order of list.
+//
+// A scenario that finds no room waits for a running one to end, so what
+// costs wall time is a start-up burst at a moment when only long
+// scenarios run, and a long scenario started last. The side-by-side ones
+// start in this order:
+//
+//   - leadLight light scenarios (see startUp), the longest first: the
+//     first scenario starts without asking for room, and the one after it
+//     is judged while the first starts; a heavy one there would leave
+//     nothing but itself to end;
+//   - then each heavy one, the heaviest start-up first (ZooKeeper's three
+//     JVMs), then the longest, each followed by heavyGap light ones: their
+//     runs end while the heavy ones still run, and each end asks for room
+//     again;
+//   - then the rest of the light ones, the longest first, so that the
+//     last to start end soon after it (one that starts last and runs 15s
+//     is 15s of wall with nothing else to start).
+//
+// In the order of the catalogue (Redis first, then Redis Cluster, etcd,
+// ZooKeeper, MariaDB) the ZooKeeper ones started beside the long etcd and
+// cluster ones, each waited 4–6s for room, and the MariaDB ones waited for
+// the last ZooKeeper one (a quiet two-core machine, 2026-11-28: 113s, of
+// which the Redis ones took the first 44s).
+func startOrder(list []Scenario) []int {
+	var heavy, light, exclusive []int
+	for i, s := range list {
+		_, burst := s.startUp()
+		switch {
+		case s.Exclusive():
+			exclusive = append(exclusive, i)
+		case burst > 0:
+			heavy = append(heavy, i)
+		default:
+			light = append(light, i)
+		}
+	}
+	longest := func(a, b int) int { return cmp.Compare(list[b].cost(), list[a].cost()) }
+	slices.SortStableFunc(light, longest)
+	slices.SortStableFunc(heavy, func(a, b int) int {
+		_, ba := list[a].startUp()
+		_, bb := list[b].startUp()
+		return cmp.Or(cmp.Compare(bb, ba), longest(a, b))
+	})
+	order := make([]int, 0, len(list))
+	take := func(n int) {
+		n = min(n, len(light))
+		order = append(order, light[:n]...)
+		light = light[n:]
+	}
+	if len(heavy) > 0 {
+		take(leadLight)
+	}
+	for _, h := range heavy {
+		order = append(order, h)
+		take(heavyGap)
+	}
+	take(len(light))
+	return append(order, exclusive...)
+}
+
+// leadLight and heavyGap shape startOrder: the light scenarios that start
+// before the first heavy one, and after each heavy one.
+const (
+	leadLight = 4
+	heavyGap  = 4
+)
+
+// cost is about how long the scenario takes: its start-up and its scripted
+// phases (Duration, the upper bounds).
+func (s Scenario) cost() time.Duration {
+	d, _ := s.startUp()
+	return d + s.Duration()
+}
+
+// startUp is about how long the scenario's deployment takes to start on a
+// quiet two-core machine, and how much of a burst that start is: 0 for a
+// few redis-server processes or one MariaDB server (its data directory is
+// a copy), 1 for a Redis Cluster's six servers or etcd's three members,
+// which take seconds (mostly waiting for each other, 0.1–0.3 of a CPU),
+// and 2 for ZooKeeper's three JVMs, which take 2–3 CPU-seconds in about
+// 2s. Measured in catalogue runs (2026-11-28, harness.log's setup phase):
+// ZooKeeper 2.4–3.7s, Redis Cluster 3–3.6s, etcd 1.1–3.2s, MariaDB
+// 0.3–0.9s, Redis 0.1–0.3s.
+func (s Scenario) startUp() (d time.Duration, burst int) {
+	sys := locks.SystemRedis
+	if info, err := s.ownRegistry().Lookup(s.Lock); err == nil {
+		sys = info.SystemName()
+	}
+	switch sys {
+	case locks.SystemZooKeeper:
+		return 3 * time.Second, 2
+	case locks.SystemEtcd:
+		return 2 * time.Second, 1
+	case locks.SystemMariaDB:
+		return 500 * time.Millisecond, 0
+	case locks.SystemRedis:
+		if s.Run.Cluster.WithDefaults().Topology == sut.RedisCluster {
+			return 3 * time.Second, 1
+		}
+	}
+	return 200 * time.Millisecond, 0
 }
 
 // slots is a counting semaphore whose waiters give up when ctx is done.

@@ -195,3 +195,76 @@ func TestRunAllWithoutRoomWaitsForOneEnd(t *testing.T) {
 		t.Fatalf("s2 ran beside %v, want [s1]", besideS2)
 	}
 }
+
+// The catalogue starts light scenarios first, spreads the heavy start-ups
+// (ZooKeeper's first) among light ones, ends with the shortest light ones,
+// and keeps the exclusive ones for the end: every scenario once.
+func TestStartOrderSpreadsHeavyStartUpsAndEndsShort(t *testing.T) {
+	list := Catalogue()
+	order := startOrder(list)
+	if len(order) != len(list) {
+		t.Fatalf("%d in the order, %d in the list", len(order), len(list))
+	}
+	seen := map[int]bool{}
+	for _, i := range order {
+		if seen[i] {
+			t.Fatalf("%s twice in the order", list[i].Name)
+		}
+		seen[i] = true
+	}
+	burst := func(k int) int { _, b := list[order[k]].startUp(); return b }
+	var exclusive, heavy, zk int
+	for k, i := range order {
+		s := list[i]
+		switch {
+		case s.Exclusive():
+			exclusive++
+			continue
+		case exclusive > 0:
+			t.Fatalf("%s (side by side) after an exclusive one", s.Name)
+		}
+		if burst(k) == 0 {
+			continue
+		}
+		heavy++
+		if burst(k) == 2 {
+			zk++
+			if zk != heavy {
+				t.Errorf("%s (ZooKeeper) after a lighter start-up", s.Name)
+			}
+		}
+		if k < leadLight {
+			t.Errorf("%s (heavy) starts at %d, before %d light ones", s.Name, k, leadLight)
+		}
+		for j := max(0, k-heavyGap); j < k; j++ {
+			if burst(j) > 0 {
+				t.Errorf("%s (heavy) starts %d after %s (heavy)", s.Name, k-j, list[order[j]].Name)
+			}
+		}
+	}
+	if exclusive != 3 || zk != 4 || heavy != 10 {
+		t.Fatalf("%d exclusive, %d heavy, %d ZooKeeper; want 3, 10, 4", exclusive, heavy, zk)
+	}
+	// The light ones after the last heavy one, the longest first: the
+	// catalogue ends on its shortest.
+	last := len(order) - exclusive - 1
+	for k := last; k > 0 && burst(k-1) == 0; k-- {
+		if a, b := list[order[k-1]].cost(), list[order[k]].cost(); a < b {
+			t.Errorf("%s (%v) starts before the longer %s (%v)", list[order[k-1]].Name, a, list[order[k]].Name, b)
+		}
+	}
+	if c := list[order[last]].cost(); c > 4*time.Second {
+		t.Errorf("the last to start, %s, takes %v", list[order[last]].Name, c)
+	}
+}
+
+// With fewer light scenarios than leadLight, they all start first, then
+// the heavy ones, the longest first.
+func TestStartOrderWithFewLightOnes(t *testing.T) {
+	list := []Scenario{{Name: "a", Lock: "zk"}, {Name: "b", Lock: "zk"}, {Name: "c", Lock: "token"}}
+	list[1].Run.TimeLimit = 5 * time.Second
+	got := startOrder(list)
+	if fmt.Sprint(got) != "[2 1 0]" {
+		t.Fatalf("order %v, want [2 1 0]", got)
+	}
+}

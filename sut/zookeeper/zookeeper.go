@@ -62,6 +62,7 @@ const InstallHint = "install it with `apt-get install -y zookeeper` (Debian/Ubun
 var (
 	zookeeperJar = "/usr/share/java/zookeeper.jar"
 	loggerJar    = "/usr/share/java/slf4j-simple.jar"
+	classPath    = zookeeperJar + ":" + loggerJar
 )
 
 // Timing of the ensemble. A tick of 200ms lets a client ask for sessions
@@ -184,10 +185,24 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	archive, classList, build := classArchive(java, c.Dir)
+	if build {
+		defer func() {
+			if build { // not handed to buildClassArchive
+				releaseClassArchive()
+			}
+		}()
+	}
 	for i := range names {
 		s, err := c.server(i, names, peer, java, shim, ftLib)
 		if err != nil {
 			return nil, err
+		}
+		switch {
+		case archive != "":
+			s.Args = append([]string{"-XX:SharedArchiveFile=" + archive}, s.Args...)
+		case build && i == 0:
+			s.Args = append([]string{"-XX:DumpLoadedClassList=" + classList}, s.Args...)
 		}
 		c.Servers = append(c.Servers, s)
 	}
@@ -201,6 +216,10 @@ func up(ctx context.Context, cfg sut.Config) (_ *Cluster, err error) {
 	}
 	if err := c.lead(ctx, names[0]); err != nil {
 		return nil, err
+	}
+	if build {
+		build = false
+		_ = buildClassArchive(ctx, java, classList) // without it, the next start is as this one
 	}
 	return c, nil
 }
@@ -375,7 +394,7 @@ func javaArgs(cfgPath string) []string {
 		"-Dzookeeper.jmx.log4j.disable=true",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=" + logTimeFormatJava,
-		"-cp", zookeeperJar + ":" + loggerJar,
+		"-cp", classPath,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,
 	}
 }
