@@ -27,13 +27,7 @@ func TestWindowedKeysThatComeBack(t *testing.T) {
 	b.inv(16, 5, history.FRelease, "", tok("n1", 0)).ev(17, 5, history.Fail, history.FRelease, "", &history.Value{NotHeld: true})
 	// A thousand keys come and go between: the windows cut, and the
 	// carry's entries of k go to the file.
-	at := int64(1000)
-	for i := range 1000 {
-		key := fmt.Sprintf("f%d", i)
-		b.inv(at, 4, history.FAcquire, key, nil).ok(at+1, 4, history.FAcquire, key, tok("x", at+100))
-		b.inv(at+2, 4, history.FRelease, key, nil).ok(at+3, 4, history.FRelease, key, nil)
-		at += 10
-	}
+	at := b.freshKeys(1000, 1000)
 	notHeld := &history.Value{NotHeld: true}
 	b.inv(at, 1, history.FWrite, "k", ctr(1)).ok(at+1, 1, history.FWrite, "k", nil)
 	// A renew that names no token grants k again; the release's "not
@@ -81,13 +75,7 @@ func TestWindowedKeylessClaims(t *testing.T) {
 	b := &hb{}
 	tok := func(s string, d int64) *history.Value { return &history.Value{Token: s, Deadline: d} }
 	b.inv(10, 5, history.FAcquire, "", nil).ok(11, 5, history.FAcquire, "", tok("n1", 1_000_000))
-	at := int64(1000)
-	for i := range 1000 {
-		key := fmt.Sprintf("f%d", i)
-		b.inv(at, 4, history.FAcquire, key, nil).ok(at+1, 4, history.FAcquire, key, tok("x", at+100))
-		b.inv(at+2, 4, history.FRelease, key, nil).ok(at+3, 4, history.FRelease, key, nil)
-		at += 10
-	}
+	at := b.freshKeys(1000, 1000)
 	b.inv(at, 6, history.FAcquire, "", nil).ok(at+1, 6, history.FAcquire, "", tok("n2", at+500))
 	b.inv(at+2, 5, history.FRelease, "", tok("n1", 0)).ok(at+3, 5, history.FRelease, "", nil)
 	b.inv(at+4, 6, history.FRelease, "", tok("n2", 0)).ok(at+5, 6, history.FRelease, "", nil)
@@ -103,4 +91,19 @@ func TestWindowedKeylessClaims(t *testing.T) {
 		}
 		sameResult(t, fmt.Sprintf("target %d", target), whole, win)
 	}
+}
+
+// freshKeys adds n keys that process 4 acquires and releases once each,
+// one after another from t0 (ten nanoseconds a key), and returns the time
+// after the last: enough of them cut the windows between what comes
+// before and after, and send the carry's entries to its file.
+func (b *hb) freshKeys(t0 int64, n int) int64 {
+	at := t0
+	for i := range n {
+		key := fmt.Sprintf("f%d", i)
+		b.inv(at, 4, history.FAcquire, key, nil).ok(at+1, 4, history.FAcquire, key, &history.Value{Token: "x", Deadline: at + 100})
+		b.inv(at+2, 4, history.FRelease, key, nil).ok(at+3, 4, history.FRelease, key, nil)
+		at += 10
+	}
+	return at
 }
