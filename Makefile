@@ -61,6 +61,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./schedule/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecoderAgrees$$' -fuzztime $(FUZZTIME) ./history/
 	$(GO) test -run '^$$' -fuzz '^FuzzAnswer$$' -fuzztime $(FUZZTIME) ./locks/adapter/
+	$(GO) test -run '^$$' -fuzz '^FuzzEncodePNG$$' -fuzztime $(FUZZTIME) ./reports/
 
 # The checks a reader should not have to make: gofmt; go vet; staticcheck at the
 # version go.mod's tool line pins (`go tool staticcheck` builds it from the
