@@ -79,6 +79,15 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 		if got.fast.drawn == 0 || f.most && got.fast.drawn < 50 {
 			t.Errorf("%s: pathRaster drew only %d paths", f.name, got.fast.drawn)
 		}
+		// Drawn on both at once, as saveFigure does, each comes out the same.
+		teeR, teeS := drawFigure(f.w, f.h, f.fig)
+		if c := teeR.Image().(*image.RGBA); !bytes.Equal(c.Pix, b.Pix) {
+			t.Errorf("%s: drawn with the SVG at once (teeCanvas), the raster has other pixels (%d differ)", f.name, differing(c, b))
+		}
+		var teeBytes bytes.Buffer
+		if _, err := teeS.WriteTo(&teeBytes); err != nil || !bytes.Equal(teeBytes.Bytes(), want.Bytes()) {
+			t.Errorf("%s: drawn with the raster at once (teeCanvas), the SVG differs at byte %d (%v)", f.name, firstDiff(want.Bytes(), teeBytes.Bytes()), err)
+		}
 	}
 }
 
