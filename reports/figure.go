@@ -213,12 +213,41 @@ func (r *rasterCanvas) FillString(f font.Face, pt vg.Point, str string) {
 		return
 	}
 	ctx, dpi := r.fast.ctx, r.Canvas.DPI()
+	x, y, h := pt.X.Dots(dpi), pt.Y.Dots(dpi), ph.Dots(dpi)
+	if !r.fast.pen.moved {
+		// gg's matrix, inverted once more, is the identity: a glyph lands
+		// on whole pixels (drawText).
+		r.fast.drawText(r.face(f, dpi), str, x, h-y)
+		return
+	}
 	ctx.Push()
 	defer ctx.Pop()
 	ctx.SetFontFace(r.face(f, dpi))
-	x, y, h := pt.X.Dots(dpi), pt.Y.Dots(dpi), ph.Dots(dpi)
 	ctx.InvertY()
 	ctx.DrawString(str, x, h-y)
+}
+
+// Rotate, Translate and Scale move what is drawn after them until the
+// Pop that undoes them: text is then drawn by gg (see drawText).
+func (r *rasterCanvas) Rotate(rad float64) {
+	r.Canvas.Rotate(rad)
+	r.moved()
+}
+
+func (r *rasterCanvas) Translate(pt vg.Point) {
+	r.Canvas.Translate(pt)
+	r.moved()
+}
+
+func (r *rasterCanvas) Scale(x, y float64) {
+	r.Canvas.Scale(x, y)
+	r.moved()
+}
+
+func (r *rasterCanvas) moved() {
+	if r.fast != nil {
+		r.fast.pen.moved = true
+	}
 }
 
 // face is f at dpi, as vgimg makes it (f.FontFace), with its glyphs
