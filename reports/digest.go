@@ -78,7 +78,7 @@ type digest struct {
 	// (by slot), so that an event does not hash a map entry that is
 	// there already.
 	procsAdded, actedAdded procBits
-	keysAdded              [recentSlots]string
+	keysAdded              recentKeys
 }
 
 // recentSlots is the size of digest's caches of what it added lately.
@@ -123,12 +123,9 @@ func (b *procBits) add(p int) bool {
 
 // addKey puts key in acqKeys unless keysAdded says it is there.
 func (d *digest) addKey(key string) {
-	slot := (len(key)*31 + int(key[len(key)-1])) & (recentSlots - 1)
-	if d.keysAdded[slot] == key {
-		return
+	if !d.keysAdded.seen(key) {
+		d.acqKeys.add(key)
 	}
-	d.acqKeys.add(key)
-	d.keysAdded[slot] = key
 }
 
 // maxGrants bounds the grants the digest keeps the nodes of: the node
@@ -641,7 +638,7 @@ func (t *cellTable) put(k pointCell, p latPoint, earlier bool) bool {
 	}
 	t.keys[i], t.vals[i] = k, p
 	t.n++
-	if 2*t.n > len(t.keys) {
+	if 4*t.n > 3*len(t.keys) {
 		t.grow()
 	}
 	return true

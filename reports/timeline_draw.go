@@ -84,7 +84,7 @@ func (d *timelineDraw) bars() {
 	hm, clientY := d.mk.holds, d.layout.clientY
 	for p, n := range hm.holders {
 		if _, ok := clientY[p]; ok {
-			d.area.SourceHolds += n
+			d.area.SourceHolds += *n
 		}
 	}
 	rks := make([]barKey, 0, len(hm.bars))
