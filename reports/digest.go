@@ -576,7 +576,7 @@ func histQuantile(h *[latBins]uint32, maxMS, q float64) float64 {
 }
 
 // cellTable is the latency points by cell: a hash table of open
-// addressing (linear probing, at most half full) on the cell's word. The
+// addressing (linear probing, at most three quarters full) on the cell's word. The
 // map it replaces hashed a cell for every acquire of a history and
 // rebuilt itself cell by cell at every coarsening, most of the latency
 // digest's time; here a lookup is a multiply and, mostly, one probe of

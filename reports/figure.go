@@ -58,8 +58,13 @@ func textStyle(size vg.Length, c color.Color) draw.TextStyle {
 
 // saveFigure draws fig once, onto both of its canvases at a time
 // (teeCanvas), and writes them as base.png and base.svg in dir.
+//
+// The pixels are mapped for the figure and unmapped once it is written
+// (newPixels): nothing of the raster canvas outlives saveFigure.
 func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
-	img, svg := drawFigure(w, h, fig)
+	pix := newPixels(4 * rasterRect(w, h).Dx() * rasterRect(w, h).Dy())
+	defer pix.free()
+	img, svg := drawFigureOn(pix.b, w, h, fig)
 	if err := writeAtomic(filepath.Join(dir, base+".png"), quickPNG{img.Canvas}); err != nil {
 		return err
 	}
@@ -69,7 +74,13 @@ func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
 // drawFigure draws fig, w × h, on a raster canvas and an SVG one (vgsvg.New's
 // document, written for less: svgCanvas) at once.
 func drawFigure(w, h vg.Length, fig func(draw.Canvas)) (*rasterCanvas, *svgCanvas) {
-	img, svg := newRaster(w, h), newSVG(w, h)
+	return drawFigureOn(nil, w, h, fig)
+}
+
+// drawFigureOn is drawFigure with the raster's pixels in pix (zeroed, as
+// many bytes as the image has, or nil: new ones).
+func drawFigureOn(pix []byte, w, h vg.Length, fig func(draw.Canvas)) (*rasterCanvas, *svgCanvas) {
+	img, svg := newRasterOn(pix, w, h), newSVG(w, h)
 	// The SVG's white background, which the raster has from the start.
 	sc := draw.New(svg)
 	sc.SetColor(color.White)
@@ -135,9 +146,23 @@ type rasterCanvas struct {
 	faces map[faceKey]*glyphCache
 }
 
-func newRaster(w, h vg.Length) *rasterCanvas {
-	pw, ph := w/vg.Inch*vg.Length(DPI), h/vg.Inch*vg.Length(DPI) // as NewWith sizes its image
-	img := image.NewRGBA(image.Rect(0, 0, int(pw+0.5), int(ph+0.5)))
+func newRaster(w, h vg.Length) *rasterCanvas { return newRasterOn(nil, w, h) }
+
+// rasterRect is the pixels of a raster figure w × h, as NewWith sizes its
+// image.
+func rasterRect(w, h vg.Length) image.Rectangle {
+	pw, ph := w/vg.Inch*vg.Length(DPI), h/vg.Inch*vg.Length(DPI)
+	return image.Rect(0, 0, int(pw+0.5), int(ph+0.5))
+}
+
+// newRasterOn is newRaster drawing on pix (zeroed, 4 bytes a pixel of
+// rasterRect), or on a new image when pix is nil.
+func newRasterOn(pix []byte, w, h vg.Length) *rasterCanvas {
+	rect := rasterRect(w, h)
+	img := &image.RGBA{Pix: pix, Stride: 4 * rect.Dx(), Rect: rect}
+	if pix == nil {
+		img = image.NewRGBA(rect)
+	}
 	ctx := gg.NewContextForRGBA(img)
 	ctx.SetLineCapButt() // as NewWith sets up the context it makes
 	ctx.InvertY()
