@@ -595,10 +595,18 @@ type cellTable struct {
 // 1 µs); the table keeps a cell 0 anyway, in zero.
 const emptyCell pointCell = 0
 
+// newCellTable is a table of cellSlots slots: room for maxPoints cells
+// and one more, as many as there are before they coarsen, from the start
+// (growing to it, the table and the spare it coarsens into allocated
+// twice its memory, page by page: 1,500 page faults of a report).
 func newCellTable() *cellTable {
-	const slots = 1 << 10
-	return &cellTable{keys: make([]pointCell, slots), vals: make([]latPoint, slots), shift: 64 - 10}
+	return &cellTable{keys: make([]pointCell, cellSlots), vals: make([]latPoint, cellSlots), shift: 64 - cellSlotBits}
 }
+
+const (
+	cellSlotBits = 16
+	cellSlots    = 1 << cellSlotBits // > (maxPoints+1) * 4/3: never grown
+)
 
 // slot is where k's probe starts (Fibonacci hashing).
 func (t *cellTable) slot(k pointCell) int {
