@@ -74,37 +74,58 @@ type digest struct {
 	// see would follow the calls as open does).
 	marks *markPass
 
-	// What was put in procs, acted and acqKeys lately, so that the events
-	// of a run's few clients and keys do not each hash a map entry that is
-	// there already: process+1 (0 is none) and key, by slot.
-	procsAdded, actedAdded [recentSlots]int
-	keysAdded              [recentSlots]string
+	// What was put in procs and acted (procBits), and in acqKeys lately
+	// (by slot), so that an event does not hash a map entry that is
+	// there already.
+	procsAdded, actedAdded procBits
+	keysAdded              recentKeys
 }
 
 // recentSlots is the size of digest's caches of what it added lately.
 const recentSlots = 64
 
-// addProc puts p in set unless added (the cache of set) says it is there.
-// The cache holds p+1, 0 meaning none: p is a client's process, never the
-// nemesis (-1, whose p+1 would read as none and never be added); its
-// callers return before the nemesis's events.
-func addProc(set map[int]bool, added *[recentSlots]int, p int) {
-	slot := p & (recentSlots - 1)
-	if added[slot] == p+1 {
-		return
+// addProc puts p in set unless added (the processes put in set) says it
+// is there.
+func addProc(set map[int]bool, added *procBits, p int) {
+	if added.add(p) {
+		set[p] = true
 	}
-	set[p] = true
-	added[slot] = p + 1
+}
+
+// procBits is a set of processes, a bit each: a history's processes are
+// numbered from 0, one after another, and every event looks its
+// process up. A cache of the processes seen lately, by slot, missed
+// whenever more processes than its slots were at work (each client crash
+// starts a new one: a third of the digest's time on such a history went
+// to the map the cache stood in front of).
+type procBits []uint64
+
+// maxProcBits bounds the processes procBits holds (128 KiB of bits):
+// others are never in it.
+const maxProcBits = 1 << 20
+
+// add puts p in the set and reports whether it was not there, or is one
+// the set cannot hold.
+func (b *procBits) add(p int) bool {
+	if p < 0 || p >= maxProcBits {
+		return true
+	}
+	w, bit := p>>6, uint64(1)<<(p&63)
+	if w >= len(*b) {
+		*b = append(*b, make([]uint64, w+1-len(*b))...)
+	}
+	if (*b)[w]&bit != 0 {
+		return false
+	}
+	(*b)[w] |= bit
+	return true
 }
 
 // addKey puts key in acqKeys unless keysAdded says it is there.
 func (d *digest) addKey(key string) {
-	slot := (len(key)*31 + int(key[len(key)-1])) & (recentSlots - 1)
-	if d.keysAdded[slot] == key {
-		return
+	if !d.keysAdded.seen(key) {
+		d.acqKeys.add(key)
 	}
-	d.acqKeys.add(key)
-	d.keysAdded[slot] = key
 }
 
 // maxGrants bounds the grants the digest keeps the nodes of: the node
@@ -132,7 +153,7 @@ func newDigest(want map[int64]bool) *digest {
 
 // see takes the next event of the history into the digest.
 func (d *digest) see(op *history.Op) {
-	if d.want[op.Index] {
+	if len(d.want) > 0 && d.want[op.Index] {
 		d.at[op.Index] = keep(op)
 		t, ok := d.lastInvoke[pf{op.Process, op.F}]
 		if !ok || op.Type == history.Invoke {
@@ -192,43 +213,52 @@ func (d *digest) invoke(op *history.Op) {
 	d.open.put(op.Process, p)
 }
 
-// openCalls is the client calls in flight, by process: in a slot of its
-// own for most processes (a run's few clients), in a map for the others
-// (a process whose slot is taken), so that the calls of a long history
-// cost no hashing. A process's call is in one of the two, never both.
+// openCalls is the client calls in flight, by process: in a slot indexed
+// by the process for processes numbered up to maxOpenSlots (a history's
+// processes are numbered from 0, one after another), in a map for the
+// others, so that the calls of a long history cost no hashing, however
+// many processes are at work at once.
 type openCalls struct {
-	slots [recentSlots]openSlot
+	slots []openSlot
 	more  map[history.Process]pending
 }
 
 type openSlot struct {
-	p    history.Process
 	used bool
 	c    pending
 }
 
+// maxOpenSlots bounds the slots of openCalls (a few MB at most).
+const maxOpenSlots = 1 << 16
+
+// slot is process p's slot, nil for a process kept in the map.
+func (o *openCalls) slot(p history.Process) *openSlot {
+	if p < 0 || p >= maxOpenSlots {
+		return nil
+	}
+	if int(p) >= len(o.slots) {
+		o.slots = append(o.slots, make([]openSlot, int(p)+1-len(o.slots))...)
+	}
+	return &o.slots[p]
+}
+
 // put makes c process p's call in flight.
 func (o *openCalls) put(p history.Process, c pending) {
-	s := &o.slots[int(p)&(recentSlots-1)]
-	if s.used && s.p != p {
-		o.more[p] = c
+	if s := o.slot(p); s != nil {
+		s.used, s.c = true, c
 		return
 	}
-	if !s.used && len(o.more) > 0 {
-		delete(o.more, p)
-	}
-	s.p, s.used, s.c = p, true, c
+	o.more[p] = c
 }
 
 // take removes and returns process p's call in flight.
 func (o *openCalls) take(p history.Process) (pending, bool) {
-	s := &o.slots[int(p)&(recentSlots-1)]
-	if s.used && s.p == p {
+	if s := o.slot(p); s != nil {
+		// The call stays in the slot, unused: clearing its strings cost
+		// a write barrier per event while the collector marks.
+		c, ok := s.c, s.used
 		s.used = false
-		return s.c, true
-	}
-	if len(o.more) == 0 {
-		return pending{}, false
+		return c, ok
 	}
 	c, ok := o.more[p]
 	delete(o.more, p)
@@ -264,12 +294,11 @@ type latencyDigest struct {
 	// points: one per cell of cellT ns × 1/pointBinsPerDecade decade and
 	// outcome; cellT doubles when there are more than maxPoints.
 	cellT  int64
-	points map[pointCell]latPoint
-	// spare is the map points had before they last coarsened, cleared
-	// and filled by the next coarsening: a map grown to maxPoints once
-	// is not grown again, cell by cell, after each (its growth was a
-	// third of the digest's time on a long run).
-	spare map[pointCell]latPoint
+	points *cellTable
+	// spare is the table points had before they last coarsened, cleared
+	// and filled by the next coarsening: a table grown to maxPoints once
+	// is not grown again, cell by cell, after each.
+	spare *cellTable
 	// added is the cells put in points lately, by slot (pointSlot): a
 	// cell found there needs no lookup. Cleared when the cells coarsen.
 	added   [recentSlots]pointCell
@@ -339,7 +368,7 @@ type latPoint struct {
 }
 
 func newLatencyDigest() *latencyDigest {
-	return &latencyDigest{fine: int64(1e9), cellT: int64(time1ms), points: map[pointCell]latPoint{}, lo: math.Inf(1), hi: math.Inf(-1)}
+	return &latencyDigest{fine: int64(1e9), cellT: int64(time1ms), points: newCellTable(), lo: math.Inf(1), hi: math.Inf(-1)}
 }
 
 const time1ms = 1e6
@@ -438,9 +467,8 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 		return
 	}
 	l.added[slot], l.addedOK[slot] = k, true
-	if _, ok := l.points[k]; !ok {
-		l.points[k] = latPoint{X: seconds(invoke), Y: ms}
-		for len(l.points) > maxPoints {
+	if l.points.addNew(k, latPoint{X: seconds(invoke), Y: ms}) {
+		for l.points.n > maxPoints {
 			l.coarsenPoints()
 		}
 	}
@@ -453,26 +481,23 @@ func (l *latencyDigest) coarsenPoints() {
 	clear(l.addedOK[:])
 	out := l.spare
 	if out == nil {
-		out = make(map[pointCell]latPoint, maxPoints+1)
+		out = newCellTable()
 	}
-	clear(out)
-	for k, p := range l.points {
-		k = k.withCol(k.col() / 2)
-		if q, ok := out[k]; !ok || p.X < q.X {
-			out[k] = p
-		}
-	}
+	out.clear()
+	l.points.each(func(k pointCell, p latPoint) {
+		out.keepEarliest(k.withCol(k.col()/2), p)
+	})
 	l.points, l.spare = out, l.points
 }
 
 // sortedPoints are the points of outcome o, in time order.
 func (l *latencyDigest) sortedPoints(o int) []latPoint {
 	var out []latPoint
-	for k, p := range l.points {
+	l.points.each(func(k pointCell, p latPoint) {
 		if k.outcome() == o {
 			out = append(out, p)
 		}
-	}
+	})
 	slices.SortFunc(out, func(a, b latPoint) int {
 		if a.X != b.X {
 			return cmpFloat(a.X, b.X)
@@ -550,4 +575,116 @@ func histQuantile(h *[latBins]uint32, maxMS, q float64) float64 {
 		}
 	}
 	return maxMS
+}
+
+// cellTable is the latency points by cell: a hash table of open
+// addressing (linear probing, at most three quarters full) on the cell's word. The
+// map it replaces hashed a cell for every acquire of a history and
+// rebuilt itself cell by cell at every coarsening, most of the latency
+// digest's time; here a lookup is a multiply and, mostly, one probe of
+// a word. The order of each is that of the slots: its callers sort, or
+// keep the earliest point of a cell, which no order changes.
+type cellTable struct {
+	keys  []pointCell // empty slots hold emptyCell
+	vals  []latPoint
+	n     int
+	shift uint // 64 - log2(len(keys))
+}
+
+// emptyCell marks an empty slot. No cell is 0 except that of outcome 0,
+// column 0 and row -2^15 (newPointCell stores the row plus 2^15), a
+// latency of 10^-819 ms (rows start at -120: latencies are at least
+// 1 µs); the table keeps a cell 0 anyway, in zero.
+const emptyCell pointCell = 0
+
+// newCellTable is a table of cellSlots slots: room for maxPoints cells
+// and one more, as many as there are before they coarsen, from the start
+// (growing to it, the table and the spare it coarsens into allocated
+// twice its memory, page by page: 1,500 page faults of a report).
+func newCellTable() *cellTable {
+	return &cellTable{keys: make([]pointCell, cellSlots), vals: make([]latPoint, cellSlots), shift: 64 - cellSlotBits}
+}
+
+const (
+	cellSlotBits = 16
+	cellSlots    = 1 << cellSlotBits // > (maxPoints+1) * 4/3: never grown
+)
+
+// slot is where k's probe starts (Fibonacci hashing).
+func (t *cellTable) slot(k pointCell) int {
+	return int((uint64(k) * 0x9E3779B97F4A7C15) >> t.shift)
+}
+
+// find is the slot of k, or of the empty slot where k would go.
+func (t *cellTable) find(k pointCell) int {
+	mask := len(t.keys) - 1
+	i := t.slot(k)
+	for t.keys[i] != k && t.keys[i] != emptyCell {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+// addNew puts p at k if k has no point, and reports whether it did.
+func (t *cellTable) addNew(k pointCell, p latPoint) bool {
+	return t.put(k, p, false)
+}
+
+// keepEarliest puts p at k if k has no point or a later one.
+func (t *cellTable) keepEarliest(k pointCell, p latPoint) { t.put(k, p, true) }
+
+// put puts p at k if k has no point, or (earlier) a point later than
+// p, and reports whether k had no point.
+func (t *cellTable) put(k pointCell, p latPoint, earlier bool) bool {
+	if k == emptyCell {
+		k = t.zeroKey()
+	}
+	i := t.find(k)
+	if t.keys[i] == k {
+		if earlier && p.X < t.vals[i].X {
+			t.vals[i] = p
+		}
+		return false
+	}
+	t.keys[i], t.vals[i] = k, p
+	t.n++
+	if 4*t.n > 3*len(t.keys) {
+		t.grow()
+	}
+	return true
+}
+
+// zeroKey stands for cell 0, which marks empty slots: the one key no
+// cell is but 0 (all ones: outcome 3, which there is none of).
+func (t *cellTable) zeroKey() pointCell { return ^pointCell(0) }
+
+// grow doubles the slots.
+func (t *cellTable) grow() {
+	keys, vals := t.keys, t.vals
+	t.keys, t.vals, t.shift = make([]pointCell, 2*len(keys)), make([]latPoint, 2*len(keys)), t.shift-1
+	for i, k := range keys {
+		if k != emptyCell {
+			j := t.find(k)
+			t.keys[j], t.vals[j] = k, vals[i]
+		}
+	}
+}
+
+// clear empties the table, keeping its slots.
+func (t *cellTable) clear() {
+	clear(t.keys)
+	t.n = 0
+}
+
+// each calls f with every cell and its point.
+func (t *cellTable) each(f func(pointCell, latPoint)) {
+	for i, k := range t.keys {
+		switch k {
+		case emptyCell:
+		case t.zeroKey():
+			f(emptyCell, t.vals[i])
+		default:
+			f(k, t.vals[i])
+		}
+	}
 }

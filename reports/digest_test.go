@@ -2,6 +2,7 @@ package reports
 
 import (
 	"context"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -65,8 +66,8 @@ func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
 			all = append(all, lat{t0, math.Max(float64(d)/1e6, 1e-3)})
 		}
 	}
-	if len(l.buckets) > maxFine || len(l.points) > maxPoints {
-		t.Fatalf("digest of 20,000 s holds %d buckets and %d points, want at most %d and %d", len(l.buckets), len(l.points), maxFine, maxPoints)
+	if len(l.buckets) > maxFine || l.points.n > maxPoints {
+		t.Fatalf("digest of 20,000 s holds %d buckets and %d points, want at most %d and %d", len(l.buckets), l.points.n, maxFine, maxPoints)
 	}
 	var lats []float64 // the first bucket's
 	for _, a := range all {
@@ -209,5 +210,48 @@ func TestPointCellPacksItsParts(t *testing.T) {
 		if o := newPointCell(c.t, c.col, c.row+1); o == k {
 			t.Errorf("cells %+v and the row above are one", c)
 		}
+	}
+}
+
+// asMap is the table's cells and points as a map.
+func (t *cellTable) asMap() map[pointCell]latPoint {
+	m := map[pointCell]latPoint{}
+	t.each(func(k pointCell, p latPoint) { m[k] = p })
+	return m
+}
+
+// The table of latency points keeps what a map keeps: the first point
+// put at a cell (addNew), or the earliest (keepEarliest), the cell 0
+// too, through its growth and after it is cleared.
+func TestCellTableKeepsAsAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	tab, want := newCellTable(), map[pointCell]latPoint{}
+	for round := range 2 {
+		for i := range 50_000 {
+			k := pointCell(rng.IntN(30_000))
+			if i%1000 == 0 {
+				k = 0
+			}
+			p := latPoint{X: rng.Float64(), Y: float64(i)}
+			q, had := want[k]
+			if round == 0 {
+				if got := tab.addNew(k, p); got == had {
+					t.Fatalf("addNew(%d) = %v with the cell %v before", k, got, had)
+				}
+				if !had {
+					want[k] = p
+				}
+				continue
+			}
+			tab.keepEarliest(k, p)
+			if !had || p.X < q.X {
+				want[k] = p
+			}
+		}
+		if got := tab.asMap(); tab.n != len(want) || !maps.Equal(got, want) {
+			t.Fatalf("round %d: the table holds %d cells (%d counted), a map %d", round, len(got), tab.n, len(want))
+		}
+		tab.clear()
+		clear(want)
 	}
 }

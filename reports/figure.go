@@ -56,19 +56,78 @@ func textStyle(size vg.Length, c color.Color) draw.TextStyle {
 	return draw.TextStyle{Color: c, Font: font.From(plot.DefaultFont, size), Handler: plot.DefaultTextHandler}
 }
 
-// saveFigure draws fig twice, into base.png and base.svg in dir.
+// saveFigure draws fig once, onto both of its canvases at a time
+// (teeCanvas), and writes them as base.png and base.svg in dir.
+//
+// The pixels are mapped for the figure and unmapped once it is written
+// (newPixels): nothing of the raster canvas outlives saveFigure.
 func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
-	img := newRaster(w, h)
-	fig(draw.New(img))
+	pix := newPixels(4 * rasterRect(w, h).Dx() * rasterRect(w, h).Dy())
+	defer pix.free()
+	img, svg := drawFigureOn(pix.b, w, h, fig)
 	if err := writeAtomic(filepath.Join(dir, base+".png"), quickPNG{img.Canvas}); err != nil {
 		return err
 	}
-	svg := newSVG(w, h) // vgsvg.New's document, written for less (svgCanvas)
-	dc := draw.New(svg)
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
-	fig(dc)
 	return writeAtomic(filepath.Join(dir, base+".svg"), svg)
+}
+
+// drawFigure draws fig, w × h, on a raster canvas and an SVG one (vgsvg.New's
+// document, written for less: svgCanvas) at once.
+func drawFigure(w, h vg.Length, fig func(draw.Canvas)) (*rasterCanvas, *svgCanvas) {
+	return drawFigureOn(nil, w, h, fig)
+}
+
+// drawFigureOn is drawFigure with the raster's pixels in pix (zeroed, as
+// many bytes as the image has, or nil: new ones).
+func drawFigureOn(pix []byte, w, h vg.Length, fig func(draw.Canvas)) (*rasterCanvas, *svgCanvas) {
+	img, svg := newRasterOn(pix, w, h), newSVG(w, h)
+	// The SVG's white background, which the raster has from the start.
+	sc := draw.New(svg)
+	sc.SetColor(color.White)
+	sc.Fill(sc.Rectangle.Path())
+	fig(draw.New(&teeCanvas{img, svg}))
+	return img, svg
+}
+
+// teeCanvas gives every call to both the raster and the SVG canvas of a
+// figure, so that the figure is laid out once (the plots' axes, ticks and
+// legend, the clipping and placing of every mark, the lines of every
+// text) and drawn on both: drawing it on each in turn laid it out twice,
+// a fifth of what drawing a report's figures cost. The two canvases keep
+// their states apart, and each sees the very calls it saw when it was
+// drawn on alone (TestPathRasterDrawsAsGG), so its file is the same.
+type teeCanvas struct {
+	r *rasterCanvas
+	s *svgCanvas
+}
+
+// Size is the figure's size, which both canvases give.
+func (t *teeCanvas) Size() (vg.Length, vg.Length) { return t.r.Size() }
+
+func (t *teeCanvas) SetLineWidth(w vg.Length) { t.r.SetLineWidth(w); t.s.SetLineWidth(w) }
+
+func (t *teeCanvas) SetLineDash(ds []vg.Length, offs vg.Length) {
+	t.r.SetLineDash(ds, offs)
+	t.s.SetLineDash(ds, offs)
+}
+
+func (t *teeCanvas) SetColor(c color.Color) { t.r.SetColor(c); t.s.SetColor(c) }
+func (t *teeCanvas) Rotate(rad float64)     { t.r.Rotate(rad); t.s.Rotate(rad) }
+func (t *teeCanvas) Translate(pt vg.Point)  { t.r.Translate(pt); t.s.Translate(pt) }
+func (t *teeCanvas) Scale(x, y float64)     { t.r.Scale(x, y); t.s.Scale(x, y) }
+func (t *teeCanvas) Push()                  { t.r.Push(); t.s.Push() }
+func (t *teeCanvas) Pop()                   { t.r.Pop(); t.s.Pop() }
+func (t *teeCanvas) Stroke(p vg.Path)       { t.r.Stroke(p); t.s.Stroke(p) }
+func (t *teeCanvas) Fill(p vg.Path)         { t.r.Fill(p); t.s.Fill(p) }
+
+func (t *teeCanvas) FillString(f font.Face, pt vg.Point, s string) {
+	t.r.FillString(f, pt, s)
+	t.s.FillString(f, pt, s)
+}
+
+func (t *teeCanvas) DrawImage(rect vg.Rectangle, img image.Image) {
+	t.r.DrawImage(rect, img)
+	t.s.DrawImage(rect, img)
 }
 
 // rasterCanvas is the canvas vgimg.NewWith(vgimg.UseWH(w, h),
@@ -87,9 +146,23 @@ type rasterCanvas struct {
 	faces map[faceKey]*glyphCache
 }
 
-func newRaster(w, h vg.Length) *rasterCanvas {
-	pw, ph := w/vg.Inch*vg.Length(DPI), h/vg.Inch*vg.Length(DPI) // as NewWith sizes its image
-	img := image.NewRGBA(image.Rect(0, 0, int(pw+0.5), int(ph+0.5)))
+func newRaster(w, h vg.Length) *rasterCanvas { return newRasterOn(nil, w, h) }
+
+// rasterRect is the pixels of a raster figure w × h, as NewWith sizes its
+// image.
+func rasterRect(w, h vg.Length) image.Rectangle {
+	pw, ph := w/vg.Inch*vg.Length(DPI), h/vg.Inch*vg.Length(DPI)
+	return image.Rect(0, 0, int(pw+0.5), int(ph+0.5))
+}
+
+// newRasterOn is newRaster drawing on pix (zeroed, 4 bytes a pixel of
+// rasterRect), or on a new image when pix is nil.
+func newRasterOn(pix []byte, w, h vg.Length) *rasterCanvas {
+	rect := rasterRect(w, h)
+	img := &image.RGBA{Pix: pix, Stride: 4 * rect.Dx(), Rect: rect}
+	if pix == nil {
+		img = image.NewRGBA(rect)
+	}
 	ctx := gg.NewContextForRGBA(img)
 	ctx.SetLineCapButt() // as NewWith sets up the context it makes
 	ctx.InvertY()
@@ -165,12 +238,41 @@ func (r *rasterCanvas) FillString(f font.Face, pt vg.Point, str string) {
 		return
 	}
 	ctx, dpi := r.fast.ctx, r.Canvas.DPI()
+	x, y, h := pt.X.Dots(dpi), pt.Y.Dots(dpi), ph.Dots(dpi)
+	if !r.fast.pen.moved {
+		// gg's matrix, inverted once more, is the identity: a glyph lands
+		// on whole pixels (drawText).
+		r.fast.drawText(r.face(f, dpi), str, x, h-y)
+		return
+	}
 	ctx.Push()
 	defer ctx.Pop()
 	ctx.SetFontFace(r.face(f, dpi))
-	x, y, h := pt.X.Dots(dpi), pt.Y.Dots(dpi), ph.Dots(dpi)
 	ctx.InvertY()
 	ctx.DrawString(str, x, h-y)
+}
+
+// Rotate, Translate and Scale move what is drawn after them until the
+// Pop that undoes them: text is then drawn by gg (see drawText).
+func (r *rasterCanvas) Rotate(rad float64) {
+	r.Canvas.Rotate(rad)
+	r.moved()
+}
+
+func (r *rasterCanvas) Translate(pt vg.Point) {
+	r.Canvas.Translate(pt)
+	r.moved()
+}
+
+func (r *rasterCanvas) Scale(x, y float64) {
+	r.Canvas.Scale(x, y)
+	r.moved()
+}
+
+func (r *rasterCanvas) moved() {
+	if r.fast != nil {
+		r.fast.pen.moved = true
+	}
 }
 
 // face is f at dpi, as vgimg makes it (f.FontFace), with its glyphs

@@ -16,11 +16,23 @@ import (
 // the process held any of them, and costs a row's pixels per colour, not
 // per key, however many keys a run has.
 type holdMarks struct {
-	holders  map[int]int // holds in the window, by process
+	holders  map[int]*int // holds in the window, by process
 	keys     *windowKeys
 	bars     map[barKey]*barCoverage
 	expiries []expiry
 	expired  map[markKey]bool
+	// byProc is, by process number (below maxOpenSlots), what of holders
+	// and bars a process has, and keysSeen the keys put in keys lately, so
+	// that a hold looks up no map (a long run has millions).
+	byProc   []procHoldMarks
+	keysSeen recentKeys
+}
+
+// procHoldMarks is a process's count in holdMarks.holders and its bars
+// in holdMarks.bars, by colour (nil until it has one).
+type procHoldMarks struct {
+	n    *int
+	bars []*barCoverage
 }
 
 type barKey struct {
@@ -36,7 +48,7 @@ type expiry struct {
 }
 
 func newHoldMarks() *holdMarks {
-	return &holdMarks{holders: map[int]int{}, keys: newWindowKeys(), bars: map[barKey]*barCoverage{}, expired: map[markKey]bool{}}
+	return &holdMarks{holders: map[int]*int{}, keys: newWindowKeys(), bars: map[barKey]*barCoverage{}, expired: map[markKey]bool{}}
 }
 
 // addHold records h, whose bar ends at end and is drawn in the key colour
@@ -46,16 +58,12 @@ func (m *marks) addHold(h checker.Hold, end int64, colour int) {
 		return
 	}
 	hm := m.holds
-	hm.holders[h.Process]++
-	hm.keys.add(h.Key)
-	xmin, xmax := seconds(m.from), seconds(m.to)
-	k := barKey{h.Process, colour}
-	b := hm.bars[k]
-	if b == nil {
-		b = newBarCoverage(xmin, xmax, m.res)
-		hm.bars[k] = b
+	*hm.count(h.Process)++
+	if !hm.keysSeen.seen(h.Key) {
+		hm.keys.add(h.Key)
 	}
-	b.add([2]float64{seconds(h.Start), seconds(end)})
+	xmin, xmax := seconds(m.from), seconds(m.to)
+	hm.bar(h.Process, colour, xmin, xmax, m.res).add([2]float64{seconds(h.Start), seconds(end)})
 	if h.Deadline > 0 && (h.End == h.Deadline || h.End < 0) && h.Deadline >= m.from && h.Deadline <= m.to {
 		x := seconds(h.Deadline)
 		mk := markKey{h.Process, tkExpired, int64(math.Floor((x - xmin) / m.res))}
@@ -64,6 +72,57 @@ func (m *marks) addHold(h checker.Hold, end int64, colour int) {
 			hm.expiries = append(hm.expiries, expiry{x, h.Process})
 		}
 	}
+}
+
+// procOf is process p's entry in byProc, nil for a process it does not
+// keep.
+func (hm *holdMarks) procOf(p int) *procHoldMarks {
+	if p < 0 || p >= maxOpenSlots {
+		return nil
+	}
+	if p >= len(hm.byProc) {
+		hm.byProc = append(hm.byProc, make([]procHoldMarks, p+1-len(hm.byProc))...)
+	}
+	return &hm.byProc[p]
+}
+
+// count is process p's count of holds in holders, made if it has none.
+func (hm *holdMarks) count(p int) *int {
+	pm := hm.procOf(p)
+	if pm != nil && pm.n != nil {
+		return pm.n
+	}
+	n := hm.holders[p]
+	if n == nil {
+		n = new(int)
+		hm.holders[p] = n
+	}
+	if pm != nil {
+		pm.n = n
+	}
+	return n
+}
+
+// bar is process p's bar of colour in bars, made (newBarCoverage of
+// xmin, xmax and res) if it has none.
+func (hm *holdMarks) bar(p, colour int, xmin, xmax, res float64) *barCoverage {
+	pm := hm.procOf(p)
+	if pm != nil && pm.bars != nil && pm.bars[colour] != nil {
+		return pm.bars[colour]
+	}
+	k := barKey{p, colour}
+	b := hm.bars[k]
+	if b == nil {
+		b = newBarCoverage(xmin, xmax, res)
+		hm.bars[k] = b
+	}
+	if pm != nil {
+		if pm.bars == nil {
+			pm.bars = make([]*barCoverage, len(keyColours))
+		}
+		pm.bars[colour] = b
+	}
+	return b
 }
 
 // barCoverage is how much of each pixel column of [xmin, xmax] (seconds,

@@ -35,6 +35,30 @@ func (s *keySet) add(k string) {
 	s.keys[k] = true
 }
 
+// recentKeys remembers the key last given to it in each of a few slots
+// (by length and last byte: a run's keys, lock-0 to lock-9, each have
+// their own), so that the holds of a run's few keys, millions of them,
+// do not each hash their key into a set it is in already.
+type recentKeys [recentSlots]string
+
+// seen reports whether k is the key last given in its slot, and makes
+// it so.
+func (r *recentKeys) seen(k string) bool {
+	if k == "" {
+		return false
+	}
+	slot := keySlot(k)
+	if r[slot] == k {
+		return true
+	}
+	r[slot] = k
+	return false
+}
+
+// keySlot is the slot of a key that is not empty in a cache of
+// recentSlots keys: by its length and last byte.
+func keySlot(k string) int { return (len(k)*31 + int(k[len(k)-1])) & (recentSlots - 1) }
+
 // sortedUnion is the keys of sets, sorted, and false when they come to
 // more than maxKeys.
 func sortedUnion(sets ...*keySet) ([]string, bool) {

@@ -40,13 +40,19 @@ type marks struct {
 	accepted int                 // accepted writes in the window
 	writes   int
 	holds    *holdMarks // the holds in the window
-	// What was put in procs and ticks lately, by the process's slot, so
-	// that a process's writes in a column it marked already (most of a
-	// long run's: a column is many writes long) hash no map entry:
-	// process+1 (0 is none), and the tick's key.
-	procsAdded [recentSlots]int
-	ticked     [recentSlots]markKey
-	tickedOK   [recentSlots]bool
+	// What was put in procs (procBits), and the tick each process put in
+	// ticks last (by process, for the processes numbered below
+	// maxOpenSlots), so that a process's writes in a column it marked
+	// already (most of a long run's: a column is many writes long) hash
+	// no map entry.
+	procsAdded procBits
+	ticked     []lastTick
+}
+
+// lastTick is the tick a process put in marks.ticks last, if ok.
+type lastTick struct {
+	k  markKey
+	ok bool
 }
 
 type markKey struct {
@@ -70,11 +76,16 @@ func (m *marks) add(proc int, t int64, kind int) {
 	}
 	x := seconds(t)
 	k := markKey{proc, kind, int64(math.Floor((x - seconds(m.from)) / m.res))}
-	slot := proc & (recentSlots - 1)
-	if m.tickedOK[slot] && m.ticked[slot] == k {
-		return
+	if proc >= 0 && proc < maxOpenSlots {
+		if proc >= len(m.ticked) {
+			m.ticked = append(m.ticked, make([]lastTick, proc+1-len(m.ticked))...)
+		}
+		last := &m.ticked[proc]
+		if last.ok && last.k == k {
+			return
+		}
+		*last = lastTick{k, true}
 	}
-	m.ticked[slot], m.tickedOK[slot] = k, true
 	if _, ok := m.ticks[k]; !ok {
 		m.ticks[k] = x
 	}

@@ -83,7 +83,7 @@ func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 	if coarsened < 2 {
 		t.Fatalf("the points coarsened %d times, want the map reused at least once", coarsened)
 	}
-	if l.cellT != cellT || !maps.Equal(l.points, fresh) {
-		t.Errorf("reused map: %d points of %d ns cells; fresh maps: %d of %d ns", len(l.points), l.cellT, len(fresh), cellT)
+	if l.cellT != cellT || !maps.Equal(l.points.asMap(), fresh) {
+		t.Errorf("reused map: %d points of %d ns cells; fresh maps: %d of %d ns", l.points.n, l.cellT, len(fresh), cellT)
 	}
 }

@@ -8,6 +8,9 @@ import (
 
 	"git.sr.ht/~sbinet/gg"
 	"github.com/golang/freetype/raster"
+	xdraw "golang.org/x/image/draw"
+	xfont "golang.org/x/image/font"
+	"golang.org/x/image/math/f64"
 	"golang.org/x/image/math/fixed"
 	"gonum.org/v1/plot/vg"
 )
@@ -48,6 +51,7 @@ type pathRaster struct {
 	width vg.Length
 
 	drawn int // paths drawn here, not by gg (for the tests)
+	texts int // strings written here (drawText), not by gg
 }
 
 // pen is the part of gg's state a path is drawn with.
@@ -55,6 +59,7 @@ type pen struct {
 	col    color.Color
 	width  float64 // line width in pixels, as gg keeps it
 	dashed bool
+	moved  bool // rotated, translated or scaled (rasterCanvas.Rotate…)
 }
 
 // pathPoint is a point of a path in gg's fixed point, in pixels of the
@@ -302,4 +307,70 @@ func abs26(v fixed.Int26_6) fixed.Int26_6 {
 		return -v
 	}
 	return v
+}
+
+// drawText writes str with face at (x, y) in the pen's colour as gg's
+// DrawString does on a context whose matrix is the identity (a raster
+// figure's, unless it moved: rasterCanvas.Rotate…), pixel for pixel: gg
+// places each glyph's mask with its interpolator, bilinear, through a
+// transform that is then a move by whole pixels, so that each pixel of
+// the glyph is that of its mask, composited over the image in 16 bits a
+// channel (x/image/draw's Kernel.transform_Image_Image_Over, with a
+// weight of 1), then kept in 8. That general path asks every pixel its
+// colour through interfaces, most of the cost of a tall timeline's
+// labels; here the arithmetic is done on the pixels. A mask of another
+// kind than *image.Alpha goes through the interpolator as in gg.
+func (pr *pathRaster) drawText(face xfont.Face, str string, x, y float64) {
+	src := image.NewUniform(pr.pen.col)
+	cr, cg, cb, ca := pr.pen.col.RGBA()
+	dot := fixed.Point26_6{X: fixed.Int26_6(math.Round(x * 64)), Y: fixed.Int26_6(math.Round(y * 64))}
+	prev := rune(-1)
+	pr.texts++
+	for _, c := range str {
+		if prev >= 0 {
+			dot.X += face.Kern(prev, c)
+		}
+		dr, mask, maskp, advance, ok := face.Glyph(dot, c)
+		if !ok {
+			continue
+		}
+		if a, isAlpha := mask.(*image.Alpha); isAlpha {
+			pr.glyphOver(dr, a, maskp, [4]uint32{cr, cg, cb, ca})
+		} else {
+			s2d := f64.Aff3{1, 0, float64(dr.Min.X), 0, 1, float64(dr.Min.Y)}
+			xdraw.BiLinear.Transform(pr.img, s2d, src, dr.Sub(dr.Min), xdraw.Over, &xdraw.Options{SrcMask: mask, SrcMaskP: maskp})
+		}
+		dot.X += advance
+		prev = c
+	}
+}
+
+// glyphOver composites colour col (premultiplied, 16 bits a channel)
+// through mask, whose point maskp lies on dr.Min, over the image, as
+// x/image/draw's Kernel does (see drawText).
+func (pr *pathRaster) glyphOver(dr image.Rectangle, mask *image.Alpha, maskp image.Point, col [4]uint32) {
+	img := pr.img
+	r := dr.Intersect(img.Bounds())
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			ma := uint32(mask.AlphaAt(maskp.X+x-dr.Min.X, maskp.Y+y-dr.Min.Y).A) * 0x101
+			if ma == 0 {
+				continue // the pixel stays as it is
+			}
+			var p [4]uint32
+			for i, c := range col {
+				p[i] = c * ma / 0xffff
+			}
+			for i := range 3 {
+				p[i] = min(p[i], p[3]) // the kernel clamps each channel to alpha
+			}
+			pa1 := 0xffff - p[3]
+			o := img.PixOffset(x, y)
+			px := img.Pix[o : o+4 : o+4]
+			for i := range px {
+				q := uint32(px[i]) * 0x101
+				px[i] = uint8(uint16(q*pa1/0xffff+p[i]) >> 8)
+			}
+		}
+	}
 }

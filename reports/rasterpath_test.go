@@ -5,6 +5,7 @@ import (
 	"context"
 	"image"
 	"image/color"
+	"math"
 	"testing"
 
 	"gonum.org/v1/plot/vg"
@@ -79,6 +80,18 @@ func TestPathRasterDrawsAsGG(t *testing.T) {
 		if got.fast.drawn == 0 || f.most && got.fast.drawn < 50 {
 			t.Errorf("%s: pathRaster drew only %d paths", f.name, got.fast.drawn)
 		}
+		if got.fast.texts == 0 {
+			t.Errorf("%s: pathRaster wrote no text", f.name)
+		}
+		// Drawn on both at once, as saveFigure does, each comes out the same.
+		teeR, teeS := drawFigure(f.w, f.h, f.fig)
+		if c := teeR.Image().(*image.RGBA); !bytes.Equal(c.Pix, b.Pix) {
+			t.Errorf("%s: drawn with the SVG at once (teeCanvas), the raster has other pixels (%d differ)", f.name, differing(c, b))
+		}
+		var teeBytes bytes.Buffer
+		if _, err := teeS.WriteTo(&teeBytes); err != nil || !bytes.Equal(teeBytes.Bytes(), want.Bytes()) {
+			t.Errorf("%s: drawn with the raster at once (teeCanvas), the SVG differs at byte %d (%v)", f.name, firstDiff(want.Bytes(), teeBytes.Bytes()), err)
+		}
 	}
 }
 
@@ -133,4 +146,34 @@ func staleWriteStory(t *testing.T) (vg.Length, vg.Length, func(draw.Canvas)) {
 		t.Fatal(err)
 	}
 	return drawStory(storyOf(vi, 1, win.ops, v.faults, lockOf(v.rec)))
+}
+
+// Text written by pathRaster (drawText) has gg's pixels: in opaque and
+// translucent colours, at fractions of a pixel, over marks, cut by the
+// image's edges, and rotated (which gg writes).
+func TestDrawTextAsGG(t *testing.T) {
+	const w, h = 160, 90
+	fig := func(c draw.Canvas) {
+		fillRect(&c, colGrid, 10, 150, 20, 60)
+		cols := []color.Color{colInk, colViolation, color.NRGBA{R: 31, G: 119, B: 180, A: 120}, color.Gray{Y: 90}, color.Black}
+		for i, col := range cols {
+			sty := textStyle(vg.Length(7+i), col)
+			at := vg.Point{X: vg.Length(-4 + 31.3*float64(i)), Y: vg.Length(3 + 17.7*float64(i))}
+			c.FillText(sty, at, "lock-0 µs ✓ 1.25 s")
+		}
+		sty := textStyle(9, colInk)
+		sty.Rotation = math.Pi / 2
+		c.FillText(sty, vg.Point{X: 20, Y: 10}, "latency (ms)")
+	}
+	ref := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI), vgimg.UseBackgroundColor(color.White))
+	fig(draw.New(ref))
+	got := newRaster(w, h)
+	fig(draw.New(got))
+	a, b := got.Image().(*image.RGBA), ref.Image().(*image.RGBA)
+	if !bytes.Equal(a.Pix, b.Pix) {
+		t.Errorf("drawText wrote other pixels than gg (%d pixels differ)", differing(a, b))
+	}
+	if got.fast.texts != 5 {
+		t.Errorf("drawText wrote %d strings, want the 5 that are not rotated", got.fast.texts)
+	}
 }

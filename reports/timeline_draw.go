@@ -84,7 +84,7 @@ func (d *timelineDraw) bars() {
 	hm, clientY := d.mk.holds, d.layout.clientY
 	for p, n := range hm.holders {
 		if _, ok := clientY[p]; ok {
-			d.area.SourceHolds += n
+			d.area.SourceHolds += *n
 		}
 	}
 	rks := make([]barKey, 0, len(hm.bars))
@@ -196,7 +196,20 @@ func (d *timelineDraw) pausesAndCrashes() {
 // the overview leaves them out and says so.
 func (d *timelineDraw) writeTicks() {
 	d.dense = float64(d.mk.accepted) > d.dataW*DPI/72/6*float64(max(len(d.procs), 1))
-	for _, k := range d.mk.sorted() {
+	ks := d.mk.sorted()
+	// Room for the ticks at once: a long run's are tens of thousands,
+	// which grew the layers by doubling, copy after copy.
+	accepted := 0
+	for _, k := range ks {
+		if k.kind == tkAccepted {
+			accepted++
+		}
+	}
+	if !d.dense {
+		d.under.items = slices.Grow(d.under.items, accepted)
+	}
+	d.top.items = slices.Grow(d.top.items, len(ks)-accepted)
+	for _, k := range ks {
 		y, ok := d.layout.clientY[k.proc]
 		if !ok {
 			continue

@@ -34,9 +34,12 @@ type runView struct {
 	manyKeys bool
 	// why explains violations by index (Explain).
 	why map[int]string
-	// held are the processes and keys of the holds, for procs and keys.
-	heldBy   map[int]bool
-	heldKeys *keySet
+	// held are the processes and keys of the holds, for procs and keys;
+	// heldAdded and heldRecent what was put in them (addProc, recentKeys).
+	heldBy     map[int]bool
+	heldKeys   *keySet
+	heldAdded  procBits
+	heldRecent recentKeys
 }
 
 // newView is the view of the history src from what its check res (in
@@ -65,8 +68,10 @@ func (v *runView) scanHolds() error {
 
 // scanHold takes one hold into the view (scanHolds).
 func (v *runView) scanHold(h checker.Hold) {
-	v.heldBy[h.Process] = true
-	v.heldKeys.add(h.Key)
+	addProc(v.heldBy, &v.heldAdded, h.Process)
+	if !v.heldRecent.seen(h.Key) {
+		v.heldKeys.add(h.Key)
+	}
 	v.end = max(v.end, h.Start, h.End)
 }
 
@@ -215,6 +220,9 @@ type holdsAhead struct {
 	keys []string
 	many bool
 	m    *marks
+	// recent is the colour of the key last seen in each slot of recentKeys.
+	recent  recentKeys
+	colours [recentSlots]int
 }
 
 // holdsAhead starts the overview's hold marks, when the digest g says
@@ -239,7 +247,19 @@ func (a *holdsAhead) key0() spanKey {
 
 // add takes the next hold, in order of start.
 func (a *holdsAhead) add(h checker.Hold) {
-	a.m.addHold(h, barEnd(h, a.end), colourIndex(a.keys, a.many, h.Key))
+	a.m.addHold(h, barEnd(h, a.end), a.colour(h.Key))
+}
+
+// colour is key's colour (colourIndex), looked up once for a run of its
+// holds.
+func (a *holdsAhead) colour(key string) int {
+	if key == "" {
+		return colourIndex(a.keys, a.many, key)
+	}
+	if !a.recent.seen(key) {
+		a.colours[keySlot(key)] = colourIndex(a.keys, a.many, key)
+	}
+	return a.colours[keySlot(key)]
 }
 
 // fits reports whether the marks gathered ahead are what v, complete,
