@@ -14,7 +14,7 @@ import (
 // The room rule (RunAll): a scenario starts beside others only while the
 // median of five 200ms windows of the machine's idle time is a CPU or
 // more, and the judgement sees the load of what it follows (the start
-// before it, or the end it waited for).
+// before it, or the end or second a refusal waited for).
 //
 // The windows used to be taken after the judgement was asked for, five in
 // a row: a second per start, and 52 starts of the catalogue one a second
@@ -30,10 +30,19 @@ import (
 // own burst fills one or two windows (0.90 and 1.06 CPUs idle, then 1.4 to
 // 1.9, on a quiet two-core machine). Under lasting load every window lacks
 // room, old or new, and the scenarios run one after another as before.
+//
+// A refusal asks again when a running scenario ends, as it always did, or
+// roomAgain later if none has: room also comes back without an end, when a
+// start-up's burst has passed (a ZooKeeper ensemble's, or a Redis
+// Cluster's formation), and the next judgement is then five windows all
+// taken after the refusal, as each judgement used to be. Waiting for an
+// end left the machine with a CPU idle for seconds beside long scenarios
+// (the quiet runs: 4-6 s after each ZooKeeper start).
 const (
 	roomWindow  = 200 * time.Millisecond
 	roomWindows = 5 // the median's windows
 	roomAfter   = 3 // of them, begun after the judged event: a majority
+	roomAgain   = roomWindows * roomWindow
 )
 
 // window is one of the sampler's measurements: how many CPUs' worth of

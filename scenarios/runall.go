@@ -46,11 +46,11 @@ type Result struct {
 //
 // A scenario starts beside others only when the machine has room: a CPU's
 // worth of idle time, the median of five 200ms windows, three of them at
-// least taken after the start before it or the end it waited for (see
-// room.go); without it, it waits for one of them to end. On a machine
-// loaded by something else (CI neighbours, a CPU-load soak) the scenarios
-// run one after another, as they always have, rather than starve each
-// other's schedules.
+// least taken after the start before it (or after the refusal it waited
+// on; see room.go); without it, it asks again once one of them ends, or a
+// second later if none has (roomAgain). On a machine loaded by something
+// else (CI neighbours, a CPU-load soak) the scenarios run one after
+// another, as they always have, rather than starve each other's schedules.
 func RunAll(ctx context.Context, list []Scenario, opts Options, parallel int, done func(i int, r Result)) {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -64,8 +64,8 @@ func RunAll(ctx context.Context, list []Scenario, opts Options, parallel int, do
 }
 
 // runAll is RunAll with the machine's room and the run of one scenario
-// passed in: room(since) judges the room with what happened since the
-// start or end it follows.
+// passed in: room(since) judges the room on the windows taken since the
+// last start, or since the end or the second a refusal waited for.
 func runAll(ctx context.Context, list []Scenario, parallel int, room func(since time.Time) bool, run func(Scenario) (Outcome, error), done func(i int, r Result)) {
 	parallel = max(1, parallel)
 	results := make([]chan Result, len(list))
@@ -77,23 +77,24 @@ func runAll(ctx context.Context, list []Scenario, parallel int, room func(since 
 
 	order := startOrder(list)
 	go func() {
-		var event time.Time // the last start, or the end a refusal waited for
+		var event time.Time // the last start, or the end or second a refusal waited for
 		for k, i := range order {
 			s := list[i]
 			need := 1
 			if s.Exclusive() {
 				need = parallel // alone
 			} else {
-				// No room: wait for a running scenario to end and ask
-				// again; with none running, start. Under load that lasts
-				// they run one after another; a moment without room
-				// (another's start) only waits for the next end.
+				// No room: ask again once a running scenario ends, or a
+				// judgement's length later, whichever comes first; with
+				// none running, start. Under load that lasts they run one
+				// after another; a moment without room (another's start)
+				// waits only until it has passed.
 				for ctx.Err() == nil {
 					gen, busy := slots.state()
 					if !busy || room(event) {
 						break
 					}
-					slots.waitGive(ctx, gen)
+					slots.waitGive(ctx, gen, roomAgain)
 					event = time.Now()
 				}
 			}
@@ -239,9 +240,11 @@ func (s *slots) state() (gen int, busy bool) {
 	return s.gen, s.free < s.total
 }
 
-// waitGive waits until a slot has been given back since gen, or ctx is
-// done.
-func (s *slots) waitGive(ctx context.Context, gen int) {
+// waitGive waits until a slot has been given back since gen, or for d,
+// or until ctx is done.
+func (s *slots) waitGive(ctx context.Context, gen int, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wait(ctx, func() bool { return s.gen != gen })

@@ -377,3 +377,33 @@ func TestRunAllJudgesSinceTheLastStartOrEnd(t *testing.T) {
 		t.Errorf("s2 judged again since %v, before any end (s0 %v, s1 %v)", asked[2], ended["s0"], ended["s1"])
 	}
 }
+
+// A refusal with nothing ending asks again roomAgain later: a start-up's
+// burst passes without an end, and s1 starts beside the long s0.
+func TestRunAllAsksAgainWithoutAnEnd(t *testing.T) {
+	list := []Scenario{{Name: "s0"}, {Name: "s1"}}
+	s1Started := make(chan struct{})
+	var besideS0 bool
+	run := func(s Scenario) (Outcome, error) {
+		switch s.Name {
+		case "s0":
+			select {
+			case <-s1Started:
+				besideS0 = true
+			case <-time.After(3 * roomAgain):
+			}
+		case "s1":
+			close(s1Started)
+		}
+		return Outcome{Scenario: s}, nil
+	}
+	asked := 0
+	start := time.Now()
+	runAll(context.Background(), list, 4, func(time.Time) bool { asked++; return asked > 1 }, run, func(int, Result) {})
+	if !besideS0 || asked != 2 {
+		t.Fatalf("s1 beside s0: %v, room asked %d times; want true and 2", besideS0, asked)
+	}
+	if d := time.Since(start); d < roomAgain {
+		t.Fatalf("asked again after %v, before roomAgain (%v)", d, roomAgain)
+	}
+}
