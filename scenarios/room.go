@@ -59,20 +59,21 @@ type sampler struct {
 	cond    *sync.Cond
 	windows []window // the latest, oldest first
 	keep    int
+	length  time.Duration // of a window
 }
 
-func newSampler(keep int) *sampler {
-	s := &sampler{keep: keep}
+func newSampler(keep int, length time.Duration) *sampler {
+	s := &sampler{keep: keep, length: length}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
 
 // run takes windows back to back until ctx is done: measure(d) measures
 // one window of length d (idleCPUs, or a fake in tests).
-func (s *sampler) run(ctx context.Context, d time.Duration, measure func(time.Duration) float64) {
+func (s *sampler) run(ctx context.Context, measure func(time.Duration) float64) {
 	for ctx.Err() == nil {
 		w := window{start: time.Now()}
-		w.idle = measure(d)
+		w.idle = measure(s.length)
 		s.add(w)
 	}
 }
@@ -87,9 +88,19 @@ func (s *sampler) add(w window) {
 	s.cond.Broadcast()
 }
 
+// room is the room rule on the sampler's windows: room(since) reports
+// whether the median of the latest roomWindows, roomAfter of them taken
+// after since, is a CPU idle or more (false once ctx is done).
+func (s *sampler) room(ctx context.Context) func(since time.Time) bool {
+	return func(since time.Time) bool {
+		idle, ok := s.typicalSince(ctx, since, roomWindows, roomAfter)
+		return ok && idle >= 1
+	}
+}
+
 // typicalSince waits until the sampler has n windows of which at least
-// after began at or after since, and returns the median of the latest n;
-// ok is false if ctx ended first.
+// after began after since (see enough), and returns the median of the
+// latest n; ok is false if ctx ended first.
 func (s *sampler) typicalSince(ctx context.Context, since time.Time, n, after int) (idle float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,19 +124,29 @@ func (s *sampler) typicalSince(ctx context.Context, since time.Time, n, after in
 }
 
 // enough, with s.mu held, reports whether the latest n windows are there
-// and at least after of them began at or after since.
+// and at least after of them began after since (or a twentieth of a
+// window before it: see windowSlack).
 func (s *sampler) enough(since time.Time, n, after int) bool {
 	if len(s.windows) < n {
 		return false
 	}
 	k := 0
 	for _, w := range s.windows[len(s.windows)-n:] {
-		if !w.start.Before(since) {
+		if !w.start.Before(since.Add(-s.length / windowSlack)) {
 			k++
 		}
 	}
 	return k >= after
 }
+
+// windowSlack: a window that began a windowSlack-th of a window (10ms of
+// 200ms) before an event still counts as taken after it. A start follows
+// the judgement that allowed it by a fraction of a millisecond, and that
+// judgement followed the end of a window, so the next window began just
+// before the start: counted as before it, every start cost four windows,
+// not three. The scenario's own load begins after the start (its servers
+// are forked after), so such a window sees all of it.
+const windowSlack = 20
 
 // median of xs (not empty); xs is sorted in place.
 func median(xs []float64) float64 {

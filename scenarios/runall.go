@@ -54,13 +54,9 @@ type Result struct {
 func RunAll(ctx context.Context, list []Scenario, opts Options, parallel int, done func(i int, r Result)) {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	smp := newSampler(roomWindows)
-	go smp.run(sctx, roomWindow, idleCPUs)
-	room := func(since time.Time) bool {
-		idle, ok := smp.typicalSince(sctx, since, roomWindows, roomAfter)
-		return ok && idle >= 1
-	}
-	runAll(ctx, list, parallel, room, func(s Scenario) (Outcome, error) { return Run(ctx, s, opts) }, done)
+	smp := newSampler(roomWindows, roomWindow)
+	go smp.run(sctx, idleCPUs)
+	runAll(ctx, list, parallel, smp.room(sctx), func(s Scenario) (Outcome, error) { return Run(ctx, s, opts) }, done)
 }
 
 // runAll is RunAll with the machine's room and the run of one scenario

@@ -165,7 +165,7 @@ func TestSamplerJudgesWithAMajorityAfterTheEvent(t *testing.T) {
 		{"load that lasts", []float64{0.1, 0.0, 0.2}, []float64{0.1, 0.0, 0.2}, 0.1},
 		{"the latest five only", []float64{0.0, 0.0, 0.0, 1.8}, []float64{1.2, 1.5, 1.4}, 1.4},
 	} {
-		s := newSampler(roomWindows)
+		s := newSampler(roomWindows, roomWindow)
 		k := 0
 		for _, x := range tc.before {
 			s.add(window{start: at(k), idle: x})
@@ -186,12 +186,12 @@ func TestSamplerJudgesWithAMajorityAfterTheEvent(t *testing.T) {
 // A judgement waits for the windows it needs as the sampler takes them,
 // and gives up when its context ends.
 func TestSamplerWaitsForWindowsAfterTheEvent(t *testing.T) {
-	s := newSampler(roomWindows)
+	s := newSampler(roomWindows, time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var taken int
 	var mu sync.Mutex
-	go s.run(ctx, time.Millisecond, func(d time.Duration) float64 {
+	go s.run(ctx, func(d time.Duration) float64 {
 		time.Sleep(d)
 		mu.Lock()
 		defer mu.Unlock()
@@ -405,5 +405,55 @@ func TestRunAllAsksAgainWithoutAnEnd(t *testing.T) {
 	}
 	if d := time.Since(start); d < roomAgain {
 		t.Fatalf("asked again after %v, before roomAgain (%v)", d, roomAgain)
+	}
+}
+
+// A window that began a sliver before the event (the start that follows
+// the judgement at a window's end) counts as after it; one that began
+// earlier does not.
+func TestSamplerCountsAWindowBegunJustBeforeTheEvent(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := newSampler(roomWindows, roomWindow)
+	for k, x := range []float64{1.9, 1.9, 1.9, 0.2, 0.2} {
+		s.add(window{start: t0.Add(time.Duration(k) * roomWindow), idle: x})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	third := t0.Add(2 * roomWindow)
+	if !s.enough(third.Add(time.Millisecond), roomWindows, roomAfter) {
+		t.Error("a window begun 1ms before the event did not count as after it")
+	}
+	if s.enough(third.Add(roomWindow/windowSlack+time.Millisecond), roomWindows, roomAfter) {
+		t.Error("a window begun more than a twentieth of a window before the event counted as after it")
+	}
+}
+
+// On a machine with room, each start after the first waits for three
+// windows after the one before it, not four: the window begun just before
+// a start (at the end of the judgement that allowed it) counts.
+func TestRunAllStartsThreeWindowsApart(t *testing.T) {
+	const window = 50 * time.Millisecond
+	list := make([]Scenario, 5)
+	for i := range list {
+		list[i].Name = fmt.Sprintf("s%d", i)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newSampler(roomWindows, window)
+	go s.run(ctx, func(d time.Duration) float64 { time.Sleep(d); return 2 })
+	var mu sync.Mutex
+	var starts []time.Time
+	run := func(sc Scenario) (Outcome, error) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		time.Sleep(time.Second)
+		return Outcome{Scenario: sc}, nil
+	}
+	runAll(ctx, list, len(list), s.room(ctx), run, func(int, Result) {})
+	for k := 2; k < len(starts); k++ {
+		if gap := starts[k].Sub(starts[k-1]); gap < roomAfter*window-window/2 || gap > (roomAfter+1)*window-window/4 {
+			t.Errorf("start %d came %v after the one before, want about %v", k, gap, roomAfter*window)
+		}
 	}
 }
