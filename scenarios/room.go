@@ -34,8 +34,8 @@ import (
 // A refusal asks again when a running scenario ends, as it always did, or
 // roomAgain later if none has: room also comes back without an end, when a
 // start-up's burst has passed (a ZooKeeper ensemble's, or a Redis
-// Cluster's formation), and the next judgement is then five windows all
-// taken after the refusal, as each judgement used to be. Waiting for an
+// Cluster's formation), and the next judgement is then on the windows
+// taken since the refusal (four or five of the five). Waiting for an
 // end left the machine with a CPU idle for seconds beside long scenarios
 // (the quiet runs: 4-6 s after each ZooKeeper start).
 const (

@@ -90,8 +90,12 @@ func runAll(ctx context.Context, list []Scenario, parallel int, room func(since 
 					if !busy || room(event) {
 						break
 					}
-					slots.waitGive(ctx, gen, roomAgain)
-					event = time.Now()
+					refused := time.Now()
+					if slots.waitGive(ctx, gen, roomAgain) {
+						event = time.Now() // an end: judged on what followed it
+					} else {
+						event = refused // judged on the windows since the refusal: four or five by now
+					}
 				}
 			}
 			if ctx.Err() != nil || !slots.take(ctx, need) {
@@ -237,13 +241,13 @@ func (s *slots) state() (gen int, busy bool) {
 }
 
 // waitGive waits until a slot has been given back since gen, or for d,
-// or until ctx is done.
-func (s *slots) waitGive(ctx context.Context, gen int, d time.Duration) {
+// or until ctx is done, and reports whether a slot was given back.
+func (s *slots) waitGive(ctx context.Context, gen int, d time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.wait(ctx, func() bool { return s.gen != gen })
+	return s.wait(ctx, func() bool { return s.gen != gen })
 }
 
 // take takes n slots once they are free, unless ctx is done first.

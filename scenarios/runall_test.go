@@ -397,13 +397,23 @@ func TestRunAllAsksAgainWithoutAnEnd(t *testing.T) {
 		}
 		return Outcome{Scenario: s}, nil
 	}
-	asked := 0
-	start := time.Now()
-	runAll(context.Background(), list, 4, func(time.Time) bool { asked++; return asked > 1 }, run, func(int, Result) {})
-	if !besideS0 || asked != 2 {
-		t.Fatalf("s1 beside s0: %v, room asked %d times; want true and 2", besideS0, asked)
+	var asked []time.Time
+	var refused time.Time
+	runAll(context.Background(), list, 4, func(since time.Time) bool {
+		asked = append(asked, time.Now())
+		if len(asked) == 1 {
+			refused = time.Now()
+			return false
+		}
+		if since.After(refused.Add(time.Millisecond)) {
+			t.Errorf("asked again on the windows since %v, after the refusal at %v", since, refused)
+		}
+		return true
+	}, run, func(int, Result) {})
+	if !besideS0 || len(asked) != 2 {
+		t.Fatalf("s1 beside s0: %v, room asked %d times; want true and 2", besideS0, len(asked))
 	}
-	if d := time.Since(start); d < roomAgain {
+	if d := asked[1].Sub(asked[0]); d < roomAgain {
 		t.Fatalf("asked again after %v, before roomAgain (%v)", d, roomAgain)
 	}
 }
