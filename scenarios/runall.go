@@ -3,11 +3,8 @@ package scenarios
 import (
 	"cmp"
 	"context"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +28,7 @@ func (s Scenario) Exclusive() bool { return s.Sentinel() }
 // scenarios of the first part of the catalogue: 153s one after another,
 // 88s two at a time, 57–72s four, 47–53s six. On another machine of the
 // kind the same part took 134s with six, one at a time, until the room was
-// judged over a second (see typicalIdleCPUs): 56s.
+// judged over a second (see room.go): 56s.
 func DefaultParallel() int { return max(1, 3*runtime.NumCPU()) }
 
 // Result is one scenario's run in RunAll.
@@ -48,18 +45,24 @@ type Result struct {
 // done no scenario starts; those that never started are not reported.
 //
 // A scenario starts beside others only when the machine has room: a CPU's
-// worth of idle time (see typicalIdleCPUs); without it, it waits for one of
-// them to end. On a machine loaded by something else (CI neighbours, a
-// CPU-load soak) the scenarios run one after another, as they always have,
-// rather than starve each other's schedules.
+// worth of idle time, the median of five 200ms windows, three of them at
+// least taken after the start before it (or after the refusal it waited
+// on; see room.go); without it, it asks again once one of them ends, or a
+// second later if none has (roomAgain). On a machine loaded by something
+// else (CI neighbours, a CPU-load soak) the scenarios run one after
+// another, as they always have, rather than starve each other's schedules.
 func RunAll(ctx context.Context, list []Scenario, opts Options, parallel int, done func(i int, r Result)) {
-	room := func() bool { return typicalIdleCPUs(5, 200*time.Millisecond) >= 1 }
-	runAll(ctx, list, parallel, room, func(s Scenario) (Outcome, error) { return Run(ctx, s, opts) }, done)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	smp := newSampler(roomWindows, roomWindow)
+	go smp.run(sctx, idleCPUs)
+	runAll(ctx, list, parallel, smp.room(sctx), func(s Scenario) (Outcome, error) { return Run(ctx, s, opts) }, done)
 }
 
 // runAll is RunAll with the machine's room and the run of one scenario
-// passed in.
-func runAll(ctx context.Context, list []Scenario, parallel int, room func() bool, run func(Scenario) (Outcome, error), done func(i int, r Result)) {
+// passed in: room(since) judges the room on the windows taken since the
+// last start, or since the end or the second a refusal waited for.
+func runAll(ctx context.Context, list []Scenario, parallel int, room func(since time.Time) bool, run func(Scenario) (Outcome, error), done func(i int, r Result)) {
 	parallel = max(1, parallel)
 	results := make([]chan Result, len(list))
 	for i := range results {
@@ -70,22 +73,29 @@ func runAll(ctx context.Context, list []Scenario, parallel int, room func() bool
 
 	order := startOrder(list)
 	go func() {
+		var event time.Time // the last start, or the end or second a refusal waited for
 		for k, i := range order {
 			s := list[i]
 			need := 1
 			if s.Exclusive() {
 				need = parallel // alone
 			} else {
-				// No room: wait for a running scenario to end and ask
-				// again; with none running, start. Under load that lasts
-				// they run one after another; a moment without room
-				// (another's start) only waits for the next end.
+				// No room: ask again once a running scenario ends, or a
+				// judgement's length later, whichever comes first; with
+				// none running, start. Under load that lasts they run one
+				// after another; a moment without room (another's start)
+				// waits only until it has passed.
 				for ctx.Err() == nil {
 					gen, busy := slots.state()
-					if !busy || room() {
+					if !busy || room(event) {
 						break
 					}
-					slots.waitGive(ctx, gen)
+					refused := time.Now()
+					if slots.waitGive(ctx, gen, roomAgain) {
+						event = time.Now() // an end: judged on what followed it
+					} else {
+						event = refused // judged on the windows since the refusal: four or five by now
+					}
 				}
 			}
 			if ctx.Err() != nil || !slots.take(ctx, need) {
@@ -94,6 +104,7 @@ func runAll(ctx context.Context, list []Scenario, parallel int, room func() bool
 				}
 				return
 			}
+			event = time.Now()
 			go func() {
 				defer slots.give(need)
 				o, err := run(s)
@@ -172,10 +183,15 @@ func startOrder(list []Scenario) []int {
 }
 
 // leadLight and heavyGap shape startOrder: the light scenarios that start
-// before the first heavy one, and after each heavy one.
+// before the first heavy one, and after each heavy one. Three after each
+// since a start costs three windows instead of five (room.go): on the
+// model of the scheduler that chose four (fitted to a quiet run), the
+// catalogue took 2-5s less with three, quiet or with a quarter of a CPU
+// busy besides, with ZooKeeper's start-ups as measured or shorter, and
+// with every scenario 10-15% shorter.
 const (
 	leadLight = 4
-	heavyGap  = 4
+	heavyGap  = 3
 )
 
 // cost is about how long the scenario takes: its start-up and its scripted
@@ -229,12 +245,14 @@ func (s *slots) state() (gen int, busy bool) {
 	return s.gen, s.free < s.total
 }
 
-// waitGive waits until a slot has been given back since gen, or ctx is
-// done.
-func (s *slots) waitGive(ctx context.Context, gen int) {
+// waitGive waits until a slot has been given back since gen, or for d,
+// or until ctx is done, and reports whether a slot was given back.
+func (s *slots) waitGive(ctx context.Context, gen int, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.wait(ctx, func() bool { return s.gen != gen })
+	return s.wait(ctx, func() bool { return s.gen != gen })
 }
 
 // take takes n slots once they are free, unless ctx is done first.
@@ -269,73 +287,4 @@ func (s *slots) give(n int) {
 	s.free += n
 	s.gen++
 	s.cond.Broadcast()
-}
-
-// typicalIdleCPUs is the median of n windows' idleCPUs. The room is asked
-// for just after the scenario before has started, and a start is a burst
-// (its servers forked and loaded, its clients connecting): its first 200ms
-// window had 0.90 CPUs idle on a quiet two-core machine, the next 1.06,
-// the rest 1.4 to 1.9. One window of it made every scenario run alone
-// (the 23 of the catalogue's first part in 134s, one at a time); the
-// median passes over a burst and still sees load that lasts (a CPU-load
-// soak, CI neighbours).
-func typicalIdleCPUs(n int, window time.Duration) float64 {
-	samples := make([]float64, n)
-	for i := range samples {
-		samples[i] = idleCPUs(window)
-	}
-	return median(samples)
-}
-
-// median of xs (not empty); xs is sorted in place.
-func median(xs []float64) float64 {
-	slices.Sort(xs)
-	m := len(xs) / 2
-	if len(xs)%2 == 0 {
-		return (xs[m-1] + xs[m]) / 2
-	}
-	return xs[m]
-}
-
-// idleCPUs is how many CPUs' worth of time went idle over window, from
-// Linux's /proc/stat; where that cannot be read, every CPU counts as idle
-// (the machine's room is unknown, and the caller's limit still holds).
-func idleCPUs(window time.Duration) float64 {
-	idle0, total0, ok := cpuTimes()
-	if !ok {
-		return float64(runtime.NumCPU())
-	}
-	time.Sleep(window)
-	idle1, total1, ok := cpuTimes()
-	if !ok || total1 <= total0 {
-		return float64(runtime.NumCPU())
-	}
-	return float64(idle1-idle0) / float64(total1-total0) * float64(runtime.NumCPU())
-}
-
-// cpuTimes reads the idle (idle + iowait) and total jiffies of all CPUs.
-func cpuTimes() (idle, total uint64, ok bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 5 || fields[0] != "cpu" {
-		return 0, 0, false
-	}
-	for i, f := range fields[1:] {
-		n, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return 0, 0, false
-		}
-		if i >= 7 { // guest times are already counted in user and nice
-			break
-		}
-		total += n
-		if i == 3 || i == 4 {
-			idle += n
-		}
-	}
-	return idle, total, true
 }
