@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"slices"
@@ -113,8 +114,29 @@ func appendHold(b []byte, h Hold) []byte {
 // holdReader decodes one run.
 type holdReader struct {
 	r    *bufio.Reader
-	keys map[string]string // one string per key, not per hold
+	keys *keyCache // shared by the runs of one each
 	buf  []byte
+}
+
+// keyCache gives the holds read back one string per key while the keys
+// repeat (a few keys taken in turn: most histories), in bounded memory
+// when they do not (a fresh key per acquire: a map of every key grew to a
+// million entries and cost a report of 4M events a second). A slot per
+// hash, the last key of that hash kept: a miss only costs the string a
+// hold needs anyway.
+type keyCache struct {
+	seed  maphash.Seed
+	slots [1024]string
+}
+
+func newKeyCache() *keyCache { return &keyCache{seed: maphash.MakeSeed()} }
+
+func (c *keyCache) intern(b []byte) string {
+	slot := &c.slots[maphash.Bytes(c.seed, b)%uint64(len(c.slots))]
+	if *slot != string(b) {
+		*slot = string(b)
+	}
+	return *slot
 }
 
 func (r *holdReader) next() (Hold, error) {
@@ -129,11 +151,7 @@ func (r *holdReader) next() (Hold, error) {
 	if _, err := io.ReadFull(r.r, r.buf); err != nil {
 		return Hold{}, fmt.Errorf("read spilled holds: %w", noEOF(err))
 	}
-	key, ok := r.keys[string(r.buf)]
-	if !ok {
-		key = string(r.buf)
-		r.keys[key] = key
-	}
+	key := r.keys.intern(r.buf)
 	var v [6]int64
 	for i := range v {
 		if v[i], err = binary.ReadVarint(r.r); err != nil {
@@ -162,7 +180,7 @@ func (h *holdFile) each(f func(Hold) error) error {
 		}
 		return nil
 	}
-	keys := map[string]string{}
+	keys := newKeyCache()
 	m := &holdMerge{}
 	for _, run := range h.runs {
 		r := &holdReader{r: bufio.NewReaderSize(io.NewSectionReader(h.f, run.off, run.size), 32<<10), keys: keys}

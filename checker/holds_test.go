@@ -3,12 +3,14 @@ package checker
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/lockharness/lockharness/history"
 )
@@ -94,4 +96,24 @@ func TestHoldsStayInMemoryWhenTheFileCannotBeWritten(t *testing.T) {
 		t.Fatal("holds in a file that could not be created")
 	}
 	sameResult(t, "holds kept in memory", whole, res)
+}
+
+// The holds read back share one string per key while keys repeat, and
+// any number of distinct keys comes back right in a table that does not
+// grow.
+func TestKeyCacheInternsInBoundedMemory(t *testing.T) {
+	c := newKeyCache()
+	a := c.intern([]byte("lock-1"))
+	if b := c.intern([]byte("lock-1")); unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Errorf("a repeated key gave a second string")
+	}
+	for i := range 100_000 {
+		want := fmt.Sprintf("key-%d", i)
+		if got := c.intern([]byte(want)); got != want {
+			t.Fatalf("intern(%q) = %q", want, got)
+		}
+	}
+	if got := c.intern([]byte("lock-1")); got != "lock-1" {
+		t.Errorf("intern(lock-1) after many keys = %q", got)
+	}
 }
