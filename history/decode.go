@@ -36,7 +36,7 @@ type decoder struct {
 const recentKeys = 64
 
 // maxInterned bounds the interning table: a history with a million keys
-// would otherwise keep every one. A full table is let go and begun again
+// would otherwise keep every one. A full table is emptied and begun again
 // (a history whose keys come and go interns its recent ones), and it is
 // small: a table of 65,536 of a fresh key per cycle's keys kept 7 MB alive
 // to the end of the check, a tenth of what the check of such a history
@@ -443,7 +443,10 @@ func (d *decoder) intern(b []byte) string {
 	if !ok {
 		s = string(b)
 		if len(d.strs) >= maxInterned {
-			d.strs = make(map[string]string, 256)
+			// Emptied in place: a new table grew from 256 to the
+			// limit again, rehashing at each doubling (a history of
+			// a fresh key per cycle fills it every 4,096 keys).
+			clear(d.strs)
 		}
 		d.strs[s] = s
 	}
