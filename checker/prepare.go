@@ -178,8 +178,9 @@ func prepare(ops []history.Op) (*prepared, error) {
 func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	var priorToken func(proc int, key string) (string, bool)
 	var prior *crashLog
+	var keyIDs map[string]int32
 	if c != nil {
-		priorToken, prior = c.priorToken, c.crashes
+		priorToken, prior, keyIDs = c.priorToken, c.crashes, c.keyIDs
 	}
 	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
 		ops = slices.Clone(ops)
@@ -201,7 +202,7 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	}
 	pr.endPriorSessions(math.MaxInt64)
 	p := pr.p
-	indexKeys(p)
+	indexKeys(p, keyIDs)
 	sort.Strings(p.keys)
 	markRenewals(p)
 	return p, nil
@@ -255,7 +256,6 @@ func newPreparer(ops []history.Op, priorToken func(proc int, key string) (string
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
-	p.keyCalls = map[string][]int{}
 	return &preparer{p: p, pending: map[pendingKey]int{}, sessions: map[int]map[string]bool{}, nemPending: map[string]int{}, prevTime: math.MinInt64}
 }
 
@@ -414,29 +414,51 @@ func endSessions(p *prepared, keys map[string]bool, proc int, crash *history.Op)
 	}
 }
 
-// indexKeys fills p.keyCalls and p.keys: two passes over the calls, so
-// that each key's list is made at its size.
-func indexKeys(p *prepared) {
-	n := map[string]int{}
+// indexKeys fills p.keyCalls and p.keys: each call's key numbered once
+// (ids, emptied again before it returns; nil: a map of its own), then
+// every key's list cut at its size from one array. A window of fresh keys
+// (a key or two per call) made two maps, grown a dozen times, and a slice
+// per key, and looked each call's key up three times.
+func indexKeys(p *prepared, ids map[string]int32) {
+	if ids == nil {
+		ids = map[string]int32{}
+	}
+	defer clear(ids)
+	id := make([]int32, len(p.calls)) // of each call's key, -1 for none
+	var n []int                       // calls per key, by number
 	for i := range p.calls {
-		if k := p.calls[i].key; k != "" {
-			n[k]++
-		} else {
-			p.keyless = true
+		k := p.calls[i].key
+		if k == "" {
+			p.keyless, id[i] = true, -1
+			continue
+		}
+		j, ok := ids[k]
+		if !ok {
+			j = int32(len(p.keys))
+			ids[k] = j
+			p.keys = append(p.keys, k)
+			n = append(n, 0)
+		}
+		id[i] = j
+		n[j]++
+	}
+	// n becomes where each key's list begins, then where it ends.
+	at := 0
+	for j, c := range n {
+		n[j], at = at, at+c
+	}
+	lists := make([]int, at)
+	for i, j := range id {
+		if j >= 0 {
+			lists[n[j]] = i
+			n[j]++
 		}
 	}
-	if len(p.keyCalls) == 0 {
-		// At its size: a window of many keys grew it a dozen times.
-		p.keyCalls = make(map[string][]int, len(n))
-	}
-	for k, c := range n {
-		p.keyCalls[k] = make([]int, 0, c)
-		p.keys = append(p.keys, k)
-	}
-	for i := range p.calls {
-		if k := p.calls[i].key; k != "" {
-			p.keyCalls[k] = append(p.keyCalls[k], i)
-		}
+	p.keyCalls = make(map[string][]int, len(p.keys))
+	begin := 0
+	for j, k := range p.keys {
+		p.keyCalls[k] = lists[begin:n[j]:n[j]]
+		begin = n[j]
 	}
 }
 

@@ -317,6 +317,10 @@ type carry struct {
 	// expire, from the windows before: live to the end of the history,
 	// which the rules of the windows after read (see cutter.forgone).
 	open map[string][]claim
+	// keyIDs is prepare's numbering of a window's keys (see indexKeys),
+	// empty between windows: kept so that its table is not grown again
+	// for every window.
+	keyIDs map[string]int32
 }
 
 // pkCarry is what the carry keeps of one process and key, in one map
@@ -353,7 +357,7 @@ func newCarry(spillDir string, hot int) *carry {
 	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
 		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc,
-		heal: -1, rec: map[string]*recovery{}, crashes: newCrashLog(), open: map[string][]claim{}}
+		heal: -1, rec: map[string]*recovery{}, crashes: newCrashLog(), open: map[string][]claim{}, keyIDs: map[string]int32{}}
 }
 
 // recovery is what liveness keeps of one key's recovery period, from the
