@@ -85,14 +85,16 @@ func (s *pkStore) at(k procKey) *pkCarry {
 
 // lookup is k's entry (nil if it has none: neither in memory nor in the
 // file), and k's slot in recent, which holds the entry when it has one.
+// k is hashed once, for its slot and its tag in the file's index.
 func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent) {
-	r := &s.recent[s.slot(k)]
+	h := s.hash(k)
+	r := &s.recent[h&(pkRecentSlots-1)]
 	if r.pc != nil && r.k == k {
 		return r.pc, r
 	}
 	pc := s.m[k]
 	if pc == nil && s.index.n > 0 {
-		if pc = s.load(k); pc != nil {
+		if pc = s.load(k, h); pc != nil {
 			s.m[k] = pc
 		}
 	}
@@ -102,20 +104,13 @@ func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent) {
 	return pc, r
 }
 
-// slot is k's place in recent.
-func (s *pkStore) slot(k procKey) int {
-	h := maphash.String(s.seed, k.key) ^ uint64(k.proc)*0x9e3779b97f4a7c15
-	return int(h & (pkRecentSlots - 1))
-}
-
+// hash is k's hash: its place in recent (the low bits) and its tag in the
+// file's index (the high ones). The key's hash is uniform, and so stays
+// mixed with the process's; one call of maphash.String (a streaming
+// maphash.Hash of the key and the process cost three times as much, once
+// for every entry made, moved or looked for in the file).
 func (s *pkStore) hash(k procKey) uint64 {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	_, _ = h.WriteString(k.key)
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(k.proc))
-	_, _ = h.Write(b[:])
-	return h.Sum64()
+	return maphash.String(s.seed, k.key) ^ uint64(k.proc)*0x9e3779b97f4a7c15
 }
 
 // evict moves to the file the entries of keys that busy does not name,
@@ -199,12 +194,12 @@ func (s *pkStore) writeChunk(written *int64) bool {
 	return true
 }
 
-// load reads k's latest record back, or nil when there is none; the
-// entry remembers where it lay (pkCarry.spilled), so that its next
-// eviction puts its new record in the old one's slot.
-func (s *pkStore) load(k procKey) *pkCarry {
+// load reads k's latest record back (h is k's hash), or nil when there
+// is none; the entry remembers where it lay (pkCarry.spilled), so that its
+// next eviction puts its new record in the old one's slot.
+func (s *pkStore) load(k procKey, h uint64) *pkCarry {
 	var out *pkCarry
-	s.index.find(spillTag(s.hash(k)), func(off int64) bool {
+	s.index.find(spillTag(h), func(off int64) bool {
 		var hdr [4]byte
 		if _, err := s.f.ReadAt(hdr[:], off); err != nil {
 			panic(fmt.Sprintf("read the carry back: %v", err)) // guard makes it unknown
