@@ -213,7 +213,11 @@ func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 
 // holds converts claims to the exported form, for plots.
 func holds(p *prepared, byKey map[string][]claim) []Hold {
-	var out []Hold
+	n := 0
+	for _, cs := range byKey {
+		n += len(cs)
+	}
+	out := make([]Hold, 0, n) // at its size: a window of many keys grew it a dozen times
 	for _, k := range claimKeys(p, byKey) {
 		for _, c := range byKey[k] {
 			h := Hold{Process: c.proc, Key: c.key, Start: c.start.t, End: c.end.t, Fence: c.fence, Acquire: c.grant}
