@@ -825,6 +825,10 @@ type cutter struct {
 	// entry leaves its map.
 	recentKeys  [recentSlots]*keyState
 	recentProcs [recentSlots]*procState
+	// spare is entries of keys a cut let go (take), for keys to come: a
+	// history of a fresh key per cycle made an entry, and a slice of its
+	// leases, for every key.
+	spare []*keyState
 	// validated: every event satisfies Validate (a file's reader refuses
 	// one that does not), so observe need not ask again.
 	validated bool
@@ -925,12 +929,29 @@ func (c *cutter) proc(p history.Process) *procState {
 func (c *cutter) key(key string) *keyState {
 	k := c.lookup(key)
 	if k == nil {
-		k = &keyState{name: key}
+		k = c.newKey(key)
 		c.keys[key] = k
 		c.recentKeys[keySlot(key)] = k
 	}
 	return k
 }
+
+// newKey is a new state of key: a spare one, emptied (its leases' and
+// open reads' arrays kept), or a new one.
+func (c *cutter) newKey(key string) *keyState {
+	n := len(c.spare)
+	if n == 0 {
+		return &keyState{name: key}
+	}
+	k := c.spare[n-1]
+	c.spare[n-1] = nil
+	c.spare = c.spare[:n-1]
+	*k = keyState{name: key, leases: k.leases[:0], open: k.open[:0]}
+	return k
+}
+
+// spareKeys bounds cutter.spare: about a window's keys.
+const spareKeys = 1 << 13
 
 // lookup is key's state, nil if it has none.
 func (c *cutter) lookup(key string) *keyState {
@@ -1097,6 +1118,10 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 		c.heldBack += len(k.held)
 		if k.bound == math.MaxInt64 {
 			delete(c.keys, key) // nothing of it is left to follow
+			if len(c.spare) < spareKeys {
+				// Nothing points to it now (recentKeys is clear).
+				c.spare = append(c.spare, k)
+			}
 		} else {
 			k.split = 0 // taken
 		}
