@@ -211,7 +211,7 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 // preparer pairs a history's events into a prepared one, event by event.
 type preparer struct {
 	p       *prepared
-	pending map[pendingKey]int // → position in p.calls
+	pending pendingCalls // → position in p.calls
 	// Keys each process holds under a session lease (history.Value's
 	// Session) and has not begun to release: its crash ends them.
 	sessions   map[int]map[string]bool
@@ -243,6 +243,81 @@ type pendingKey struct {
 	f    string
 }
 
+// pendingCalls is the invocations awaiting their completion, by process
+// and f (pendingKey): a process has one or two at once (a client's
+// operation, a renewer's renew), so each process's are a short list, in
+// a slice by process number for the numbers a run gives its clients (a
+// map by process and f hashed both, three times a call).
+type pendingCalls struct {
+	byProc [][]pendingCall // processes 0 to pendingProcs-1
+	other  map[pendingKey]int
+}
+
+type pendingCall struct {
+	f string
+	j int
+}
+
+// pendingProcs bounds pendingCalls.byProc.
+const pendingProcs = 1 << 12
+
+// list is proc's list, nil for a process past byProc (grow: made room for).
+func (pc *pendingCalls) list(proc int, grow bool) *[]pendingCall {
+	if proc < 0 || proc >= pendingProcs {
+		return nil
+	}
+	if proc >= len(pc.byProc) {
+		if !grow {
+			return nil
+		}
+		pc.byProc = append(pc.byProc, make([][]pendingCall, proc+1-len(pc.byProc))...)
+	}
+	return &pc.byProc[proc]
+}
+
+// get is the position of k's invocation, if it awaits its completion.
+func (pc *pendingCalls) get(k pendingKey) (int, bool) {
+	l := pc.list(k.proc, false)
+	if l == nil {
+		j, ok := pc.other[k]
+		return j, ok
+	}
+	for _, x := range *l {
+		if x.f == k.f {
+			return x.j, true
+		}
+	}
+	return 0, false
+}
+
+// put notes that k's invocation at j awaits its completion (k has none
+// awaiting).
+func (pc *pendingCalls) put(k pendingKey, j int) {
+	if l := pc.list(k.proc, true); l != nil {
+		*l = append(*l, pendingCall{k.f, j})
+		return
+	}
+	if pc.other == nil {
+		pc.other = map[pendingKey]int{}
+	}
+	pc.other[k] = j
+}
+
+// del notes that k's invocation completed.
+func (pc *pendingCalls) del(k pendingKey) {
+	l := pc.list(k.proc, false)
+	if l == nil {
+		delete(pc.other, k)
+		return
+	}
+	for i, x := range *l {
+		if x.f == k.f {
+			*l = slices.Delete(*l, i, i+1)
+			return
+		}
+	}
+}
+
 func newPreparer(ops []history.Op, priorToken func(proc int, key string) (string, bool)) *preparer {
 	// Room for every call at once: on a long history a copy while the
 	// slice grows is a large part of the checker's memory.
@@ -256,7 +331,7 @@ func newPreparer(ops []history.Op, priorToken func(proc int, key string) (string
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
-	return &preparer{p: p, pending: map[pendingKey]int{}, sessions: map[int]map[string]bool{}, nemPending: map[string]int{}, prevTime: math.MinInt64}
+	return &preparer{p: p, sessions: map[int]map[string]bool{}, nemPending: map[string]int{}, prevTime: math.MinInt64}
 }
 
 // add takes ops[i], after checking that it is an event at all and that
@@ -322,10 +397,10 @@ func (pr *preparer) client(op *history.Op) error {
 	pr.followSessions(op, owner)
 	pk := pendingKey{proc, op.F}
 	if op.Type == history.Invoke {
-		if j, ok := pr.pending[pk]; ok {
+		if j, ok := pr.pending.get(pk); ok {
 			return unusable("process %d invoked %s at event %d while its %s of event %d was outstanding", proc, op.F, op.Index, op.F, pr.p.calls[j].inv)
 		}
-		pr.pending[pk] = len(pr.p.calls)
+		pr.pending.put(pk, len(pr.p.calls))
 		pr.p.calls = append(pr.p.calls, call{proc: owner, thread: proc, f: op.F, key: op.Key, typ: history.Info,
 			start: op.Time, end: never, inv: op.Index, done: -1, in: op.Value})
 		return nil
@@ -378,7 +453,7 @@ func (pr *preparer) followSessions(op *history.Op, owner int) {
 // complete pairs a completion with its pending invocation (pk), which
 // must be of the same key and for the same owner.
 func (pr *preparer) complete(op *history.Op, pk pendingKey, owner int) error {
-	j, ok := pr.pending[pk]
+	j, ok := pr.pending.get(pk)
 	if !ok {
 		return unusable("event %d: %s %s by process %d without a preceding invocation by that process", op.Index, op.F, op.Type, pk.proc)
 	}
@@ -389,7 +464,7 @@ func (pr *preparer) complete(op *history.Op, pk pendingKey, owner int) error {
 	if c.proc != owner {
 		return unusable("event %d: %s %s by process %d for owner %d completes an invocation for owner %d (event %d)", op.Index, op.F, op.Type, pk.proc, owner, c.proc, c.inv)
 	}
-	delete(pr.pending, pk)
+	pr.pending.del(pk)
 	c.typ, c.end, c.done, c.out = op.Type, op.Time, op.Index, op.Value
 	return nil
 }
