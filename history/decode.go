@@ -170,14 +170,17 @@ type scan struct {
 }
 
 func (s *scan) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
+	b, i := s.b, s.i // in registers, as in str
+	for i < len(b) {
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
-			s.i++
+			i++
 		default:
+			s.i = i
 			return
 		}
 	}
+	s.i = i
 }
 
 // lit consumes the byte c after optional whitespace.
@@ -210,10 +213,15 @@ func (s *scan) str() ([]byte, bool) {
 	}
 	start := s.i
 	// Most strings are short and plain ASCII: pass over those bytes with
-	// one comparison each (strByte), and look at the rest one by one.
-	for s.i < len(s.b) && strByte[s.b[s.i]] == 0 {
-		s.i++
+	// one comparison each (strByte), and look at the rest one by one. The
+	// line and the position are local to the loop, where they stay in
+	// registers (through s, they were loaded and stored at every byte:
+	// str and int were a seventh of a check's instructions).
+	b, i := s.b, s.i
+	for i < len(b) && strByte[b[i]] == 0 {
+		i++
 	}
+	s.i = i
 	ascii := true
 	for ; s.i < len(s.b); s.i++ {
 		c := s.b[s.i]
@@ -343,10 +351,12 @@ func (s *scan) int() (int64, bool) {
 	}
 	start := s.i
 	var n int64
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		n = n*10 + int64(s.b[s.i]-'0')
-		s.i++
+	b, i := s.b, s.i // in registers, as in str
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		n = n*10 + int64(b[i]-'0')
+		i++
 	}
+	s.i = i
 	digits := s.i - start
 	if digits == 0 || digits > 18 || (digits > 1 && s.b[start] == '0') {
 		return 0, false
