@@ -670,28 +670,59 @@ func (c *call) completion() instant { return eventAt(c.end, c.done) }
 // counts is Result.Counts: completions by f and type; an invocation that
 // never completed counts as info, since that is how it is judged.
 func counts(ops []history.Op, p *prepared) map[string]map[string]int {
-	out := map[string]map[string]int{}
-	add := func(f, t string) {
-		m := out[f]
-		if m == nil {
-			m = map[string]int{}
-			out[f] = m
-		}
-		m[t]++
-	}
+	var c fCounts
 	for i := range ops {
 		if ops[i].Type != history.Invoke {
-			add(ops[i].F, string(ops[i].Type))
+			c.add(ops[i].F, string(ops[i].Type))
 		}
 	}
 	if p != nil {
 		for i := range p.calls {
 			if !p.calls[i].completed() {
-				add(p.calls[i].f, string(history.Info))
+				c.add(p.calls[i].f, string(history.Info))
 			}
 		}
 	}
+	out := map[string]map[string]int{}
+	for _, x := range c.list {
+		m := out[x.f]
+		if m == nil {
+			m = map[string]int{}
+			out[x.f] = m
+		}
+		m[x.t] += x.n
+	}
 	return out
+}
+
+// fCounts counts completions by function and type in a short list: a
+// history has a few functions and four types, and the pair counted last
+// comes again most often (two map lookups an event were a few per cent
+// of a check of many keys).
+type fCounts struct {
+	list []fCount
+	last int // where the pair counted last is in list
+}
+
+type fCount struct {
+	f, t string
+	n    int
+}
+
+func (c *fCounts) add(f, t string) {
+	if c.last < len(c.list) && c.list[c.last].f == f && c.list[c.last].t == t {
+		c.list[c.last].n++
+		return
+	}
+	for i := range c.list {
+		if c.list[i].f == f && c.list[i].t == t {
+			c.list[i].n++
+			c.last = i
+			return
+		}
+	}
+	c.last = len(c.list)
+	c.list = append(c.list, fCount{f, t, 1})
 }
 
 // secs renders run-clock nanoseconds as seconds for sentences.
