@@ -179,14 +179,16 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	var priorToken func(proc int, key string) (string, bool)
 	var prior *crashLog
 	var keyIDs map[string]int32
+	validated := false
 	if c != nil {
-		priorToken, prior, keyIDs = c.priorToken, c.crashes, c.keyIDs
+		priorToken, prior, keyIDs, validated = c.priorToken, c.crashes, c.keyIDs, c.validated
 	}
 	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
 	pr := newPreparer(ops, priorToken)
+	pr.validated = validated
 	pr.p.prior = prior
 	if c != nil {
 		pr.p.priorForever = c.priorForever
@@ -221,6 +223,9 @@ type preparer struct {
 	// on, not yet passed: a session lease granted here ends at its
 	// holder's crash there.
 	priorCrashes []*crashRec
+	// validated: every event satisfies Validate (read from a file, whose
+	// reader refuses one that does not), so add need not ask again.
+	validated bool
 }
 
 // endPriorSessions ends, at each crash of the windows before that came
@@ -338,8 +343,10 @@ func newPreparer(ops []history.Op, priorToken func(proc int, key string) (string
 // index order is time order.
 func (pr *preparer) add(ops []history.Op, i int) error {
 	op := &ops[i]
-	if err := op.Validate(); err != nil {
-		return unusable("event %d: %v", op.Index, err)
+	if !pr.validated {
+		if err := op.Validate(); err != nil {
+			return unusable("event %d: %v", op.Index, err)
+		}
 	}
 	if i > 0 && op.Index == ops[i-1].Index {
 		return unusable("two events have index %d", op.Index)

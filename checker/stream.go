@@ -240,6 +240,7 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	cut := newCutter(a.c.pk)
 	_, inMemory := src.InMemory()
 	cut.validated = !inMemory
+	a.c.validated = cut.validated
 	var w windowRun
 	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
 		if cut.n == 0 {
@@ -321,6 +322,9 @@ type carry struct {
 	// empty between windows: kept so that its table is not grown again
 	// for every window.
 	keyIDs map[string]int32
+	// validated: the windows' events satisfy Validate (see
+	// preparer.validated).
+	validated bool
 }
 
 // pkCarry is what the carry keeps of one process and key, in one map
