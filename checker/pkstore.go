@@ -19,7 +19,13 @@ import (
 // opened, in the check's SpillDir, as the holds' is; if it cannot be
 // written the entries stay in memory.
 type pkStore struct {
-	m     map[procKey]*pkCarry
+	// m is the entries in memory by their hash (see hash), and over
+	// those whose hash an entry of m has already (pkCarry.k tells them
+	// apart): lookup hashes k anyway, for recent and the file's index,
+	// and a map by procKey hashed it again, an int and a string through
+	// the generic hash, at every lookup, insertion and deletion.
+	m     map[uint64]*pkCarry
+	over  map[procKey]*pkCarry
 	dir   string
 	hot   int // evict when m holds more than this
 	base  int // hot at least
@@ -54,7 +60,7 @@ const pkRecentSlots = 256
 // record lay before (-1: nowhere) and lies now.
 type pkMove struct {
 	k        procKey
-	tag      uint64
+	h        uint64
 	old, off int64
 }
 
@@ -63,45 +69,82 @@ type pkMove struct {
 const pkHot = 1 << 14
 
 func newPKStore(dir string) *pkStore {
-	return &pkStore{m: map[procKey]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, seed: maphash.MakeSeed()}
+	return &pkStore{m: map[uint64]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, seed: maphash.MakeSeed()}
 }
 
 // get is k's entry, or nil.
 func (s *pkStore) get(k procKey) *pkCarry {
-	pc, _ := s.lookup(k)
+	pc, _, _ := s.lookup(k)
 	return pc
 }
 
 // at is k's entry, made if need be.
 func (s *pkStore) at(k procKey) *pkCarry {
-	pc, r := s.lookup(k)
+	pc, r, h := s.lookup(k)
 	if pc == nil {
 		pc = &pkCarry{}
-		s.m[k] = pc
+		s.put(k, h, pc)
 		*r = pkRecent{k, pc}
 	}
 	return pc
 }
 
+// mem is k's entry in memory, or nil; h is k's hash.
+func (s *pkStore) mem(k procKey, h uint64) *pkCarry {
+	if pc := s.m[h]; pc != nil && pc.k == k {
+		return pc
+	}
+	if len(s.over) > 0 {
+		return s.over[k]
+	}
+	return nil
+}
+
+// put puts pc in memory as k's entry (k has none there); h is k's hash.
+func (s *pkStore) put(k procKey, h uint64, pc *pkCarry) {
+	pc.k = k
+	if s.m[h] == nil {
+		s.m[h] = pc
+		return
+	}
+	if s.over == nil {
+		s.over = map[procKey]*pkCarry{}
+	}
+	s.over[k] = pc
+}
+
+// drop takes k's entry out of memory; h is k's hash.
+func (s *pkStore) drop(k procKey, h uint64) {
+	if pc := s.m[h]; pc != nil && pc.k == k {
+		delete(s.m, h)
+		return
+	}
+	delete(s.over, k)
+}
+
+// inMemory is how many entries are in memory.
+func (s *pkStore) inMemory() int { return len(s.m) + len(s.over) }
+
 // lookup is k's entry (nil if it has none: neither in memory nor in the
-// file), and k's slot in recent, which holds the entry when it has one.
-// k is hashed once, for its slot and its tag in the file's index.
-func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent) {
+// file), k's slot in recent, which holds the entry when it has one, and
+// k's hash. k is hashed once, for its slot, its place in memory and its
+// tag in the file's index.
+func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent, uint64) {
 	h := s.hash(k)
 	r := &s.recent[h&(pkRecentSlots-1)]
 	if r.pc != nil && r.k == k {
-		return r.pc, r
+		return r.pc, r, h
 	}
-	pc := s.m[k]
+	pc := s.mem(k, h)
 	if pc == nil && s.index.n > 0 {
 		if pc = s.load(k, h); pc != nil {
-			s.m[k] = pc
+			s.put(k, h, pc)
 		}
 	}
 	if pc != nil {
 		*r = pkRecent{k, pc}
 	}
-	return pc, r
+	return pc, r, h
 }
 
 // hash is k's hash: its place in recent (the low bits) and its tag in the
@@ -118,7 +161,7 @@ func (s *pkStore) hash(k procKey) uint64 {
 // has grown to twice what stayed, so that a store of busy keys is not
 // gone through at every cut.
 func (s *pkStore) evict(busy func(key string) bool) {
-	if len(s.m) <= s.hot || s.err != nil {
+	if s.inMemory() <= s.hot || s.err != nil {
 		return
 	}
 	if s.f == nil {
@@ -138,19 +181,27 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	// tens of thousands of entries); s.off moves, and the entries leave
 	// memory, only once every chunk is written.
 	written := int64(0)
-	for k, pc := range s.m {
-		if busy(k.key) {
-			continue
+	move := func(h uint64, pc *pkCarry) bool {
+		if busy(pc.k.key) {
+			return true
 		}
 		start := len(s.buf)
 		s.buf = append(s.buf, 0, 0, 0, 0)
-		s.buf = encodePK(s.buf, k, pc)
+		s.buf = encodePK(s.buf, pc.k, pc)
 		binary.LittleEndian.PutUint32(s.buf[start:], uint32(len(s.buf)-start-4))
 		for len(s.buf)%spillAlign != 0 {
 			s.buf = append(s.buf, 0)
 		}
-		moved = append(moved, pkMove{k, spillTag(s.hash(k)), pc.spilled - 1, s.off + written + int64(start)})
-		if len(s.buf) >= spillChunk && !s.writeChunk(&written) {
+		moved = append(moved, pkMove{pc.k, h, pc.spilled - 1, s.off + written + int64(start)})
+		return len(s.buf) < spillChunk || s.writeChunk(&written)
+	}
+	for h, pc := range s.m {
+		if !move(h, pc) {
+			return
+		}
+	}
+	for k, pc := range s.over {
+		if !move(s.hash(k), pc) {
 			return
 		}
 	}
@@ -160,12 +211,12 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	s.off += written
 	clear(s.recent[:])
 	for _, mv := range moved {
-		s.index.put(mv.tag, mv.old, mv.off)
-		delete(s.m, mv.k)
+		s.index.put(spillTag(mv.h), mv.old, mv.off)
+		s.drop(mv.k, mv.h)
 	}
 	clear(moved) // let go of the keys
 	s.moved = moved[:0]
-	s.hot = max(s.base, 2*len(s.m))
+	s.hot = max(s.base, 2*s.inMemory())
 }
 
 // spillChunk is how many bytes of records evict gathers before writing

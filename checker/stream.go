@@ -347,7 +347,9 @@ type pkCarry struct {
 	foreverT, foreverI int64
 	// spilled is the offset plus one of the record the store read it
 	// back from (see pkStore.load), 0 for an entry never in the file.
-	spilled            int64
+	spilled int64
+	// k is whose entry it is, in the store's memory (see pkStore.m).
+	k                  procKey
 	hasToken, hasClaim bool
 	hasForever         bool
 	released, held     bool // the cutter's
