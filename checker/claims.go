@@ -82,15 +82,21 @@ type claimEvent struct {
 func buildClaims(p *prepared) map[string][]claim {
 	out := make(map[string][]claim, len(p.keyCalls))
 	var ke keyEvents
+	// Every key's claims are cut from one array, made at the size of
+	// the grants (a claim begins at a grant; were there more, append
+	// would move on to a larger array, and the keys before keep theirs):
+	// a window of fresh keys made a slice, grown, per key.
+	arena := make([]claim, 0, grants(p))
 	for _, wk := range windowKeys(p) {
 		ke.reset()
 		for _, i := range wk.calls {
 			ke.add(&p.calls[i])
 		}
-		var cs []claim
+		start := len(arena)
 		for _, pe := range ke.procs {
-			cs = appendClaims(cs, procKey{pe.proc, wk.key}, pe.evs)
+			arena = appendClaims(arena, procKey{pe.proc, wk.key}, pe.evs)
 		}
+		cs := arena[start:len(arena):len(arena)]
 		if len(cs) == 0 {
 			continue // a key without claims has no entry
 		}
@@ -100,6 +106,19 @@ func buildClaims(p *prepared) map[string][]claim {
 		out[wk.key] = cs
 	}
 	return out
+}
+
+// grants is how many of p's calls are grants (keyEvents.add): a bound on
+// the claims they make.
+func grants(p *prepared) int {
+	n := 0
+	for i := range p.calls {
+		c := &p.calls[i]
+		if (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK && !c.absorbed {
+			n++
+		}
+	}
+	return n
 }
 
 // keyEvents are one key's claim events, per process: its grants (acquires
@@ -164,16 +183,17 @@ func (ke *keyEvents) of(proc int) *procEvents {
 // claim.)
 func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 	slices.SortFunc(evs, func(a, b claimEvent) int { return cmp.Compare(a.at.i, b.at.i) })
-	var cur *claim
+	var cur claim // in force while live (a value: a claim made on the heap for every claim was most of a window's claims' memory)
+	live := false
 	closeAt := func(t instant, rel int64) {
 		cur.end = minInstant(deadlineAt(cur.deadline), t)
 		cur.released = rel
-		out = append(out, *cur)
-		cur = nil
+		out = append(out, cur)
+		live = false
 	}
 	for _, e := range evs {
 		if !e.grant {
-			if cur != nil {
+			if live {
 				rel := e.at.i
 				if !e.at.less(deadlineAt(cur.deadline)) {
 					rel = -1 // it had already expired
@@ -184,7 +204,7 @@ func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 		}
 		g := e.at
 		empty := !g.less(deadlineAt(e.deadline))
-		if cur != nil && g.less(deadlineAt(cur.deadline)) {
+		if live && g.less(deadlineAt(cur.deadline)) {
 			// Live: the promise goes on, until the later deadline.
 			if !empty {
 				cur.deadline = max(cur.deadline, e.deadline)
@@ -194,19 +214,20 @@ func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 			}
 			continue
 		}
-		if cur != nil {
+		if live {
 			closeAt(g, -1) // it lapsed at its deadline
 		}
 		if !empty {
-			cur = &claim{proc: k.proc, key: k.key, start: g, deadline: e.deadline, fence: e.fence, grant: g.i, byRenew: e.renew, released: -1, renewer: -1}
+			cur = claim{proc: k.proc, key: k.key, start: g, deadline: e.deadline, fence: e.fence, grant: g.i, byRenew: e.renew, released: -1, renewer: -1}
+			live = true
 			if e.renew && e.thread != k.proc {
 				cur.renewer = e.thread
 			}
 		}
 	}
-	if cur != nil {
+	if live {
 		cur.end = deadlineAt(cur.deadline)
-		out = append(out, *cur)
+		out = append(out, cur)
 	}
 	return out
 }
