@@ -44,6 +44,12 @@ type pkStore struct {
 	// Cleared whenever an entry leaves m (evict).
 	recent [pkRecentSlots]pkRecent
 	moved  []pkMove // evict's, kept from one eviction to the next
+	// spare is entries an eviction moved to the file, for new ones: a
+	// history of a fresh key per cycle made one, and an array of its
+	// releases, for every process and key. Nothing points to an entry
+	// once it is moved (recent is cleared; the windows' and the cutter's
+	// pointers last a step of theirs, never across a cut).
+	spare []*pkCarry
 }
 
 // pkRecent is one of pkStore.recent's slots.
@@ -60,6 +66,7 @@ const pkRecentSlots = 256
 // record lay before (-1: nowhere) and lies now.
 type pkMove struct {
 	k        procKey
+	pc       *pkCarry
 	h        uint64
 	old, off int64
 }
@@ -82,10 +89,27 @@ func (s *pkStore) get(k procKey) *pkCarry {
 func (s *pkStore) at(k procKey) *pkCarry {
 	pc, r, h := s.lookup(k)
 	if pc == nil {
-		pc = &pkCarry{}
+		pc = s.newEntry()
 		s.put(k, h, pc)
 		*r = pkRecent{k, pc}
 	}
+	return pc
+}
+
+// newEntry is an empty entry: a spare one (its releases' array kept), or
+// a new one.
+func (s *pkStore) newEntry() *pkCarry {
+	n := len(s.spare)
+	if n == 0 {
+		return &pkCarry{}
+	}
+	pc := s.spare[n-1]
+	s.spare[n-1] = nil
+	s.spare = s.spare[:n-1]
+	rs := pc.releases
+	clear(rs) // let go of their tokens
+	*pc = pkCarry{}
+	pc.releases = rs[:0]
 	return pc
 }
 
@@ -192,7 +216,7 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		for len(s.buf)%spillAlign != 0 {
 			s.buf = append(s.buf, 0)
 		}
-		moved = append(moved, pkMove{pc.k, h, pc.spilled - 1, s.off + written + int64(start)})
+		moved = append(moved, pkMove{pc.k, pc, h, pc.spilled - 1, s.off + written + int64(start)})
 		return len(s.buf) < spillChunk || s.writeChunk(&written)
 	}
 	for h, pc := range s.m {
@@ -213,6 +237,9 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	for _, mv := range moved {
 		s.index.put(spillTag(mv.h), mv.old, mv.off)
 		s.drop(mv.k, mv.h)
+		if len(s.spare) < pkHot {
+			s.spare = append(s.spare, mv.pc)
+		}
 	}
 	clear(moved) // let go of the keys
 	s.moved = moved[:0]
