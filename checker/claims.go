@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 
@@ -87,6 +88,7 @@ func buildClaims(p *prepared) map[string][]claim {
 	// would move on to a larger array, and the keys before keep theirs):
 	// a window of fresh keys made a slice, grown, per key.
 	arena := make([]claim, 0, grants(p))
+	var keys []string // of out, in windowKeys' order
 	for _, wk := range windowKeys(p) {
 		ke.reset()
 		for _, i := range wk.calls {
@@ -104,7 +106,9 @@ func buildClaims(p *prepared) map[string][]claim {
 			return cmp.Compare(a.grant, b.grant) // index order is start order (and no two claims have one grant)
 		})
 		out[wk.key] = cs
+		keys = append(keys, wk.key)
 	}
+	p.claims, p.claimOrder = out, keys
 	return out
 }
 
@@ -263,9 +267,17 @@ func holds(p *prepared, byKey map[string][]claim) []Hold {
 // so every key of byKey is in p.keys; were one not (a keyless call), the
 // count would differ and byKey is sorted as before: the same keys in the
 // same order either way.
+//
+// For the map buildClaims made of p's claims it is the keys buildClaims
+// noted, in windowKeys' order, which is claimKeys' ("" first, then p.keys,
+// sorted), made once for the window's several uses (its cap is its
+// length: a caller that appends gets a copy).
 func claimKeys[V any](p *prepared, byKey map[string]V) []string {
 	if p == nil {
 		return sortedKeys(byKey)
+	}
+	if p.claims != nil && reflect.ValueOf(byKey).UnsafePointer() == reflect.ValueOf(p.claims).UnsafePointer() {
+		return p.claimOrder[:len(p.claimOrder):len(p.claimOrder)]
 	}
 	ks := make([]string, 0, len(byKey))
 	for _, k := range p.keys {
@@ -351,6 +363,7 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 		}
 	}
 	if added || !slices.IsSorted(keys) {
+		keys = slices.Clone(keys) // not claimKeys' own
 		slices.Sort(keys)
 	}
 	for _, k := range keys {

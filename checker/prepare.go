@@ -74,6 +74,10 @@ type prepared struct {
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order
 	keyless   bool             // a client operation named no key (it is in no list of keyCalls)
 	wkeys     []windowKey      // keys and their calls, once asked for (see windowKeys)
+	// claims is the map of every key's claims buildClaims made of p, and
+	// claimOrder its keys in claimKeys' order (see claimKeys).
+	claims     map[string][]claim
+	claimOrder []string
 
 	// priorToken, when set, is the token of (proc, key)'s latest acquire
 	// ok in the windows of the history before this one (see CheckFile):
