@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -186,8 +187,14 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 		lr  *linResult
 		ops int
 	}
+	// Each key's inputs in an array reused from key to key (nothing
+	// keeps them: boxing copies them), one per goroutine of eachKey.
+	bufs := sync.Pool{New: func() any { return new([]leaseInput) }}
 	results := eachKey(p.keys, func(key string) keyResult {
-		init, ins := openState(w.c.open[key]), leaseInputs(p, key, false)
+		buf := bufs.Get().(*[]leaseInput)
+		defer bufs.Put(buf)
+		init, ins := openState(w.c.open[key]), leaseInputs(*buf, p, key, false)
+		*buf = ins
 		if sequentialLease(ctx, init, ins, cfg.Timeout) {
 			return keyResult{nil, len(ins)}
 		}
