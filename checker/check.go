@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -178,20 +179,34 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	}
 
 	var nonlin, unknownReasons, disagree []string
+	// A key's result is small where it is linearizable by the sequential
+	// check, as most keys are (nil: Ok): a window of thousands of keys
+	// made a slice of porcupine's results, a hundred bytes each, every
+	// window.
 	type keyResult struct {
-		lr  linResult
+		lr  *linResult
 		ops int
 	}
+	// Each key's inputs in an array reused from key to key (nothing
+	// keeps them: boxing copies them), one per goroutine of eachKey.
+	bufs := sync.Pool{New: func() any { return new([]leaseInput) }}
 	results := eachKey(p.keys, func(key string) keyResult {
-		init, ins := openState(w.c.open[key]), leaseInputs(p, key, false)
+		buf := bufs.Get().(*[]leaseInput)
+		defer bufs.Put(buf)
+		init, ins := openState(w.c.open[key]), leaseInputs(*buf, p, key, false)
+		*buf = ins
 		if sequentialLease(ctx, init, ins, cfg.Timeout) {
-			return keyResult{linResult{res: porcupine.Ok}, len(ins)}
+			return keyResult{nil, len(ins)}
 		}
 		ops := boxLeaseOps(ins)
-		return keyResult{checkOwnModel(ctx, leaseModel(init), ops, cfg.Timeout), len(ops)}
+		lr := checkOwnModel(ctx, leaseModel(init), ops, cfg.Timeout)
+		return keyResult{&lr, len(ops)}
 	})
 	for i, key := range p.keys {
-		lr := results[i].lr
+		lr := linResult{res: porcupine.Ok}
+		if r := results[i].lr; r != nil {
+			lr = *r
+		}
 		stats["porcupine-ops"] += float64(results[i].ops)
 		switch lr.res {
 		case porcupine.Illegal:

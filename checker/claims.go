@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 
@@ -82,15 +83,22 @@ type claimEvent struct {
 func buildClaims(p *prepared) map[string][]claim {
 	out := make(map[string][]claim, len(p.keyCalls))
 	var ke keyEvents
+	// Every key's claims are cut from one array, made at the size of
+	// the grants (a claim begins at a grant; were there more, append
+	// would move on to a larger array, and the keys before keep theirs):
+	// a window of fresh keys made a slice, grown, per key.
+	arena := make([]claim, 0, grants(p))
+	var keys []string // of out, in windowKeys' order
 	for _, wk := range windowKeys(p) {
 		ke.reset()
 		for _, i := range wk.calls {
 			ke.add(&p.calls[i])
 		}
-		var cs []claim
+		start := len(arena)
 		for _, pe := range ke.procs {
-			cs = appendClaims(cs, procKey{pe.proc, wk.key}, pe.evs)
+			arena = appendClaims(arena, procKey{pe.proc, wk.key}, pe.evs)
 		}
+		cs := arena[start:len(arena):len(arena)]
 		if len(cs) == 0 {
 			continue // a key without claims has no entry
 		}
@@ -98,8 +106,23 @@ func buildClaims(p *prepared) map[string][]claim {
 			return cmp.Compare(a.grant, b.grant) // index order is start order (and no two claims have one grant)
 		})
 		out[wk.key] = cs
+		keys = append(keys, wk.key)
 	}
+	p.claims, p.claimOrder = out, keys
 	return out
+}
+
+// grants is how many of p's calls are grants (keyEvents.add): a bound on
+// the claims they make.
+func grants(p *prepared) int {
+	n := 0
+	for i := range p.calls {
+		c := &p.calls[i]
+		if (c.f == history.FAcquire || c.f == history.FRenew) && c.typ == history.OK && !c.absorbed {
+			n++
+		}
+	}
+	return n
 }
 
 // keyEvents are one key's claim events, per process: its grants (acquires
@@ -164,16 +187,17 @@ func (ke *keyEvents) of(proc int) *procEvents {
 // claim.)
 func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 	slices.SortFunc(evs, func(a, b claimEvent) int { return cmp.Compare(a.at.i, b.at.i) })
-	var cur *claim
+	var cur claim // in force while live (a value: a claim made on the heap for every claim was most of a window's claims' memory)
+	live := false
 	closeAt := func(t instant, rel int64) {
 		cur.end = minInstant(deadlineAt(cur.deadline), t)
 		cur.released = rel
-		out = append(out, *cur)
-		cur = nil
+		out = append(out, cur)
+		live = false
 	}
 	for _, e := range evs {
 		if !e.grant {
-			if cur != nil {
+			if live {
 				rel := e.at.i
 				if !e.at.less(deadlineAt(cur.deadline)) {
 					rel = -1 // it had already expired
@@ -184,7 +208,7 @@ func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 		}
 		g := e.at
 		empty := !g.less(deadlineAt(e.deadline))
-		if cur != nil && g.less(deadlineAt(cur.deadline)) {
+		if live && g.less(deadlineAt(cur.deadline)) {
 			// Live: the promise goes on, until the later deadline.
 			if !empty {
 				cur.deadline = max(cur.deadline, e.deadline)
@@ -194,26 +218,31 @@ func appendClaims(out []claim, k procKey, evs []claimEvent) []claim {
 			}
 			continue
 		}
-		if cur != nil {
+		if live {
 			closeAt(g, -1) // it lapsed at its deadline
 		}
 		if !empty {
-			cur = &claim{proc: k.proc, key: k.key, start: g, deadline: e.deadline, fence: e.fence, grant: g.i, byRenew: e.renew, released: -1, renewer: -1}
+			cur = claim{proc: k.proc, key: k.key, start: g, deadline: e.deadline, fence: e.fence, grant: g.i, byRenew: e.renew, released: -1, renewer: -1}
+			live = true
 			if e.renew && e.thread != k.proc {
 				cur.renewer = e.thread
 			}
 		}
 	}
-	if cur != nil {
+	if live {
 		cur.end = deadlineAt(cur.deadline)
-		out = append(out, *cur)
+		out = append(out, cur)
 	}
 	return out
 }
 
 // holds converts claims to the exported form, for plots.
 func holds(p *prepared, byKey map[string][]claim) []Hold {
-	var out []Hold
+	n := 0
+	for _, cs := range byKey {
+		n += len(cs)
+	}
+	out := make([]Hold, 0, n) // at its size: a window of many keys grew it a dozen times
 	for _, k := range claimKeys(p, byKey) {
 		for _, c := range byKey[k] {
 			h := Hold{Process: c.proc, Key: c.key, Start: c.start.t, End: c.end.t, Fence: c.fence, Acquire: c.grant}
@@ -238,9 +267,17 @@ func holds(p *prepared, byKey map[string][]claim) []Hold {
 // so every key of byKey is in p.keys; were one not (a keyless call), the
 // count would differ and byKey is sorted as before: the same keys in the
 // same order either way.
+//
+// For the map buildClaims made of p's claims it is the keys buildClaims
+// noted, in windowKeys' order, which is claimKeys' ("" first, then p.keys,
+// sorted), made once for the window's several uses (its cap is its
+// length: a caller that appends gets a copy).
 func claimKeys[V any](p *prepared, byKey map[string]V) []string {
 	if p == nil {
 		return sortedKeys(byKey)
+	}
+	if p.claims != nil && reflect.ValueOf(byKey).UnsafePointer() == reflect.ValueOf(p.claims).UnsafePointer() {
+		return p.claimOrder[:len(p.claimOrder):len(p.claimOrder)]
 	}
 	ks := make([]string, 0, len(byKey))
 	for _, k := range p.keys {
@@ -326,6 +363,7 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 		}
 	}
 	if added || !slices.IsSorted(keys) {
+		keys = slices.Clone(keys) // not claimKeys' own
 		slices.Sort(keys)
 	}
 	for _, k := range keys {

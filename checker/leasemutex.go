@@ -204,7 +204,7 @@ func describeLeaseState(s LeaseState) string {
 // where that cannot matter (noops, give-ups), to keep the search and the
 // pictures small.
 func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
-	return boxLeaseOps(leaseInputs(p, key, noops))
+	return boxLeaseOps(leaseInputs(nil, p, key, noops))
 }
 
 // leaseInput is one operation of leaseOps before porcupine's boxing: its
@@ -224,10 +224,14 @@ func boxLeaseOps(ins []leaseInput) []porcupine.Operation {
 	return out
 }
 
-// leaseInputs is leaseOps before boxing.
-func leaseInputs(p *prepared, key string, noops bool) []leaseInput {
+// leaseInputs is leaseOps before boxing, in buf's array if it has room
+// (a caller going key by key reuses one).
+func leaseInputs(buf []leaseInput, p *prepared, key string, noops bool) []leaseInput {
 	calls := p.keyCalls[key]
-	out := make([]leaseInput, 0, len(calls)) // at most one each
+	out := buf[:0]
+	if cap(out) < len(calls) {
+		out = make([]leaseInput, 0, len(calls)) // at most one each
+	}
 	for _, i := range calls {
 		c := &p.calls[i]
 		in := LeaseOp{F: c.f, Type: c.typ, Process: c.proc, Call: c.start, CallIndex: c.inv, Return: c.end, ReturnIndex: c.done}

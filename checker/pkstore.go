@@ -19,7 +19,13 @@ import (
 // opened, in the check's SpillDir, as the holds' is; if it cannot be
 // written the entries stay in memory.
 type pkStore struct {
-	m     map[procKey]*pkCarry
+	// m is the entries in memory by their hash (see hash), and over
+	// those whose hash an entry of m has already (pkCarry.k tells them
+	// apart): lookup hashes k anyway, for recent and the file's index,
+	// and a map by procKey hashed it again, an int and a string through
+	// the generic hash, at every lookup, insertion and deletion.
+	m     map[uint64]*pkCarry
+	over  map[procKey]*pkCarry
 	dir   string
 	hot   int // evict when m holds more than this
 	base  int // hot at least
@@ -38,6 +44,12 @@ type pkStore struct {
 	// Cleared whenever an entry leaves m (evict).
 	recent [pkRecentSlots]pkRecent
 	moved  []pkMove // evict's, kept from one eviction to the next
+	// spare is entries an eviction moved to the file, for new ones: a
+	// history of a fresh key per cycle made one, and an array of its
+	// releases, for every process and key. Nothing points to an entry
+	// once it is moved (recent is cleared; the windows' and the cutter's
+	// pointers last a step of theirs, never across a cut).
+	spare []*pkCarry
 }
 
 // pkRecent is one of pkStore.recent's slots.
@@ -54,7 +66,8 @@ const pkRecentSlots = 256
 // record lay before (-1: nowhere) and lies now.
 type pkMove struct {
 	k        procKey
-	tag      uint64
+	pc       *pkCarry
+	h        uint64
 	old, off int64
 }
 
@@ -63,59 +76,108 @@ type pkMove struct {
 const pkHot = 1 << 14
 
 func newPKStore(dir string) *pkStore {
-	return &pkStore{m: map[procKey]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, seed: maphash.MakeSeed()}
+	return &pkStore{m: map[uint64]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, seed: maphash.MakeSeed()}
 }
 
 // get is k's entry, or nil.
 func (s *pkStore) get(k procKey) *pkCarry {
-	pc, _ := s.lookup(k)
+	pc, _, _ := s.lookup(k)
 	return pc
 }
 
 // at is k's entry, made if need be.
 func (s *pkStore) at(k procKey) *pkCarry {
-	pc, r := s.lookup(k)
+	pc, r, h := s.lookup(k)
 	if pc == nil {
-		pc = &pkCarry{}
-		s.m[k] = pc
+		pc = s.newEntry()
+		s.put(k, h, pc)
 		*r = pkRecent{k, pc}
 	}
 	return pc
 }
 
-// lookup is k's entry (nil if it has none: neither in memory nor in the
-// file), and k's slot in recent, which holds the entry when it has one.
-func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent) {
-	r := &s.recent[s.slot(k)]
-	if r.pc != nil && r.k == k {
-		return r.pc, r
+// newEntry is an empty entry: a spare one (its releases' array kept), or
+// a new one.
+func (s *pkStore) newEntry() *pkCarry {
+	n := len(s.spare)
+	if n == 0 {
+		return &pkCarry{}
 	}
-	pc := s.m[k]
+	pc := s.spare[n-1]
+	s.spare[n-1] = nil
+	s.spare = s.spare[:n-1]
+	rs := pc.releases
+	clear(rs) // let go of their tokens
+	*pc = pkCarry{}
+	pc.releases = rs[:0]
+	return pc
+}
+
+// mem is k's entry in memory, or nil; h is k's hash.
+func (s *pkStore) mem(k procKey, h uint64) *pkCarry {
+	if pc := s.m[h]; pc != nil && pc.k == k {
+		return pc
+	}
+	if len(s.over) > 0 {
+		return s.over[k]
+	}
+	return nil
+}
+
+// put puts pc in memory as k's entry (k has none there); h is k's hash.
+func (s *pkStore) put(k procKey, h uint64, pc *pkCarry) {
+	pc.k = k
+	if s.m[h] == nil {
+		s.m[h] = pc
+		return
+	}
+	if s.over == nil {
+		s.over = map[procKey]*pkCarry{}
+	}
+	s.over[k] = pc
+}
+
+// drop takes k's entry out of memory; h is k's hash.
+func (s *pkStore) drop(k procKey, h uint64) {
+	if pc := s.m[h]; pc != nil && pc.k == k {
+		delete(s.m, h)
+		return
+	}
+	delete(s.over, k)
+}
+
+// inMemory is how many entries are in memory.
+func (s *pkStore) inMemory() int { return len(s.m) + len(s.over) }
+
+// lookup is k's entry (nil if it has none: neither in memory nor in the
+// file), k's slot in recent, which holds the entry when it has one, and
+// k's hash. k is hashed once, for its slot, its place in memory and its
+// tag in the file's index.
+func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent, uint64) {
+	h := s.hash(k)
+	r := &s.recent[h&(pkRecentSlots-1)]
+	if r.pc != nil && r.k == k {
+		return r.pc, r, h
+	}
+	pc := s.mem(k, h)
 	if pc == nil && s.index.n > 0 {
-		if pc = s.load(k); pc != nil {
-			s.m[k] = pc
+		if pc = s.load(k, h); pc != nil {
+			s.put(k, h, pc)
 		}
 	}
 	if pc != nil {
 		*r = pkRecent{k, pc}
 	}
-	return pc, r
+	return pc, r, h
 }
 
-// slot is k's place in recent.
-func (s *pkStore) slot(k procKey) int {
-	h := maphash.String(s.seed, k.key) ^ uint64(k.proc)*0x9e3779b97f4a7c15
-	return int(h & (pkRecentSlots - 1))
-}
-
+// hash is k's hash: its place in recent (the low bits) and its tag in the
+// file's index (the high ones). The key's hash is uniform, and so stays
+// mixed with the process's; one call of maphash.String (a streaming
+// maphash.Hash of the key and the process cost three times as much, once
+// for every entry made, moved or looked for in the file).
 func (s *pkStore) hash(k procKey) uint64 {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	_, _ = h.WriteString(k.key)
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(k.proc))
-	_, _ = h.Write(b[:])
-	return h.Sum64()
+	return maphash.String(s.seed, k.key) ^ uint64(k.proc)*0x9e3779b97f4a7c15
 }
 
 // evict moves to the file the entries of keys that busy does not name,
@@ -123,7 +185,7 @@ func (s *pkStore) hash(k procKey) uint64 {
 // has grown to twice what stayed, so that a store of busy keys is not
 // gone through at every cut.
 func (s *pkStore) evict(busy func(key string) bool) {
-	if len(s.m) <= s.hot || s.err != nil {
+	if s.inMemory() <= s.hot || s.err != nil {
 		return
 	}
 	if s.f == nil {
@@ -143,19 +205,27 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	// tens of thousands of entries); s.off moves, and the entries leave
 	// memory, only once every chunk is written.
 	written := int64(0)
-	for k, pc := range s.m {
-		if busy(k.key) {
-			continue
+	move := func(h uint64, pc *pkCarry) bool {
+		if busy(pc.k.key) {
+			return true
 		}
 		start := len(s.buf)
 		s.buf = append(s.buf, 0, 0, 0, 0)
-		s.buf = encodePK(s.buf, k, pc)
+		s.buf = encodePK(s.buf, pc.k, pc)
 		binary.LittleEndian.PutUint32(s.buf[start:], uint32(len(s.buf)-start-4))
 		for len(s.buf)%spillAlign != 0 {
 			s.buf = append(s.buf, 0)
 		}
-		moved = append(moved, pkMove{k, spillTag(s.hash(k)), pc.spilled - 1, s.off + written + int64(start)})
-		if len(s.buf) >= spillChunk && !s.writeChunk(&written) {
+		moved = append(moved, pkMove{pc.k, pc, h, pc.spilled - 1, s.off + written + int64(start)})
+		return len(s.buf) < spillChunk || s.writeChunk(&written)
+	}
+	for h, pc := range s.m {
+		if !move(h, pc) {
+			return
+		}
+	}
+	for k, pc := range s.over {
+		if !move(s.hash(k), pc) {
 			return
 		}
 	}
@@ -165,12 +235,15 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	s.off += written
 	clear(s.recent[:])
 	for _, mv := range moved {
-		s.index.put(mv.tag, mv.old, mv.off)
-		delete(s.m, mv.k)
+		s.index.put(spillTag(mv.h), mv.old, mv.off)
+		s.drop(mv.k, mv.h)
+		if len(s.spare) < pkHot {
+			s.spare = append(s.spare, mv.pc)
+		}
 	}
 	clear(moved) // let go of the keys
 	s.moved = moved[:0]
-	s.hot = max(s.base, 2*len(s.m))
+	s.hot = max(s.base, 2*s.inMemory())
 }
 
 // spillChunk is how many bytes of records evict gathers before writing
@@ -199,12 +272,12 @@ func (s *pkStore) writeChunk(written *int64) bool {
 	return true
 }
 
-// load reads k's latest record back, or nil when there is none; the
-// entry remembers where it lay (pkCarry.spilled), so that its next
-// eviction puts its new record in the old one's slot.
-func (s *pkStore) load(k procKey) *pkCarry {
+// load reads k's latest record back (h is k's hash), or nil when there
+// is none; the entry remembers where it lay (pkCarry.spilled), so that its
+// next eviction puts its new record in the old one's slot.
+func (s *pkStore) load(k procKey, h uint64) *pkCarry {
 	var out *pkCarry
-	s.index.find(spillTag(s.hash(k)), func(off int64) bool {
+	s.index.find(spillTag(h), func(off int64) bool {
 		var hdr [4]byte
 		if _, err := s.f.ReadAt(hdr[:], off); err != nil {
 			panic(fmt.Sprintf("read the carry back: %v", err)) // guard makes it unknown

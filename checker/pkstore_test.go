@@ -38,8 +38,8 @@ func testPKStoreEvicts(t *testing.T, n int) {
 	}
 	busy := func(key string) bool { return key == "key-3" }
 	s.evict(busy)
-	if len(s.m) != 1 || s.m[procKey{3, "key-3"}] == nil {
-		t.Fatalf("%d entries stayed in memory, want the busy key's", len(s.m))
+	if k := (procKey{3, "key-3"}); s.inMemory() != 1 || s.mem(k, s.hash(k)) == nil {
+		t.Fatalf("%d entries stayed in memory, want the busy key's", s.inMemory())
 	}
 	check := func() {
 		for k, w := range want {
@@ -98,4 +98,28 @@ func TestSpillIndexFindsEveryEntry(t *testing.T) {
 		t.Fatalf("%d entries in %d slots", x.n, len(x.slots))
 	}
 	x.find(1<<spillTagBits-1, func(int64) bool { t.Fatal("found a tag never put"); return true })
+}
+
+// TestPKStoreTellsApartEntriesOfOneHash: two entries whose hashes are
+// equal (one in 2^64 pairs: made here by hand) are each found as its own,
+// and each still after the other left memory.
+func TestPKStoreTellsApartEntriesOfOneHash(t *testing.T) {
+	s := newPKStore(t.TempDir())
+	a, b, c := procKey{1, "key-a"}, procKey{2, "key-b"}, procKey{1, "key-c"}
+	pa, pb, pc := &pkCarry{token: "a"}, &pkCarry{token: "b"}, &pkCarry{token: "c"}
+	const h = 42
+	s.put(a, h, pa)
+	s.put(b, h, pb)
+	if s.mem(a, h) != pa || s.mem(b, h) != pb || s.mem(c, h) != nil || s.inMemory() != 2 {
+		t.Fatalf("two entries of one hash: got %v and %v (%d in memory)", s.mem(a, h), s.mem(b, h), s.inMemory())
+	}
+	s.drop(a, h)
+	if s.mem(a, h) != nil || s.mem(b, h) != pb || s.inMemory() != 1 {
+		t.Fatalf("after the first left: got %v and %v", s.mem(a, h), s.mem(b, h))
+	}
+	s.put(c, h, pc)
+	s.drop(b, h)
+	if s.mem(b, h) != nil || s.mem(c, h) != pc || s.inMemory() != 1 {
+		t.Fatalf("after the second left: got %v and %v", s.mem(b, h), s.mem(c, h))
+	}
 }

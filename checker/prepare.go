@@ -74,6 +74,10 @@ type prepared struct {
 	keyCalls  map[string][]int // positions in calls of each key's operations, in order
 	keyless   bool             // a client operation named no key (it is in no list of keyCalls)
 	wkeys     []windowKey      // keys and their calls, once asked for (see windowKeys)
+	// claims is the map of every key's claims buildClaims made of p, and
+	// claimOrder its keys in claimKeys' order (see claimKeys).
+	claims     map[string][]claim
+	claimOrder []string
 
 	// priorToken, when set, is the token of (proc, key)'s latest acquire
 	// ok in the windows of the history before this one (see CheckFile):
@@ -178,14 +182,17 @@ func prepare(ops []history.Op) (*prepared, error) {
 func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	var priorToken func(proc int, key string) (string, bool)
 	var prior *crashLog
+	var keyIDs map[string]int32
+	validated := false
 	if c != nil {
-		priorToken, prior = c.priorToken, c.crashes
+		priorToken, prior, keyIDs, validated = c.priorToken, c.crashes, c.keyIDs, c.validated
 	}
 	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
 	pr := newPreparer(ops, priorToken)
+	pr.validated = validated
 	pr.p.prior = prior
 	if c != nil {
 		pr.p.priorForever = c.priorForever
@@ -201,7 +208,7 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	}
 	pr.endPriorSessions(math.MaxInt64)
 	p := pr.p
-	indexKeys(p)
+	indexKeys(p, keyIDs)
 	sort.Strings(p.keys)
 	markRenewals(p)
 	return p, nil
@@ -210,7 +217,7 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 // preparer pairs a history's events into a prepared one, event by event.
 type preparer struct {
 	p       *prepared
-	pending map[pendingKey]int // → position in p.calls
+	pending pendingCalls // → position in p.calls
 	// Keys each process holds under a session lease (history.Value's
 	// Session) and has not begun to release: its crash ends them.
 	sessions   map[int]map[string]bool
@@ -220,6 +227,9 @@ type preparer struct {
 	// on, not yet passed: a session lease granted here ends at its
 	// holder's crash there.
 	priorCrashes []*crashRec
+	// validated: every event satisfies Validate (read from a file, whose
+	// reader refuses one that does not), so add need not ask again.
+	validated bool
 }
 
 // endPriorSessions ends, at each crash of the windows before that came
@@ -242,6 +252,81 @@ type pendingKey struct {
 	f    string
 }
 
+// pendingCalls is the invocations awaiting their completion, by process
+// and f (pendingKey): a process has one or two at once (a client's
+// operation, a renewer's renew), so each process's are a short list, in
+// a slice by process number for the numbers a run gives its clients (a
+// map by process and f hashed both, three times a call).
+type pendingCalls struct {
+	byProc [][]pendingCall // processes 0 to pendingProcs-1
+	other  map[pendingKey]int
+}
+
+type pendingCall struct {
+	f string
+	j int
+}
+
+// pendingProcs bounds pendingCalls.byProc.
+const pendingProcs = 1 << 12
+
+// list is proc's list, nil for a process past byProc (grow: made room for).
+func (pc *pendingCalls) list(proc int, grow bool) *[]pendingCall {
+	if proc < 0 || proc >= pendingProcs {
+		return nil
+	}
+	if proc >= len(pc.byProc) {
+		if !grow {
+			return nil
+		}
+		pc.byProc = append(pc.byProc, make([][]pendingCall, proc+1-len(pc.byProc))...)
+	}
+	return &pc.byProc[proc]
+}
+
+// get is the position of k's invocation, if it awaits its completion.
+func (pc *pendingCalls) get(k pendingKey) (int, bool) {
+	l := pc.list(k.proc, false)
+	if l == nil {
+		j, ok := pc.other[k]
+		return j, ok
+	}
+	for _, x := range *l {
+		if x.f == k.f {
+			return x.j, true
+		}
+	}
+	return 0, false
+}
+
+// put notes that k's invocation at j awaits its completion (k has none
+// awaiting).
+func (pc *pendingCalls) put(k pendingKey, j int) {
+	if l := pc.list(k.proc, true); l != nil {
+		*l = append(*l, pendingCall{k.f, j})
+		return
+	}
+	if pc.other == nil {
+		pc.other = map[pendingKey]int{}
+	}
+	pc.other[k] = j
+}
+
+// del notes that k's invocation completed.
+func (pc *pendingCalls) del(k pendingKey) {
+	l := pc.list(k.proc, false)
+	if l == nil {
+		delete(pc.other, k)
+		return
+	}
+	for i, x := range *l {
+		if x.f == k.f {
+			*l = slices.Delete(*l, i, i+1)
+			return
+		}
+	}
+}
+
 func newPreparer(ops []history.Op, priorToken func(proc int, key string) (string, bool)) *preparer {
 	// Room for every call at once: on a long history a copy while the
 	// slice grows is a large part of the checker's memory.
@@ -255,16 +340,17 @@ func newPreparer(ops []history.Op, priorToken func(proc int, key string) (string
 	if len(ops) > 0 {
 		p.first = ops[0].Time
 	}
-	p.keyCalls = map[string][]int{}
-	return &preparer{p: p, pending: map[pendingKey]int{}, sessions: map[int]map[string]bool{}, nemPending: map[string]int{}, prevTime: math.MinInt64}
+	return &preparer{p: p, sessions: map[int]map[string]bool{}, nemPending: map[string]int{}, prevTime: math.MinInt64}
 }
 
 // add takes ops[i], after checking that it is an event at all and that
 // index order is time order.
 func (pr *preparer) add(ops []history.Op, i int) error {
 	op := &ops[i]
-	if err := op.Validate(); err != nil {
-		return unusable("event %d: %v", op.Index, err)
+	if !pr.validated {
+		if err := op.Validate(); err != nil {
+			return unusable("event %d: %v", op.Index, err)
+		}
 	}
 	if i > 0 && op.Index == ops[i-1].Index {
 		return unusable("two events have index %d", op.Index)
@@ -322,10 +408,10 @@ func (pr *preparer) client(op *history.Op) error {
 	pr.followSessions(op, owner)
 	pk := pendingKey{proc, op.F}
 	if op.Type == history.Invoke {
-		if j, ok := pr.pending[pk]; ok {
+		if j, ok := pr.pending.get(pk); ok {
 			return unusable("process %d invoked %s at event %d while its %s of event %d was outstanding", proc, op.F, op.Index, op.F, pr.p.calls[j].inv)
 		}
-		pr.pending[pk] = len(pr.p.calls)
+		pr.pending.put(pk, len(pr.p.calls))
 		pr.p.calls = append(pr.p.calls, call{proc: owner, thread: proc, f: op.F, key: op.Key, typ: history.Info,
 			start: op.Time, end: never, inv: op.Index, done: -1, in: op.Value})
 		return nil
@@ -378,7 +464,7 @@ func (pr *preparer) followSessions(op *history.Op, owner int) {
 // complete pairs a completion with its pending invocation (pk), which
 // must be of the same key and for the same owner.
 func (pr *preparer) complete(op *history.Op, pk pendingKey, owner int) error {
-	j, ok := pr.pending[pk]
+	j, ok := pr.pending.get(pk)
 	if !ok {
 		return unusable("event %d: %s %s by process %d without a preceding invocation by that process", op.Index, op.F, op.Type, pk.proc)
 	}
@@ -389,7 +475,7 @@ func (pr *preparer) complete(op *history.Op, pk pendingKey, owner int) error {
 	if c.proc != owner {
 		return unusable("event %d: %s %s by process %d for owner %d completes an invocation for owner %d (event %d)", op.Index, op.F, op.Type, pk.proc, owner, c.proc, c.inv)
 	}
-	delete(pr.pending, pk)
+	pr.pending.del(pk)
 	c.typ, c.end, c.done, c.out = op.Type, op.Time, op.Index, op.Value
 	return nil
 }
@@ -414,29 +500,51 @@ func endSessions(p *prepared, keys map[string]bool, proc int, crash *history.Op)
 	}
 }
 
-// indexKeys fills p.keyCalls and p.keys: two passes over the calls, so
-// that each key's list is made at its size.
-func indexKeys(p *prepared) {
-	n := map[string]int{}
+// indexKeys fills p.keyCalls and p.keys: each call's key numbered once
+// (ids, emptied again before it returns; nil: a map of its own), then
+// every key's list cut at its size from one array. A window of fresh keys
+// (a key or two per call) made two maps, grown a dozen times, and a slice
+// per key, and looked each call's key up three times.
+func indexKeys(p *prepared, ids map[string]int32) {
+	if ids == nil {
+		ids = map[string]int32{}
+	}
+	defer clear(ids)
+	id := make([]int32, len(p.calls)) // of each call's key, -1 for none
+	var n []int                       // calls per key, by number
 	for i := range p.calls {
-		if k := p.calls[i].key; k != "" {
-			n[k]++
-		} else {
-			p.keyless = true
+		k := p.calls[i].key
+		if k == "" {
+			p.keyless, id[i] = true, -1
+			continue
+		}
+		j, ok := ids[k]
+		if !ok {
+			j = int32(len(p.keys))
+			ids[k] = j
+			p.keys = append(p.keys, k)
+			n = append(n, 0)
+		}
+		id[i] = j
+		n[j]++
+	}
+	// n becomes where each key's list begins, then where it ends.
+	at := 0
+	for j, c := range n {
+		n[j], at = at, at+c
+	}
+	lists := make([]int, at)
+	for i, j := range id {
+		if j >= 0 {
+			lists[n[j]] = i
+			n[j]++
 		}
 	}
-	if len(p.keyCalls) == 0 {
-		// At its size: a window of many keys grew it a dozen times.
-		p.keyCalls = make(map[string][]int, len(n))
-	}
-	for k, c := range n {
-		p.keyCalls[k] = make([]int, 0, c)
-		p.keys = append(p.keys, k)
-	}
-	for i := range p.calls {
-		if k := p.calls[i].key; k != "" {
-			p.keyCalls[k] = append(p.keyCalls[k], i)
-		}
+	p.keyCalls = make(map[string][]int, len(p.keys))
+	begin := 0
+	for j, k := range p.keys {
+		p.keyCalls[k] = lists[begin:n[j]:n[j]]
+		begin = n[j]
 	}
 }
 
@@ -573,28 +681,59 @@ func (c *call) completion() instant { return eventAt(c.end, c.done) }
 // counts is Result.Counts: completions by f and type; an invocation that
 // never completed counts as info, since that is how it is judged.
 func counts(ops []history.Op, p *prepared) map[string]map[string]int {
-	out := map[string]map[string]int{}
-	add := func(f, t string) {
-		m := out[f]
-		if m == nil {
-			m = map[string]int{}
-			out[f] = m
-		}
-		m[t]++
-	}
+	var c fCounts
 	for i := range ops {
 		if ops[i].Type != history.Invoke {
-			add(ops[i].F, string(ops[i].Type))
+			c.add(ops[i].F, string(ops[i].Type))
 		}
 	}
 	if p != nil {
 		for i := range p.calls {
 			if !p.calls[i].completed() {
-				add(p.calls[i].f, string(history.Info))
+				c.add(p.calls[i].f, string(history.Info))
 			}
 		}
 	}
+	out := map[string]map[string]int{}
+	for _, x := range c.list {
+		m := out[x.f]
+		if m == nil {
+			m = map[string]int{}
+			out[x.f] = m
+		}
+		m[x.t] += x.n
+	}
 	return out
+}
+
+// fCounts counts completions by function and type in a short list: a
+// history has a few functions and four types, and the pair counted last
+// comes again most often (two map lookups an event were a few per cent
+// of a check of many keys).
+type fCounts struct {
+	list []fCount
+	last int // where the pair counted last is in list
+}
+
+type fCount struct {
+	f, t string
+	n    int
+}
+
+func (c *fCounts) add(f, t string) {
+	if c.last < len(c.list) && c.list[c.last].f == f && c.list[c.last].t == t {
+		c.list[c.last].n++
+		return
+	}
+	for i := range c.list {
+		if c.list[i].f == f && c.list[i].t == t {
+			c.list[i].n++
+			c.last = i
+			return
+		}
+	}
+	c.last = len(c.list)
+	c.list = append(c.list, fCount{f, t, 1})
 }
 
 // secs renders run-clock nanoseconds as seconds for sentences.

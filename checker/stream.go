@@ -240,6 +240,7 @@ func checkWindows(ctx context.Context, src history.Source, cfg Config, target in
 	cut := newCutter(a.c.pk)
 	_, inMemory := src.InMemory()
 	cut.validated = !inMemory
+	a.c.validated = cut.validated
 	var w windowRun
 	w.truncated, w.err = src.Each(ctx, func(op *history.Op) bool {
 		if cut.n == 0 {
@@ -317,6 +318,13 @@ type carry struct {
 	// expire, from the windows before: live to the end of the history,
 	// which the rules of the windows after read (see cutter.forgone).
 	open map[string][]claim
+	// keyIDs is prepare's numbering of a window's keys (see indexKeys),
+	// empty between windows: kept so that its table is not grown again
+	// for every window.
+	keyIDs map[string]int32
+	// validated: the windows' events satisfy Validate (see
+	// preparer.validated).
+	validated bool
 }
 
 // pkCarry is what the carry keeps of one process and key, in one map
@@ -339,7 +347,9 @@ type pkCarry struct {
 	foreverT, foreverI int64
 	// spilled is the offset plus one of the record the store read it
 	// back from (see pkStore.load), 0 for an entry never in the file.
-	spilled            int64
+	spilled int64
+	// k is whose entry it is, in the store's memory (see pkStore.m).
+	k                  procKey
 	hasToken, hasClaim bool
 	hasForever         bool
 	released, held     bool // the cutter's
@@ -353,7 +363,7 @@ func newCarry(spillDir string, hot int) *carry {
 	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
 		lastRead: map[string]Section{}, acquired: map[int]bool{}, unavail: map[string]int64{}, orphans: oc,
-		heal: -1, rec: map[string]*recovery{}, crashes: newCrashLog(), open: map[string][]claim{}}
+		heal: -1, rec: map[string]*recovery{}, crashes: newCrashLog(), open: map[string][]claim{}, keyIDs: map[string]int32{}}
 }
 
 // recovery is what liveness keeps of one key's recovery period, from the
@@ -821,6 +831,10 @@ type cutter struct {
 	// entry leaves its map.
 	recentKeys  [recentSlots]*keyState
 	recentProcs [recentSlots]*procState
+	// spare is entries of keys a cut let go (take), for keys to come: a
+	// history of a fresh key per cycle made an entry, and a slice of its
+	// leases, for every key.
+	spare []*keyState
 	// validated: every event satisfies Validate (a file's reader refuses
 	// one that does not), so observe need not ask again.
 	validated bool
@@ -921,12 +935,29 @@ func (c *cutter) proc(p history.Process) *procState {
 func (c *cutter) key(key string) *keyState {
 	k := c.lookup(key)
 	if k == nil {
-		k = &keyState{name: key}
+		k = c.newKey(key)
 		c.keys[key] = k
 		c.recentKeys[keySlot(key)] = k
 	}
 	return k
 }
+
+// newKey is a new state of key: a spare one, emptied (its leases' and
+// open reads' arrays kept), or a new one.
+func (c *cutter) newKey(key string) *keyState {
+	n := len(c.spare)
+	if n == 0 {
+		return &keyState{name: key}
+	}
+	k := c.spare[n-1]
+	c.spare[n-1] = nil
+	c.spare = c.spare[:n-1]
+	*k = keyState{name: key, leases: k.leases[:0], open: k.open[:0]}
+	return k
+}
+
+// spareKeys bounds cutter.spare: about a window's keys.
+const spareKeys = 1 << 13
 
 // lookup is key's state, nil if it has none.
 func (c *cutter) lookup(key string) *keyState {
@@ -1093,6 +1124,10 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 		c.heldBack += len(k.held)
 		if k.bound == math.MaxInt64 {
 			delete(c.keys, key) // nothing of it is left to follow
+			if len(c.spare) < spareKeys {
+				// Nothing points to it now (recentKeys is clear).
+				c.spare = append(c.spare, k)
+			}
 		} else {
 			k.split = 0 // taken
 		}

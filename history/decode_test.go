@@ -241,3 +241,61 @@ func TestInternTableStaysSmall(t *testing.T) {
 		t.Fatal("the latest key was not interned: the table stopped when full")
 	}
 }
+
+// TestPlainRunStopsBeforeEveryByteStrLooksAt: plainRun never passes over
+// a byte str must look at (strByte), wherever it lies among plain ones,
+// and stops at it when 8 bytes from it on are in the line.
+func TestPlainRunStopsBeforeEveryByteStrLooksAt(t *testing.T) {
+	plain := []byte("key-0123456789abcdefXYZ ~!{}[]:,")
+	for c := range 256 {
+		if strByte[c] == 0 {
+			continue
+		}
+		for n := range 24 {
+			for at := range n + 1 {
+				b := make([]byte, 0, n+1)
+				for j := range n {
+					b = append(b, plain[(j*7+c)%len(plain)])
+				}
+				b = append(b[:at], append([]byte{byte(c)}, b[at:]...)...)
+				got := plainRun(b, 0)
+				if got > at || got < at && at+8 <= len(b) {
+					t.Fatalf("plainRun(%q) = %d, want the byte %#x at %d", b, got, c, at)
+				}
+			}
+		}
+	}
+	b := []byte("0123456789abcdef01234567")
+	if got := plainRun(b, 0); got != 24 {
+		t.Fatalf("plainRun(%q) = %d, want 24", b, got)
+	}
+}
+
+// TestPlainRunAgreesWithTheByteLoop: on lines of random bytes (plain ones
+// mostly, so that the bytes str looks at meet in every arrangement, two
+// in a word among them), plainRun stops where the byte loop over strByte
+// would, or before it, and exactly there when the line holds 8 bytes
+// from there on.
+func TestPlainRunAgreesWithTheByteLoop(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 29))
+	special := []byte{0, 0x1f, 0x20, 0x21, '"', '\\', 0x5b, 0x5d, 0x7f, 0x80, 0xc3, 0xff, 0x01}
+	for range 200_000 {
+		b := make([]byte, r.IntN(40))
+		for j := range b {
+			if r.IntN(6) == 0 {
+				b[j] = special[r.IntN(len(special))]
+			} else {
+				b[j] = byte(0x20 + r.IntN(0x60))
+			}
+		}
+		from := r.IntN(len(b) + 1)
+		want := from
+		for want < len(b) && strByte[b[want]] == 0 {
+			want++
+		}
+		got := plainRun(b, from)
+		if got > want || got < want && want+8 <= len(b) {
+			t.Fatalf("plainRun(%q, %d) = %d, the byte loop stops at %d", b, from, got, want)
+		}
+	}
+}
