@@ -144,10 +144,11 @@ type pending struct {
 	rare int // index in d.rare, or -1
 }
 
-// newDigest starts a digest that keeps the events want names.
-func newDigest(want map[int64]bool) *digest {
+// newDigest starts a digest that keeps the events want names, of a
+// history whose last event is at end (0: unknown).
+func newDigest(want map[int64]bool, end int64) *digest {
 	return &digest{procs: map[int]bool{}, acted: map[int]bool{}, granted: map[int64][]string{}, acqKeys: newKeySet(), at: map[int64]history.Op{},
-		invokedAt: map[int64]int64{}, lat: newLatencyDigest(), want: want, lastInvoke: map[pf]int64{},
+		invokedAt: map[int64]int64{}, lat: newLatencyDigest(end), want: want, lastInvoke: map[pf]int64{},
 		open: openCalls{more: map[history.Process]pending{}}}
 }
 
@@ -299,15 +300,10 @@ type latencyDigest struct {
 	// and filled by the next coarsening: a table grown to maxPoints once
 	// is not grown again, cell by cell, after each.
 	spare *cellTable
-	// added is the cells put in points lately, by slot (pointSlot): a
-	// cell found there needs no lookup. Cleared when the cells coarsen.
-	added   [recentSlots]pointCell
-	addedOK [recentSlots]bool
-}
-
-// pointSlot is k's place in latencyDigest.added.
-func pointSlot(k pointCell) int {
-	return int(k^k>>cellColAt*31) & (recentSlots - 1)
+	// ring knows the cells of the latest columns that hold a point: an
+	// acquire whose cell it knows needs no lookup in points. Cleared
+	// when the cells coarsen.
+	ring *cellRing
 }
 
 const (
@@ -367,11 +363,33 @@ type latPoint struct {
 	X, Y float64 // seconds, ms
 }
 
-func newLatencyDigest() *latencyDigest {
-	return &latencyDigest{fine: int64(1e9), cellT: int64(time1ms), points: newCellTable(), lo: math.Inf(1), hi: math.Inf(-1)}
+// newLatencyDigest is the latency digest of a history whose last event is
+// at end (0: unknown), its points in cells of startCellT(end).
+func newLatencyDigest(end int64) *latencyDigest {
+	return &latencyDigest{fine: int64(1e9), cellT: startCellT(end), points: newCellTable(), ring: newCellRing(), lo: math.Inf(1), hi: math.Inf(-1)}
 }
 
 const time1ms = 1e6
+
+// startColumns is how many columns of cells the latency points start
+// with over the length of a history, at most: a column of 1 ms on a
+// history up to a second long, twice as wide for each doubling past it.
+// Started at 1 ms whatever the length, a history of 11 s coarsened its
+// points four times, each time after the table had grown to maxPoints
+// cells, and most acquires then fell in a cell still empty: a lookup of
+// the table each, which the ring could not spare.
+const startColumns = 1024
+
+// startCellT is the first width of the points' columns for a history
+// whose last event is at end: 1 ms doubled until startColumns of them
+// span end.
+func startCellT(end int64) int64 {
+	t := int64(time1ms)
+	for end/t >= startColumns {
+		t *= 2
+	}
+	return t
+}
 
 // outcomeIndex maps ok, fail, info to 0, 1, 2; -1 for anything else.
 func outcomeIndex(t history.Type) int {
@@ -448,26 +466,36 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 		l.bucket(complete).done[o]++
 		return
 	}
-	ms := math.Max(float64(complete-invoke)/1e6, 1e-3) // log scale: never ≤ 0
+	// Comparisons, not math.Max and Min, which are calls that look for
+	// NaNs, and ms is never one: a tenth of the digest on every acquire.
+	ms := float64(complete-invoke) / 1e6
+	if ms < 1e-3 {
+		ms = 1e-3 // log scale: never ≤ 0
+	}
 	lg := math.Log10(ms)
 	b := l.bucket(invoke)
 	b.hist[o][latBinOf(lg)]++
-	b.max[o] = math.Max(b.max[o], ms)
+	if ms > b.max[o] {
+		b.max[o] = ms
+	}
 	// Last: finding a bucket may coarsen them all, which b does not outlive.
 	cb := l.bucket(complete)
 	cb.done[o]++
 	if o == 0 {
 		cb.acqOK++
 	}
-	l.lo, l.hi = math.Min(l.lo, ms), math.Max(l.hi, ms)
-	l.n++
-	k := newPointCell(o, invoke/l.cellT, int32(math.Floor(lg*pointBinsPerDecade)))
-	slot := pointSlot(k)
-	if l.addedOK[slot] && l.added[slot] == k {
-		return
+	if ms < l.lo {
+		l.lo = ms
 	}
-	l.added[slot], l.addedOK[slot] = k, true
-	if l.points.addNew(k, latPoint{X: seconds(invoke), Y: ms}) {
+	if ms > l.hi {
+		l.hi = ms
+	}
+	l.n++
+	col, row := invoke/l.cellT, int32(math.Floor(lg*pointBinsPerDecade))
+	if !l.ring.mark(col, row, o) {
+		return // a point of the cell is in points already
+	}
+	if l.points.addNew(newPointCell(o, col, row), latPoint{X: seconds(invoke), Y: ms}) {
 		for l.points.n > maxPoints {
 			l.coarsenPoints()
 		}
@@ -478,7 +506,7 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 // point of each merged cell.
 func (l *latencyDigest) coarsenPoints() {
 	l.cellT *= 2
-	clear(l.addedOK[:])
+	l.ring.reset()
 	out := l.spare
 	if out == nil {
 		out = newCellTable()
@@ -687,4 +715,69 @@ func (t *cellTable) each(f func(pointCell, latPoint)) {
 			f(k, t.vals[i])
 		}
 	}
+}
+
+// cellRing is which cells of the latest columns of the latency points'
+// grid hold a point, a bit per row and outcome: in front of the table of
+// points (cellTable), whose lookup for every acquire, most of them in a
+// cell that has its point, missed the caches (a table of 64K slots) and
+// was most of what the latency digest cost. An acquire completes soon
+// after its invocation, so the columns it falls in are the latest few: a
+// slot per column, modulo ringCols, holds the latest column of that slot
+// and forgets an earlier one. A cell the ring does not know (an earlier
+// column, a row out of its range) is looked up in the table as before:
+// the points are the same.
+type cellRing struct {
+	cols [ringCols]int64 // the column of each slot; noRingCol for none
+	bits [ringCols][ringWords]uint64
+}
+
+const (
+	ringCols  = 256
+	ringRows  = 512 // rows -ringRow0 to ringRows-ringRow0-1 (1 µs to 10^9.8 ms)
+	ringRow0  = 3 * pointBinsPerDecade
+	ringWords = ringRows * 3 / 64
+	noRingCol = math.MinInt64
+)
+
+func newCellRing() *cellRing {
+	r := &cellRing{}
+	r.reset()
+	return r
+}
+
+// reset forgets every column (the cells coarsened).
+func (r *cellRing) reset() {
+	if r == nil {
+		return
+	}
+	for i := range r.cols {
+		r.cols[i] = noRingCol
+	}
+}
+
+// mark records the cell of outcome o at col and row and reports whether
+// the ring did not know it: false when it holds a point already. A nil
+// ring knows nothing.
+func (r *cellRing) mark(col int64, row int32, o int) bool {
+	i := int(row) + ringRow0
+	if r == nil || i < 0 || i >= ringRows || col == noRingCol {
+		return true
+	}
+	bit := 3*i + o
+	slot := int(uint64(col) % ringCols)
+	switch c := r.cols[slot]; {
+	case c == col:
+		w, m := bit>>6, uint64(1)<<(bit&63)
+		if r.bits[slot][w]&m != 0 {
+			return false
+		}
+		r.bits[slot][w] |= m
+	case c == noRingCol || c < col:
+		// A later column than the slot's: the slot is its.
+		r.cols[slot] = col
+		clear(r.bits[slot][:])
+		r.bits[slot][bit>>6] |= 1 << (bit & 63)
+	}
+	return true
 }

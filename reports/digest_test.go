@@ -48,7 +48,7 @@ func TestRenderOfAFileIsRenderOfEvents(t *testing.T) {
 // (7.5%) of the exact ones, and its largest is exact.
 func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	l := newLatencyDigest()
+	l := newLatencyDigest(0)
 	const sec = int64(time.Second)
 	type lat struct {
 		t  int64
@@ -253,5 +253,35 @@ func TestCellTableKeepsAsAMap(t *testing.T) {
 		}
 		tab.clear()
 		clear(want)
+	}
+}
+
+// The ring in front of the latency points changes none of them: a digest
+// with it keeps the points of one without, through coarsenings, with
+// acquires completed late (in a column the ring forgot), latencies out
+// of its rows and every outcome.
+func TestCellRingKeepsThePoints(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	with, without := newLatencyDigest(0), newLatencyDigest(0)
+	without.ring = nil
+	types := []history.Type{history.OK, history.Fail, history.Info}
+	for i := range 300_000 {
+		invoke := int64(i) * 40_000 // 25,000 acquires a second: coarsens
+		d := int64(math.Exp(rng.NormFloat64()*2) * 1e6)
+		switch rng.IntN(50) {
+		case 0:
+			d = int64(rng.IntN(30)) * int64(time.Second) // completed late
+		case 1:
+			d = int64(1e18) // past the ring's rows
+		}
+		typ := types[rng.IntN(3)]
+		with.add(history.FAcquire, invoke, invoke+d, typ)
+		without.add(history.FAcquire, invoke, invoke+d, typ)
+	}
+	if with.cellT == time1ms {
+		t.Fatalf("the points never coarsened")
+	}
+	if with.cellT != without.cellT || !maps.Equal(with.points.asMap(), without.points.asMap()) {
+		t.Errorf("with the ring: %d points of %d ns; without: %d of %d ns", with.points.n, with.cellT, without.points.n, without.cellT)
 	}
 }

@@ -54,7 +54,7 @@ func TestMarksCacheIsPlainMaps(t *testing.T) {
 // time: the same cells, each with its earliest point.
 func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	l := newLatencyDigest()
+	l := newLatencyDigest(0)
 	fresh := map[pointCell]latPoint{}
 	cellT := l.cellT
 	coarsened := 0
