@@ -1,11 +1,16 @@
 package reports
 
 import (
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/plotter"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
@@ -109,4 +114,67 @@ func TestLatencyOfOneValue(t *testing.T) {
 	if strings.Contains(latency, ">100<") {
 		t.Errorf("the latency plot of 1 ms acquires reaches 100 ms")
 	}
+}
+
+// latencyPointsByMap is latencyPoints as it was, the cells in a map: the
+// reference for the set of cells that replaced it.
+func latencyPointsByMap(ld *latencyDigest, xmax, ymin, ymax float64) map[history.Type]plotter.XYs {
+	cols, rowsPx := float64(figWidth-legendWidth)/(2*latencyGlyph), 300.0/(2*latencyGlyph)
+	type cell struct {
+		t    history.Type
+		x, y int
+	}
+	seen := map[cell]bool{}
+	pts := map[history.Type]plotter.XYs{}
+	for f := 1.0; ; f *= 2 {
+		clear(seen)
+		clear(pts)
+		n := 0
+		for o, out := range outcomes {
+			for _, p := range ld.sortedPoints(o) {
+				k := cell{out.T, int(p.X / xmax * cols / f), int(math.Log(p.Y/ymin) / math.Log(ymax/ymin) * rowsPx / f)}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				pts[out.T] = append(pts[out.T], plotter.XY{X: p.X, Y: p.Y})
+				n++
+			}
+		}
+		if n <= maxDrawn || f >= 8 {
+			return pts
+		}
+	}
+}
+
+// The latency plot's points are those a map of cells picked: on a plot
+// of few points and on one that coarsens its grid, with points past the
+// run's end and below the axis (off the grid).
+func TestLatencyPointsAsByMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{300, 200_000} {
+		l := newLatencyDigest(int64(n) * 100 * int64(time.Microsecond))
+		types := []history.Type{history.OK, history.Fail, history.Info}
+		for i := range n {
+			invoke := int64(i) * 100 * int64(time.Microsecond)
+			d := int64(math.Exp(rng.NormFloat64()*2) * 1e6)
+			l.add(history.FAcquire, invoke, invoke+d, types[rng.IntN(3)])
+		}
+		ymin, ymax := latencyRange(l)
+		for _, xmax := range []float64{seconds(int64(n) * 100 * int64(time.Microsecond)), 0.5 * seconds(int64(n)*100*int64(time.Microsecond))} {
+			for _, lo := range []float64{ymin, ymin * 10} {
+				got, want := latencyPoints(l, xmax, lo, ymax), latencyPointsByMap(l, xmax, lo, ymax)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%d acquires, xmax %g, ymin %g: %d points, by a map %d", n, xmax, lo, total(got), total(want))
+				}
+			}
+		}
+	}
+}
+
+func total(pts map[history.Type]plotter.XYs) (n int) {
+	for _, p := range pts {
+		n += len(p)
+	}
+	return n
 }
