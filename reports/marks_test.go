@@ -1,9 +1,11 @@
 package reports
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,5 +87,26 @@ func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 	}
 	if l.cellT != cellT || !maps.Equal(l.points.asMap(), fresh) {
 		t.Errorf("reused map: %d points of %d ns cells; fresh maps: %d of %d ns", l.points.n, l.cellT, len(fresh), cellT)
+	}
+}
+
+// The marks are listed in the order of their keys' fields, process, kind
+// and column, whether the keys sort as words or, with a key that does not
+// fit in one, field by field.
+func TestMarksSortedByFields(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, odd := range []markKey{{}, {proc: -3, kind: 1, col: 5}, {proc: 2, kind: 0, col: 1 << 30}} {
+		m := newMarks(spanKey{from: 0, to: int64(time.Second)})
+		for range 5000 {
+			m.ticks[markKey{proc: rng.IntN(800), kind: rng.IntN(4), col: rng.Int64N(1200)}] = 0
+		}
+		m.ticks[odd] = 0
+		got := m.sorted()
+		want := slices.SortedFunc(maps.Keys(m.ticks), func(a, b markKey) int {
+			return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.kind, b.kind), cmp.Compare(a.col, b.col))
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("with %+v: the marks are listed out of the order of their fields", odd)
+		}
 	}
 }
