@@ -50,6 +50,11 @@ type pathRaster struct {
 	saved []pen
 	width vg.Length
 
+	// trig is the cosines and sines of the last arc's curves, between
+	// trigAngles (arcTrig).
+	trig       *[arcSegments]arcAngles
+	trigAngles [2]float64
+
 	drawn int // paths drawn here, not by gg (for the tests)
 	texts int // strings written here (drawText), not by gg
 }
@@ -232,18 +237,15 @@ func (pr *pathRaster) outline(p vg.Path, fill bool) bool {
 // when the path has no current point (has).
 func (pr *pathRaster) arc(x, y, r, angle1, angle2 float64, at func(x, y float64) fixed.Point26_6, has bool, moveTo func(fixed.Point26_6)) {
 	rx, ry := r, r
-	const n = 16
-	for i := 0; i < n; i++ {
-		p1 := float64(i+0) / n
-		p2 := float64(i+1) / n
-		a1 := angle1 + (angle2-angle1)*p1
-		a2 := angle1 + (angle2-angle1)*p2
-		x0 := x + rx*math.Cos(a1)
-		y0 := y + ry*math.Sin(a1)
-		x1 := x + rx*math.Cos((a1+a2)/2)
-		y1 := y + ry*math.Sin((a1+a2)/2)
-		x2 := x + rx*math.Cos(a2)
-		y2 := y + ry*math.Sin(a2)
+	trig := pr.arcTrig(angle1, angle2)
+	for i := range arcSegments {
+		t := &trig[i]
+		x0 := x + rx*t.cos0
+		y0 := y + ry*t.sin0
+		x1 := x + rx*t.cos1
+		y1 := y + ry*t.sin1
+		x2 := x + rx*t.cos2
+		y2 := y + ry*t.sin2
 		cx := 2*x1 - x0/2 - x2/2
 		cy := 2*y1 - y0/2 - y2/2
 		if i == 0 {
@@ -255,6 +257,36 @@ func (pr *pathRaster) arc(x, y, r, angle1, angle2 float64, at func(x, y float64)
 		}
 		pr.pts = append(pr.pts, pathPoint{pt: at(cx, cy), ctrl: true}, pathPoint{pt: at(x2, y2)})
 	}
+}
+
+// arcSegments is how many quadratic curves gg makes an arc of.
+const arcSegments = 16
+
+// arcAngles are the cosines and sines of the angles of one of an arc's
+// curves: where it starts, its middle and where it ends.
+type arcAngles struct {
+	cos0, sin0, cos1, sin1, cos2, sin2 float64
+}
+
+// arcTrig is the cosines and sines of the curves of an arc from angle1
+// to angle2, as gg computes them, kept for the next arc between the same
+// angles: a figure's arcs are its glyphs, full circles all (the latency
+// plot's thousands of points), and their trigonometry was most of
+// outlining one.
+func (pr *pathRaster) arcTrig(angle1, angle2 float64) *[arcSegments]arcAngles {
+	if pr.trig != nil && pr.trigAngles == [2]float64{angle1, angle2} {
+		return pr.trig
+	}
+	t := &[arcSegments]arcAngles{}
+	for i := range t {
+		p1 := float64(i+0) / arcSegments
+		p2 := float64(i+1) / arcSegments
+		a1 := angle1 + (angle2-angle1)*p1
+		a2 := angle1 + (angle2-angle1)*p2
+		t[i] = arcAngles{math.Cos(a1), math.Sin(a1), math.Cos((a1 + a2) / 2), math.Sin((a1 + a2) / 2), math.Cos(a2), math.Sin(a2)}
+	}
+	pr.trig, pr.trigAngles = t, [2]float64{angle1, angle2}
+	return t
 }
 
 // bounds picks a rasterizer for the pixels of pts with margin pixels
