@@ -34,6 +34,9 @@ type runView struct {
 	manyKeys bool
 	// why explains violations by index (Explain).
 	why map[int]string
+	// pixels are what the figures are drawn on, one after another
+	// (saveStep).
+	pixels pixelPool
 	// held are the processes and keys of the holds, for procs and keys;
 	// heldAdded and heldRecent what was put in them (addProc, recentKeys).
 	heldBy     map[int]bool
