@@ -172,9 +172,37 @@ func (pr *pathRaster) stroke(p vg.Path) bool {
 			prev = q.pt
 		}
 	}
-	pr.r.AddStroke(pr.path, fixed.Int26_6(math.Round(pr.pen.width*64)), raster.ButtCapper, raster.RoundJoiner)
+	width := fixed.Int26_6(math.Round(pr.pen.width * 64))
+	if len(pr.path) == 8 && pr.path[0] == 0 && pr.path[4] == 1 {
+		// One segment (a tick, a grid line): no join, no curve.
+		addSegmentStroke(pr.r, fixed.Point26_6{X: pr.path[1], Y: pr.path[2]}, fixed.Point26_6{X: pr.path[5], Y: pr.path[6]}, width)
+	} else {
+		pr.r.AddStroke(pr.path, width, raster.ButtCapper, raster.RoundJoiner)
+	}
 	pr.paint()
 	return true
+}
+
+// addSegmentStroke adds to r the segment from a to b stroked width wide
+// with butt caps, as r.AddStroke adds it (freetype's stroker: the same
+// points, the same order), without the stroker's paths, a slice made and
+// grown for each: most of what a timeline strokes is one segment (a
+// tick, a grid line), and the stroker was half of stroking one. The
+// offset of the sides is the stroker's (pNorm turned a quarter, whose
+// arithmetic is freetype's, github.com/golang/freetype, FreeType
+// License): a half width along the segment's normal.
+func addSegmentStroke(r *raster.Rasterizer, a, b fixed.Point26_6, width fixed.Int26_6) {
+	var n fixed.Point26_6 // b - a normalized to width/2, turned a quarter counter-clockwise
+	d := b.Sub(a)
+	if l := fixed.Int26_6(math.Sqrt(float64(d.X)*float64(d.X) + float64(d.Y)*float64(d.Y))); l != 0 {
+		u, t := int64(width/2), int64(l)
+		n = fixed.Point26_6{X: fixed.Int26_6(int64(d.Y) * u / t), Y: -fixed.Int26_6(int64(d.X) * u / t)}
+	}
+	r.Start(a.Add(n))
+	r.Add1(b.Add(n))
+	r.Add1(b.Sub(n)) // the cap at b
+	r.Add1(a.Sub(n)) // the other side, back
+	r.Add1(a.Add(n)) // the cap at a
 }
 
 // outline gathers p's points as gg's MoveTo, LineTo, DrawArc and
