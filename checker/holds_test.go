@@ -162,3 +162,36 @@ func TestHoldReaderReadsBackARun(t *testing.T) {
 		}
 	}
 }
+
+// Holds spilled in order (a windowed check's, window after window) are
+// read back one run after another, without a merge, and holds spilled out
+// of order are merged: either way in CompareHolds order, all of them.
+func TestSpilledHoldsInOrderNeedNoMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, ordered := range []bool{true, false} {
+		h := newHoldFile(t.TempDir(), 100)
+		var want []Hold
+		for w := range 30 { // windows of holds, each sorted by the check
+			var win []Hold
+			for range 1 + rng.IntN(40) {
+				start := int64(w*1000 + rng.IntN(1000))
+				if !ordered {
+					start = int64(rng.IntN(30_000))
+				}
+				win = append(win, Hold{Key: fmt.Sprintf("lock-%d", rng.IntN(3)), Process: rng.IntN(5), Start: start, End: start + 10, Acquire: int64(len(want) + len(win))})
+			}
+			slices.SortFunc(win, CompareHolds)
+			want = append(want, win...)
+			h.add(win...)
+		}
+		h.finish()
+		if len(h.runs) < 2 || h.inOrder() != ordered {
+			t.Fatalf("ordered %v: %d runs, in order %v", ordered, len(h.runs), h.inOrder())
+		}
+		slices.SortFunc(want, CompareHolds)
+		var got []Hold
+		if err := h.each(func(x Hold) error { got = append(got, x); return nil }); err != nil || !slices.Equal(got, want) {
+			t.Errorf("ordered %v: read back %d holds of %d, or out of order (%v)", ordered, len(got), len(want), err)
+		}
+	}
+}
