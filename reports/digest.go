@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -293,17 +294,12 @@ type latencyDigest struct {
 	lo, hi  float64 // ms, over every done acquire
 	n       int     // done acquires
 	// points: one per cell of cellT ns × 1/pointBinsPerDecade decade and
-	// outcome; cellT doubles when there are more than maxPoints.
-	cellT  int64
-	points *cellTable
-	// spare is the table points had before they last coarsened, cleared
-	// and filled by the next coarsening: a table grown to maxPoints once
-	// is not grown again, cell by cell, after each.
-	spare *cellTable
-	// ring knows the cells of the latest columns that hold a point: an
-	// acquire whose cell it knows needs no lookup in points. Cleared
-	// when the cells coarsen.
-	ring *cellRing
+	// outcome; cellT doubles when there are more than maxPoints. Those of
+	// the grid's columns and rows in grid, the others (an invocation past
+	// its columns, a latency past its rows) in offGrid, nil until one.
+	cellT   int64
+	grid    *cellGrid
+	offGrid *cellTable
 }
 
 const (
@@ -354,6 +350,11 @@ func (k pointCell) outcome() int { return int(k & (1<<cellTBits - 1)) }
 // col is the cell's column.
 func (k pointCell) col() int64 { return int64(k) >> cellColAt }
 
+// row is the cell's row.
+func (k pointCell) row() int32 {
+	return int32(uint16(k>>cellTBits)) - 1<<(cellRowBits-1)
+}
+
 // withCol is the cell in column col, the same row and outcome.
 func (k pointCell) withCol(col int64) pointCell {
 	return pointCell(uint64(col)<<cellColAt | uint64(k)&(1<<cellColAt-1))
@@ -366,7 +367,7 @@ type latPoint struct {
 // newLatencyDigest is the latency digest of a history whose last event is
 // at end (0: unknown), its points in cells of startCellT(end).
 func newLatencyDigest(end int64) *latencyDigest {
-	return &latencyDigest{fine: int64(1e9), cellT: startCellT(end), points: newCellTable(), ring: newCellRing(), lo: math.Inf(1), hi: math.Inf(-1)}
+	return &latencyDigest{fine: int64(1e9), cellT: startCellT(end), grid: &cellGrid{}, lo: math.Inf(1), hi: math.Inf(-1)}
 }
 
 const time1ms = 1e6
@@ -376,8 +377,7 @@ const time1ms = 1e6
 // history up to a second long, twice as wide for each doubling past it.
 // Started at 1 ms whatever the length, a history of 11 s coarsened its
 // points four times, each time after the table had grown to maxPoints
-// cells, and most acquires then fell in a cell still empty: a lookup of
-// the table each, which the ring could not spare.
+// cells, and most acquires then fell in a cell still empty.
 const startColumns = 1024
 
 // startCellT is the first width of the points' columns for a history
@@ -511,37 +511,71 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 		l.hi = ms
 	}
 	l.n++
-	col, row := invoke/l.cellT, int32(math.Floor(lg*pointBinsPerDecade))
-	if !l.ring.mark(col, row, o) {
-		return // a point of the cell is in points already
+	l.addPoint(o, invoke/l.cellT, int32(math.Floor(lg*pointBinsPerDecade)), latPoint{X: seconds(invoke), Y: ms})
+}
+
+// addPoint puts p in the cell of outcome o at col and row, unless the
+// cell has a point, and coarsens the cells while there are too many.
+func (l *latencyDigest) addPoint(o int, col int64, row int32, p latPoint) {
+	added, on := l.grid.add(o, col, row, p)
+	if !on {
+		if l.offGrid == nil {
+			l.offGrid = newCellTable()
+		}
+		added = l.offGrid.addNew(newPointCell(o, col, row), p)
 	}
-	if l.points.addNew(newPointCell(o, col, row), latPoint{X: seconds(invoke), Y: ms}) {
-		for l.points.n > maxPoints {
+	if added {
+		for l.numPoints() > maxPoints {
 			l.coarsenPoints()
 		}
 	}
 }
 
+// numPoints is how many points (cells) the digest holds.
+func (l *latencyDigest) numPoints() int {
+	n := len(l.grid.pts)
+	if l.offGrid != nil {
+		n += l.offGrid.n
+	}
+	return n
+}
+
+// eachPoint calls f with every cell that has a point, and the point.
+func (l *latencyDigest) eachPoint(f func(pointCell, latPoint)) {
+	for _, e := range l.grid.pts {
+		f(e.k, e.p)
+	}
+	if l.offGrid != nil {
+		l.offGrid.each(f)
+	}
+}
+
 // coarsenPoints doubles the time cell of the points, keeping the earliest
-// point of each merged cell.
+// point of each merged cell (the first of those as early).
 func (l *latencyDigest) coarsenPoints() {
 	l.cellT *= 2
-	l.ring.reset()
-	out := l.spare
-	if out == nil {
-		out = newCellTable()
-	}
-	out.clear()
-	l.points.each(func(k pointCell, p latPoint) {
-		out.keepEarliest(k.withCol(k.col()/2), p)
+	all := make([]gridPoint, 0, l.numPoints())
+	l.eachPoint(func(k pointCell, p latPoint) {
+		all = append(all, gridPoint{k.withCol(k.col() / 2), p})
 	})
-	l.points, l.spare = out, l.points
+	slices.SortStableFunc(all, func(a, b gridPoint) int {
+		return cmp.Or(cmp.Compare(a.k, b.k), cmpFloat(a.p.X, b.p.X))
+	})
+	l.grid.reset()
+	if l.offGrid != nil {
+		l.offGrid.clear()
+	}
+	for i, e := range all {
+		if i == 0 || all[i-1].k != e.k {
+			l.addPoint(e.k.outcome(), e.k.col(), e.k.row(), e.p)
+		}
+	}
 }
 
 // sortedPoints are the points of outcome o, in time order.
 func (l *latencyDigest) sortedPoints(o int) []latPoint {
 	var out []latPoint
-	l.points.each(func(k pointCell, p latPoint) {
+	l.eachPoint(func(k pointCell, p latPoint) {
 		if k.outcome() == o {
 			out = append(out, p)
 		}
@@ -625,13 +659,13 @@ func histQuantile(h *[latBins]uint32, maxMS, q float64) float64 {
 	return maxMS
 }
 
-// cellTable is the latency points by cell: a hash table of open
-// addressing (linear probing, at most three quarters full) on the cell's word. The
-// map it replaces hashed a cell for every acquire of a history and
-// rebuilt itself cell by cell at every coarsening, most of the latency
-// digest's time; here a lookup is a multiply and, mostly, one probe of
-// a word. The order of each is that of the slots: its callers sort, or
-// keep the earliest point of a cell, which no order changes.
+// cellTable is latency points by cell, those off the grid: a hash table
+// of open addressing (linear probing, at most three quarters full) on the
+// cell's word. The map it replaces hashed a cell for every acquire of a
+// history and rebuilt itself cell by cell at every coarsening, most of
+// the latency digest's time; here a lookup is a multiply and, mostly, one
+// probe of a word. The order of each is that of the slots: its callers
+// sort, or keep the earliest point of a cell, which no order changes.
 type cellTable struct {
 	keys  []pointCell // empty slots hold emptyCell
 	vals  []latPoint
@@ -645,17 +679,16 @@ type cellTable struct {
 // 1 µs); the table keeps a cell 0 anyway, in zero.
 const emptyCell pointCell = 0
 
-// newCellTable is a table of cellSlots slots: room for maxPoints cells
-// and one more, as many as there are before they coarsen, from the start
-// (growing to it, the table and the spare it coarsens into allocated
-// twice its memory, page by page: 1,500 page faults of a report).
+// newCellTable is a table of cellSlots slots to start with, grown as
+// cells come: the points off the latency digest's grid (cellGrid), few
+// but in a history whose end was not known.
 func newCellTable() *cellTable {
 	return &cellTable{keys: make([]pointCell, cellSlots), vals: make([]latPoint, cellSlots), shift: 64 - cellSlotBits}
 }
 
 const (
-	cellSlotBits = 16
-	cellSlots    = 1 << cellSlotBits // > (maxPoints+1) * 4/3: never grown
+	cellSlotBits = 10
+	cellSlots    = 1 << cellSlotBits
 )
 
 // slot is where k's probe starts (Fibonacci hashing).
@@ -737,67 +770,54 @@ func (t *cellTable) each(f func(pointCell, latPoint)) {
 	}
 }
 
-// cellRing is which cells of the latest columns of the latency points'
-// grid hold a point, a bit per row and outcome: in front of the table of
-// points (cellTable), whose lookup for every acquire, most of them in a
-// cell that has its point, missed the caches (a table of 64K slots) and
-// was most of what the latency digest cost. An acquire completes soon
-// after its invocation, so the columns it falls in are the latest few: a
-// slot per column, modulo ringCols, holds the latest column of that slot
-// and forgets an earlier one. A cell the ring does not know (an earlier
-// column, a row out of its range) is looked up in the table as before:
-// the points are the same.
-type cellRing struct {
-	cols [ringCols]int64 // the column of each slot; noRingCol for none
-	bits [ringCols][ringWords]uint64
+// cellGrid is which cells of the latency points' first gridCols columns
+// hold a point, a bit per row and outcome, and their points in the order
+// they came: an acquire looks up a bit, not a table of points
+// (cellTable), whose lookup for every acquire, most of them in a cell
+// that has its point, missed the caches (a table of 64K slots) and was
+// most of what the latency digest cost. Columns sized to the history
+// (startCellT) are on the grid, unless the history's end was unknown.
+type cellGrid struct {
+	bits [][gridWords]uint64 // by column, as many as the latest column's
+	pts  []gridPoint
+}
+
+// gridPoint is a cell and its point.
+type gridPoint struct {
+	k pointCell
+	p latPoint
 }
 
 const (
-	ringCols  = 256
-	ringRows  = 512 // rows -ringRow0 to ringRows-ringRow0-1 (1 µs to 10^9.8 ms)
-	ringRow0  = 3 * pointBinsPerDecade
-	ringWords = ringRows * 3 / 64
-	noRingCol = math.MinInt64
+	gridCols  = 2 * startColumns
+	gridRows  = 512 // rows -gridRow0 to gridRows-gridRow0-1 (1 µs to 10^9.8 ms)
+	gridRow0  = 3 * pointBinsPerDecade
+	gridWords = gridRows * 3 / 64
 )
 
-func newCellRing() *cellRing {
-	r := &cellRing{}
-	r.reset()
-	return r
-}
-
-// reset forgets every column (the cells coarsened).
-func (r *cellRing) reset() {
-	if r == nil {
-		return
+// add puts p in the cell of outcome o at col and row, unless it has a
+// point, and reports whether it did, and whether the cell is on the grid
+// (if not, it did nothing).
+func (g *cellGrid) add(o int, col int64, row int32, p latPoint) (added, on bool) {
+	i := int(row) + gridRow0
+	if i < 0 || i >= gridRows || col < 0 || col >= gridCols {
+		return false, false
 	}
-	for i := range r.cols {
-		r.cols[i] = noRingCol
-	}
-}
-
-// mark records the cell of outcome o at col and row and reports whether
-// the ring did not know it: false when it holds a point already. A nil
-// ring knows nothing.
-func (r *cellRing) mark(col int64, row int32, o int) bool {
-	i := int(row) + ringRow0
-	if r == nil || i < 0 || i >= ringRows || col == noRingCol {
-		return true
+	if int(col) >= len(g.bits) {
+		g.bits = append(g.bits, make([][gridWords]uint64, int(col)+1-len(g.bits))...)
 	}
 	bit := 3*i + o
-	slot := int(uint64(col) % ringCols)
-	switch c := r.cols[slot]; {
-	case c == col:
-		w, m := bit>>6, uint64(1)<<(bit&63)
-		if r.bits[slot][w]&m != 0 {
-			return false
-		}
-		r.bits[slot][w] |= m
-	case c == noRingCol || c < col:
-		// A later column than the slot's: the slot is its.
-		r.cols[slot] = col
-		clear(r.bits[slot][:])
-		r.bits[slot][bit>>6] |= 1 << (bit & 63)
+	w, m := bit>>6, uint64(1)<<(bit&63)
+	if g.bits[col][w]&m != 0 {
+		return false, true
 	}
-	return true
+	g.bits[col][w] |= m
+	g.pts = append(g.pts, gridPoint{newPointCell(o, col, row), p})
+	return true, true
+}
+
+// reset empties the grid, keeping its memory.
+func (g *cellGrid) reset() {
+	clear(g.bits)
+	g.pts = g.pts[:0]
 }

@@ -66,8 +66,8 @@ func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
 			all = append(all, lat{t0, math.Max(float64(d)/1e6, 1e-3)})
 		}
 	}
-	if len(l.buckets) > maxFine || l.points.n > maxPoints {
-		t.Fatalf("digest of 20,000 s holds %d buckets and %d points, want at most %d and %d", len(l.buckets), l.points.n, maxFine, maxPoints)
+	if len(l.buckets) > maxFine || l.numPoints() > maxPoints {
+		t.Fatalf("digest of 20,000 s holds %d buckets and %d points, want at most %d and %d", len(l.buckets), l.numPoints(), maxFine, maxPoints)
 	}
 	var lats []float64 // the first bucket's
 	for _, a := range all {
@@ -256,33 +256,61 @@ func TestCellTableKeepsAsAMap(t *testing.T) {
 	}
 }
 
-// The ring in front of the latency points changes none of them: a digest
-// with it keeps the points of one without, through coarsenings, with
-// acquires completed late (in a column the ring forgot), latencies out
-// of its rows and every outcome.
-func TestCellRingKeepsThePoints(t *testing.T) {
+// pointsMap is the digest's points by cell.
+func pointsMap(l *latencyDigest) map[pointCell]latPoint {
+	m := map[pointCell]latPoint{}
+	l.eachPoint(func(k pointCell, p latPoint) { m[k] = p })
+	return m
+}
+
+// The latency points kept on the grid and off it are those a map keeps,
+// the first point of each cell, the earliest of merged cells when they
+// coarsen: with acquires completed late, invoked before the history's
+// start and past its end (off the grid's columns), latencies past its
+// rows, and every outcome.
+func TestPointGridKeepsAMapsPoints(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	with, without := newLatencyDigest(0), newLatencyDigest(0)
-	without.ring = nil
+	const n = 300_000
+	end := int64(n) * 40_000 // 25,000 acquires a second: coarsens
+	l, want, cellT := newLatencyDigest(end), map[pointCell]latPoint{}, startCellT(end)
 	types := []history.Type{history.OK, history.Fail, history.Info}
-	for i := range 300_000 {
-		invoke := int64(i) * 40_000 // 25,000 acquires a second: coarsens
+	for i := range n {
+		invoke := int64(i) * 40_000
 		d := int64(math.Exp(rng.NormFloat64()*2) * 1e6)
 		switch rng.IntN(50) {
 		case 0:
 			d = int64(rng.IntN(30)) * int64(time.Second) // completed late
 		case 1:
-			d = int64(1e18) // past the ring's rows
+			d = int64(1e18) // past the grid's rows
+		case 2:
+			invoke = -invoke // before the start: off the grid
+		case 3:
+			invoke += 2 * end // past the end: off the grid
 		}
 		typ := types[rng.IntN(3)]
-		with.add(history.FAcquire, invoke, invoke+d, typ)
-		without.add(history.FAcquire, invoke, invoke+d, typ)
+		l.add(history.FAcquire, invoke, invoke+d, typ)
+		ms := max(float64(d)/1e6, 1e-3)
+		k := newPointCell(outcomeIndex(typ), invoke/cellT, int32(math.Floor(log10(ms)*pointBinsPerDecade)))
+		if _, ok := want[k]; !ok {
+			want[k] = latPoint{X: seconds(invoke), Y: ms}
+		}
+		for len(want) > maxPoints {
+			cellT *= 2
+			out := map[pointCell]latPoint{}
+			for k, p := range want {
+				k = k.withCol(k.col() / 2)
+				if q, ok := out[k]; !ok || p.X < q.X {
+					out[k] = p
+				}
+			}
+			want = out
+		}
 	}
-	if with.cellT == time1ms {
-		t.Fatalf("the points never coarsened")
+	if cellT == startCellT(end) || l.offGrid == nil || len(l.grid.pts) == 0 {
+		t.Fatalf("the points never coarsened, or none is on the grid or off it")
 	}
-	if with.cellT != without.cellT || !maps.Equal(with.points.asMap(), without.points.asMap()) {
-		t.Errorf("with the ring: %d points of %d ns; without: %d of %d ns", with.points.n, with.cellT, without.points.n, without.cellT)
+	if got := pointsMap(l); l.cellT != cellT || l.numPoints() != len(got) || !maps.Equal(got, want) {
+		t.Errorf("the digest holds %d points (%d counted) of %d ns; a map %d of %d ns", len(got), l.numPoints(), l.cellT, len(want), cellT)
 	}
 }
 

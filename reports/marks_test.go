@@ -65,7 +65,7 @@ func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 		typ := []history.Type{history.OK, history.Fail, history.Info}[rng.IntN(3)]
 		l.add(history.FAcquire, t0, t0+d, typ)
 		ms := math.Max(float64(d)/1e6, 1e-3)
-		c := newPointCell(outcomeIndex(typ), t0/cellT, int32(math.Floor(math.Log10(ms)*pointBinsPerDecade)))
+		c := newPointCell(outcomeIndex(typ), t0/cellT, int32(math.Floor(log10(ms)*pointBinsPerDecade)))
 		if _, ok := fresh[c]; !ok {
 			fresh[c] = latPoint{X: seconds(t0), Y: ms}
 		}
@@ -85,8 +85,8 @@ func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 	if coarsened < 2 {
 		t.Fatalf("the points coarsened %d times, want the map reused at least once", coarsened)
 	}
-	if l.cellT != cellT || !maps.Equal(l.points.asMap(), fresh) {
-		t.Errorf("reused map: %d points of %d ns cells; fresh maps: %d of %d ns", l.points.n, l.cellT, len(fresh), cellT)
+	if l.cellT != cellT || !maps.Equal(pointsMap(l), fresh) {
+		t.Errorf("reused map: %d points of %d ns cells; fresh maps: %d of %d ns", l.numPoints(), l.cellT, len(fresh), cellT)
 	}
 }
 
