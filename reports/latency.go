@@ -152,7 +152,7 @@ func (v *runView) latencyScatter(xmax, ymin, ymax float64, leg *legend) (*plot.P
 			}
 		}
 		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: latencyGlyph, Shape: draw.CircleGlyph{}}
-		top.Add(sc)
+		top.Add(&boxedScatter{Scatter: sc})
 	}
 	return top, fams
 }
@@ -239,6 +239,52 @@ func (s *cellSet) add(x, y int) bool {
 	had := s.bits[w]&m != 0
 	s.bits[w] |= m
 	return !had
+}
+
+// boxedScatter is a scatter whose glyph boxes (plot.GlyphBoxer) are
+// those of its points that can stand at an edge of the plot, worked out
+// once per plot: the plot pads its data area so that the glyphs at the
+// edges fit (the left-most, right-most, top-most and bottom-most box
+// within the axes, the first of equals), and asks for the boxes of every
+// plotter each time it lays itself out, six times a latency figure,
+// which normalized 5,000 points through a logarithm each time. The
+// boxes kept are, in their order, those within 10^-9 of an extreme on
+// either axis, which the data area, hundreds of points wide, places
+// apart from the others: the plot pads itself as for all of them.
+type boxedScatter struct {
+	*plotter.Scatter
+	plot  *plot.Plot
+	axes  [4]float64 // the plot's ranges the boxes were worked out for
+	boxes []plot.GlyphBox
+}
+
+// GlyphBoxes implements plot.GlyphBoxer.
+func (s *boxedScatter) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	axes := [4]float64{p.X.Min, p.X.Max, p.Y.Min, p.Y.Max}
+	if s.plot == p && s.axes == axes {
+		return s.boxes
+	}
+	all := s.Scatter.GlyphBoxes(p)
+	lo, hi := [2]float64{math.Inf(1), math.Inf(1)}, [2]float64{math.Inf(-1), math.Inf(-1)}
+	for _, b := range all {
+		for i, v := range [2]float64{b.X, b.Y} {
+			if v >= 0 {
+				lo[i] = math.Min(lo[i], v)
+			}
+			if v <= 1 {
+				hi[i] = math.Max(hi[i], v)
+			}
+		}
+	}
+	const near = 1e-9
+	s.boxes = s.boxes[:0]
+	for _, b := range all {
+		if math.Abs(b.X-lo[0]) <= near || math.Abs(b.X-hi[0]) <= near || math.Abs(b.Y-lo[1]) <= near || math.Abs(b.Y-hi[1]) <= near {
+			s.boxes = append(s.boxes, b)
+		}
+	}
+	s.plot, s.axes = p, axes
+	return s.boxes
 }
 
 // latencyQuantileLines are the quantiles the lower latency plot draws.

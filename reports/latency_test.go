@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/lockharness/lockharness/checker"
 	"github.com/lockharness/lockharness/history"
@@ -177,4 +179,56 @@ func total(pts map[history.Type]plotter.XYs) (n int) {
 		n += len(p)
 	}
 	return n
+}
+
+// A latency plot pads its data area for a boxedScatter's few boxes as
+// for all of its points' (plotter.Scatter's): points at the axes' ends,
+// past them, tied at an extreme, on a log axis, a few and thousands.
+func TestBoxedScatterPadsAsAScatter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for round := range 40 {
+		n := 1 + rng.IntN(3)*rng.IntN(3000)
+		xmax, ymin, ymax := 10.0, 0.01, 1000.0
+		pts := make(plotter.XYs, n)
+		for i := range pts {
+			pts[i] = plotter.XY{X: rng.Float64() * xmax, Y: math.Pow(10, rng.Float64()*5-2)}
+			switch rng.IntN(20) {
+			case 0:
+				pts[i].X = 0
+			case 1:
+				pts[i].X = xmax
+			case 2:
+				pts[i].Y = ymin
+			case 3:
+				pts[i].Y = ymax
+			case 4:
+				pts[i].X = -1
+			case 5:
+				pts[i].Y = ymax * 10
+			}
+		}
+		canvases := make([]draw.Canvas, 2)
+		for k := range canvases {
+			p := logTimePlot("", xmax, ymin, ymax, "latency (ms)")
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Radius: vg.Length(1 + round%3), Shape: draw.CircleGlyph{}}
+			if k == 0 {
+				p.Add(sc)
+			} else {
+				p.Add(&boxedScatter{Scatter: sc})
+			}
+			p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, xmax, ymin, ymax
+			c := draw.New(newSVG(figWidth, 300))
+			canvases[k] = p.DataCanvas(c)
+			if again := p.DataCanvas(c); again.Rectangle != canvases[k].Rectangle {
+				t.Fatalf("round %d: the data area moved when laid out again", round)
+			}
+		}
+		if canvases[0].Rectangle != canvases[1].Rectangle {
+			t.Errorf("round %d (%d points): data area %v, a scatter's %v", round, n, canvases[1].Rectangle, canvases[0].Rectangle)
+		}
+	}
 }
