@@ -194,10 +194,37 @@ func (r *rasterCanvas) Stroke(p vg.Path) {
 }
 
 func (r *rasterCanvas) SetColor(c color.Color) {
+	if r.fast != nil && sameColour(r.fast.pen.col, c) {
+		// gg's context has it (fast's pen follows it, pushed and
+		// popped with it): setting it again made two patterns of it,
+		// for every mark of a figure drawn in its layer's colour.
+		return
+	}
 	r.Canvas.SetColor(c)
 	if r.fast != nil {
 		r.fast.setColor(c)
 	}
+}
+
+// sameColour reports whether b (nil: black, as vgimg takes it) is the
+// colour a, both of a comparable kind a figure draws in; false for any
+// other.
+func sameColour(a, b color.Color) bool {
+	if b == nil {
+		b = color.Black
+	}
+	switch x := a.(type) {
+	case color.NRGBA:
+		y, ok := b.(color.NRGBA)
+		return ok && x == y
+	case color.RGBA:
+		y, ok := b.(color.RGBA)
+		return ok && x == y
+	case color.Gray16:
+		y, ok := b.(color.Gray16)
+		return ok && x == y
+	}
+	return false
 }
 
 func (r *rasterCanvas) SetLineWidth(w vg.Length) {
