@@ -45,9 +45,10 @@ type holdFile struct {
 	err   error // the write that failed; the rest stay in memory
 }
 
-// holdRun is one sorted run in the file.
+// holdRun is one sorted run in the file, from first to last.
 type holdRun struct {
-	off, size int64
+	off, size   int64
+	first, last Hold
 }
 
 func newHoldFile(dir string, limit int) *holdFile {
@@ -56,6 +57,18 @@ func newHoldFile(dir string, limit int) *holdFile {
 
 // add keeps hs.
 func (h *holdFile) add(hs ...Hold) {
+	if need := len(h.mem) + len(hs); need > cap(h.mem) {
+		// Doubled up to the limit: append grows a large slice by a
+		// quarter, and the 4 MB of holds a long history spills were
+		// copied and cleared some twenty times over on the way. Past
+		// it (a window of many holds, a spill that failed and keeps
+		// them all) as append grows it.
+		c := max(min(2*cap(h.mem), h.limit), 64)
+		if need > c {
+			c = need + need/4
+		}
+		h.mem = append(make([]Hold, 0, c), h.mem...)
+	}
 	h.mem = append(h.mem, hs...)
 	h.n += len(hs)
 	if len(h.mem) >= h.limit && h.err == nil {
@@ -90,7 +103,7 @@ func (h *holdFile) spill() {
 		h.err = fmt.Errorf("spill holds: %w", err)
 		return
 	}
-	h.runs = append(h.runs, holdRun{off: start, size: h.off - start})
+	h.runs = append(h.runs, holdRun{off: start, size: h.off - start, first: h.mem[0], last: h.mem[len(h.mem)-1]})
 	h.mem = h.mem[:0]
 }
 
@@ -111,11 +124,43 @@ func appendHold(b []byte, h Hold) []byte {
 	return b
 }
 
-// holdReader decodes one run.
+// holdReader decodes one run, from a buffer of it read a chunk at a
+// time: a hold's varints decoded from the bytes, not read a byte at a
+// time through an io.ByteReader (bufio's), which cost twice the rest of
+// reading the holds back.
 type holdReader struct {
-	r    *bufio.Reader
+	r    io.Reader
 	keys *keyCache // shared by the runs of one each
-	buf  []byte
+	buf  []byte    // what was read of the run and not decoded yet
+	mem  []byte    // the buffer buf is a part of
+	eof  bool      // r has no more
+}
+
+func newHoldReader(r io.Reader, keys *keyCache) *holdReader {
+	return &holdReader{r: r, keys: keys, mem: make([]byte, 0, 32<<10)}
+}
+
+// holdVarints is the most bytes a hold's varints take in a run: the
+// length of its key, and six numbers.
+const holdVarints = 7 * binary.MaxVarintLen64
+
+// fill reads more of the run, unless it has all of it, so that buf holds
+// at least n bytes or the rest of the run.
+func (r *holdReader) fill(n int) error {
+	for len(r.buf) < n && !r.eof {
+		if cap(r.mem) < n {
+			r.mem = make([]byte, 0, max(n, 2*cap(r.mem)))
+		}
+		m := copy(r.mem[:cap(r.mem)], r.buf)
+		k, err := io.ReadFull(r.r, r.mem[m:cap(r.mem)])
+		r.buf = r.mem[:m+k]
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			r.eof = true
+		} else if err != nil {
+			return fmt.Errorf("read spilled holds: %w", err)
+		}
+	}
+	return nil
 }
 
 // keyCache gives the holds read back one string per key while the keys
@@ -140,32 +185,37 @@ func (c *keyCache) intern(b []byte) string {
 }
 
 func (r *holdReader) next() (Hold, error) {
-	n, err := binary.ReadUvarint(r.r)
-	if err != nil {
-		return Hold{}, err // io.EOF at the end of the run
+	if err := r.fill(holdVarints); err != nil {
+		return Hold{}, err
+	}
+	if len(r.buf) == 0 {
+		return Hold{}, io.EOF // the end of the run
+	}
+	n, k := binary.Uvarint(r.buf)
+	if k <= 0 {
+		return Hold{}, fmt.Errorf("read spilled holds: %w", io.ErrUnexpectedEOF)
 	}
 	if n > 1<<20 {
 		return Hold{}, fmt.Errorf("read spilled holds: a key of %d bytes", n)
 	}
-	r.buf = slices.Grow(r.buf[:0], int(n))[:n]
-	if _, err := io.ReadFull(r.r, r.buf); err != nil {
-		return Hold{}, fmt.Errorf("read spilled holds: %w", noEOF(err))
+	if err := r.fill(k + int(n) + holdVarints); err != nil {
+		return Hold{}, err
 	}
-	key := r.keys.intern(r.buf)
+	b := r.buf[k:]
+	if uint64(len(b)) < n {
+		return Hold{}, fmt.Errorf("read spilled holds: %w", io.ErrUnexpectedEOF)
+	}
+	key := r.keys.intern(b[:n])
+	b = b[n:]
 	var v [6]int64
 	for i := range v {
-		if v[i], err = binary.ReadVarint(r.r); err != nil {
-			return Hold{}, fmt.Errorf("read spilled holds: %w", noEOF(err))
+		if v[i], k = binary.Varint(b); k <= 0 {
+			return Hold{}, fmt.Errorf("read spilled holds: %w", io.ErrUnexpectedEOF)
 		}
+		b = b[k:]
 	}
+	r.buf = b
 	return Hold{Key: key, Process: int(v[0]), Start: v[1], End: v[2], Deadline: v[3], Fence: v[4], Acquire: v[5]}, nil
-}
-
-func noEOF(err error) error {
-	if errors.Is(err, io.EOF) {
-		return io.ErrUnexpectedEOF
-	}
-	return err
 }
 
 // each calls f with every hold in CompareHolds order, merging the runs in
@@ -181,9 +231,12 @@ func (h *holdFile) each(f func(Hold) error) error {
 		return nil
 	}
 	keys := newKeyCache()
+	if h.inOrder() {
+		return h.eachInOrder(keys, f)
+	}
 	m := &holdMerge{}
 	for _, run := range h.runs {
-		r := &holdReader{r: bufio.NewReaderSize(io.NewSectionReader(h.f, run.off, run.size), 32<<10), keys: keys}
+		r := newHoldReader(io.NewSectionReader(h.f, run.off, run.size), keys)
 		x, err := r.next()
 		if errors.Is(err, io.EOF) {
 			continue
@@ -220,6 +273,47 @@ func (h *holdFile) each(f func(Hold) error) error {
 			return err
 		}
 		heap.Fix(m, 0)
+	}
+	return nil
+}
+
+// inOrder reports whether the runs, and the holds in memory after them,
+// follow each other in CompareHolds order: then they need no merge. A
+// windowed check mostly adds its holds in order of start, window after
+// window, and merging two runs (a million events' holds) through a heap
+// compared every hold with another.
+func (h *holdFile) inOrder() bool {
+	for i := 1; i < len(h.runs); i++ {
+		if CompareHolds(h.runs[i-1].last, h.runs[i].first) > 0 {
+			return false
+		}
+	}
+	n := len(h.runs)
+	return n == 0 || len(h.mem) == 0 || CompareHolds(h.runs[n-1].last, h.mem[0]) <= 0
+}
+
+// eachInOrder is each of runs in order (inOrder): one after the other,
+// then the holds in memory.
+func (h *holdFile) eachInOrder(keys *keyCache, f func(Hold) error) error {
+	for _, run := range h.runs {
+		r := newHoldReader(io.NewSectionReader(h.f, run.off, run.size), keys)
+		for {
+			x, err := r.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if err := f(x); err != nil {
+				return err
+			}
+		}
+	}
+	for _, x := range h.mem {
+		if err := f(x); err != nil {
+			return err
+		}
 	}
 	return nil
 }

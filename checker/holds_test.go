@@ -1,12 +1,16 @@
 package checker
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +119,79 @@ func TestKeyCacheInternsInBoundedMemory(t *testing.T) {
 	}
 	if got := c.intern([]byte("lock-1")); got != "lock-1" {
 		t.Errorf("intern(lock-1) after many keys = %q", got)
+	}
+}
+
+// A run of holds reads back as it was written, whatever their keys' length
+// against the reader's buffer (a key longer than a chunk of it), and a run
+// cut short is an error, not its end.
+func TestHoldReaderReadsBackARun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	var want []Hold
+	var run []byte
+	for i := range 5000 {
+		key := fmt.Sprintf("lock-%d", rng.IntN(20))
+		if i%1000 == 7 {
+			key = strings.Repeat("k", 100_000+i)
+		}
+		h := Hold{Key: key, Process: rng.IntN(1000), Start: rng.Int64(), End: -1, Deadline: rng.Int64N(1e12), Fence: rng.Int64N(5) - 2, Acquire: int64(i)}
+		want = append(want, h)
+		run = appendHold(run, h)
+	}
+	readAll := func(b []byte) ([]Hold, error) {
+		r := newHoldReader(bytes.NewReader(b), newKeyCache())
+		var got []Hold
+		for {
+			h, err := r.next()
+			if errors.Is(err, io.EOF) {
+				return got, nil
+			}
+			if err != nil {
+				return got, err
+			}
+			got = append(got, h)
+		}
+	}
+	got, err := readAll(run)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("read back %d holds of %d (%v)", len(got), len(want), err)
+	}
+	for _, cut := range []int{len(run) - 1, len(run) - 100_000, 3} {
+		if _, err := readAll(run[:cut]); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("a run cut at %d of %d bytes reads back with %v, want an unexpected end", cut, len(run), err)
+		}
+	}
+}
+
+// Holds spilled in order (a windowed check's, window after window) are
+// read back one run after another, without a merge, and holds spilled out
+// of order are merged: either way in CompareHolds order, all of them.
+func TestSpilledHoldsInOrderNeedNoMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, ordered := range []bool{true, false} {
+		h := newHoldFile(t.TempDir(), 100)
+		var want []Hold
+		for w := range 30 { // windows of holds, each sorted by the check
+			var win []Hold
+			for range 1 + rng.IntN(40) {
+				start := int64(w*1000 + rng.IntN(1000))
+				if !ordered {
+					start = int64(rng.IntN(30_000))
+				}
+				win = append(win, Hold{Key: fmt.Sprintf("lock-%d", rng.IntN(3)), Process: rng.IntN(5), Start: start, End: start + 10, Acquire: int64(len(want) + len(win))})
+			}
+			slices.SortFunc(win, CompareHolds)
+			want = append(want, win...)
+			h.add(win...)
+		}
+		h.finish()
+		if len(h.runs) < 2 || h.inOrder() != ordered {
+			t.Fatalf("ordered %v: %d runs, in order %v", ordered, len(h.runs), h.inOrder())
+		}
+		slices.SortFunc(want, CompareHolds)
+		var got []Hold
+		if err := h.each(func(x Hold) error { got = append(got, x); return nil }); err != nil || !slices.Equal(got, want) {
+			t.Errorf("ordered %v: read back %d holds of %d, or out of order (%v)", ordered, len(got), len(want), err)
+		}
 	}
 }

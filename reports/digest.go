@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -144,10 +145,11 @@ type pending struct {
 	rare int // index in d.rare, or -1
 }
 
-// newDigest starts a digest that keeps the events want names.
-func newDigest(want map[int64]bool) *digest {
+// newDigest starts a digest that keeps the events want names, of a
+// history whose last event is at end (0: unknown).
+func newDigest(want map[int64]bool, end int64) *digest {
 	return &digest{procs: map[int]bool{}, acted: map[int]bool{}, granted: map[int64][]string{}, acqKeys: newKeySet(), at: map[int64]history.Op{},
-		invokedAt: map[int64]int64{}, lat: newLatencyDigest(), want: want, lastInvoke: map[pf]int64{},
+		invokedAt: map[int64]int64{}, lat: newLatencyDigest(end), want: want, lastInvoke: map[pf]int64{},
 		open: openCalls{more: map[history.Process]pending{}}}
 }
 
@@ -292,22 +294,12 @@ type latencyDigest struct {
 	lo, hi  float64 // ms, over every done acquire
 	n       int     // done acquires
 	// points: one per cell of cellT ns × 1/pointBinsPerDecade decade and
-	// outcome; cellT doubles when there are more than maxPoints.
-	cellT  int64
-	points *cellTable
-	// spare is the table points had before they last coarsened, cleared
-	// and filled by the next coarsening: a table grown to maxPoints once
-	// is not grown again, cell by cell, after each.
-	spare *cellTable
-	// added is the cells put in points lately, by slot (pointSlot): a
-	// cell found there needs no lookup. Cleared when the cells coarsen.
-	added   [recentSlots]pointCell
-	addedOK [recentSlots]bool
-}
-
-// pointSlot is k's place in latencyDigest.added.
-func pointSlot(k pointCell) int {
-	return int(k^k>>cellColAt*31) & (recentSlots - 1)
+	// outcome; cellT doubles when there are more than maxPoints. Those of
+	// the grid's columns and rows in grid, the others (an invocation past
+	// its columns, a latency past its rows) in offGrid, nil until one.
+	cellT   int64
+	grid    *cellGrid
+	offGrid *cellTable
 }
 
 const (
@@ -358,6 +350,11 @@ func (k pointCell) outcome() int { return int(k & (1<<cellTBits - 1)) }
 // col is the cell's column.
 func (k pointCell) col() int64 { return int64(k) >> cellColAt }
 
+// row is the cell's row.
+func (k pointCell) row() int32 {
+	return int32(uint16(k>>cellTBits)) - 1<<(cellRowBits-1)
+}
+
 // withCol is the cell in column col, the same row and outcome.
 func (k pointCell) withCol(col int64) pointCell {
 	return pointCell(uint64(col)<<cellColAt | uint64(k)&(1<<cellColAt-1))
@@ -367,11 +364,32 @@ type latPoint struct {
 	X, Y float64 // seconds, ms
 }
 
-func newLatencyDigest() *latencyDigest {
-	return &latencyDigest{fine: int64(1e9), cellT: int64(time1ms), points: newCellTable(), lo: math.Inf(1), hi: math.Inf(-1)}
+// newLatencyDigest is the latency digest of a history whose last event is
+// at end (0: unknown), its points in cells of startCellT(end).
+func newLatencyDigest(end int64) *latencyDigest {
+	return &latencyDigest{fine: int64(1e9), cellT: startCellT(end), grid: &cellGrid{}, lo: math.Inf(1), hi: math.Inf(-1)}
 }
 
 const time1ms = 1e6
+
+// startColumns is how many columns of cells the latency points start
+// with over the length of a history, at most: a column of 1 ms on a
+// history up to a second long, twice as wide for each doubling past it.
+// Started at 1 ms whatever the length, a history of 11 s coarsened its
+// points four times, each time after the table had grown to maxPoints
+// cells, and most acquires then fell in a cell still empty.
+const startColumns = 1024
+
+// startCellT is the first width of the points' columns for a history
+// whose last event is at end: 1 ms doubled until startColumns of them
+// span end.
+func startCellT(end int64) int64 {
+	t := int64(time1ms)
+	for end/t >= startColumns {
+		t *= 2
+	}
+	return t
+}
 
 // outcomeIndex maps ok, fail, info to 0, 1, 2; -1 for anything else.
 func outcomeIndex(t history.Type) int {
@@ -384,6 +402,26 @@ func outcomeIndex(t history.Type) int {
 		return 2
 	}
 	return -1
+}
+
+// log10 is math.Log10 of x, a positive and finite number that is not
+// subnormal, within a few units of 10^-12: the logarithm of its mantissa
+// by a series (about the square root of two, where it converges fast),
+// its exponent's added. The latency digest takes the logarithm of every
+// acquire's latency, and math.Log10 was a sixth of the digest.
+func log10(x float64) float64 {
+	const expMask = 0x7ff << 52
+	bits := math.Float64bits(x)
+	e := float64(int((bits&expMask)>>52) - 1023)
+	m := math.Float64frombits(bits&^expMask | 1023<<52) // in [1, 2)
+	if m > math.Sqrt2 {
+		m, e = m/2, e+1
+	}
+	// ln m = 2 atanh(s) = 2 (s + s³/3 + s⁵/5 + …), |s| < 0.172
+	s := (m - 1) / (m + 1)
+	s2 := s * s
+	lnm := 2 * s * (1 + s2*(1.0/3+s2*(1.0/5+s2*(1.0/7+s2*(1.0/9+s2*(1.0/11+s2*(1.0/13)))))))
+	return (e*math.Ln2 + lnm) * (1 / math.Ln10)
 }
 
 // latBinOf is the histogram bin of the latency whose log10 (in ms) is lg.
@@ -448,52 +486,96 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 		l.bucket(complete).done[o]++
 		return
 	}
-	ms := math.Max(float64(complete-invoke)/1e6, 1e-3) // log scale: never ≤ 0
-	lg := math.Log10(ms)
+	// Comparisons, not math.Max and Min, which are calls that look for
+	// NaNs, and ms is never one: a tenth of the digest on every acquire.
+	ms := float64(complete-invoke) / 1e6
+	if ms < 1e-3 {
+		ms = 1e-3 // log scale: never ≤ 0
+	}
+	lg := log10(ms)
 	b := l.bucket(invoke)
 	b.hist[o][latBinOf(lg)]++
-	b.max[o] = math.Max(b.max[o], ms)
+	if ms > b.max[o] {
+		b.max[o] = ms
+	}
 	// Last: finding a bucket may coarsen them all, which b does not outlive.
 	cb := l.bucket(complete)
 	cb.done[o]++
 	if o == 0 {
 		cb.acqOK++
 	}
-	l.lo, l.hi = math.Min(l.lo, ms), math.Max(l.hi, ms)
-	l.n++
-	k := newPointCell(o, invoke/l.cellT, int32(math.Floor(lg*pointBinsPerDecade)))
-	slot := pointSlot(k)
-	if l.addedOK[slot] && l.added[slot] == k {
-		return
+	if ms < l.lo {
+		l.lo = ms
 	}
-	l.added[slot], l.addedOK[slot] = k, true
-	if l.points.addNew(k, latPoint{X: seconds(invoke), Y: ms}) {
-		for l.points.n > maxPoints {
+	if ms > l.hi {
+		l.hi = ms
+	}
+	l.n++
+	l.addPoint(o, invoke/l.cellT, int32(math.Floor(lg*pointBinsPerDecade)), latPoint{X: seconds(invoke), Y: ms})
+}
+
+// addPoint puts p in the cell of outcome o at col and row, unless the
+// cell has a point, and coarsens the cells while there are too many.
+func (l *latencyDigest) addPoint(o int, col int64, row int32, p latPoint) {
+	added, on := l.grid.add(o, col, row, p)
+	if !on {
+		if l.offGrid == nil {
+			l.offGrid = newCellTable()
+		}
+		added = l.offGrid.addNew(newPointCell(o, col, row), p)
+	}
+	if added {
+		for l.numPoints() > maxPoints {
 			l.coarsenPoints()
 		}
 	}
 }
 
+// numPoints is how many points (cells) the digest holds.
+func (l *latencyDigest) numPoints() int {
+	n := len(l.grid.pts)
+	if l.offGrid != nil {
+		n += l.offGrid.n
+	}
+	return n
+}
+
+// eachPoint calls f with every cell that has a point, and the point.
+func (l *latencyDigest) eachPoint(f func(pointCell, latPoint)) {
+	for _, e := range l.grid.pts {
+		f(e.k, e.p)
+	}
+	if l.offGrid != nil {
+		l.offGrid.each(f)
+	}
+}
+
 // coarsenPoints doubles the time cell of the points, keeping the earliest
-// point of each merged cell.
+// point of each merged cell (the first of those as early).
 func (l *latencyDigest) coarsenPoints() {
 	l.cellT *= 2
-	clear(l.addedOK[:])
-	out := l.spare
-	if out == nil {
-		out = newCellTable()
-	}
-	out.clear()
-	l.points.each(func(k pointCell, p latPoint) {
-		out.keepEarliest(k.withCol(k.col()/2), p)
+	all := make([]gridPoint, 0, l.numPoints())
+	l.eachPoint(func(k pointCell, p latPoint) {
+		all = append(all, gridPoint{k.withCol(k.col() / 2), p})
 	})
-	l.points, l.spare = out, l.points
+	slices.SortStableFunc(all, func(a, b gridPoint) int {
+		return cmp.Or(cmp.Compare(a.k, b.k), cmpFloat(a.p.X, b.p.X))
+	})
+	l.grid.reset()
+	if l.offGrid != nil {
+		l.offGrid.clear()
+	}
+	for i, e := range all {
+		if i == 0 || all[i-1].k != e.k {
+			l.addPoint(e.k.outcome(), e.k.col(), e.k.row(), e.p)
+		}
+	}
 }
 
 // sortedPoints are the points of outcome o, in time order.
 func (l *latencyDigest) sortedPoints(o int) []latPoint {
 	var out []latPoint
-	l.points.each(func(k pointCell, p latPoint) {
+	l.eachPoint(func(k pointCell, p latPoint) {
 		if k.outcome() == o {
 			out = append(out, p)
 		}
@@ -577,13 +659,13 @@ func histQuantile(h *[latBins]uint32, maxMS, q float64) float64 {
 	return maxMS
 }
 
-// cellTable is the latency points by cell: a hash table of open
-// addressing (linear probing, at most three quarters full) on the cell's word. The
-// map it replaces hashed a cell for every acquire of a history and
-// rebuilt itself cell by cell at every coarsening, most of the latency
-// digest's time; here a lookup is a multiply and, mostly, one probe of
-// a word. The order of each is that of the slots: its callers sort, or
-// keep the earliest point of a cell, which no order changes.
+// cellTable is latency points by cell, those off the grid: a hash table
+// of open addressing (linear probing, at most three quarters full) on the
+// cell's word. The map it replaces hashed a cell for every acquire of a
+// history and rebuilt itself cell by cell at every coarsening, most of
+// the latency digest's time; here a lookup is a multiply and, mostly, one
+// probe of a word. The order of each is that of the slots: its callers
+// sort, or keep the earliest point of a cell, which no order changes.
 type cellTable struct {
 	keys  []pointCell // empty slots hold emptyCell
 	vals  []latPoint
@@ -597,17 +679,16 @@ type cellTable struct {
 // 1 µs); the table keeps a cell 0 anyway, in zero.
 const emptyCell pointCell = 0
 
-// newCellTable is a table of cellSlots slots: room for maxPoints cells
-// and one more, as many as there are before they coarsen, from the start
-// (growing to it, the table and the spare it coarsens into allocated
-// twice its memory, page by page: 1,500 page faults of a report).
+// newCellTable is a table of cellSlots slots to start with, grown as
+// cells come: the points off the latency digest's grid (cellGrid), few
+// but in a history whose end was not known.
 func newCellTable() *cellTable {
 	return &cellTable{keys: make([]pointCell, cellSlots), vals: make([]latPoint, cellSlots), shift: 64 - cellSlotBits}
 }
 
 const (
-	cellSlotBits = 16
-	cellSlots    = 1 << cellSlotBits // > (maxPoints+1) * 4/3: never grown
+	cellSlotBits = 10
+	cellSlots    = 1 << cellSlotBits
 )
 
 // slot is where k's probe starts (Fibonacci hashing).
@@ -687,4 +768,56 @@ func (t *cellTable) each(f func(pointCell, latPoint)) {
 			f(k, t.vals[i])
 		}
 	}
+}
+
+// cellGrid is which cells of the latency points' first gridCols columns
+// hold a point, a bit per row and outcome, and their points in the order
+// they came: an acquire looks up a bit, not a table of points
+// (cellTable), whose lookup for every acquire, most of them in a cell
+// that has its point, missed the caches (a table of 64K slots) and was
+// most of what the latency digest cost. Columns sized to the history
+// (startCellT) are on the grid, unless the history's end was unknown.
+type cellGrid struct {
+	bits [][gridWords]uint64 // by column, as many as the latest column's
+	pts  []gridPoint
+}
+
+// gridPoint is a cell and its point.
+type gridPoint struct {
+	k pointCell
+	p latPoint
+}
+
+const (
+	gridCols  = 2 * startColumns
+	gridRows  = 512 // rows -gridRow0 to gridRows-gridRow0-1 (1 µs to 10^9.8 ms)
+	gridRow0  = 3 * pointBinsPerDecade
+	gridWords = gridRows * 3 / 64
+)
+
+// add puts p in the cell of outcome o at col and row, unless it has a
+// point, and reports whether it did, and whether the cell is on the grid
+// (if not, it did nothing).
+func (g *cellGrid) add(o int, col int64, row int32, p latPoint) (added, on bool) {
+	i := int(row) + gridRow0
+	if i < 0 || i >= gridRows || col < 0 || col >= gridCols {
+		return false, false
+	}
+	if int(col) >= len(g.bits) {
+		g.bits = append(g.bits, make([][gridWords]uint64, int(col)+1-len(g.bits))...)
+	}
+	bit := 3*i + o
+	w, m := bit>>6, uint64(1)<<(bit&63)
+	if g.bits[col][w]&m != 0 {
+		return false, true
+	}
+	g.bits[col][w] |= m
+	g.pts = append(g.pts, gridPoint{newPointCell(o, col, row), p})
+	return true, true
+}
+
+// reset empties the grid, keeping its memory.
+func (g *cellGrid) reset() {
+	clear(g.bits)
+	g.pts = g.pts[:0]
 }

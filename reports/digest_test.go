@@ -48,7 +48,7 @@ func TestRenderOfAFileIsRenderOfEvents(t *testing.T) {
 // (7.5%) of the exact ones, and its largest is exact.
 func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	l := newLatencyDigest()
+	l := newLatencyDigest(0)
 	const sec = int64(time.Second)
 	type lat struct {
 		t  int64
@@ -66,8 +66,8 @@ func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
 			all = append(all, lat{t0, math.Max(float64(d)/1e6, 1e-3)})
 		}
 	}
-	if len(l.buckets) > maxFine || l.points.n > maxPoints {
-		t.Fatalf("digest of 20,000 s holds %d buckets and %d points, want at most %d and %d", len(l.buckets), l.points.n, maxFine, maxPoints)
+	if len(l.buckets) > maxFine || l.numPoints() > maxPoints {
+		t.Fatalf("digest of 20,000 s holds %d buckets and %d points, want at most %d and %d", len(l.buckets), l.numPoints(), maxFine, maxPoints)
 	}
 	var lats []float64 // the first bucket's
 	for _, a := range all {
@@ -253,5 +253,78 @@ func TestCellTableKeepsAsAMap(t *testing.T) {
 		}
 		tab.clear()
 		clear(want)
+	}
+}
+
+// pointsMap is the digest's points by cell.
+func pointsMap(l *latencyDigest) map[pointCell]latPoint {
+	m := map[pointCell]latPoint{}
+	l.eachPoint(func(k pointCell, p latPoint) { m[k] = p })
+	return m
+}
+
+// The latency points kept on the grid and off it are those a map keeps,
+// the first point of each cell, the earliest of merged cells when they
+// coarsen: with acquires completed late, invoked before the history's
+// start and past its end (off the grid's columns), latencies past its
+// rows, and every outcome.
+func TestPointGridKeepsAMapsPoints(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 300_000
+	end := int64(n) * 40_000 // 25,000 acquires a second: coarsens
+	l, want, cellT := newLatencyDigest(end), map[pointCell]latPoint{}, startCellT(end)
+	types := []history.Type{history.OK, history.Fail, history.Info}
+	for i := range n {
+		invoke := int64(i) * 40_000
+		d := int64(math.Exp(rng.NormFloat64()*2) * 1e6)
+		switch rng.IntN(50) {
+		case 0:
+			d = int64(rng.IntN(30)) * int64(time.Second) // completed late
+		case 1:
+			d = int64(1e18) // past the grid's rows
+		case 2:
+			invoke = -invoke // before the start: off the grid
+		case 3:
+			invoke += 2 * end // past the end: off the grid
+		}
+		typ := types[rng.IntN(3)]
+		l.add(history.FAcquire, invoke, invoke+d, typ)
+		ms := max(float64(d)/1e6, 1e-3)
+		k := newPointCell(outcomeIndex(typ), invoke/cellT, int32(math.Floor(log10(ms)*pointBinsPerDecade)))
+		if _, ok := want[k]; !ok {
+			want[k] = latPoint{X: seconds(invoke), Y: ms}
+		}
+		for len(want) > maxPoints {
+			cellT *= 2
+			out := map[pointCell]latPoint{}
+			for k, p := range want {
+				k = k.withCol(k.col() / 2)
+				if q, ok := out[k]; !ok || p.X < q.X {
+					out[k] = p
+				}
+			}
+			want = out
+		}
+	}
+	if cellT == startCellT(end) || l.offGrid == nil || len(l.grid.pts) == 0 {
+		t.Fatalf("the points never coarsened, or none is on the grid or off it")
+	}
+	if got := pointsMap(l); l.cellT != cellT || l.numPoints() != len(got) || !maps.Equal(got, want) {
+		t.Errorf("the digest holds %d points (%d counted) of %d ns; a map %d of %d ns", len(got), l.numPoints(), l.cellT, len(want), cellT)
+	}
+}
+
+// The latency digest's logarithm is math.Log10's, within 10^-12, over the
+// latencies it takes (1 µs to years, in ms), at powers of ten and of two.
+func TestLog10IsMathsWithin1e12(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	xs := []float64{1e-3, 1, 10, 1e3, 1e12, 2, 0.5, math.Sqrt2, math.Nextafter(math.Sqrt2, 2), 1.9999999999999998}
+	for range 1_000_000 {
+		xs = append(xs, math.Pow(10, rng.Float64()*18-3))
+	}
+	for _, x := range xs {
+		if got, want := log10(x), math.Log10(x); math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
+			t.Fatalf("log10(%v) = %v, math.Log10 %v", x, got, want)
+		}
 	}
 }

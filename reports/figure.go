@@ -62,9 +62,15 @@ func textStyle(size vg.Length, c color.Color) draw.TextStyle {
 // The pixels are mapped for the figure and unmapped once it is written
 // (newPixels): nothing of the raster canvas outlives saveFigure.
 func saveFigure(dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
-	pix := newPixels(4 * rasterRect(w, h).Dx() * rasterRect(w, h).Dy())
-	defer pix.free()
-	img, svg := drawFigureOn(pix.b, w, h, fig)
+	var pool pixelPool
+	defer pool.free()
+	return saveFigureOn(&pool, dir, base, w, h, fig)
+}
+
+// saveFigureOn is saveFigure drawing on pixels of pool, which the
+// figures of a report share.
+func saveFigureOn(pool *pixelPool, dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
+	img, svg := drawFigureOn(pool.get(4*rasterRect(w, h).Dx()*rasterRect(w, h).Dy()), w, h, fig)
 	if err := writeAtomic(filepath.Join(dir, base+".png"), quickPNG{img.Canvas}); err != nil {
 		return err
 	}
@@ -77,8 +83,9 @@ func drawFigure(w, h vg.Length, fig func(draw.Canvas)) (*rasterCanvas, *svgCanva
 	return drawFigureOn(nil, w, h, fig)
 }
 
-// drawFigureOn is drawFigure with the raster's pixels in pix (zeroed, as
-// many bytes as the image has, or nil: new ones).
+// drawFigureOn is drawFigure with the raster's pixels in pix (as many
+// bytes as the image has, whatever they hold: the canvas paints them
+// white; or nil: new ones).
 func drawFigureOn(pix []byte, w, h vg.Length, fig func(draw.Canvas)) (*rasterCanvas, *svgCanvas) {
 	img, svg := newRasterOn(pix, w, h), newSVG(w, h)
 	// The SVG's white background, which the raster has from the start.
@@ -155,8 +162,9 @@ func rasterRect(w, h vg.Length) image.Rectangle {
 	return image.Rect(0, 0, int(pw+0.5), int(ph+0.5))
 }
 
-// newRasterOn is newRaster drawing on pix (zeroed, 4 bytes a pixel of
-// rasterRect), or on a new image when pix is nil.
+// newRasterOn is newRaster drawing on pix (4 bytes a pixel of
+// rasterRect, painted white whatever they hold), or on a new image when
+// pix is nil.
 func newRasterOn(pix []byte, w, h vg.Length) *rasterCanvas {
 	rect := rasterRect(w, h)
 	img := &image.RGBA{Pix: pix, Stride: 4 * rect.Dx(), Rect: rect}
@@ -186,10 +194,37 @@ func (r *rasterCanvas) Stroke(p vg.Path) {
 }
 
 func (r *rasterCanvas) SetColor(c color.Color) {
+	if r.fast != nil && sameColour(r.fast.pen.col, c) {
+		// gg's context has it (fast's pen follows it, pushed and
+		// popped with it): setting it again made two patterns of it,
+		// for every mark of a figure drawn in its layer's colour.
+		return
+	}
 	r.Canvas.SetColor(c)
 	if r.fast != nil {
 		r.fast.setColor(c)
 	}
+}
+
+// sameColour reports whether b (nil: black, as vgimg takes it) is the
+// colour a, both of a comparable kind a figure draws in; false for any
+// other.
+func sameColour(a, b color.Color) bool {
+	if b == nil {
+		b = color.Black
+	}
+	switch x := a.(type) {
+	case color.NRGBA:
+		y, ok := b.(color.NRGBA)
+		return ok && x == y
+	case color.RGBA:
+		y, ok := b.(color.RGBA)
+		return ok && x == y
+	case color.Gray16:
+		y, ok := b.(color.Gray16)
+		return ok && x == y
+	}
+	return false
 }
 
 func (r *rasterCanvas) SetLineWidth(w vg.Length) {
@@ -336,6 +371,33 @@ func (g *glyphCache) Glyph(dot fixed.Point26_6, r rune) (image.Rectangle, image.
 		return image.Rectangle{}, nil, image.Point{}, 0, false
 	}
 	return gl.dr.Add(image.Point{X: dot.X.Floor(), Y: dot.Y.Floor()}), gl.mask, gl.maskp, gl.advance, true
+}
+
+// pixelPool is the pixels the figures of a report are drawn on, one after
+// another: the first figure's (the overview timeline, the largest: 14 MB
+// for a tall one), kept for the next ones, which the canvas paints white
+// before it draws (vgimg.NewWith), so that each figure after the first
+// touches memory touched already instead of faulting in pages of its
+// own (the latency plot's 3 MB, the rate plot's 2, a close-up's and a
+// story's). free gives them back.
+type pixelPool struct {
+	p pixels
+}
+
+// get is n bytes of the pool's pixels, whatever they hold: those it has,
+// or new ones when it has fewer.
+func (pp *pixelPool) get(n int) []byte {
+	if len(pp.p.b) < n {
+		pp.p.free()
+		pp.p = newPixels(n)
+	}
+	return pp.p.b[:n:n]
+}
+
+// free gives the pool's pixels back: nothing may use what get gave after.
+func (pp *pixelPool) free() {
+	pp.p.free()
+	pp.p = pixels{}
 }
 
 // quickPNG writes a raster figure as PNG compressed for speed: the

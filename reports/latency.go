@@ -152,7 +152,7 @@ func (v *runView) latencyScatter(xmax, ymin, ymax float64, leg *legend) (*plot.P
 			}
 		}
 		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: latencyGlyph, Shape: draw.CircleGlyph{}}
-		top.Add(sc)
+		top.Add(&boxedScatter{Scatter: sc})
 	}
 	return top, fams
 }
@@ -167,28 +167,30 @@ func (v *runView) latencyScatter(xmax, ymin, ymax float64, leg *legend) (*plot.P
 // its SVG stays small.
 func latencyPoints(ld *latencyDigest, xmax, ymin, ymax float64) map[history.Type]plotter.XYs {
 	cols, rowsPx := float64(figWidth-legendWidth)/(2*latencyGlyph), 300.0/(2*latencyGlyph)
-	type cell struct {
-		t    history.Type
-		x, y int
-	}
-	seen := map[cell]bool{}
 	pts := map[history.Type]plotter.XYs{}
-	sorted := make([][]latPoint, len(outcomes)) // sorted once, for every grid tried
-	for o := range outcomes {
-		sorted[o] = ld.sortedPoints(o)
+	// Each point's place on the finest grid, computed once for every grid
+	// tried: its cell on a grid f times coarser is this divided by f.
+	type placed struct {
+		p    latPoint
+		x, y float64
 	}
+	sorted := make([][]placed, len(outcomes)) // sorted once, for every grid tried
+	for o := range outcomes {
+		for _, p := range ld.sortedPoints(o) {
+			sorted[o] = append(sorted[o], placed{p, p.X / xmax * cols, math.Log(p.Y/ymin) / math.Log(ymax/ymin) * rowsPx})
+		}
+	}
+	var seen cellSet
 	for f := 1.0; ; f *= 2 {
-		clear(seen)
 		clear(pts)
 		n := 0
 		for o, out := range outcomes {
-			for _, p := range sorted[o] {
-				k := cell{out.T, int(p.X / xmax * cols / f), int(math.Log(p.Y/ymin) / math.Log(ymax/ymin) * rowsPx / f)}
-				if seen[k] {
+			seen.reset(int(cols/f)+2, int(rowsPx/f)+2)
+			for _, q := range sorted[o] {
+				if !seen.add(int(q.x/f), int(q.y/f)) {
 					continue
 				}
-				seen[k] = true
-				pts[out.T] = append(pts[out.T], plotter.XY{X: p.X, Y: p.Y})
+				pts[out.T] = append(pts[out.T], plotter.XY{X: q.p.X, Y: q.p.Y})
 				n++
 			}
 		}
@@ -196,6 +198,93 @@ func latencyPoints(ld *latencyDigest, xmax, ymin, ymax float64) map[history.Type
 			return pts
 		}
 	}
+}
+
+// cellSet is a set of the cells of a grid, w × h, a bit each: the latency
+// points are deduplicated on a grid of glyphs, a few hundred cells a
+// side, tens of thousands of points up to four times over, and a map of
+// cells cost more than the points' sort. A cell off the grid (a point
+// past the end of the run or below the axis) goes to a map.
+type cellSet struct {
+	w, h int
+	bits []uint64
+	more map[[2]int]bool
+}
+
+// reset empties the set, for a grid of w × h.
+func (s *cellSet) reset(w, h int) {
+	s.w, s.h = w, h
+	n := (w*h + 63) / 64
+	if cap(s.bits) < n {
+		s.bits = make([]uint64, n)
+	}
+	s.bits = s.bits[:n]
+	clear(s.bits)
+	clear(s.more)
+}
+
+// add puts cell (x, y) in the set and reports whether it was not there.
+func (s *cellSet) add(x, y int) bool {
+	if x < 0 || y < 0 || x >= s.w || y >= s.h {
+		if s.more == nil {
+			s.more = map[[2]int]bool{}
+		}
+		k := [2]int{x, y}
+		had := s.more[k]
+		s.more[k] = true
+		return !had
+	}
+	i := y*s.w + x
+	w, m := i>>6, uint64(1)<<(i&63)
+	had := s.bits[w]&m != 0
+	s.bits[w] |= m
+	return !had
+}
+
+// boxedScatter is a scatter whose glyph boxes (plot.GlyphBoxer) are
+// those of its points that can stand at an edge of the plot, worked out
+// once per plot: the plot pads its data area so that the glyphs at the
+// edges fit (the left-most, right-most, top-most and bottom-most box
+// within the axes, the first of equals), and asks for the boxes of every
+// plotter each time it lays itself out, six times a latency figure,
+// which normalized 5,000 points through a logarithm each time. The
+// boxes kept are, in their order, those within 10^-9 of an extreme on
+// either axis, which the data area, hundreds of points wide, places
+// apart from the others: the plot pads itself as for all of them.
+type boxedScatter struct {
+	*plotter.Scatter
+	plot  *plot.Plot
+	axes  [4]float64 // the plot's ranges the boxes were worked out for
+	boxes []plot.GlyphBox
+}
+
+// GlyphBoxes implements plot.GlyphBoxer.
+func (s *boxedScatter) GlyphBoxes(p *plot.Plot) []plot.GlyphBox {
+	axes := [4]float64{p.X.Min, p.X.Max, p.Y.Min, p.Y.Max}
+	if s.plot == p && s.axes == axes {
+		return s.boxes
+	}
+	all := s.Scatter.GlyphBoxes(p)
+	lo, hi := [2]float64{math.Inf(1), math.Inf(1)}, [2]float64{math.Inf(-1), math.Inf(-1)}
+	for _, b := range all {
+		for i, v := range [2]float64{b.X, b.Y} {
+			if v >= 0 {
+				lo[i] = math.Min(lo[i], v)
+			}
+			if v <= 1 {
+				hi[i] = math.Max(hi[i], v)
+			}
+		}
+	}
+	const near = 1e-9
+	s.boxes = s.boxes[:0]
+	for _, b := range all {
+		if math.Abs(b.X-lo[0]) <= near || math.Abs(b.X-hi[0]) <= near || math.Abs(b.Y-lo[1]) <= near || math.Abs(b.Y-hi[1]) <= near {
+			s.boxes = append(s.boxes, b)
+		}
+	}
+	s.plot, s.axes = p, axes
+	return s.boxes
 }
 
 // latencyQuantileLines are the quantiles the lower latency plot draws.

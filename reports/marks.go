@@ -93,15 +93,55 @@ func (m *marks) add(proc int, t int64, kind int) {
 
 // sorted lists the marks in a fixed order (process, kind, column), so
 // that the same history draws the same picture.
+//
+// The keys are sorted as words (packMarkKey) when they fit in one, as
+// they do but in a pathological history: a comparison of three fields
+// through a function for each of a crowded overview's tens of thousands
+// of ticks cost as much as drawing them.
 func (m *marks) sorted() []markKey {
 	ks := make([]markKey, 0, len(m.ticks))
+	words := make([]uint64, 0, len(m.ticks))
 	for k := range m.ticks {
 		ks = append(ks, k)
+		if w, ok := packMarkKey(k); ok && words != nil {
+			words = append(words, w)
+		} else {
+			words = nil
+		}
 	}
-	slices.SortFunc(ks, func(a, b markKey) int {
-		return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.kind, b.kind), cmp.Compare(a.col, b.col))
-	})
+	if words == nil {
+		slices.SortFunc(ks, func(a, b markKey) int {
+			return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.kind, b.kind), cmp.Compare(a.col, b.col))
+		})
+		return ks
+	}
+	slices.Sort(words)
+	for i, w := range words {
+		ks[i] = unpackMarkKey(w)
+	}
 	return ks
+}
+
+// Bits of a mark key packed in a word (packMarkKey): the process, the
+// kind, the column, from the highest bits down, so that words sort as
+// the keys do.
+const (
+	markColBits  = 24
+	markKindBits = 4
+	markProcBits = 64 - markColBits - markKindBits
+)
+
+// packMarkKey is k as a word, false when a part does not fit (negative,
+// or too large).
+func packMarkKey(k markKey) (uint64, bool) {
+	if k.proc < 0 || uint64(k.proc) >= 1<<markProcBits || k.kind < 0 || k.kind >= 1<<markKindBits || k.col < 0 || k.col >= 1<<markColBits {
+		return 0, false
+	}
+	return uint64(k.proc)<<(markKindBits+markColBits) | uint64(k.kind)<<markColBits | uint64(k.col), true
+}
+
+func unpackMarkKey(w uint64) markKey {
+	return markKey{proc: int(w >> (markKindBits + markColBits)), kind: int(w >> markColBits & (1<<markKindBits - 1)), col: int64(w & (1<<markColBits - 1))}
 }
 
 // writeKind classifies a write's completion as a tick; false for one that

@@ -1,9 +1,11 @@
 package reports
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,7 +56,7 @@ func TestMarksCacheIsPlainMaps(t *testing.T) {
 // time: the same cells, each with its earliest point.
 func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	l := newLatencyDigest()
+	l := newLatencyDigest(0)
 	fresh := map[pointCell]latPoint{}
 	cellT := l.cellT
 	coarsened := 0
@@ -63,7 +65,7 @@ func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 		typ := []history.Type{history.OK, history.Fail, history.Info}[rng.IntN(3)]
 		l.add(history.FAcquire, t0, t0+d, typ)
 		ms := math.Max(float64(d)/1e6, 1e-3)
-		c := newPointCell(outcomeIndex(typ), t0/cellT, int32(math.Floor(math.Log10(ms)*pointBinsPerDecade)))
+		c := newPointCell(outcomeIndex(typ), t0/cellT, int32(math.Floor(log10(ms)*pointBinsPerDecade)))
 		if _, ok := fresh[c]; !ok {
 			fresh[c] = latPoint{X: seconds(t0), Y: ms}
 		}
@@ -83,7 +85,28 @@ func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 	if coarsened < 2 {
 		t.Fatalf("the points coarsened %d times, want the map reused at least once", coarsened)
 	}
-	if l.cellT != cellT || !maps.Equal(l.points.asMap(), fresh) {
-		t.Errorf("reused map: %d points of %d ns cells; fresh maps: %d of %d ns", l.points.n, l.cellT, len(fresh), cellT)
+	if l.cellT != cellT || !maps.Equal(pointsMap(l), fresh) {
+		t.Errorf("reused map: %d points of %d ns cells; fresh maps: %d of %d ns", l.numPoints(), l.cellT, len(fresh), cellT)
+	}
+}
+
+// The marks are listed in the order of their keys' fields, process, kind
+// and column, whether the keys sort as words or, with a key that does not
+// fit in one, field by field.
+func TestMarksSortedByFields(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, odd := range []markKey{{}, {proc: -3, kind: 1, col: 5}, {proc: 2, kind: 0, col: 1 << 30}} {
+		m := newMarks(spanKey{from: 0, to: int64(time.Second)})
+		for range 5000 {
+			m.ticks[markKey{proc: rng.IntN(800), kind: rng.IntN(4), col: rng.Int64N(1200)}] = 0
+		}
+		m.ticks[odd] = 0
+		got := m.sorted()
+		want := slices.SortedFunc(maps.Keys(m.ticks), func(a, b markKey) int {
+			return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.kind, b.kind), cmp.Compare(a.col, b.col))
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("with %+v: the marks are listed out of the order of their fields", odd)
+		}
 	}
 }

@@ -28,7 +28,7 @@ type Digest struct {
 // is at time end (its overview timeline: [0, end]).
 func NewDigest(end int64) *Digest {
 	ms, mp := newMarkPass([]spanKey{window{From: 0, To: end}.key()})
-	d := newDigest(nil)
+	d := newDigest(nil, end)
 	d.marks = mp
 	return &Digest{d: d, marks: ms, mp: mp}
 }

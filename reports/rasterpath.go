@@ -50,6 +50,11 @@ type pathRaster struct {
 	saved []pen
 	width vg.Length
 
+	// trig is the cosines and sines of the last arc's curves, between
+	// trigAngles (arcTrig).
+	trig       *[arcSegments]arcAngles
+	trigAngles [2]float64
+
 	drawn int // paths drawn here, not by gg (for the tests)
 	texts int // strings written here (drawText), not by gg
 }
@@ -167,9 +172,37 @@ func (pr *pathRaster) stroke(p vg.Path) bool {
 			prev = q.pt
 		}
 	}
-	pr.r.AddStroke(pr.path, fixed.Int26_6(math.Round(pr.pen.width*64)), raster.ButtCapper, raster.RoundJoiner)
+	width := fixed.Int26_6(math.Round(pr.pen.width * 64))
+	if len(pr.path) == 8 && pr.path[0] == 0 && pr.path[4] == 1 {
+		// One segment (a tick, a grid line): no join, no curve.
+		addSegmentStroke(pr.r, fixed.Point26_6{X: pr.path[1], Y: pr.path[2]}, fixed.Point26_6{X: pr.path[5], Y: pr.path[6]}, width)
+	} else {
+		pr.r.AddStroke(pr.path, width, raster.ButtCapper, raster.RoundJoiner)
+	}
 	pr.paint()
 	return true
+}
+
+// addSegmentStroke adds to r the segment from a to b stroked width wide
+// with butt caps, as r.AddStroke adds it (freetype's stroker: the same
+// points, the same order), without the stroker's paths, a slice made and
+// grown for each: most of what a timeline strokes is one segment (a
+// tick, a grid line), and the stroker was half of stroking one. The
+// offset of the sides is the stroker's (pNorm turned a quarter, whose
+// arithmetic is freetype's, github.com/golang/freetype, FreeType
+// License): a half width along the segment's normal.
+func addSegmentStroke(r *raster.Rasterizer, a, b fixed.Point26_6, width fixed.Int26_6) {
+	var n fixed.Point26_6 // b - a normalized to width/2, turned a quarter counter-clockwise
+	d := b.Sub(a)
+	if l := fixed.Int26_6(math.Sqrt(float64(d.X)*float64(d.X) + float64(d.Y)*float64(d.Y))); l != 0 {
+		u, t := int64(width/2), int64(l)
+		n = fixed.Point26_6{X: fixed.Int26_6(int64(d.Y) * u / t), Y: -fixed.Int26_6(int64(d.X) * u / t)}
+	}
+	r.Start(a.Add(n))
+	r.Add1(b.Add(n))
+	r.Add1(b.Sub(n)) // the cap at b
+	r.Add1(a.Sub(n)) // the other side, back
+	r.Add1(a.Add(n)) // the cap at a
 }
 
 // outline gathers p's points as gg's MoveTo, LineTo, DrawArc and
@@ -232,18 +265,15 @@ func (pr *pathRaster) outline(p vg.Path, fill bool) bool {
 // when the path has no current point (has).
 func (pr *pathRaster) arc(x, y, r, angle1, angle2 float64, at func(x, y float64) fixed.Point26_6, has bool, moveTo func(fixed.Point26_6)) {
 	rx, ry := r, r
-	const n = 16
-	for i := 0; i < n; i++ {
-		p1 := float64(i+0) / n
-		p2 := float64(i+1) / n
-		a1 := angle1 + (angle2-angle1)*p1
-		a2 := angle1 + (angle2-angle1)*p2
-		x0 := x + rx*math.Cos(a1)
-		y0 := y + ry*math.Sin(a1)
-		x1 := x + rx*math.Cos((a1+a2)/2)
-		y1 := y + ry*math.Sin((a1+a2)/2)
-		x2 := x + rx*math.Cos(a2)
-		y2 := y + ry*math.Sin(a2)
+	trig := pr.arcTrig(angle1, angle2)
+	for i := range arcSegments {
+		t := &trig[i]
+		x0 := x + rx*t.cos0
+		y0 := y + ry*t.sin0
+		x1 := x + rx*t.cos1
+		y1 := y + ry*t.sin1
+		x2 := x + rx*t.cos2
+		y2 := y + ry*t.sin2
 		cx := 2*x1 - x0/2 - x2/2
 		cy := 2*y1 - y0/2 - y2/2
 		if i == 0 {
@@ -255,6 +285,36 @@ func (pr *pathRaster) arc(x, y, r, angle1, angle2 float64, at func(x, y float64)
 		}
 		pr.pts = append(pr.pts, pathPoint{pt: at(cx, cy), ctrl: true}, pathPoint{pt: at(x2, y2)})
 	}
+}
+
+// arcSegments is how many quadratic curves gg makes an arc of.
+const arcSegments = 16
+
+// arcAngles are the cosines and sines of the angles of one of an arc's
+// curves: where it starts, its middle and where it ends.
+type arcAngles struct {
+	cos0, sin0, cos1, sin1, cos2, sin2 float64
+}
+
+// arcTrig is the cosines and sines of the curves of an arc from angle1
+// to angle2, as gg computes them, kept for the next arc between the same
+// angles: a figure's arcs are its glyphs, full circles all (the latency
+// plot's thousands of points), and their trigonometry was most of
+// outlining one.
+func (pr *pathRaster) arcTrig(angle1, angle2 float64) *[arcSegments]arcAngles {
+	if pr.trig != nil && pr.trigAngles == [2]float64{angle1, angle2} {
+		return pr.trig
+	}
+	t := &[arcSegments]arcAngles{}
+	for i := range t {
+		p1 := float64(i+0) / arcSegments
+		p2 := float64(i+1) / arcSegments
+		a1 := angle1 + (angle2-angle1)*p1
+		a2 := angle1 + (angle2-angle1)*p2
+		t[i] = arcAngles{math.Cos(a1), math.Sin(a1), math.Cos((a1 + a2) / 2), math.Sin((a1 + a2) / 2), math.Cos(a2), math.Sin(a2)}
+	}
+	pr.trig, pr.trigAngles = t, [2]float64{angle1, angle2}
+	return t
 }
 
 // bounds picks a rasterizer for the pixels of pts with margin pixels

@@ -106,6 +106,7 @@ func render(ctx context.Context, dir string, rec Record, src history.Source, res
 	if err := removeOld(dir); err != nil {
 		return out, err
 	}
+	defer v.pixels.free()
 	if err := v.drawTimelines(ctx, dir, wins, zoomed); err != nil {
 		return out, err
 	}
@@ -142,12 +143,12 @@ func (v *runView) results() Results {
 }
 
 // saveStep draws one figure into dir, as base.png and base.svg, unless
-// ctx is done.
-func saveStep(ctx context.Context, dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
+// ctx is done, on the pixels the report's figures share.
+func (v *runView) saveStep(ctx context.Context, dir, base string, w, h vg.Length, fig func(draw.Canvas)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("render %s: %w", base, err)
 	}
-	if err := saveFigure(dir, base, w, h, fig); err != nil {
+	if err := saveFigureOn(&v.pixels, dir, base, w, h, fig); err != nil {
 		return fmt.Errorf("render %s: %w", base, err)
 	}
 	return nil
@@ -157,12 +158,12 @@ func saveStep(ctx context.Context, dir, base string, w, h vg.Length, fig func(dr
 // violation in zoomed (wins[k+1] of zoomed[k]).
 func (v *runView) drawTimelines(ctx context.Context, dir string, wins []window, zoomed []int) error {
 	w, h, fig, _ := v.timeline(wins[0])
-	if err := saveStep(ctx, dir, TimelineFile, w, h, fig); err != nil {
+	if err := v.saveStep(ctx, dir, TimelineFile, w, h, fig); err != nil {
 		return err
 	}
 	for k, i := range zoomed {
 		w, h, fig, _ := v.timeline(wins[k+1])
-		if err := saveStep(ctx, dir, ZoomFile(i+1), w, h, fig); err != nil {
+		if err := v.saveStep(ctx, dir, ZoomFile(i+1), w, h, fig); err != nil {
 			return err
 		}
 	}
@@ -172,11 +173,11 @@ func (v *runView) drawTimelines(ctx context.Context, dir string, wins []window, 
 // drawPlots draws the latency and rate plots.
 func (v *runView) drawPlots(ctx context.Context, dir string) error {
 	w, h, fig := v.latency()
-	if err := saveStep(ctx, dir, LatencyFile, w, h, fig); err != nil {
+	if err := v.saveStep(ctx, dir, LatencyFile, w, h, fig); err != nil {
 		return err
 	}
 	w, h, fig = v.rate()
-	return saveStep(ctx, dir, RateFile, w, h, fig)
+	return v.saveStep(ctx, dir, RateFile, w, h, fig)
 }
 
 // writeIndex writes index.html.

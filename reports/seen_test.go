@@ -71,7 +71,7 @@ func newRunView(meta RunMeta, ops []history.Op, res checker.Result) *runView {
 	if err := v.scanHolds(); err != nil { // holds in memory cannot fail
 		panic(err)
 	}
-	d := newDigest(unkept(v.res))
+	d := newDigest(unkept(v.res), lastTime(v.src))
 	if err := each(context.Background(), v.src, d.see); err != nil { // nor can a slice
 		panic(err)
 	}

@@ -135,7 +135,7 @@ func (v *runView) drawStories(ctx context.Context, dir string) ([]storyRow, erro
 		st := storyOf(vi, i+1, wins[k].ops, v.faults, lk)
 		base := StoryFile(vi.Kind)
 		w, h, fig := drawStory(st)
-		if err := saveStep(ctx, dir, base, w, h, fig); err != nil {
+		if err := v.saveStep(ctx, dir, base, w, h, fig); err != nil {
 			return rows, err
 		}
 		rows = append(rows, storyRow{N: i + 1, Kind: vi.Kind, What: findingWord(vi), Title: st.Title, PNG: base + ".png", SVG: base + ".svg",

@@ -278,12 +278,78 @@ func (c *svgCanvas) pair(b []byte, x, y float64) []byte {
 	return appendG(append(b, ','), y)
 }
 
-// appendG appends x as fmt's %.5g writes it.
+// appendG appends x as fmt's %.5g writes it: a number of the range a
+// figure's coordinates fall in (appendG5), else through strconv.
 func appendG(b []byte, x float64) []byte {
+	if out, ok := appendG5(b, x); ok {
+		return out
+	}
 	if math.IsInf(x, 0) || math.IsNaN(x) {
 		return fmt.Appendf(b, "%.*g", svgPrec, x)
 	}
 	return strconv.AppendFloat(b, x, 'g', svgPrec, 64)
+}
+
+// pow10s are the powers of ten 10^0 to 10^8, exact in a float64.
+var pow10s = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8}
+
+// appendG5 appends x as strconv writes it with 'g' and a precision of 5
+// (svgPrec) when x is at least 10^-4 and less than 10^5 in magnitude,
+// where 'g' writes it without an exponent, and its five significant
+// digits are not a tie: false, and nothing appended, otherwise. The
+// digits are x scaled by an exact power of ten and rounded: the product
+// is within a rounding of the exact one, so that a scaled x not within
+// 10^-6 of a half rounds as the exact value does. An SVG of a timeline
+// has hundreds of thousands of numbers, and strconv's correctly rounded
+// conversion of each cost as much as drawing its marks.
+func appendG5(b []byte, x float64) ([]byte, bool) {
+	ax := math.Abs(x)
+	if !(ax >= 1e-4 && ax < 1e5) { // also NaN
+		return b, false
+	}
+	e := 4 // the decimal exponent of x: 10^e <= ax < 10^(e+1)
+	v := ax
+	for v < 1e4 { // scaled by exact powers of ten: in [10^4, 10^5)
+		if e--; e < -4 {
+			return b, false
+		}
+		v = ax * pow10s[4-e]
+	}
+	if v >= 1e5 {
+		return b, false
+	}
+	fl := math.Floor(v)
+	if f := v - fl; f > 0.5-1e-6 && f < 0.5+1e-6 {
+		return b, false // a tie, or too near one to tell
+	} else if f > 0.5 {
+		fl++
+	}
+	if fl >= 1e5 { // rounded up to the next power of ten
+		return b, false
+	}
+	var d [5]byte
+	for i, r := 4, int(fl); i >= 0; i, r = i-1, r/10 {
+		d[i] = byte('0' + r%10)
+	}
+	if math.Signbit(x) {
+		b = append(b, '-')
+	}
+	n := 5 // the significant digits, without trailing zeros after the point
+	for n > max(e+1, 1) && d[n-1] == '0' {
+		n--
+	}
+	if e >= 0 {
+		b = append(b, d[:e+1]...)
+		if n > e+1 {
+			b = append(append(b, '.'), d[e+1:n]...)
+		}
+		return b, true
+	}
+	b = append(b, '0', '.')
+	for range -e - 1 {
+		b = append(b, '0')
+	}
+	return append(b, d[:n]...), true
 }
 
 // g is x as fmt's %.5g writes it.

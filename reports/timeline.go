@@ -123,7 +123,6 @@ type timelineDraw struct {
 	viols *shapes // violations, on top of holds and writes, never merged
 	top   *shapes // drawn last: rare marks stay visible on top of red
 
-	ticks map[tickKey]bool // write and expiry ticks drawn, one per pixel column, row and kind
 	// crowded is an overview with more violations than can be told apart:
 	// they are drawn thin, and counted per stretch of time in a row of
 	// their own (bins).
@@ -142,13 +141,6 @@ type drawnMarks struct {
 	overlap, otherFatal, harmless    bool
 	staleFatal, staleHarmless        bool
 	binned, grants                   bool
-}
-
-// tickKey is a tick's row, kind and pixel column.
-type tickKey struct {
-	y    float64
-	kind int
-	col  int64
 }
 
 // placedFault is a fault drawn as a labelled bar in a fault lane.
@@ -243,7 +235,6 @@ func (v *runView) newTimelineDraw(win window) *timelineDraw {
 	d.p.Y.Min, d.p.Y.Max = d.area.YMin, d.area.YMax
 	d.p.X.Padding, d.p.Y.Padding = 0, 0
 	d.base, d.under, d.viols, d.top = &shapes{}, &shapes{}, &shapes{}, &shapes{}
-	d.ticks = map[tickKey]bool{}
 	d.families = map[string]bool{}
 	return d
 }

@@ -238,14 +238,14 @@ func (d *timelineDraw) writeTicks() {
 	}
 }
 
-// tick draws a tick of kind at x in the row at y, unless one of its kind
-// is in that pixel column already.
+// tick draws a tick of kind at x in the row at y. There is one of its
+// kind per pixel column and row at most: the window's marks keep one
+// write per pixel column, process and kind (marks.add), and one expiry
+// (holdMarks.addHold), in the columns of the timeline's scale (colRes),
+// and each process has a row of its own. (A set of the ticks drawn,
+// which kept them apart once more, was a tenth of drawing a crowded
+// overview.)
 func (d *timelineDraw) tick(x, y float64, kind int) {
-	k := tickKey{y, kind, int64(math.Floor((x - d.xmin) / d.res))}
-	if d.ticks[k] {
-		return
-	}
-	d.ticks[k] = true
 	switch kind {
 	case tkAccepted:
 		d.under.tick(x, y-0.42, y+0.42, colInk, 1)

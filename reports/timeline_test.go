@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +269,49 @@ func TestTimelineOfThousandsOfProcessesIsBounded(t *testing.T) {
 	img := decodePNG(t, filepath.Join(dir, TimelineFile+".png"))
 	if h := img.Bounds().Dy(); h > (3000+400)*DPI/72 {
 		t.Fatalf("timeline %d px tall", h)
+	}
+}
+
+// A timeline draws one tick of a kind per pixel column and row at most,
+// with no set of the ticks drawn to keep them apart: the window's marks
+// keep one write per column, process and kind, and one expiry, in the
+// timeline's columns. Over a long run (many writes a column) and in a
+// close-up.
+func TestTicksAreOnePerColumnRowAndKind(t *testing.T) {
+	type tk struct {
+		y   float64
+		col color.Color
+		c   int64
+	}
+	v := newRunView(bigRun(12_000, 3))
+	every := newRunView(everyMarkFixture())
+	vi := every.res.Violations[every.zoomed()[0]]
+	for _, c := range []struct {
+		v   *runView
+		win window
+	}{
+		{v, window{From: 0, To: v.end}},
+		{v, window{From: v.end / 3, To: v.end/3 + 300*ms, Zoom: true}},
+		{every, window{From: 0, To: every.end}},
+		{every, window{From: vi.Start - 200*ms, To: vi.End + 200*ms, Zoom: true, Highlight: &vi}},
+	} {
+		d := c.v.newTimelineDraw(c.win)
+		d.writeTicks()
+		seen := map[tk]bool{}
+		n := 0
+		for _, s := range slices.Concat(d.under.items, d.top.items) {
+			if s.Kind != kTickMark && s.Kind != kGlyph {
+				continue
+			}
+			k := tk{s.Y0, s.Col, int64(math.Floor((s.X0 - d.xmin) / d.res))}
+			if seen[k] {
+				t.Errorf("window %d-%d: two ticks of colour %v in column %d of the row at %g", c.win.From, c.win.To, s.Col, k.c, s.Y0)
+			}
+			seen[k] = true
+			n++
+		}
+		if n == 0 || n != d.area.Ticks {
+			t.Errorf("window %d-%d: %d ticks in the layers, %d counted (dense %v)", c.win.From, c.win.To, n, d.area.Ticks, d.dense)
+		}
 	}
 }

@@ -34,6 +34,9 @@ type runView struct {
 	manyKeys bool
 	// why explains violations by index (Explain).
 	why map[int]string
+	// pixels are what the figures are drawn on, one after another
+	// (saveStep).
+	pixels pixelPool
 	// held are the processes and keys of the holds, for procs and keys;
 	// heldAdded and heldRecent what was put in them (addProc, recentKeys).
 	heldBy     map[int]bool
@@ -369,7 +372,7 @@ func (v *runView) firstPass(ctx context.Context, wins []window, g *Digest) (map[
 	want := unkept(v.res)
 	if d == nil || len(now) > 0 || len(want) > 0 {
 		more, mp := newMarkPass(now)
-		dd := newDigest(want)
+		dd := newDigest(want, lastTime(v.src))
 		dd.marks = mp
 		if err := each(ctx, v.src, dd.see); err != nil {
 			return nil, err
@@ -386,6 +389,15 @@ func (v *runView) firstPass(ctx context.Context, wins []window, g *Digest) (map[
 	}
 	v.digested(d)
 	return ms, nil
+}
+
+// lastTime is the time of src's last event (history.Source.LastTime), 0
+// when it cannot say: what sizes the cells of the latency points, which
+// the digest gathered while the check read the history sized the same
+// (NewDigest).
+func lastTime(src history.Source) int64 {
+	t, _ := src.LastTime()
+	return t
 }
 
 // gatherHolds adds the result's holds, in order of start, to the marks
