@@ -190,12 +190,13 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	// Each key's inputs in an array reused from key to key (nothing
 	// keeps them: boxing copies them), one per goroutine of eachKey.
 	bufs := sync.Pool{New: func() any { return new([]leaseInput) }}
+	deadline := time.Now().Add(cfg.Timeout)
 	results := eachKey(p.keys, func(key string) keyResult {
 		buf := bufs.Get().(*[]leaseInput)
 		defer bufs.Put(buf)
 		init, ins := openState(w.c.open[key]), leaseInputs(*buf, p, key, false)
 		*buf = ins
-		if sequentialLease(ctx, init, ins, cfg.Timeout) {
+		if sequentialLease(ctx, init, ins, deadline) {
 			return keyResult{nil, len(ins)}
 		}
 		ops := boxLeaseOps(ins)
