@@ -835,6 +835,7 @@ type cutter struct {
 	// history of a fresh key per cycle made an entry, and a slice of its
 	// leases, for every key.
 	spare []*keyState
+	stay  []*keyState // take's, kept from one cut to the next
 	// validated: every event satisfies Validate (a file's reader refuses
 	// one that does not), so observe need not ask again.
 	validated bool
@@ -1080,22 +1081,22 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	counters = map[string]int64{}
 	clear(c.win)
 	win := c.win[:0]
+	stay := c.stay[:0]
 	for key, k := range c.keys {
 		if c.quiet(k, c.lastTime) {
 			k.bound = math.MaxInt64
 			if k.top > 0 {
 				counters[key] = k.top
 			}
-			continue
+		} else {
+			deferred++
+			k.bound = k.split
+			if k.split > 0 && k.splitTop > 0 {
+				counters[key] = k.splitTop
+			}
+			stay = append(stay, k)
 		}
-		deferred++
-		k.bound = k.split
-		if k.split > 0 && k.splitTop > 0 {
-			counters[key] = k.splitTop
-		}
-	}
-	// What earlier cuts left, first: it precedes every fresh event.
-	for _, k := range c.keys {
+		// What earlier cuts left, first: it precedes every fresh event.
 		n, _ := slices.BinarySearchFunc(k.held, k.bound, func(op history.Op, b int64) int { return cmp.Compare(op.Index, b) })
 		if n == 0 {
 			continue
@@ -1120,22 +1121,50 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	c.fresh = c.fresh[:0]
 	clear(c.recentKeys[:])
 	c.heldBack = 0
-	for key, k := range c.keys {
-		c.heldBack += len(k.held)
-		if k.bound == math.MaxInt64 {
-			delete(c.keys, key) // nothing of it is left to follow
-			if len(c.spare) < spareKeys {
-				// Nothing points to it now (recentKeys is clear).
-				c.spare = append(c.spare, k)
-			}
-		} else {
-			k.split = 0 // taken
-		}
-	}
+	c.letGo(stay)
 	c.win = win
 	c.since = 0
 	c.sweep()
 	return win, counters, deferred
+}
+
+// letGo drops the keys take found quiet (nothing of them is left to
+// follow) and keeps stay, the others. When the quiet are most of them (a
+// window of fresh keys), the map is emptied and stay put back: deleting
+// each key cost a hash and a probe of it.
+func (c *cutter) letGo(stay []*keyState) {
+	for _, k := range stay {
+		c.heldBack += len(k.held)
+		k.split = 0 // taken
+	}
+	if len(stay) > len(c.keys)/2 {
+		for key, k := range c.keys {
+			if k.bound == math.MaxInt64 {
+				delete(c.keys, key)
+				c.spareKey(k)
+			}
+		}
+	} else {
+		for _, k := range c.keys {
+			if k.bound == math.MaxInt64 {
+				c.spareKey(k)
+			}
+		}
+		clear(c.keys)
+		for _, k := range stay {
+			c.keys[k.name] = k
+		}
+	}
+	clear(stay)
+	c.stay = stay[:0]
+}
+
+// spareKey keeps k, a key's state nothing points to now (recentKeys is
+// clear), for a key to come.
+func (c *cutter) spareKey(k *keyState) {
+	if len(c.spare) < spareKeys {
+		c.spare = append(c.spare, k)
+	}
 }
 
 // commit carries the counter values a window's keys reached into cr, for

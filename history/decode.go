@@ -27,7 +27,7 @@ import (
 // from slabs, so that a long history costs few allocations and little
 // memory.
 type decoder struct {
-	strs   []string           // interned strings, by internSlot (internSlots of them)
+	strs   []interned         // by hash (internSlots of them)
 	seed   maphash.Seed       // of internSlot
 	recent [recentKeys]string // the latest interned strings, by recentSlot
 	values []Value
@@ -50,11 +50,19 @@ const recentKeys = 64
 // every key of a history of a fresh key per cycle. 64 KB.
 const internSlots = 1 << 12
 
+// interned is a slot of the interning table: a string and its hash, which
+// tells most strings apart without reading the older one's bytes (a cache
+// miss when the table's keys come and go).
+type interned struct {
+	h uint64
+	s string
+}
+
 // slab is how many Values (and counters) are allocated at once.
 const slab = 1024
 
 func newDecoder() *decoder {
-	return &decoder{strs: make([]string, internSlots), seed: maphash.MakeSeed()}
+	return &decoder{strs: make([]interned, internSlots), seed: maphash.MakeSeed()}
 }
 
 // decode parses one trimmed, non-empty line into an event that satisfies
@@ -489,12 +497,13 @@ func (d *decoder) intern(b []byte) string {
 	if r := d.recent[slot]; r == string(b) {
 		return r
 	}
-	at := &d.strs[maphash.Bytes(d.seed, b)&(internSlots-1)]
-	if *at != string(b) {
-		*at = string(b)
+	h := maphash.Bytes(d.seed, b)
+	at := &d.strs[h&(internSlots-1)]
+	if at.h != h || at.s != string(b) {
+		*at = interned{h, string(b)}
 	}
-	d.recent[slot] = *at
-	return *at
+	d.recent[slot] = at.s
+	return at.s
 }
 
 // recentSlot is b's place in decoder.recent: from its length and last two

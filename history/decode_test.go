@@ -249,14 +249,14 @@ func TestInternTableStaysSmall(t *testing.T) {
 	}
 	held := 0
 	for _, s := range d.strs {
-		if s != "" {
+		if s.s != "" {
 			held++
 		}
 	}
 	if held < internSlots/2 {
 		t.Fatalf("%d of %d slots hold a string after %d keys", held, internSlots, 3*internSlots)
 	}
-	if !slices.Contains(d.strs, fmt.Sprintf("key-%d", 3*internSlots-1)) {
+	if !slices.ContainsFunc(d.strs, func(s interned) bool { return s.s == fmt.Sprintf("key-%d", 3*internSlots-1) }) {
 		t.Fatal("the latest key was not interned")
 	}
 }
