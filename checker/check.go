@@ -49,7 +49,8 @@ type Config struct {
 	// not read the history again.
 	Observe func(*history.Op)
 
-	// carryInMemory is pkHot for tests (0: pkHot).
+	// carryInMemory is pkHot for tests, fixed (0: pkHot, which may grow
+	// to pkHotMax: see pkStore.grow).
 	carryInMemory int
 }
 

@@ -28,7 +28,12 @@ type pkStore struct {
 	over  map[procKey]*pkCarry
 	dir   string
 	hot   int // evict when m holds more than this
-	base  int // hot at least
+	base  int // hot at least (see pkHot)
+	top   int // how far base grows
+	// moved is how many entries the latest eviction moved, loads how
+	// many entries were read back since: the entries of keys that come
+	// back soon make base grow (see grow).
+	lastMoved, loads int
 	f     *os.File
 	off   int64
 	index spillIndex // hash of a procKey → offset of its latest record
@@ -79,11 +84,16 @@ type pkMove struct {
 // eviction's cost was misses), at 4,096 it moves every window's right
 // after it, while they are still warm (the check of a million keys
 // 0.85x of the CPU). A history of few keys has far fewer entries than
-// that (10 keys and 22 processes: 220), and it holds busy keys' entries.
+// that (10 keys and 22 processes: 220), and it holds busy keys' entries;
+// one whose entries come back after a cut moved them has the store keep
+// up to pkHotMax (see grow).
 const pkHot = 1 << 12
 
+// pkHotMax is how far base grows: 16,384 entries (about 4 MB).
+const pkHotMax = 1 << 14
+
 func newPKStore(dir string) *pkStore {
-	return &pkStore{m: map[uint64]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, seed: maphash.MakeSeed()}
+	return &pkStore{m: map[uint64]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, top: pkHotMax, seed: maphash.MakeSeed()}
 }
 
 // get is k's entry, or nil.
@@ -170,6 +180,7 @@ func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent, uint64) {
 	if pc == nil && s.index.n > 0 {
 		if pc = s.load(k, h); pc != nil {
 			s.put(k, h, pc)
+			s.loads++
 		}
 	}
 	if pc != nil {
@@ -253,7 +264,22 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	}
 	clear(moved) // let go of the keys
 	s.moved = moved[:0]
+	s.grow()
+	s.lastMoved, s.loads = len(moved), 0
 	s.hot = max(s.base, 2*s.inMemory())
+}
+
+// grow doubles base, up to top (pkHotMax), when the entries the store moved to
+// its file come back: an eighth or more of those the latest eviction
+// moved were read back before this one. A history whose keys recur (a
+// thousand keys and ten clients: ten thousand entries, each at rest
+// between its key's cycles) would otherwise move its entries out and
+// read them back at every cut; one of a fresh key per cycle reads none
+// back, and keeps base at pkHot.
+func (s *pkStore) grow() {
+	if s.lastMoved > 0 && s.loads*8 >= s.lastMoved {
+		s.base = max(s.base, min(2*s.base, s.top))
+	}
 }
 
 // release takes the moved entries out of memory; stay are those that

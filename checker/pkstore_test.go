@@ -137,3 +137,48 @@ func TestPKStoreTellsApartEntriesOfOneHash(t *testing.T) {
 		t.Fatalf("after the second left: got %v and %v", s.mem(b, h), s.mem(c, h))
 	}
 }
+
+// TestPKStoreGrowsWhenEntriesComeBack: a store whose moved entries are
+// read back before its next eviction keeps more in memory (base doubles,
+// up to top); one whose moved entries stay in the file (a fresh key per
+// cycle) keeps base.
+func TestPKStoreGrowsWhenEntriesComeBack(t *testing.T) {
+	fill := func(s *pkStore, from, n int) {
+		for i := from; i < from+n; i++ {
+			s.at(procKey{0, fmt.Sprintf("key-%d", i)}).held = true
+		}
+	}
+	idle := func(string) bool { return false }
+	fresh := newPKStore(t.TempDir())
+	fresh.hot, fresh.base, fresh.top = 100, 100, 400
+	for round := range 5 {
+		fill(fresh, round*200, 200) // new keys only
+		fresh.evict(idle)
+	}
+	if fresh.base != 100 {
+		t.Fatalf("a store of fresh keys grew base to %d, want 100", fresh.base)
+	}
+	fresh.close()
+	back := newPKStore(t.TempDir())
+	back.hot, back.base, back.top = 100, 100, 400
+	var bases []int
+	for range 5 {
+		fill(back, 0, 200) // the same keys: read back after the first round
+		back.evict(idle)
+		bases = append(bases, back.base)
+	}
+	// From the third round on the 200 entries fit under base: they stay
+	// in memory, and are read back no more.
+	if want := []int{100, 200, 200, 200, 200}; !slices.Equal(bases, want) || back.inMemory() != 200 {
+		t.Fatalf("base after each eviction %v, want %v; %d in memory, want 200", bases, want, back.inMemory())
+	}
+	// Up to top, not past it.
+	fill(back, 200, 600)
+	back.evict(idle) // moves all 800
+	fill(back, 0, 800)
+	back.evict(idle)
+	if back.base != 400 {
+		t.Fatalf("base grew to %d, want top, 400", back.base)
+	}
+	back.close()
+}

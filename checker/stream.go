@@ -358,7 +358,7 @@ type pkCarry struct {
 func newCarry(spillDir string, hot int) *carry {
 	oc := newOrphanCarry(spillDir)
 	if hot > 0 {
-		oc.calls.hot, oc.calls.base = hot, hot
+		oc.calls.hot, oc.calls.base, oc.calls.top = hot, hot, hot
 	}
 	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
