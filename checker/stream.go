@@ -812,14 +812,18 @@ func sortViolations(vs []Violation) {
 // later window. It keeps what is pending, open or held back, never what a
 // window took.
 type cutter struct {
-	fresh    []history.Op     // the events since the last cut, in order
-	win      []history.Op     // the last window's events (reused)
-	gpending map[pendKey]bool // global invocations not yet completed
-	procs    map[history.Process]*procState
-	keys     map[string]*keyState // keys with events held back or state open
-	rel      *pkStore             // each process and key's latest acquire and release (relDone, held, released)
-	never    bool                 // no cut for the rest of the history
-	disorder bool
+	fresh []history.Op // the events since the last cut, in order
+	// freshKeys is the state of each of fresh's keys, nil for a global
+	// event: take finds them there rather than by key again (a window
+	// of fresh keys looked a map up for every key).
+	freshKeys []*keyState
+	win       []history.Op     // the last window's events (reused)
+	gpending  map[pendKey]bool // global invocations not yet completed
+	procs     map[history.Process]*procState
+	keys      map[string]*keyState // keys with events held back or state open
+	rel       *pkStore             // each process and key's latest acquire and release (relDone, held, released)
+	never     bool                 // no cut for the rest of the history
+	disorder  bool
 	// carried: keys split past a crashed holder's lease that never
 	// expires (see forgone): a renewer thread's event on one (its renewals
 	// and orphans follow its owner across claims, which the windows after
@@ -1106,19 +1110,17 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 		k.held = append([]history.Op(nil), k.held[n:]...)
 	}
 	slices.SortFunc(win, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
-	for _, op := range c.fresh {
-		if isGlobal(&op) {
-			win = append(win, op)
-			continue
-		}
-		if k := c.lookup(op.Key); op.Index < k.bound {
-			win = append(win, op)
+	for i, op := range c.fresh {
+		if k := c.freshKeys[i]; k == nil || op.Index < k.bound {
+			win = append(win, op) // global, or taken
 		} else {
 			k.held = append(k.held, op)
 		}
 	}
 	clear(c.fresh)
 	c.fresh = c.fresh[:0]
+	clear(c.freshKeys)
+	c.freshKeys = c.freshKeys[:0]
 	clear(c.recentKeys[:])
 	c.heldBack = 0
 	c.letGo(stay)
@@ -1193,7 +1195,7 @@ func (c *cutter) rest() []history.Op {
 		slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 		ops = append(ops, c.fresh...)
 	}
-	c.fresh, c.win, c.keys = nil, nil, nil
+	c.fresh, c.freshKeys, c.win, c.keys = nil, nil, nil, nil
 	clear(c.recentKeys[:])
 	return ops
 }
@@ -1223,10 +1225,12 @@ func (c *cutter) observe(op *history.Op) {
 	c.lastTime, c.lastIndex = op.Time, op.Index
 	c.fresh = append(c.fresh, *op)
 	if isGlobal(op) {
+		c.freshKeys = append(c.freshKeys, nil)
 		c.observeGlobal(op, ps)
 		return
 	}
 	k := c.key(op.Key)
+	c.freshKeys = append(c.freshKeys, k)
 	if k.seen && c.quiet(k, op.Time-1) && k.lastTime < op.Time {
 		// Quiet just before op, strictly earlier: a split point.
 		k.split, k.splitTop = op.Index, k.top
