@@ -89,7 +89,9 @@ func buildClaims(p *prepared) map[string][]claim {
 	// a window of fresh keys made a slice, grown, per key.
 	arena := make([]claim, 0, grants(p))
 	var keys []string // of out, in windowKeys' order
-	for _, wk := range windowKeys(p) {
+	wks := windowKeys(p)
+	for i := range wks {
+		wk := &wks[i]
 		ke.reset()
 		for _, i := range wk.calls {
 			ke.add(&p.calls[i])
@@ -105,7 +107,7 @@ func buildClaims(p *prepared) map[string][]claim {
 		slices.SortFunc(cs, func(a, b claim) int {
 			return cmp.Compare(a.grant, b.grant) // index order is start order (and no two claims have one grant)
 		})
-		out[wk.key] = cs
+		out[wk.key], wk.claims = cs, cs
 		keys = append(keys, wk.key)
 	}
 	p.claims, p.claimOrder = out, keys

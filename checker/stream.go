@@ -502,7 +502,7 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 		// with it (liveness, coverage).
 		a.c.heal = p.heal
 	}
-	a.carryClaims(p, byKey)
+	a.carryClaims(p)
 }
 
 // prepare pairs the window's calls, builds its claims and keeps its holds,
@@ -588,11 +588,11 @@ func (a *accumulator) judge(ops []history.Op, p *prepared, byKey map[string][]cl
 // before this one's, before this call; and once liveness has failed (it
 // runs no more) it is never read again, so keeping it then too changes
 // nothing.
-func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
+func (a *accumulator) carryClaims(p *prepared) {
 	var ents pkEntries
 	for _, wk := range windowKeys(p) {
-		ents = ents.reset(a.c.pk, wk.key)
-		for _, cl := range byKey[wk.key] {
+		ents.reset(a.c.pk, wk.key)
+		for _, cl := range wk.claims {
 			pc := ents.of(cl.proc).pc
 			pc.claimEnd, pc.claimGrant, pc.hasClaim = cl.end.t, cl.grant, true
 			if _, dead := p.crashed(cl.proc); dead && cl.end == forever && cl.deadline == never {
@@ -655,10 +655,12 @@ type pkEntry struct {
 	granted bool
 }
 
-// reset is e for key, with no entry looked up yet.
-func (e pkEntries) reset(store *pkStore, key string) pkEntries {
-	clear(e.list)
-	return pkEntries{store: store, key: key, list: e.list[:0]}
+// reset makes e key's, with no entry looked up yet. The list's array is
+// kept as it is: the entries it points to are the store's (clearing it
+// for every key, with the collector's write barriers, cost a fifth of
+// carrying a window of fresh keys), and e lasts one carryClaims.
+func (e *pkEntries) reset(store *pkStore, key string) {
+	e.store, e.key, e.list = store, key, e.list[:0]
 }
 
 // of is proc's entry of the key, made if need be.
@@ -672,11 +674,13 @@ func (e *pkEntries) of(proc int) *pkEntry {
 	return &e.list[len(e.list)-1]
 }
 
-// windowKey is a key of a window, and the positions in p.calls of its
-// calls, in order.
+// windowKey is a key of a window, the positions in p.calls of its calls,
+// in order, and its claims (buildClaims': byKey's, without looking the
+// key up in it again).
 type windowKey struct {
-	key   string
-	calls []int
+	key    string
+	calls  []int
+	claims []claim
 }
 
 // windowKeys is every key p's calls name, in p.keys' order, "" first when
@@ -695,10 +699,10 @@ func windowKeys(p *prepared) []windowKey {
 				calls = append(calls, i)
 			}
 		}
-		p.wkeys = append(p.wkeys, windowKey{"", calls})
+		p.wkeys = append(p.wkeys, windowKey{key: "", calls: calls})
 	}
 	for _, k := range p.keys {
-		p.wkeys = append(p.wkeys, windowKey{k, p.keyCalls[k]})
+		p.wkeys = append(p.wkeys, windowKey{key: k, calls: p.keyCalls[k]})
 	}
 	return p.wkeys
 }
