@@ -24,22 +24,22 @@ type pkStore struct {
 	// apart): lookup hashes k anyway, for recent and the file's index,
 	// and a map by procKey hashed it again, an int and a string through
 	// the generic hash, at every lookup, insertion and deletion.
-	m     map[uint64]*pkCarry
-	over  map[procKey]*pkCarry
-	dir   string
-	hot   int // evict when m holds more than this
-	base  int // hot at least (see pkHot)
-	top   int // how far base grows
-	// moved is how many entries the latest eviction moved, loads how
-	// many entries were read back since: the entries of keys that come
-	// back soon make base grow (see grow).
+	m    map[uint64]*pkCarry
+	over map[procKey]*pkCarry
+	dir  string
+	hot  int // evict when m holds more than this
+	base int // hot at least (see pkHot)
+	top  int // how far base grows
+	// lastMoved is how many entries the latest eviction moved, loads
+	// how many entries were read back since: the entries of keys that
+	// come back soon make base grow (see grow).
 	lastMoved, loads int
-	f     *os.File
-	off   int64
-	index spillIndex // hash of a procKey → offset of its latest record
-	seed  maphash.Seed
-	buf   []byte
-	err   error
+	f                *os.File
+	off              int64
+	index            spillIndex // hash of a procKey → offset of its latest record
+	seed             maphash.Seed
+	buf              []byte
+	err              error
 	// recent is the entries looked up lately, by slot: a window asks
 	// for each process and key's entry several times (the cutter at its
 	// grant and release, the orphan carry and carryClaims after the
@@ -269,9 +269,9 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	s.hot = max(s.base, 2*s.inMemory())
 }
 
-// grow doubles base, up to top (pkHotMax), when the entries the store moved to
-// its file come back: an eighth or more of those the latest eviction
-// moved were read back before this one. A history whose keys recur (a
+// grow doubles base, up to top (pkHotMax), when the entries the store
+// moved to its file come back: an eighth or more of those the latest
+// eviction moved were read back before this one. A history whose keys recur (a
 // thousand keys and ten clients: ten thousand entries, each at rest
 // between its key's cycles) would otherwise move its entries out and
 // read them back at every cut; one of a fresh key per cycle reads none
