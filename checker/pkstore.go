@@ -48,8 +48,17 @@ type pkStore struct {
 	// where a lookup cost more than the rest of following the key.
 	// Cleared whenever an entry leaves m (evict).
 	recent [pkRecentSlots]pkRecent
-	moved  []pkMove // evict's, kept from one eviction to the next
-	stay   []*pkCarry
+	// made is the entries made since the latest window was carried (see
+	// forgetMade), in the order they were made: the cutter makes a
+	// process and key's entry at its grant, and carryClaims asks for
+	// them again after the window in about that order, first of made
+	// from next on (lately), then of recent and the maps (a window of
+	// fresh keys, too many for recent, looked every one up in the map
+	// again).
+	made  []pkRecent
+	next  int
+	moved []pkMove // evict's, kept from one eviction to the next
+	stay  []*pkCarry
 	// spare is entries an eviction moved to the file, for new ones: a
 	// history of a fresh key per cycle made one, and an array of its
 	// releases, for every process and key. Nothing points to an entry
@@ -109,8 +118,37 @@ func (s *pkStore) at(k procKey) *pkCarry {
 		pc = s.newEntry()
 		s.put(k, h, pc)
 		*r = pkRecent{k, pc}
+		s.made = append(s.made, *r)
 	}
 	return pc
+}
+
+// pkLookahead is how far lately looks among the entries made: the
+// clients' grants come in a different order from their invocations (which
+// order a window's keys), by a few places.
+const pkLookahead = 32
+
+// lately is k's entry, made if need be (at), looked for first among the
+// next pkLookahead entries made (see made). Whatever it finds there is
+// k's entry: an entry leaves memory only at an eviction, which empties
+// made.
+func (s *pkStore) lately(k procKey) *pkCarry {
+	end := min(len(s.made), s.next+pkLookahead)
+	for i := s.next; i < end; i++ {
+		if m := s.made[i]; m.k.proc == k.proc && m.k.key == k.key {
+			s.made[i], s.made[s.next] = s.made[s.next], m
+			s.next++
+			return m.pc
+		}
+	}
+	return s.at(k)
+}
+
+// forgetMade empties made: the window's entries were carried (or leave
+// memory).
+func (s *pkStore) forgetMade() {
+	clear(s.made)
+	s.made, s.next = s.made[:0], 0
 }
 
 // newEntry is an empty entry: a spare one (its releases' array kept), or
@@ -215,6 +253,7 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		_ = os.Remove(f.Name())
 		s.f = f
 	}
+	s.forgetMade()
 	s.buf = s.buf[:0]
 	moved, stay := s.moved[:0], s.stay[:0]
 	// The records are written in chunks of about spillChunk bytes at

@@ -182,3 +182,43 @@ func TestPKStoreGrowsWhenEntriesComeBack(t *testing.T) {
 	}
 	back.close()
 }
+
+// TestPKStoreLatelyFindsWhatAtWould: entries asked for again in about the
+// order they were made are found among those made, others (asked far out
+// of order, never made, made before an eviction) where at finds them; in
+// every case the entry is the one at gives.
+func TestPKStoreLatelyFindsWhatAtWould(t *testing.T) {
+	s := newPKStore(t.TempDir())
+	s.hot, s.base, s.top = 50, 50, 50
+	key := func(i int) procKey { return procKey{i % 10, fmt.Sprintf("key-%d", i)} }
+	made := map[procKey]*pkCarry{}
+	for i := range 100 {
+		made[key(i)] = s.at(key(i))
+	}
+	// Asked in pairs swapped, and the last one first (out of reach).
+	order := []int{99}
+	for i := 0; i < 98; i += 2 {
+		order = append(order, i+1, i)
+	}
+	order = append(order, 98)
+	for _, i := range order {
+		if got := s.lately(key(i)); got != made[key(i)] {
+			t.Fatalf("lately(%v) is not the entry at made", key(i))
+		}
+	}
+	if s.next < 95 {
+		t.Fatalf("%d of 100 entries found among those made, want 95 or more", s.next)
+	}
+	if pc := s.lately(procKey{3, "never"}); pc == nil || pc != s.get(procKey{3, "never"}) {
+		t.Fatal("an entry never made was not made")
+	}
+	s.evict(func(string) bool { return false })
+	if len(s.made) != 0 {
+		t.Fatalf("%d entries made before an eviction are still in made", len(s.made))
+	}
+	pc := s.lately(key(5)) // read back from the file
+	if pc == nil || pc.spilled == 0 || pc != s.get(key(5)) {
+		t.Fatal("an entry moved to the file did not come back from it")
+	}
+	s.close()
+}

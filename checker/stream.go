@@ -605,6 +605,7 @@ func (a *accumulator) carryClaims(p *prepared) {
 			a.carryCall(&p.calls[i], &ents)
 		}
 	}
+	a.c.pk.forgetMade()
 }
 
 // carryCall carries what the windows after need of call c (see
@@ -670,7 +671,7 @@ func (e *pkEntries) of(proc int) *pkEntry {
 			return &e.list[i]
 		}
 	}
-	e.list = append(e.list, pkEntry{proc: proc, pc: e.store.at(procKey{proc, e.key})})
+	e.list = append(e.list, pkEntry{proc: proc, pc: e.store.lately(procKey{proc, e.key})})
 	return &e.list[len(e.list)-1]
 }
 
