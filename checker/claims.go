@@ -359,7 +359,7 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 	keys := claimKeys(p, byKey)
 	added := false
 	for k := range open {
-		if _, claims := byKey[k]; !claims && len(releasesOK(p, k)) > 0 {
+		if _, claims := byKey[k]; !claims && len(releasesOK(nil, p, k)) > 0 {
 			keys = append(keys, k) // releases inside a carried claim
 			added = true
 		}
@@ -368,21 +368,25 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 		keys = slices.Clone(keys) // not claimKeys' own
 		slices.Sort(keys)
 	}
+	var rels []*call // each key's releases ok, in one array
 	for _, k := range keys {
 		cs := byKey[k]
 		f.findOverlaps(p, k, cs, open[k], rep)
-		f.findForeignReleases(k, cs, open[k], releasesOK(p, k), rep)
+		rels = releasesOK(rels[:0], p, k)
+		f.findForeignReleases(k, cs, open[k], rels, rep)
 		f.findLostLeases(k, cs, lost[k], rep)
 	}
 	return f
 }
 
-// releasesOK is key k's releases ok in p, in p.calls' order: from the
-// key's calls (p.keyCalls), not a map of every key's releases, which a
-// window of thousands of keys filled at a cost greater than the analysis
-// (a keyless call has no list there: its key's are looked for in all).
-func releasesOK(p *prepared, k string) []*call {
-	var out []*call
+// releasesOK is dst with key k's releases ok in p appended, in p.calls'
+// order: from the key's calls (p.keyCalls), not a map of every key's
+// releases, which a window of thousands of keys filled at a cost greater
+// than the analysis (a keyless call has no list there: its key's are
+// looked for in all). A caller going key by key passes the same array
+// for each (a window of fresh keys made a slice for each key).
+func releasesOK(dst []*call, p *prepared, k string) []*call {
+	out := dst
 	add := func(c *call) {
 		if c.f == history.FRelease && c.typ == history.OK && c.key == k {
 			out = append(out, c)
