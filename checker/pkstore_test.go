@@ -222,3 +222,27 @@ func TestPKStoreLatelyFindsWhatAtWould(t *testing.T) {
 	}
 	s.close()
 }
+
+// TestSpillIndexSeenTellsMostAbsentTags: every tag put passes the index's
+// bits (find reads the table for it), and most tags never put do not.
+func TestSpillIndexSeenTellsMostAbsentTags(t *testing.T) {
+	var x spillIndex
+	for i := range uint64(100_000) {
+		x.put(i*2654435761%(1<<spillTagBits), -1, int64(i)*spillAlign)
+	}
+	for i := range uint64(100_000) {
+		if !x.mayHold(i * 2654435761 % (1 << spillTagBits)) {
+			t.Fatalf("tag of entry %d: bit clear", i)
+		}
+	}
+	passed := 0
+	for i := range uint64(100_000) {
+		if x.mayHold((i*2654435761 + 12345) % (1 << spillTagBits)) {
+			passed++
+		}
+	}
+	if passed > 25_000 {
+		t.Fatalf("%d of 100,000 tags never put passed the bits, want at most a quarter", passed)
+	}
+	t.Logf("%d of 100,000 absent tags passed", passed)
+}
