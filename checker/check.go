@@ -192,10 +192,18 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	// keeps them: boxing copies them), one per goroutine of eachKey.
 	bufs := sync.Pool{New: func() any { return new([]leaseInput) }}
 	deadline := time.Now().Add(cfg.Timeout)
-	results := eachKey(p.keys, func(key string) keyResult {
+	// Each key's calls, beside p.keys (windowKeys puts the keyless
+	// calls, in no key of p.keys, first).
+	wks := windowKeys(p)
+	wks = wks[len(wks)-len(p.keys):]
+	results := eachKey(p.keys, func(i int, key string) keyResult {
 		buf := bufs.Get().(*[]leaseInput)
 		defer bufs.Put(buf)
-		init, ins := openState(w.c.open[key]), leaseInputs(*buf, p, key, false)
+		calls := wks[i].calls
+		if wks[i].key != key {
+			calls = p.keyCalls[key] // a guard: windowKeys lists p.keys in order
+		}
+		init, ins := openState(w.c.open[key]), leaseInputs(*buf, p, calls, false)
 		*buf = ins
 		if sequentialLease(ctx, init, ins, deadline) {
 			return keyResult{nil, len(ins)}
