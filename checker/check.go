@@ -49,7 +49,8 @@ type Config struct {
 	// not read the history again.
 	Observe func(*history.Op)
 
-	// carryInMemory is pkHot for tests (0: pkHot).
+	// carryInMemory is pkHot for tests, fixed (0: pkHot, which may grow
+	// to pkHotMax: see pkStore.grow).
 	carryInMemory int
 }
 
@@ -190,12 +191,21 @@ func checkPromise(ctx context.Context, p *prepared, byKey map[string][]claim, cf
 	// Each key's inputs in an array reused from key to key (nothing
 	// keeps them: boxing copies them), one per goroutine of eachKey.
 	bufs := sync.Pool{New: func() any { return new([]leaseInput) }}
-	results := eachKey(p.keys, func(key string) keyResult {
+	deadline := time.Now().Add(cfg.Timeout)
+	// Each key's calls, beside p.keys (windowKeys puts the keyless
+	// calls, in no key of p.keys, first).
+	wks := windowKeys(p)
+	wks = wks[len(wks)-len(p.keys):]
+	results := eachKey(p.keys, func(i int, key string) keyResult {
 		buf := bufs.Get().(*[]leaseInput)
 		defer bufs.Put(buf)
-		init, ins := openState(w.c.open[key]), leaseInputs(*buf, p, key, false)
+		calls := wks[i].calls
+		if wks[i].key != key {
+			calls = p.keyCalls[key] // a guard: windowKeys lists p.keys in order
+		}
+		init, ins := openState(w.c.open[key]), leaseInputs(*buf, p, calls, false)
 		*buf = ins
-		if sequentialLease(ctx, init, ins, cfg.Timeout) {
+		if sequentialLease(ctx, init, ins, deadline) {
 			return keyResult{nil, len(ins)}
 		}
 		ops := boxLeaseOps(ins)

@@ -89,7 +89,9 @@ func buildClaims(p *prepared) map[string][]claim {
 	// a window of fresh keys made a slice, grown, per key.
 	arena := make([]claim, 0, grants(p))
 	var keys []string // of out, in windowKeys' order
-	for _, wk := range windowKeys(p) {
+	wks := windowKeys(p)
+	for i := range wks {
+		wk := &wks[i]
 		ke.reset()
 		for _, i := range wk.calls {
 			ke.add(&p.calls[i])
@@ -105,7 +107,7 @@ func buildClaims(p *prepared) map[string][]claim {
 		slices.SortFunc(cs, func(a, b claim) int {
 			return cmp.Compare(a.grant, b.grant) // index order is start order (and no two claims have one grant)
 		})
-		out[wk.key] = cs
+		out[wk.key], wk.claims = cs, cs
 		keys = append(keys, wk.key)
 	}
 	p.claims, p.claimOrder = out, keys
@@ -357,7 +359,7 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 	keys := claimKeys(p, byKey)
 	added := false
 	for k := range open {
-		if _, claims := byKey[k]; !claims && len(releasesOK(p, k)) > 0 {
+		if _, claims := byKey[k]; !claims && len(releasesOK(nil, p, k)) > 0 {
 			keys = append(keys, k) // releases inside a carried claim
 			added = true
 		}
@@ -366,21 +368,25 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 		keys = slices.Clone(keys) // not claimKeys' own
 		slices.Sort(keys)
 	}
+	var rels []*call // each key's releases ok, in one array
 	for _, k := range keys {
 		cs := byKey[k]
 		f.findOverlaps(p, k, cs, open[k], rep)
-		f.findForeignReleases(k, cs, open[k], releasesOK(p, k), rep)
+		rels = releasesOK(rels[:0], p, k)
+		f.findForeignReleases(k, cs, open[k], rels, rep)
 		f.findLostLeases(k, cs, lost[k], rep)
 	}
 	return f
 }
 
-// releasesOK is key k's releases ok in p, in p.calls' order: from the
-// key's calls (p.keyCalls), not a map of every key's releases, which a
-// window of thousands of keys filled at a cost greater than the analysis
-// (a keyless call has no list there: its key's are looked for in all).
-func releasesOK(p *prepared, k string) []*call {
-	var out []*call
+// releasesOK is dst with key k's releases ok in p appended, in p.calls'
+// order: from the key's calls (p.keyCalls), not a map of every key's
+// releases, which a window of thousands of keys filled at a cost greater
+// than the analysis (a keyless call has no list there: its key's are
+// looked for in all). A caller going key by key passes the same array
+// for each (a window of fresh keys made a slice for each key).
+func releasesOK(dst []*call, p *prepared, k string) []*call {
+	out := dst
 	add := func(c *call) {
 		if c.f == history.FRelease && c.typ == history.OK && c.key == k {
 			out = append(out, c)

@@ -204,7 +204,7 @@ func describeLeaseState(s LeaseState) string {
 // where that cannot matter (noops, give-ups), to keep the search and the
 // pictures small.
 func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
-	return boxLeaseOps(leaseInputs(nil, p, key, noops))
+	return boxLeaseOps(leaseInputs(nil, p, p.keyCalls[key], noops))
 }
 
 // leaseInput is one operation of leaseOps before porcupine's boxing: its
@@ -224,10 +224,10 @@ func boxLeaseOps(ins []leaseInput) []porcupine.Operation {
 	return out
 }
 
-// leaseInputs is leaseOps before boxing, in buf's array if it has room
-// (a caller going key by key reuses one).
-func leaseInputs(buf []leaseInput, p *prepared, key string, noops bool) []leaseInput {
-	calls := p.keyCalls[key]
+// leaseInputs is leaseOps before boxing, of the key whose calls (their
+// places in p.calls, p.keyCalls') are calls, in buf's array if it has
+// room (a caller going key by key reuses one).
+func leaseInputs(buf []leaseInput, p *prepared, calls []int, noops bool) []leaseInput {
 	out := buf[:0]
 	if cap(out) < len(calls) {
 		out = make([]leaseInput, 0, len(calls)) // at most one each
@@ -306,9 +306,12 @@ func leaseInputs(buf []leaseInput, p *prepared, key string, noops bool) []leaseI
 // same pure model, which a done ctx would make accept everything: so
 // ctx must not be done by the end, nor the deadline passed), without
 // boxing every operation for porcupine, which most keys of a run of many
-// keys never need. false: check them with checkOwnModel.
-func sequentialLease(ctx context.Context, init LeaseState, ins []leaseInput, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
+// keys never need. false: check them with checkOwnModel. deadline is the
+// caller's, made once for all of a window's keys (reading the clock twice
+// a key was a fiftieth of the check of a million keys): no later than
+// porcupine's for this key would be, so the replay says Ok only where
+// porcupine would have had the time to.
+func sequentialLease(ctx context.Context, init LeaseState, ins []leaseInput, deadline time.Time) bool {
 	if ctx.Err() != nil {
 		return false
 	}

@@ -13,12 +13,14 @@ import (
 // partitioning by key: an operation on one key never constrains another).
 // A panic in f is raised again on the caller's goroutine, where guard
 // turns it into Unknown.
-func eachKey[T any](keys []string, f func(key string) T) []T {
+// f is given each key's place in keys too, where the caller keeps what
+// it knows of the key beside keys (a lookup by key less).
+func eachKey[T any](keys []string, f func(i int, key string) T) []T {
 	out := make([]T, len(keys))
 	workers := min(runtime.GOMAXPROCS(0), len(keys))
 	if workers <= 1 {
 		for i, k := range keys {
-			out[i] = f(k)
+			out[i] = f(i, k)
 		}
 		return out
 	}
@@ -41,7 +43,7 @@ func eachKey[T any](keys []string, f func(key string) T) []T {
 				if i >= len(keys) {
 					return
 				}
-				out[i] = f(keys[i])
+				out[i] = f(i, keys[i])
 			}
 		}()
 	}

@@ -24,17 +24,22 @@ type pkStore struct {
 	// apart): lookup hashes k anyway, for recent and the file's index,
 	// and a map by procKey hashed it again, an int and a string through
 	// the generic hash, at every lookup, insertion and deletion.
-	m     map[uint64]*pkCarry
-	over  map[procKey]*pkCarry
-	dir   string
-	hot   int // evict when m holds more than this
-	base  int // hot at least
-	f     *os.File
-	off   int64
-	index spillIndex // hash of a procKey → offset of its latest record
-	seed  maphash.Seed
-	buf   []byte
-	err   error
+	m    map[uint64]*pkCarry
+	over map[procKey]*pkCarry
+	dir  string
+	hot  int // evict when m holds more than this
+	base int // hot at least (see pkHot)
+	top  int // how far base grows
+	// lastMoved is how many entries the latest eviction moved, loads
+	// how many entries were read back since: the entries of keys that
+	// come back soon make base grow (see grow).
+	lastMoved, loads int
+	f                *os.File
+	off              int64
+	index            spillIndex // hash of a procKey → offset of its latest record
+	seed             maphash.Seed
+	buf              []byte
+	err              error
 	// recent is the entries looked up lately, by slot: a window asks
 	// for each process and key's entry several times (the cutter at its
 	// grant and release, the orphan carry and carryClaims after the
@@ -43,7 +48,17 @@ type pkStore struct {
 	// where a lookup cost more than the rest of following the key.
 	// Cleared whenever an entry leaves m (evict).
 	recent [pkRecentSlots]pkRecent
-	moved  []pkMove // evict's, kept from one eviction to the next
+	// made is the entries made since the latest window was carried (see
+	// forgetMade), in the order they were made: the cutter makes a
+	// process and key's entry at its grant, and carryClaims asks for
+	// them again after the window in about that order, first of made
+	// from next on (lately), then of recent and the maps (a window of
+	// fresh keys, too many for recent, looked every one up in the map
+	// again).
+	made  []pkRecent
+	next  int
+	moved []pkMove // evict's, kept from one eviction to the next
+	stay  []*pkCarry
 	// spare is entries an eviction moved to the file, for new ones: a
 	// history of a fresh key per cycle made one, and an array of its
 	// releases, for every process and key. Nothing points to an entry
@@ -72,11 +87,22 @@ type pkMove struct {
 }
 
 // pkHot is how many entries the store keeps in memory at least before a
-// cut moves some to its file (about 4 MB).
-const pkHot = 1 << 14
+// cut moves some to its file (about 1 MB). A window of a fresh key per
+// cycle makes about 4,000 entries: at 16,384 a cut moved them every four
+// windows, long after they were last in the cache (a third of the
+// eviction's cost was misses), at 4,096 it moves every window's right
+// after it, while they are still warm (the check of a million keys
+// 0.85x of the CPU). A history of few keys has far fewer entries than
+// that (10 keys and 22 processes: 220), and it holds busy keys' entries;
+// one whose entries come back after a cut moved them has the store keep
+// up to pkHotMax (see grow).
+const pkHot = 1 << 12
+
+// pkHotMax is how far base grows: 16,384 entries (about 4 MB).
+const pkHotMax = 1 << 14
 
 func newPKStore(dir string) *pkStore {
-	return &pkStore{m: map[uint64]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, seed: maphash.MakeSeed()}
+	return &pkStore{m: map[uint64]*pkCarry{}, dir: dir, hot: pkHot, base: pkHot, top: pkHotMax, seed: maphash.MakeSeed()}
 }
 
 // get is k's entry, or nil.
@@ -92,8 +118,37 @@ func (s *pkStore) at(k procKey) *pkCarry {
 		pc = s.newEntry()
 		s.put(k, h, pc)
 		*r = pkRecent{k, pc}
+		s.made = append(s.made, *r)
 	}
 	return pc
+}
+
+// pkLookahead is how far lately looks among the entries made: the
+// clients' grants come in a different order from their invocations (which
+// order a window's keys), by a few places.
+const pkLookahead = 32
+
+// lately is k's entry, made if need be (at), looked for first among the
+// next pkLookahead entries made (see made). Whatever it finds there is
+// k's entry: an entry leaves memory only at an eviction, which empties
+// made.
+func (s *pkStore) lately(k procKey) *pkCarry {
+	end := min(len(s.made), s.next+pkLookahead)
+	for i := s.next; i < end; i++ {
+		if m := s.made[i]; m.k.proc == k.proc && m.k.key == k.key {
+			s.made[i], s.made[s.next] = s.made[s.next], m
+			s.next++
+			return m.pc
+		}
+	}
+	return s.at(k)
+}
+
+// forgetMade empties made: the window's entries were carried (or leave
+// memory).
+func (s *pkStore) forgetMade() {
+	clear(s.made)
+	s.made, s.next = s.made[:0], 0
 }
 
 // newEntry is an empty entry: a spare one (its releases' array kept), or
@@ -163,6 +218,7 @@ func (s *pkStore) lookup(k procKey) (*pkCarry, *pkRecent, uint64) {
 	if pc == nil && s.index.n > 0 {
 		if pc = s.load(k, h); pc != nil {
 			s.put(k, h, pc)
+			s.loads++
 		}
 	}
 	if pc != nil {
@@ -197,8 +253,9 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		_ = os.Remove(f.Name())
 		s.f = f
 	}
+	s.forgetMade()
 	s.buf = s.buf[:0]
-	moved := s.moved[:0]
+	moved, stay := s.moved[:0], s.stay[:0]
 	// The records are written in chunks of about spillChunk bytes at
 	// s.off+written, so that the buffer stays small and is kept from one
 	// eviction to the next (an eviction of a window of fresh keys moves
@@ -207,6 +264,7 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	written := int64(0)
 	move := func(h uint64, pc *pkCarry) bool {
 		if busy(pc.k.key) {
+			stay = append(stay, pc)
 			return true
 		}
 		start := len(s.buf)
@@ -234,16 +292,52 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	}
 	s.off += written
 	clear(s.recent[:])
+	s.release(moved, stay)
+	clear(stay)
+	s.stay = stay[:0]
 	for _, mv := range moved {
 		s.index.put(spillTag(mv.h), mv.old, mv.off)
-		s.drop(mv.k, mv.h)
 		if len(s.spare) < pkHot {
 			s.spare = append(s.spare, mv.pc)
 		}
 	}
 	clear(moved) // let go of the keys
 	s.moved = moved[:0]
+	s.grow()
+	s.lastMoved, s.loads = len(moved), 0
 	s.hot = max(s.base, 2*s.inMemory())
+}
+
+// grow doubles base, up to top (pkHotMax), when the entries the store
+// moved to its file come back: an eighth or more of those the latest
+// eviction moved were read back before this one. A history whose keys recur (a
+// thousand keys and ten clients: ten thousand entries, each at rest
+// between its key's cycles) would otherwise move its entries out and
+// read them back at every cut; one of a fresh key per cycle reads none
+// back, and keeps base at pkHot.
+func (s *pkStore) grow() {
+	if s.lastMoved > 0 && s.loads*8 >= s.lastMoved {
+		s.base = max(s.base, min(2*s.base, s.top))
+	}
+}
+
+// release takes the moved entries out of memory; stay are those that
+// stay. When the moved are most of it (a window of fresh keys moves all
+// but a few), the maps are emptied and the entries that stay put back:
+// deleting each moved entry cost a probe of a table too large for the
+// cache.
+func (s *pkStore) release(moved []pkMove, stay []*pkCarry) {
+	if len(moved) < len(stay) {
+		for _, mv := range moved {
+			s.drop(mv.k, mv.h)
+		}
+		return
+	}
+	clear(s.m)
+	clear(s.over)
+	for _, pc := range stay {
+		s.put(pc.k, s.hash(pc.k), pc)
+	}
 }
 
 // spillChunk is how many bytes of records evict gathers before writing
@@ -304,37 +398,78 @@ func (s *pkStore) close() {
 	}
 }
 
-// encodePK appends the record of k's entry pc to b.
+// encodePK appends the record of k's entry pc to b. A record is written
+// for every entry a cut moves to the file (a history of a fresh key per
+// cycle: one for every process and key, and never read back), so it is
+// short: its numbers are written as a varint of their difference from the
+// number of their kind (times, or event indexes) written before, and only
+// those that are not zero (a mask says which); a granted acquire equal to
+// the latest acquire, and a release's token equal to the entry's, are
+// not written again. Whole times and indexes took 9 bytes each, and
+// writing them most of the record's cost.
 func encodePK(b []byte, k procKey, pc *pkCarry) []byte {
 	b = binary.AppendVarint(b, int64(k.proc))
 	b = appendString(b, k.key)
 	b = appendString(b, pc.token)
-	for _, v := range []int64{pc.claimEnd, pc.claimGrant, pc.relDone, pc.foreverT, pc.foreverI} {
-		b = binary.AppendVarint(b, v)
+	sameGrant := pc.gotOne && pc.acquired && pc.granted == pc.acquire
+	b = append(b, flags(pc.hasToken, pc.hasClaim, pc.hasForever, pc.released, pc.held, pc.acquired, pc.gotOne, sameGrant))
+	var e pkEnc
+	e.b = b
+	e.nums(pkTime, pc.claimEnd, pkIndex, pc.claimGrant, pkIndex, pc.relDone, pkTime, pc.foreverT, pkIndex, pc.foreverI)
+	e.acquire(pc.acquire)
+	if !sameGrant {
+		e.acquire(pc.granted)
 	}
-	b = append(b, flags(pc.hasToken, pc.hasClaim, pc.hasForever, pc.released, pc.held, pc.acquired, pc.gotOne))
-	b = appendAcquire(b, pc.acquire)
-	b = appendAcquire(b, pc.granted)
-	b = binary.AppendUvarint(b, uint64(len(pc.releases)))
+	e.b = binary.AppendUvarint(e.b, uint64(len(pc.releases)))
 	for _, r := range pc.releases {
-		for _, v := range []int64{r.start, r.end, r.inv, r.done} {
-			b = binary.AppendVarint(b, v)
+		e.nums(pkTime, r.start, pkTime, r.end, pkIndex, r.inv, pkIndex, r.done)
+		sameToken := r.token != "" && r.token == pc.token
+		e.b = append(e.b, byte(r.typ), flags(r.notHeld, sameToken))
+		if !sameToken {
+			e.b = appendString(e.b, r.token)
 		}
-		b = appendString(b, r.token)
-		b = append(b, byte(r.typ), flags(r.notHeld))
 	}
-	return b
+	return e.b
+}
+
+// The kinds of pkEnc's numbers: each kind's are written as differences
+// from the one before.
+const (
+	pkTime = iota
+	pkIndex
+)
+
+// pkEnc writes a record's numbers (see encodePK).
+type pkEnc struct {
+	b    []byte
+	prev [2]int64 // by kind
+}
+
+// nums appends kind and value pairs: a mask of the values not zero, then
+// each of those as a difference from the kind's previous one.
+func (e *pkEnc) nums(kv ...int64) {
+	var mask uint64
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] != 0 {
+			mask |= 1 << (i / 2)
+		}
+	}
+	e.b = binary.AppendUvarint(e.b, mask)
+	for i := 0; i < len(kv); i += 2 {
+		if v := kv[i+1]; v != 0 {
+			e.b = binary.AppendVarint(e.b, v-e.prev[kv[i]])
+			e.prev[kv[i]] = v
+		}
+	}
+}
+
+func (e *pkEnc) acquire(a priorAcquire) {
+	e.nums(pkTime, a.start, pkTime, a.end, pkIndex, a.inv, pkIndex, a.done)
+	e.b = append(e.b, byte(a.typ))
 }
 
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-func appendAcquire(b []byte, a priorAcquire) []byte {
-	for _, v := range []int64{a.start, a.end, a.inv, a.done} {
-		b = binary.AppendVarint(b, v)
-	}
-	return append(b, byte(a.typ))
 }
 
 func flags(bs ...bool) byte {
@@ -348,7 +483,10 @@ func flags(bs ...bool) byte {
 }
 
 // pkReader reads a record encodePK wrote.
-type pkReader struct{ b []byte }
+type pkReader struct {
+	b    []byte
+	prev [2]int64 // as pkEnc's
+}
 
 func (r *pkReader) varint() int64 {
 	v, n := binary.Varint(r.b)
@@ -375,28 +513,56 @@ func (r *pkReader) byte() byte {
 	return v
 }
 
-func (r *pkReader) acquire() priorAcquire {
-	return priorAcquire{start: r.varint(), end: r.varint(), inv: r.varint(), done: r.varint(), typ: callType(r.byte())}
+// nums reads what pkEnc.nums wrote of len(kinds) numbers into ps.
+func (r *pkReader) nums(kinds []int, ps ...*int64) {
+	mask := r.uvarint()
+	for i, p := range ps {
+		*p = 0
+		if mask&(1<<i) != 0 {
+			*p = r.prev[kinds[i]] + r.varint()
+			r.prev[kinds[i]] = *p
+		}
+	}
+}
+
+var (
+	pkCallKinds  = []int{pkTime, pkTime, pkIndex, pkIndex}
+	pkEntryKinds = []int{pkTime, pkIndex, pkIndex, pkTime, pkIndex}
+)
+
+func (r *pkReader) acquire() (a priorAcquire) {
+	r.nums(pkCallKinds, &a.start, &a.end, &a.inv, &a.done)
+	a.typ = callType(r.byte())
+	return a
 }
 
 func decodePK(rec []byte) (k procKey, pc *pkCarry) {
-	r := &pkReader{rec}
+	r := &pkReader{b: rec}
 	k.proc = int(r.varint())
 	k.key = r.str()
 	pc = &pkCarry{}
 	pc.token = r.str()
-	pc.claimEnd, pc.claimGrant, pc.relDone, pc.foreverT, pc.foreverI = r.varint(), r.varint(), r.varint(), r.varint(), r.varint()
 	f := r.byte()
 	pc.hasToken, pc.hasClaim, pc.hasForever, pc.released, pc.held, pc.acquired, pc.gotOne =
 		f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0, f&32 != 0, f&64 != 0
-	pc.acquire, pc.granted = r.acquire(), r.acquire()
+	r.nums(pkEntryKinds, &pc.claimEnd, &pc.claimGrant, &pc.relDone, &pc.foreverT, &pc.foreverI)
+	pc.acquire = r.acquire()
+	pc.granted = pc.acquire
+	if f&128 == 0 {
+		pc.granted = r.acquire()
+	}
 	if n := r.uvarint(); n > 0 {
 		pc.releases = make([]priorRelease, n)
 		for i := range pc.releases {
 			x := &pc.releases[i]
-			x.start, x.end, x.inv, x.done = r.varint(), r.varint(), r.varint(), r.varint()
-			x.token = r.str()
-			x.typ, x.notHeld = callType(r.byte()), r.byte() != 0
+			r.nums(pkCallKinds, &x.start, &x.end, &x.inv, &x.done)
+			x.typ = callType(r.byte())
+			fl := r.byte()
+			x.notHeld = fl&1 != 0
+			x.token = pc.token
+			if fl&2 == 0 {
+				x.token = r.str()
+			}
 		}
 	}
 	return k, pc

@@ -31,8 +31,15 @@ func testPKStoreEvicts(t *testing.T, n int) {
 		pc.foreverT, pc.foreverI, pc.hasForever = 5, 6, i%5 == 0
 		pc.acquire, pc.acquired = priorAcquire{start: 1, end: never, inv: 3, done: -1, typ: 2}, true
 		pc.granted, pc.gotOne = priorAcquire{start: 7, end: 8, inv: 9, done: 10, typ: 1}, i%2 == 1
-		for j := range i % 3 {
-			pc.releases = append(pc.releases, priorRelease{start: int64(j), end: never, inv: 2, done: -1, token: fmt.Sprint("r", j), typ: 3, notHeld: j == 1})
+		if i%4 == 1 {
+			pc.granted = pc.acquire // written once
+		}
+		for j := range i % 4 {
+			tok := fmt.Sprint("r", j)
+			if j == 2 {
+				tok = pc.token // written once
+			}
+			pc.releases = append(pc.releases, priorRelease{start: int64(j) - 1<<62, end: never, inv: 2, done: -1, token: tok, typ: 3, notHeld: j == 1})
 		}
 		want[k] = *pc
 	}
@@ -59,6 +66,13 @@ func testPKStoreEvicts(t *testing.T, n int) {
 	want[procKey{0, "key-0"}] = w
 	s.hot = 10
 	s.evict(busy)
+	check()
+	// Most keys busy: the few moved are taken out one by one (release).
+	s.hot = 10
+	s.evict(func(key string) bool { return key != "key-5" })
+	if k := (procKey{5, "key-5"}); s.inMemory() != len(want)-1 || s.mem(k, s.hash(k)) != nil {
+		t.Fatalf("%d entries stayed in memory, want all but key-5's", s.inMemory())
+	}
 	check()
 	if s.get(procKey{1, "key-0"}) != nil {
 		t.Fatal("an entry never made came back")
@@ -122,4 +136,113 @@ func TestPKStoreTellsApartEntriesOfOneHash(t *testing.T) {
 	if s.mem(b, h) != nil || s.mem(c, h) != pc || s.inMemory() != 1 {
 		t.Fatalf("after the second left: got %v and %v", s.mem(b, h), s.mem(c, h))
 	}
+}
+
+// TestPKStoreGrowsWhenEntriesComeBack: a store whose moved entries are
+// read back before its next eviction keeps more in memory (base doubles,
+// up to top); one whose moved entries stay in the file (a fresh key per
+// cycle) keeps base.
+func TestPKStoreGrowsWhenEntriesComeBack(t *testing.T) {
+	fill := func(s *pkStore, from, n int) {
+		for i := from; i < from+n; i++ {
+			s.at(procKey{0, fmt.Sprintf("key-%d", i)}).held = true
+		}
+	}
+	idle := func(string) bool { return false }
+	fresh := newPKStore(t.TempDir())
+	fresh.hot, fresh.base, fresh.top = 100, 100, 400
+	for round := range 5 {
+		fill(fresh, round*200, 200) // new keys only
+		fresh.evict(idle)
+	}
+	if fresh.base != 100 {
+		t.Fatalf("a store of fresh keys grew base to %d, want 100", fresh.base)
+	}
+	fresh.close()
+	back := newPKStore(t.TempDir())
+	back.hot, back.base, back.top = 100, 100, 400
+	var bases []int
+	for range 5 {
+		fill(back, 0, 200) // the same keys: read back after the first round
+		back.evict(idle)
+		bases = append(bases, back.base)
+	}
+	// From the third round on the 200 entries fit under base: they stay
+	// in memory, and are read back no more.
+	if want := []int{100, 200, 200, 200, 200}; !slices.Equal(bases, want) || back.inMemory() != 200 {
+		t.Fatalf("base after each eviction %v, want %v; %d in memory, want 200", bases, want, back.inMemory())
+	}
+	// Up to top, not past it.
+	fill(back, 200, 600)
+	back.evict(idle) // moves all 800
+	fill(back, 0, 800)
+	back.evict(idle)
+	if back.base != 400 {
+		t.Fatalf("base grew to %d, want top, 400", back.base)
+	}
+	back.close()
+}
+
+// TestPKStoreLatelyFindsWhatAtWould: entries asked for again in about the
+// order they were made are found among those made, others (asked far out
+// of order, never made, made before an eviction) where at finds them; in
+// every case the entry is the one at gives.
+func TestPKStoreLatelyFindsWhatAtWould(t *testing.T) {
+	s := newPKStore(t.TempDir())
+	s.hot, s.base, s.top = 50, 50, 50
+	key := func(i int) procKey { return procKey{i % 10, fmt.Sprintf("key-%d", i)} }
+	made := map[procKey]*pkCarry{}
+	for i := range 100 {
+		made[key(i)] = s.at(key(i))
+	}
+	// Asked in pairs swapped, and the last one first (out of reach).
+	order := []int{99}
+	for i := 0; i < 98; i += 2 {
+		order = append(order, i+1, i)
+	}
+	order = append(order, 98)
+	for _, i := range order {
+		if got := s.lately(key(i)); got != made[key(i)] {
+			t.Fatalf("lately(%v) is not the entry at made", key(i))
+		}
+	}
+	if s.next < 95 {
+		t.Fatalf("%d of 100 entries found among those made, want 95 or more", s.next)
+	}
+	if pc := s.lately(procKey{3, "never"}); pc == nil || pc != s.get(procKey{3, "never"}) {
+		t.Fatal("an entry never made was not made")
+	}
+	s.evict(func(string) bool { return false })
+	if len(s.made) != 0 {
+		t.Fatalf("%d entries made before an eviction are still in made", len(s.made))
+	}
+	pc := s.lately(key(5)) // read back from the file
+	if pc == nil || pc.spilled == 0 || pc != s.get(key(5)) {
+		t.Fatal("an entry moved to the file did not come back from it")
+	}
+	s.close()
+}
+
+// TestSpillIndexSeenTellsMostAbsentTags: every tag put passes the index's
+// bits (find reads the table for it), and most tags never put do not.
+func TestSpillIndexSeenTellsMostAbsentTags(t *testing.T) {
+	var x spillIndex
+	for i := range uint64(100_000) {
+		x.put(i*2654435761%(1<<spillTagBits), -1, int64(i)*spillAlign)
+	}
+	for i := range uint64(100_000) {
+		if !x.mayHold(i * 2654435761 % (1 << spillTagBits)) {
+			t.Fatalf("tag of entry %d: bit clear", i)
+		}
+	}
+	passed := 0
+	for i := range uint64(100_000) {
+		if x.mayHold((i*2654435761 + 12345) % (1 << spillTagBits)) {
+			passed++
+		}
+	}
+	if passed > 25_000 {
+		t.Fatalf("%d of 100,000 tags never put passed the bits, want at most a quarter", passed)
+	}
+	t.Logf("%d of 100,000 absent tags passed", passed)
 }

@@ -32,7 +32,7 @@ func checkResource(ctx context.Context, p *prepared, byKey map[string][]claim, c
 	// names it already: see resourcePart.
 	rc := &resourceCheck{p: p, w: w, part: resourcePart{stats: map[string]float64{}, noOrder: map[string]Violation{}, lostKeys: map[string]bool{}}}
 	keys := claimKeys(p, secsByKey)
-	lrs := eachKey(keys, func(key string) linResult {
+	lrs := eachKey(keys, func(_ int, key string) linResult {
 		return checkOwnModel(ctx, counterModel(CounterState{A: c.counter[key], N: 1}), counterOps(secsByKey[key]), cfg.Timeout)
 	})
 	for ki, key := range keys {

@@ -358,7 +358,7 @@ type pkCarry struct {
 func newCarry(spillDir string, hot int) *carry {
 	oc := newOrphanCarry(spillDir)
 	if hot > 0 {
-		oc.calls.hot, oc.calls.base = hot, hot
+		oc.calls.hot, oc.calls.base, oc.calls.top = hot, hot, hot
 	}
 	return &carry{pk: oc.calls, reported: caps{}, counter: map[string]int64{},
 		fenceTop: map[string]fenceGrant{}, accepted: map[string]int{}, unknownW: map[string]int{},
@@ -502,7 +502,7 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 		// with it (liveness, coverage).
 		a.c.heal = p.heal
 	}
-	a.carryClaims(p, byKey)
+	a.carryClaims(p)
 }
 
 // prepare pairs the window's calls, builds its claims and keeps its holds,
@@ -588,11 +588,11 @@ func (a *accumulator) judge(ops []history.Op, p *prepared, byKey map[string][]cl
 // before this one's, before this call; and once liveness has failed (it
 // runs no more) it is never read again, so keeping it then too changes
 // nothing.
-func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
+func (a *accumulator) carryClaims(p *prepared) {
 	var ents pkEntries
 	for _, wk := range windowKeys(p) {
-		ents = ents.reset(a.c.pk, wk.key)
-		for _, cl := range byKey[wk.key] {
+		ents.reset(a.c.pk, wk.key)
+		for _, cl := range wk.claims {
 			pc := ents.of(cl.proc).pc
 			pc.claimEnd, pc.claimGrant, pc.hasClaim = cl.end.t, cl.grant, true
 			if _, dead := p.crashed(cl.proc); dead && cl.end == forever && cl.deadline == never {
@@ -605,6 +605,7 @@ func (a *accumulator) carryClaims(p *prepared, byKey map[string][]claim) {
 			a.carryCall(&p.calls[i], &ents)
 		}
 	}
+	a.c.pk.forgetMade()
 }
 
 // carryCall carries what the windows after need of call c (see
@@ -655,10 +656,12 @@ type pkEntry struct {
 	granted bool
 }
 
-// reset is e for key, with no entry looked up yet.
-func (e pkEntries) reset(store *pkStore, key string) pkEntries {
-	clear(e.list)
-	return pkEntries{store: store, key: key, list: e.list[:0]}
+// reset makes e key's, with no entry looked up yet. The list's array is
+// kept as it is: the entries it points to are the store's (clearing it
+// for every key, with the collector's write barriers, cost a fifth of
+// carrying a window of fresh keys), and e lasts one carryClaims.
+func (e *pkEntries) reset(store *pkStore, key string) {
+	e.store, e.key, e.list = store, key, e.list[:0]
 }
 
 // of is proc's entry of the key, made if need be.
@@ -668,15 +671,17 @@ func (e *pkEntries) of(proc int) *pkEntry {
 			return &e.list[i]
 		}
 	}
-	e.list = append(e.list, pkEntry{proc: proc, pc: e.store.at(procKey{proc, e.key})})
+	e.list = append(e.list, pkEntry{proc: proc, pc: e.store.lately(procKey{proc, e.key})})
 	return &e.list[len(e.list)-1]
 }
 
-// windowKey is a key of a window, and the positions in p.calls of its
-// calls, in order.
+// windowKey is a key of a window, the positions in p.calls of its calls,
+// in order, and its claims (buildClaims': byKey's, without looking the
+// key up in it again).
 type windowKey struct {
-	key   string
-	calls []int
+	key    string
+	calls  []int
+	claims []claim
 }
 
 // windowKeys is every key p's calls name, in p.keys' order, "" first when
@@ -695,10 +700,10 @@ func windowKeys(p *prepared) []windowKey {
 				calls = append(calls, i)
 			}
 		}
-		p.wkeys = append(p.wkeys, windowKey{"", calls})
+		p.wkeys = append(p.wkeys, windowKey{key: "", calls: calls})
 	}
 	for _, k := range p.keys {
-		p.wkeys = append(p.wkeys, windowKey{k, p.keyCalls[k]})
+		p.wkeys = append(p.wkeys, windowKey{key: k, calls: p.keyCalls[k]})
 	}
 	return p.wkeys
 }
@@ -812,14 +817,18 @@ func sortViolations(vs []Violation) {
 // later window. It keeps what is pending, open or held back, never what a
 // window took.
 type cutter struct {
-	fresh    []history.Op     // the events since the last cut, in order
-	win      []history.Op     // the last window's events (reused)
-	gpending map[pendKey]bool // global invocations not yet completed
-	procs    map[history.Process]*procState
-	keys     map[string]*keyState // keys with events held back or state open
-	rel      *pkStore             // each process and key's latest acquire and release (relDone, held, released)
-	never    bool                 // no cut for the rest of the history
-	disorder bool
+	fresh []history.Op // the events since the last cut, in order
+	// freshKeys is the state of each of fresh's keys, nil for a global
+	// event: take finds them there rather than by key again (a window
+	// of fresh keys looked a map up for every key).
+	freshKeys []*keyState
+	win       []history.Op     // the last window's events (reused)
+	gpending  map[pendKey]bool // global invocations not yet completed
+	procs     map[history.Process]*procState
+	keys      map[string]*keyState // keys with events held back or state open
+	rel       *pkStore             // each process and key's latest acquire and release (relDone, held, released)
+	never     bool                 // no cut for the rest of the history
+	disorder  bool
 	// carried: keys split past a crashed holder's lease that never
 	// expires (see forgone): a renewer thread's event on one (its renewals
 	// and orphans follow its owner across claims, which the windows after
@@ -835,6 +844,8 @@ type cutter struct {
 	// history of a fresh key per cycle made an entry, and a slice of its
 	// leases, for every key.
 	spare []*keyState
+	stay  []*keyState // take's, kept from one cut to the next
+	runs  [][]history.Op
 	// validated: every event satisfies Validate (a file's reader refuses
 	// one that does not), so observe need not ask again.
 	validated bool
@@ -1080,62 +1091,138 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	counters = map[string]int64{}
 	clear(c.win)
 	win := c.win[:0]
+	stay, runs := c.stay[:0], c.runs[:0]
 	for key, k := range c.keys {
 		if c.quiet(k, c.lastTime) {
 			k.bound = math.MaxInt64
 			if k.top > 0 {
 				counters[key] = k.top
 			}
-			continue
+		} else {
+			deferred++
+			k.bound = k.split
+			if k.split > 0 && k.splitTop > 0 {
+				counters[key] = k.splitTop
+			}
+			stay = append(stay, k)
 		}
-		deferred++
-		k.bound = k.split
-		if k.split > 0 && k.splitTop > 0 {
-			counters[key] = k.splitTop
-		}
-	}
-	// What earlier cuts left, first: it precedes every fresh event.
-	for _, k := range c.keys {
+		// What earlier cuts left, first: it precedes every fresh event.
 		n, _ := slices.BinarySearchFunc(k.held, k.bound, func(op history.Op, b int64) int { return cmp.Compare(op.Index, b) })
 		if n == 0 {
 			continue
 		}
-		win = append(win, k.held[:n]...)
+		runs = append(runs, k.held[:n])
 		// A fresh slice, so that the taken events' memory goes.
 		k.held = append([]history.Op(nil), k.held[n:]...)
 	}
-	slices.SortFunc(win, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
-	for _, op := range c.fresh {
-		if isGlobal(&op) {
-			win = append(win, op)
-			continue
-		}
-		if k := c.lookup(op.Key); op.Index < k.bound {
-			win = append(win, op)
+	win = mergeRuns(win, runs)
+	clear(runs)
+	c.runs = runs[:0]
+	for i, op := range c.fresh {
+		if k := c.freshKeys[i]; k == nil || op.Index < k.bound {
+			win = append(win, op) // global, or taken
 		} else {
 			k.held = append(k.held, op)
 		}
 	}
 	clear(c.fresh)
 	c.fresh = c.fresh[:0]
+	clear(c.freshKeys)
+	c.freshKeys = c.freshKeys[:0]
 	clear(c.recentKeys[:])
 	c.heldBack = 0
-	for key, k := range c.keys {
-		c.heldBack += len(k.held)
-		if k.bound == math.MaxInt64 {
-			delete(c.keys, key) // nothing of it is left to follow
-			if len(c.spare) < spareKeys {
-				// Nothing points to it now (recentKeys is clear).
-				c.spare = append(c.spare, k)
-			}
-		} else {
-			k.split = 0 // taken
-		}
-	}
+	c.letGo(stay)
 	c.win = win
 	c.since = 0
 	c.sweep()
 	return win, counters, deferred
+}
+
+// mergeRuns appends to dst the events of runs, each in index order, in
+// index order (indexes are distinct: the cutter cuts no more once one
+// comes out of order). A merge: sorting their concatenation moved each
+// event, a hundred bytes, a dozen times, and a history whose keys are
+// held back across cuts (long holds) sorted them at every cut, a fifth
+// of its check. runs is reordered and emptied.
+func mergeRuns(dst []history.Op, runs [][]history.Op) []history.Op {
+	total := 0
+	for _, r := range runs {
+		total += len(r)
+	}
+	dst = slices.Grow(dst, total)
+	// h is a min-heap of the runs not empty by their first event's index.
+	h := slices.DeleteFunc(runs, func(r []history.Op) bool { return len(r) == 0 })
+	less := func(i, j int) bool { return h[i][0].Index < h[j][0].Index }
+	down := func(i int) {
+		for {
+			m := 2*i + 1
+			if m >= len(h) {
+				return
+			}
+			if r := m + 1; r < len(h) && less(r, m) {
+				m = r
+			}
+			if !less(m, i) {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for len(h) > 1 {
+		dst = append(dst, h[0][0])
+		if h[0] = h[0][1:]; len(h[0]) == 0 {
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
+		}
+		down(0)
+	}
+	if len(h) == 1 {
+		dst = append(dst, h[0]...)
+	}
+	return dst
+}
+
+// letGo drops the keys take found quiet (nothing of them is left to
+// follow) and keeps stay, the others. When the quiet are most of them (a
+// window of fresh keys), the map is emptied and stay put back: deleting
+// each key cost a hash and a probe of it.
+func (c *cutter) letGo(stay []*keyState) {
+	for _, k := range stay {
+		c.heldBack += len(k.held)
+		k.split = 0 // taken
+	}
+	if len(stay) > len(c.keys)/2 {
+		for key, k := range c.keys {
+			if k.bound == math.MaxInt64 {
+				delete(c.keys, key)
+				c.spareKey(k)
+			}
+		}
+	} else {
+		for _, k := range c.keys {
+			if k.bound == math.MaxInt64 {
+				c.spareKey(k)
+			}
+		}
+		clear(c.keys)
+		for _, k := range stay {
+			c.keys[k.name] = k
+		}
+	}
+	clear(stay)
+	c.stay = stay[:0]
+}
+
+// spareKey keeps k, a key's state nothing points to now (recentKeys is
+// clear), for a key to come.
+func (c *cutter) spareKey(k *keyState) {
+	if len(c.spare) < spareKeys {
+		c.spare = append(c.spare, k)
+	}
 }
 
 // commit carries the counter values a window's keys reached into cr, for
@@ -1164,7 +1251,7 @@ func (c *cutter) rest() []history.Op {
 		slices.SortFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 		ops = append(ops, c.fresh...)
 	}
-	c.fresh, c.win, c.keys = nil, nil, nil
+	c.fresh, c.freshKeys, c.win, c.keys = nil, nil, nil, nil
 	clear(c.recentKeys[:])
 	return ops
 }
@@ -1194,10 +1281,12 @@ func (c *cutter) observe(op *history.Op) {
 	c.lastTime, c.lastIndex = op.Time, op.Index
 	c.fresh = append(c.fresh, *op)
 	if isGlobal(op) {
+		c.freshKeys = append(c.freshKeys, nil)
 		c.observeGlobal(op, ps)
 		return
 	}
 	k := c.key(op.Key)
+	c.freshKeys = append(c.freshKeys, k)
 	if k.seen && c.quiet(k, op.Time-1) && k.lastTime < op.Time {
 		// Quiet just before op, strictly earlier: a split point.
 		k.split, k.splitTop = op.Index, k.top

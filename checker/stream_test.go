@@ -512,3 +512,36 @@ func TestWindowsSpellOutTheWholeChecksFirstFindings(t *testing.T) {
 		sameResult(t, c.name, whole, win)
 	}
 }
+
+// TestMergeRunsIsSortByIndex: merging runs in index order gives what
+// sorting their concatenation gives, for none, one and many runs of
+// every length.
+func TestMergeRunsIsSortByIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for trial := range 200 {
+		var runs [][]history.Op
+		var all []history.Op
+		idx := rng.Perm(300)
+		at := 0
+		for range trial % 13 {
+			n := rng.IntN(30)
+			if at+n > len(idx) {
+				n = len(idx) - at
+			}
+			part := slices.Clone(idx[at : at+n])
+			at += n
+			slices.Sort(part)
+			var run []history.Op
+			for _, i := range part {
+				run = append(run, history.Op{Index: int64(i), Key: fmt.Sprint(i)})
+			}
+			runs = append(runs, run)
+			all = append(all, run...)
+		}
+		slices.SortFunc(all, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+		got := mergeRuns([]history.Op{}, runs)
+		if !slices.EqualFunc(got, all, func(a, b history.Op) bool { return a.Index == b.Index && a.Key == b.Key }) {
+			t.Fatalf("trial %d: merged %v, want %v", trial, got, all)
+		}
+	}
+}

@@ -244,7 +244,7 @@ func (a *accumulator) drawViews(res *Result) {
 			keys = append(keys, k)
 		}
 	}
-	drawn := eachKey(keys, func(k string) *View { return a.viewIn[k].draw(a.ctx) })
+	drawn := eachKey(keys, func(_ int, k string) *View { return a.viewIn[k].draw(a.ctx) })
 	if a.ctx.Err() != nil {
 		return // cut short: porcupine gave up on some of them
 	}

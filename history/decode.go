@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -26,7 +27,8 @@ import (
 // from slabs, so that a long history costs few allocations and little
 // memory.
 type decoder struct {
-	strs   map[string]string
+	strs   []interned         // by hash (internSlots of them)
+	seed   maphash.Seed       // of internSlot
 	recent [recentKeys]string // the latest interned strings, by recentSlot
 	values []Value
 	ints   []int64
@@ -37,18 +39,31 @@ type decoder struct {
 // bytes is cheaper than hashing them.
 const recentKeys = 64
 
-// maxInterned bounds the interning table: a history with a million keys
-// would otherwise keep every one. A full table is emptied and begun again
-// (a history whose keys come and go interns its recent ones), and it is
-// small: a table of 65,536 of a fresh key per cycle's keys kept 7 MB alive
-// to the end of the check, a tenth of what the check of such a history
-// holds.
-const maxInterned = 1 << 12
+// internSlots is the size of the interning table (a power of two): one
+// string a slot, by its hash, a newer one in the place of an older one of
+// the same slot. So the table keeps at most this many strings (a history
+// with a million keys would otherwise keep every one: a table of 65,536
+// of a fresh key per cycle's keys kept 7 MB alive to the end of the
+// check, a tenth of what the check of such a history holds), and a
+// string new to it costs a hash and a store: a map, emptied whenever it
+// was full, cost a lookup that missed, an insertion and its growth for
+// every key of a history of a fresh key per cycle. 64 KB.
+const internSlots = 1 << 12
+
+// interned is a slot of the interning table: a string and its hash, which
+// tells most strings apart without reading the older one's bytes (a cache
+// miss when the table's keys come and go).
+type interned struct {
+	h uint64
+	s string
+}
 
 // slab is how many Values (and counters) are allocated at once.
 const slab = 1024
 
-func newDecoder() *decoder { return &decoder{strs: make(map[string]string, 256)} }
+func newDecoder() *decoder {
+	return &decoder{strs: make([]interned, internSlots), seed: maphash.MakeSeed()}
+}
 
 // decode parses one trimmed, non-empty line into an event that satisfies
 // Validate.
@@ -475,25 +490,20 @@ func fOf(f []byte, d *decoder) string {
 	return d.intern(f)
 }
 
-// intern returns b as a string, shared with earlier equal strings.
+// intern returns b as a string, shared with earlier equal strings (those
+// still in the table: see internSlots).
 func (d *decoder) intern(b []byte) string {
 	slot := recentSlot(b)
 	if r := d.recent[slot]; r == string(b) {
 		return r
 	}
-	s, ok := d.strs[string(b)]
-	if !ok {
-		s = string(b)
-		if len(d.strs) >= maxInterned {
-			// Emptied in place: a new table grew from 256 to the
-			// limit again, rehashing at each doubling (a history of
-			// a fresh key per cycle fills it every 4,096 keys).
-			clear(d.strs)
-		}
-		d.strs[s] = s
+	h := maphash.Bytes(d.seed, b)
+	at := &d.strs[h&(internSlots-1)]
+	if at.h != h || at.s != string(b) {
+		*at = interned{h, string(b)}
 	}
-	d.recent[slot] = s
-	return s
+	d.recent[slot] = at.s
+	return at.s
 }
 
 // recentSlot is b's place in decoder.recent: from its length and last two

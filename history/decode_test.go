@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+	"unsafe"
 )
 
 // decodeSeeds are lines in and just outside the recorder's shape.
@@ -227,18 +229,35 @@ func BenchmarkRecord(b *testing.B) {
 }
 
 // TestInternTableStaysSmall: a history of a fresh key per event interns
-// no more than maxInterned of them at once (the table is begun again when
-// full), and goes on interning the latest keys.
+// no more than internSlots of them at once (a newer string takes an older
+// one's slot), goes on interning the latest keys, and hands out one
+// string for equal ones while it keeps them.
 func TestInternTableStaysSmall(t *testing.T) {
 	d := newDecoder()
-	for i := range 3 * maxInterned {
-		d.intern([]byte(fmt.Sprintf("key-%d", i)))
-		if len(d.strs) > maxInterned {
-			t.Fatalf("%d strings interned after %d keys, want at most %d", len(d.strs), i+1, maxInterned)
+	for i := range 3 * internSlots {
+		key := fmt.Sprintf("key-%d", i)
+		s := d.intern([]byte(key))
+		if s != key {
+			t.Fatalf("interned %q as %q", key, s)
+		}
+		if again := d.intern([]byte(key)); unsafe.StringData(again) != unsafe.StringData(s) {
+			t.Fatalf("%q interned twice", key)
 		}
 	}
-	if _, ok := d.strs[fmt.Sprintf("key-%d", 3*maxInterned-1)]; !ok {
-		t.Fatal("the latest key was not interned: the table stopped when full")
+	if len(d.strs) != internSlots {
+		t.Fatalf("the table grew to %d slots, want %d", len(d.strs), internSlots)
+	}
+	held := 0
+	for _, s := range d.strs {
+		if s.s != "" {
+			held++
+		}
+	}
+	if held < internSlots/2 {
+		t.Fatalf("%d of %d slots hold a string after %d keys", held, internSlots, 3*internSlots)
+	}
+	if !slices.ContainsFunc(d.strs, func(s interned) bool { return s.s == fmt.Sprintf("key-%d", 3*internSlots-1) }) {
+		t.Fatal("the latest key was not interned")
 	}
 }
 
