@@ -195,7 +195,8 @@ func (d *timelineDraw) pausesAndCrashes() {
 // next one starts, so that a violation's words ("client 45 …") can be
 // found in the picture.
 func (d *timelineDraw) laneStarts() {
-	labelSty := textStyle(6, colFaint)
+	const size = 6.5
+	labelSty := textStyle(size, colInk)
 	perPt := (d.xmax - d.xmin) / d.dataW
 	showNumbers := d.rowHeight() >= 8
 	for _, r := range d.layout.rows {
@@ -215,7 +216,7 @@ func (d *timelineDraw) laneStarts() {
 			}
 			txt := fmt.Sprint(p)
 			if showNumbers && x+perPt*float64(labelSty.Width(txt)+3) < next {
-				d.base.text(x, y+0.33, txt, 6, colFaint, next)
+				d.base.text(x, y+0.33, txt, size, colInk, next)
 			}
 		}
 	}
