@@ -54,7 +54,10 @@ type digest struct {
 	procs map[int]bool // client processes (renewer threads excluded)
 	// acted are the client processes that invoked anything but a read:
 	// the others only read (the final reader).
-	acted   map[int]bool
+	acted map[int]bool
+	// lives is the first and last event of each client process: the
+	// timeline packs processes whose lives do not overlap in one row.
+	lives   spans
 	acqKeys *keySet // keys acquired
 	// granted names, by the history index of an acquire's ok, the lock
 	// nodes that granted it (a Redlock-style lock records them), for the
@@ -172,6 +175,7 @@ func (d *digest) see(op *history.Op) {
 	}
 	if op.Owner == nil {
 		addProc(d.procs, &d.procsAdded, int(op.Process))
+		d.lives.see(int(op.Process), op.Time)
 	}
 	if op.Type == history.Invoke {
 		d.invoke(op)

@@ -109,9 +109,10 @@ func TestTimelineOverlapIsRedWhereItShouldBe(t *testing.T) {
 					t.Errorf("client %d's row at %.2f s (pixel %d,%d) has %d red pixels, want the overlap's red", p, mid, x, y, n)
 				}
 			}
-			// Not on an uninvolved row, and not before the overlap.
+			// Not on an uninvolved row (a row of neither 2 nor 4: client 3,
+			// done before 4 starts, shares 4's), and not before the overlap.
 			for p, py := range area.ClientY {
-				if p == 2 || p == 4 {
+				if py == area.ClientY[2] || py == area.ClientY[4] {
 					continue
 				}
 				x, y := area.Pixel(mid, py)

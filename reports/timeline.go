@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -43,7 +44,8 @@ const (
 type row struct {
 	Kind  rowKind
 	Label string
-	Proc  int    // rowClient
+	Proc  int    // rowClient: the row's first process
+	Procs []int  // rowClient: the row's processes, in order of start (a lane: packLanes)
 	Node  string // rowClock
 }
 
@@ -54,7 +56,7 @@ type plotArea struct {
 	Min, Max           vg.Point  // the data area, in points from the bottom left
 	XMin, XMax         float64   // seconds
 	YMin, YMax         float64
-	ClientY            map[int]float64 // row of each client
+	ClientY            map[int]float64 // row of each client process (processes may share one: packLanes)
 	Rows               []row
 	MergedBars, Ticks  int // marks drawn after downsampling
 	SourceHolds, Write int // marks before
@@ -86,6 +88,7 @@ func (v *runView) timeline(win window) (vg.Length, vg.Length, func(draw.Canvas),
 	d.nodeGrants()
 	d.bars()
 	d.pausesAndCrashes()
+	d.laneStarts()
 	d.writeTicks()
 	d.p.Add(d.base, d.under)
 	d.violations()
@@ -110,6 +113,7 @@ type timelineDraw struct {
 	mk         *marks  // the window's holds and write marks
 
 	procs  []int               // the clients that get a row
+	packed [][]int             // procs packed in rows (packLanes)
 	loose  []checker.Violation // violations that name no process: a row of their own
 	faults []Fault             // the faults that overlap the window
 	placed []placedFault       // the faults drawn in a fault lane, with their lane
@@ -175,7 +179,9 @@ func (l *rowLayout) addNodeRows(nodes []string) {
 	for i, r := range l.rows {
 		switch r.Kind {
 		case rowClient:
-			l.clientY[r.Proc] = l.y(i)
+			for _, p := range r.Procs {
+				l.clientY[p] = l.y(i)
+			}
 		case rowNode:
 			l.nodeY[r.Node] = l.y(i)
 		}
@@ -220,11 +226,12 @@ func (v *runView) newTimelineDraw(win window) *timelineDraw {
 	d.faults, clockNodes = d.windowFaults()
 	lanes := d.placeFaults()
 	d.crowded = !win.Zoom && d.countViolations() > crowdedViolations
-	d.layout = layoutRows(len(d.loose) > 0, d.crowded, clockNodes, lanes, d.procs)
+	d.packed = v.lanesOf(d.procs)
+	d.layout = layoutRows(len(d.loose) > 0, d.crowded, clockNodes, lanes, d.packed)
 	d.layout.addNodeRows(v.grantNodes())
 	for i, r := range d.layout.rows {
 		if r.Kind == rowClient {
-			d.layout.rows[i].Label = v.rowName(r.Proc)
+			d.layout.rows[i].Label = laneLabel(v.rowName(r.Proc), len(r.Procs))
 		}
 	}
 
@@ -346,11 +353,21 @@ func (d *timelineDraw) placeFaults() int {
 	return len(lanes)
 }
 
+// laneLabel is the label of a row of n processes, the first named name:
+// the name alone for one, else the name and how many follow it in the
+// row ("client 3 +36").
+func laneLabel(name string, n int) string {
+	if n <= 1 {
+		return name
+	}
+	return fmt.Sprintf("%s +%d", name, n-1)
+}
+
 // layoutRows lays out the rows, top to bottom: the count of violations
 // of a crowded overview (binRow), the violations that name no process
-// (if any), a clock row per node, the fault lanes, a row per
-// client.
-func layoutRows(looseRow, binRow bool, clockNodes []string, lanes int, procs []int) rowLayout {
+// (if any), a clock row per node, the fault lanes, a row per lane of
+// clients (procs, packLanes).
+func layoutRows(looseRow, binRow bool, clockNodes []string, lanes int, procs [][]int) rowLayout {
 	var rows []row
 	if binRow {
 		rows = append(rows, row{Kind: rowBins, Label: "violations"})
@@ -368,15 +385,17 @@ func layoutRows(looseRow, binRow bool, clockNodes []string, lanes int, procs []i
 		}
 		rows = append(rows, row{Kind: rowFault, Label: label})
 	}
-	for _, p := range procs {
-		rows = append(rows, row{Kind: rowClient, Label: clientName(p), Proc: p})
+	for _, ps := range procs {
+		rows = append(rows, row{Kind: rowClient, Label: laneLabel(clientName(ps[0]), len(ps)), Proc: ps[0], Procs: ps})
 	}
 	l := rowLayout{rows: rows, firstClient: len(rows), clientY: map[int]float64{}, laneY: map[int]float64{}, clockY: map[string]float64{}}
 	lane := 0
 	for i, r := range rows {
 		switch r.Kind {
 		case rowClient:
-			l.clientY[r.Proc] = l.y(i)
+			for _, p := range r.Procs {
+				l.clientY[p] = l.y(i)
+			}
 			l.firstClient = min(l.firstClient, i)
 		case rowFault:
 			l.laneY[lane] = l.y(i)

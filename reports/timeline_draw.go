@@ -189,13 +189,46 @@ func (d *timelineDraw) pausesAndCrashes() {
 	}
 }
 
+// laneStarts marks, in a row that several processes share one after
+// another (packLanes), where each but the first starts: a thin line
+// across the row, and the process's number where it fits before the
+// next one starts, so that a violation's words ("client 45 …") can be
+// found in the picture.
+func (d *timelineDraw) laneStarts() {
+	const size = 6.5
+	labelSty := textStyle(size, colInk)
+	perPt := (d.xmax - d.xmin) / d.dataW
+	showNumbers := d.rowHeight() >= 8
+	for _, r := range d.layout.rows {
+		if r.Kind != rowClient || len(r.Procs) < 2 {
+			continue
+		}
+		y := d.layout.clientY[r.Proc]
+		for i, p := range r.Procs[1:] {
+			x := seconds(d.v.lives[p].From)
+			if !d.in(d.v.lives[p].From, d.v.lives[p].From) {
+				continue
+			}
+			d.base.tick(x, y-0.5, y+0.5, colFaint, 0.5)
+			next := d.xmax
+			if i+2 < len(r.Procs) {
+				next = seconds(d.v.lives[r.Procs[i+2]].From)
+			}
+			txt := fmt.Sprint(p)
+			if showNumbers && x+perPt*float64(labelSty.Width(txt)+3) < next {
+				d.base.text(x, y+0.33, txt, size, colInk, next)
+			}
+		}
+	}
+}
+
 // writeTicks draws the critical sections' writes and the leases that
 // expired while held as ticks, one per pixel column, row and kind.
 // Accepted writes are the normal case: when there are more of them than a
 // few per pixel column and row, they would only paint the rows black, so
 // the overview leaves them out and says so.
 func (d *timelineDraw) writeTicks() {
-	d.dense = float64(d.mk.accepted) > d.dataW*DPI/72/6*float64(max(len(d.procs), 1))
+	d.dense = float64(d.mk.accepted) > d.dataW*DPI/72/6*float64(max(len(d.packed), 1))
 	ks := d.mk.sorted()
 	// Room for the ticks at once: a long run's are tens of thousands,
 	// which grew the layers by doubling, copy after copy.

@@ -222,8 +222,11 @@ func TestTimelineThinsClientLabels(t *testing.T) {
 	for p := 0; p < clients; p++ {
 		t0 := int64(p) * 50 * ms
 		b.section(p, "lock-0", t0, t0+30*ms, int64(p+1), false)
+		// Every client lives the whole run (a failed try at the end), so
+		// that each has a row of its own (packLanes).
+		b.failedAcquire(p, "lock-0", int64(clients)*50*ms, history.Fail)
 	}
-	b.nemesis(int64(clients)*50*ms, history.FFinalHeal, nil, "")
+	b.nemesis(int64(clients)*50*ms+10*ms, history.FFinalHeal, nil, "")
 	ops := b.build()
 	res := checker.Result{Verdict: checker.Valid, Checkers: map[string]checker.CheckResult{"lock-promise": {Verdict: checker.Valid}},
 		Counts: counts(ops), Holds: b.holds}

@@ -67,7 +67,7 @@ func TestCrowdedOverviewCountsItsViolations(t *testing.T) {
 // timeline gives each node a row, between the fault rows and the
 // clients, and the rows above keep their places.
 func TestNodeRowsAreAddedAboveTheClients(t *testing.T) {
-	l := layoutRows(false, false, []string{"n3"}, 1, []int{0, 1})
+	l := layoutRows(false, false, []string{"n3"}, 1, [][]int{{0}, {1}})
 	l.addNodeRows([]string{"n1", "n2"})
 	var labels []string
 	for _, r := range l.rows {

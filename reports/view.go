@@ -1,10 +1,12 @@
 package reports
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"image/color"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -39,7 +41,12 @@ type runView struct {
 	pixels pixelPool
 	// held are the processes and keys of the holds, for procs and keys;
 	// heldAdded and heldRecent what was put in them (addProc, recentKeys).
-	heldBy     map[int]bool
+	heldBy map[int]bool
+	// heldSpans is the first start and last end of each process's holds
+	// (math.MaxInt64 for one that never ended), and lives the span of
+	// each client process in the timeline (processLives).
+	heldSpans  spans
+	lives      map[int]life
 	heldKeys   *keySet
 	heldAdded  procBits
 	heldRecent recentKeys
@@ -72,6 +79,12 @@ func (v *runView) scanHolds() error {
 // scanHold takes one hold into the view (scanHolds).
 func (v *runView) scanHold(h checker.Hold) {
 	addProc(v.heldBy, &v.heldAdded, h.Process)
+	v.heldSpans.see(h.Process, h.Start)
+	if h.End < 0 {
+		v.heldSpans.see(h.Process, math.MaxInt64)
+	} else {
+		v.heldSpans.see(h.Process, h.End)
+	}
 	if !v.heldRecent.seen(h.Key) {
 		v.heldKeys.add(h.Key)
 	}
@@ -88,6 +101,7 @@ func (v *runView) digested(d *digest) {
 		extra = append(extra, vi.Processes...)
 	}
 	v.procs = clientProcesses(d.procs, extra...)
+	v.lives = v.processLives()
 	// The keys held and acquired, once, up to maxKeys: a run on a
 	// million keys has a million of them.
 	var ok bool
@@ -96,10 +110,78 @@ func (v *runView) digested(d *digest) {
 	v.heldKeys, d.acqKeys = nil, nil
 }
 
+// processLives is the span of each client process in the timeline: from
+// its first event to the last mark drawn of it (its last event, a crash,
+// the end of a hold, of a pause, of a violation naming it; a hold or
+// pause that never ended lasts to the end of the run), so that processes
+// packed in one row (lanesOf) never overlap. A process nothing was seen
+// of lives the whole run.
+func (v *runView) processLives() map[int]life {
+	var sp spans
+	see := func(p int, t int64) { sp.see(p, min(t, v.end)) }
+	for _, p := range v.procs {
+		for _, s := range []*spans{&v.dig.lives, &v.heldSpans} {
+			if x, ok := s.of(p); ok {
+				see(p, x.from)
+				see(p, x.to)
+			}
+		}
+	}
+	for _, c := range v.dig.rare {
+		if c.Invoke.F == history.FPause && !c.Done {
+			see(int(c.Invoke.Process), v.end)
+		}
+	}
+	for _, vi := range v.res.Violations {
+		for _, p := range vi.Processes {
+			see(p, vi.Start)
+			see(p, max(vi.End, vi.Start))
+		}
+	}
+	lives := make(map[int]life, len(v.procs))
+	for _, p := range v.procs {
+		l := life{Proc: p, From: 0, To: v.end}
+		if x, ok := sp.of(p); ok {
+			l.From, l.To = x.from, x.to
+		}
+		lives[p] = l
+	}
+	return lives
+}
+
+// lanesOf packs procs into lanes (packLanes): clients whose lives do not
+// overlap share a row. A reader keeps a row of its own, named as such
+// (rowName): the final reader follows every client's life, and is not
+// one of them.
+func (v *runView) lanesOf(procs []int) [][]int {
+	lives := make([]life, 0, len(procs))
+	var own [][]int
+	for _, p := range procs {
+		if v.reader(p) {
+			own = append(own, []int{p})
+			continue
+		}
+		l, ok := v.lives[p]
+		if !ok {
+			l = life{Proc: p, From: 0, To: v.end}
+		}
+		lives = append(lives, l)
+	}
+	lanes := append(packLanes(lives), own...)
+	slices.SortFunc(lanes, func(a, b []int) int { return cmp.Compare(a[0], b[0]) })
+	return lanes
+}
+
+// reader reports whether process p only read: the final reader
+// (workloads.Mutex.FinalReads).
+func (v *runView) reader(p int) bool {
+	return v.dig != nil && !v.dig.acted[p] && !v.heldBy[p] && v.dig.procs[p]
+}
+
 // rowName is how a process's row is labelled: a process that only read
 // is the final reader (workloads.Mutex.FinalReads), the others clients.
 func (v *runView) rowName(p int) string {
-	if v.dig == nil || v.dig.acted[p] || v.heldBy[p] || !v.dig.procs[p] {
+	if !v.reader(p) {
 		return clientName(p)
 	}
 	readers := 0
