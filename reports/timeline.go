@@ -145,6 +145,7 @@ type drawnMarks struct {
 	overlap, otherFatal, harmless    bool
 	staleFatal, staleHarmless        bool
 	binned, grants                   bool
+	sharedRows                       bool // a row several processes share (packLanes)
 }
 
 // placedFault is a fault drawn as a labelled bar in a fault lane.

@@ -210,6 +210,7 @@ func (d *timelineDraw) laneStarts() {
 				continue
 			}
 			d.base.tick(x, y-0.5, y+0.5, colFaint, 0.5)
+			d.drawn.sharedRows = true
 			next := d.xmax
 			if i+2 < len(r.Procs) {
 				next = seconds(d.v.lives[r.Procs[i+2]].From)
@@ -462,6 +463,7 @@ func (d *timelineDraw) legend() {
 		{d.drawn.wroteUnk, "write outcome unknown", tickThumb(colFaint, 1)},
 		{d.drawn.paused, "client paused (GC)", lineThumb(colPause, 2.5)},
 		{d.drawn.crashed, "client crashed", glyphThumb(colInk, draw.CrossGlyph{}, 3)},
+		{d.drawn.sharedRows, "later clients in the row (+k)", tickThumb(colFaint, 1)},
 		{d.drawn.overlap, "VIOLATION: two holders", boxThumb(colViolation)},
 		{d.drawn.otherFatal, "VIOLATION (see list)", glyphThumb(colViolation, draw.TriangleGlyph{}, 3.5)},
 		{d.drawn.staleFatal, "STALE WRITE accepted: lost update", glyphThumb(colViolation, draw.BoxGlyph{}, 3)},
