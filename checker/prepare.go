@@ -183,11 +183,15 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	var priorToken func(proc int, key string) (string, bool)
 	var prior *crashLog
 	var keyIDs map[string]int32
+	var winKeys []int32
+	var winNames []string
 	validated := false
 	if c != nil {
 		priorToken, prior, keyIDs, validated = c.priorToken, c.crashes, c.keyIDs, c.validated
+		winKeys, winNames = c.winKeys, c.winNames
 	}
 	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
+		winKeys = nil // of the events in their order
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
@@ -208,7 +212,11 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	}
 	pr.endPriorSessions(math.MaxInt64)
 	p := pr.p
-	indexKeys(p, keyIDs)
+	if id := callKeyIDs(p, ops, winKeys); id != nil {
+		indexKeyIDs(p, id, winNames)
+	} else {
+		indexKeys(p, keyIDs)
+	}
 	sort.Strings(p.keys)
 	markRenewals(p)
 	return p, nil
@@ -528,6 +536,77 @@ func indexKeys(p *prepared, ids map[string]int32) {
 		id[i] = j
 		n[j]++
 	}
+	listKeys(p, id, n)
+}
+
+// indexKeyIDs is indexKeys with each call's key numbered already: id
+// (callKeyIDs') is its place in names, -1 for none. The keys are numbered
+// again, in the order of their first calls, as indexKeys numbers them
+// (names may hold keys no call names), and id is renumbered in place:
+// p.keys, p.keyCalls and p.keyless come out as indexKeys makes them.
+func indexKeyIDs(p *prepared, id []int32, names []string) {
+	local := make([]int32, len(names)) // a name's number plus one, 0 for none yet
+	var n []int
+	for i, w := range id {
+		if w < 0 {
+			p.keyless = true
+			continue
+		}
+		j := local[w] - 1
+		if j < 0 {
+			j = int32(len(p.keys))
+			local[w] = j + 1
+			p.keys = append(p.keys, names[w])
+			n = append(n, 0)
+		}
+		id[i] = j
+		n[j]++
+	}
+	listKeys(p, id, n)
+}
+
+// callKeyIDs is the number of each of p's calls' key in the cutter's
+// numbering (winKeys: of each of ops, see cutter.winKeys), -1 for a call
+// that names no key; nil when it cannot tell, and indexKeys numbers them
+// by their strings. Each invocation of a client (neither a nemesis nor a
+// crash) made one call, in order (newPreparer counts them alike), and
+// its key is its event's: the walk pairs them, and checks that it did
+// (each call's invocation index), since a crash also makes calls, for
+// the session leases it ends (endSessions), which no event numbers. An
+// invocation whose key the cutter did not number (a pause's, a global
+// event) and that names one leaves the numbering to indexKeys too.
+func callKeyIDs(p *prepared, ops []history.Op, winKeys []int32) []int32 {
+	if len(winKeys) != len(ops) || len(ops) == 0 {
+		return nil
+	}
+	id := make([]int32, 0, len(p.calls))
+	for i := range ops {
+		op := &ops[i]
+		if op.Type != history.Invoke || op.Process.IsNemesis() || op.F == history.FCrash {
+			continue
+		}
+		j := len(id)
+		if j == len(p.calls) || p.calls[j].inv != op.Index {
+			return nil
+		}
+		w := winKeys[i]
+		switch {
+		case p.calls[j].key == "":
+			w = -1
+		case w < 0:
+			return nil
+		}
+		id = append(id, w)
+	}
+	if len(id) != len(p.calls) {
+		return nil
+	}
+	return id
+}
+
+// listKeys fills p.keyCalls from id, each call's key's number (-1 for
+// none), and n, the calls of each number (see indexKeys).
+func listKeys(p *prepared, id []int32, n []int) {
 	// n becomes where each key's list begins, then where it ends.
 	at := 0
 	for j, c := range n {
