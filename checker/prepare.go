@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/lockharness/lockharness/history"
 )
@@ -71,7 +72,8 @@ type prepared struct {
 	crashedAt map[int]int64    // the crashes in this window (see crashed)
 	crashes   []crashRec       // the same, in order
 	keys      []string         // every key a client operation named, sorted
-	keyCalls  map[string][]int // positions in calls of each key's operations, in order
+	keyLists  [][]int          // positions in calls of the operations of each of keys, in order
+	keyCalls  map[string][]int // keyLists by key, made when first asked for (see callsOf)
 	keyless   bool             // a client operation named no key (it is in no list of keyCalls)
 	wkeys     []windowKey      // keys and their calls, once asked for (see windowKeys)
 	// claims is the map of every key's claims buildClaims made of p, and
@@ -217,7 +219,6 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	} else {
 		indexKeys(p, keyIDs)
 	}
-	sort.Strings(p.keys)
 	markRenewals(p)
 	return p, nil
 }
@@ -604,8 +605,11 @@ func callKeyIDs(p *prepared, ops []history.Op, winKeys []int32) []int32 {
 	return id
 }
 
-// listKeys fills p.keyCalls from id, each call's key's number (-1 for
-// none), and n, the calls of each number (see indexKeys).
+// listKeys sorts p.keys and fills p.keyLists beside them from id, each
+// call's key's number (-1 for none), and n, the calls of each number (see
+// indexKeys). The map of them by key (p.keyCalls) is made only if asked
+// for (callsOf): the checkers go key by key (windowKeys), and a window
+// of fresh keys made a map of thousands of keys for nothing.
 func listKeys(p *prepared, id []int32, n []int) {
 	// n becomes where each key's list begins, then where it ends.
 	at := 0
@@ -619,12 +623,32 @@ func listKeys(p *prepared, id []int32, n []int) {
 			n[j]++
 		}
 	}
-	p.keyCalls = make(map[string][]int, len(p.keys))
-	begin := 0
-	for j, k := range p.keys {
-		p.keyCalls[k] = lists[begin:n[j]:n[j]]
-		begin = n[j]
+	order := make([]int32, len(p.keys)) // the numbers, by their keys
+	for j := range order {
+		order[j] = int32(j)
 	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.keys[a], p.keys[b]) })
+	keys, byKey := make([]string, len(order)), make([][]int, len(order))
+	for i, j := range order {
+		begin := 0
+		if j > 0 {
+			begin = n[j-1]
+		}
+		keys[i], byKey[i] = p.keys[j], lists[begin:n[j]:n[j]]
+	}
+	p.keys, p.keyLists = keys, byKey
+}
+
+// callsOf is the positions in p.calls of key k's calls, in order (nil
+// for a key no call names, and for "").
+func (p *prepared) callsOf(k string) []int {
+	if p.keyCalls == nil {
+		p.keyCalls = make(map[string][]int, len(p.keys))
+		for i, k := range p.keys {
+			p.keyCalls[k] = p.keyLists[i]
+		}
+	}
+	return p.keyCalls[k]
 }
 
 // markRenewals classifies, once for both lock-promise definitions, the
@@ -660,7 +684,7 @@ func markRenewals(p *prepared) {
 	}
 	// At the window's number of keys, about one process each for a
 	// history of many keys: growing them cost more than filling them.
-	releases, acquires := make(map[pk][]*call, len(p.keyCalls)), make(map[pk][]*call, len(p.keyCalls))
+	releases, acquires := make(map[pk][]*call, len(p.keys)), make(map[pk][]*call, len(p.keys))
 	for i := range p.calls {
 		c := &p.calls[i]
 		k := pk{c.proc, c.key}

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -60,7 +59,7 @@ func TestNemesisNoticeWithoutInvocation(t *testing.T) {
 }
 
 // The windows the cutter takes index their calls by its numbering of
-// their keys (callKeyIDs, indexKeyIDs): p.keys, p.keyCalls and p.keyless
+// their keys (callKeyIDs, indexKeyIDs): p.keys, p.keyLists and p.keyless
 // come out as indexKeys makes them from the keys' strings, on random
 // histories with crashes (whose session leases make calls no event
 // numbers: indexKeys then), renewer threads, pauses and calls that name
@@ -95,8 +94,8 @@ func TestKeyIDsIndexAsKeyStrings(t *testing.T) {
 			if gerr != nil {
 				return
 			}
-			if !slices.Equal(got.keys, want.keys) || got.keyless != want.keyless || !maps.EqualFunc(got.keyCalls, want.keyCalls, slices.Equal) {
-				t.Fatalf("trial %d: keys %q %v %v, want %q %v %v", trial, got.keys, got.keyless, got.keyCalls, want.keys, want.keyless, want.keyCalls)
+			if !slices.Equal(got.keys, want.keys) || got.keyless != want.keyless || !slices.EqualFunc(got.keyLists, want.keyLists, slices.Equal) {
+				t.Fatalf("trial %d: keys %q %v %v, want %q %v %v", trial, got.keys, got.keyless, got.keyLists, want.keys, want.keyless, want.keyLists)
 			}
 		}
 		for i := range ops {

@@ -709,8 +709,8 @@ func windowKeys(p *prepared) []windowKey {
 		}
 		p.wkeys = append(p.wkeys, windowKey{key: "", calls: calls})
 	}
-	for _, k := range p.keys {
-		p.wkeys = append(p.wkeys, windowKey{key: k, calls: p.keyCalls[k]})
+	for i, k := range p.keys {
+		p.wkeys = append(p.wkeys, windowKey{key: k, calls: p.keyLists[i]})
 	}
 	return p.wkeys
 }
