@@ -355,8 +355,10 @@ type pkCarry struct {
 	// spilled is the offset plus one of the record the store read it
 	// back from (see pkStore.load), 0 for an entry never in the file.
 	spilled int64
-	// k is whose entry it is, in the store's memory (see pkStore.m).
+	// k is whose entry it is, and h its hash, in the store's memory
+	// (see pkStore.m).
 	k                  procKey
+	h                  uint64
 	hasToken, hasClaim bool
 	hasForever         bool
 	released, held     bool // the cutter's
