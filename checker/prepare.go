@@ -547,7 +547,8 @@ func indexKeys(p *prepared, ids map[string]int32) {
 // p.keys, p.keyCalls and p.keyless come out as indexKeys makes them.
 func indexKeyIDs(p *prepared, id []int32, names []string) {
 	local := make([]int32, len(names)) // a name's number plus one, 0 for none yet
-	var n []int
+	n := make([]int, 0, len(names))    // at most every name: grown, they cost as much as the numbering
+	p.keys = make([]string, 0, len(names))
 	for i, w := range id {
 		if w < 0 {
 			p.keyless = true

@@ -827,6 +827,9 @@ func sortViolations(vs []Violation) {
 // window took.
 type cutter struct {
 	fresh []history.Op // the events since the last cut, in order
+	// freshUsed is how many events of fresh's array the last take left
+	// there (they are overwritten by the next ones, not cleared).
+	freshUsed int
 	// freshKeys is the state of each of fresh's keys, nil for a global
 	// event: take finds them there rather than by key again (a window
 	// of fresh keys looked a map up for every key).
@@ -1105,8 +1108,8 @@ func (c *cutter) ok(next *history.Op) bool {
 // back. The events are valid until the next take.
 func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred int) {
 	counters = map[string]int64{}
-	clear(c.win)
 	clear(c.winNames)
+	before := c.win
 	win, ids, names := c.win[:0], c.winKeys[:0], c.winNames[:0]
 	stay, runs := c.stay[:0], c.runs[:0]
 	for key, k := range c.keys {
@@ -1137,16 +1140,31 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	win, ids = mergeKeyRuns(win, ids, runs)
 	clear(runs)
 	c.runs = runs[:0]
-	for i, op := range c.fresh {
+	// The taken events (global, or of a key before its bound) go in
+	// runs, each copied at once: one by one, each event was a copy of a
+	// hundred bytes with the collector's barriers.
+	from := 0 // the first fresh event not yet in win nor held
+	for i := range c.fresh {
 		if k := c.freshKeys[i]; k == nil {
-			win, ids = append(win, op), append(ids, -1) // global
-		} else if op.Index < k.bound {
-			win, ids = append(win, op), append(ids, k.id) // taken
+			ids = append(ids, -1) // global
+		} else if c.fresh[i].Index < k.bound {
+			ids = append(ids, k.id) // taken
 		} else {
-			k.held = append(k.held, op)
+			win = append(win, c.fresh[from:i]...)
+			k.held = append(k.held, c.fresh[i])
+			from = i + 1
 		}
 	}
-	clear(c.fresh)
+	win = append(win, c.fresh[from:]...)
+	// What the arrays hold past the events they hold now is let go (the
+	// events up to there are overwritten by the next ones).
+	if n := len(win); n < len(before) {
+		clear(before[n:])
+	}
+	if n := len(c.fresh); n < c.freshUsed {
+		clear(c.fresh[n:c.freshUsed])
+	}
+	c.freshUsed = len(c.fresh)
 	c.fresh = c.fresh[:0]
 	clear(c.freshKeys)
 	c.freshKeys = c.freshKeys[:0]
