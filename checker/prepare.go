@@ -187,12 +187,12 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	var keyIDs map[string]int32
 	var winKeys []int32
 	var winNames []string
-	validated := false
+	validated, sorted := false, false
 	if c != nil {
 		priorToken, prior, keyIDs, validated = c.priorToken, c.crashes, c.keyIDs, c.validated
-		winKeys, winNames = c.winKeys, c.winNames
+		winKeys, winNames, sorted = c.winKeys, c.winNames, c.winSorted
 	}
-	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
+	if !sorted && !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
 		winKeys = nil // of the events in their order
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })

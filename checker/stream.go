@@ -279,9 +279,9 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 	if len(win) == 0 {
 		return
 	}
-	a.c.winKeys, a.c.winNames = cut.winKeys, cut.winNames
+	a.c.winKeys, a.c.winNames, a.c.winSorted = cut.winKeys, cut.winNames, cut.winSorted
 	a.window(win, false, cut.lastTime)
-	a.c.winKeys, a.c.winNames = nil, nil
+	a.c.winKeys, a.c.winNames, a.c.winSorted = nil, nil, false
 	commit(a.c, counters)
 	// What the carry keeps of keys at rest (neither held back nor
 	// followed by the cutter) may go to its file.
@@ -329,6 +329,9 @@ type carry struct {
 	// take made (nil for the last, and for a whole check).
 	winKeys  []int32
 	winNames []string
+	// winSorted: the cutter found the window in index order (see
+	// cutter.winSorted).
+	winSorted bool
 	// validated: the windows' events satisfy Validate (see
 	// preparer.validated).
 	validated bool
@@ -841,12 +844,14 @@ type cutter struct {
 	// callKeyIDs) instead of by their keys' strings again.
 	winKeys  []int32
 	winNames []string
-	gpending map[pendKey]bool // global invocations not yet completed
-	procs    map[history.Process]*procState
-	keys     map[string]*keyState // keys with events held back or state open
-	rel      *pkStore             // each process and key's latest acquire and release (relDone, held, released)
-	never    bool                 // no cut for the rest of the history
-	disorder bool
+	// winSorted: take found win in index order (see there).
+	winSorted bool
+	gpending  map[pendKey]bool // global invocations not yet completed
+	procs     map[history.Process]*procState
+	keys      map[string]*keyState // keys with events held back or state open
+	rel       *pkStore             // each process and key's latest acquire and release (relDone, held, released)
+	never     bool                 // no cut for the rest of the history
+	disorder  bool
 	// carried: keys split past a crashed holder's lease that never
 	// expires (see forgone): a renewer thread's event on one (its renewals
 	// and orphans follow its owner across claims, which the windows after
@@ -1140,11 +1145,23 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	win, ids = mergeKeyRuns(win, ids, runs)
 	clear(runs)
 	c.runs = runs[:0]
+	// Whether win is in index order is asked here, of the events held
+	// back (few, but for long holds), and of the fresh ones as they go by
+	// below, instead of by prepare of the whole window again (each
+	// event's index read once more, a hundred bytes apart: a twentieth
+	// of checking a window of fresh keys).
+	sorted := slices.IsSortedFunc(win, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+	last := int64(math.MinInt64)
+	if len(win) > 0 {
+		last = win[len(win)-1].Index
+	}
 	// The taken events (global, or of a key before its bound) go in
 	// runs, each copied at once: one by one, each event was a copy of a
 	// hundred bytes with the collector's barriers.
 	from := 0 // the first fresh event not yet in win nor held
 	for i := range c.fresh {
+		sorted = sorted && c.fresh[i].Index > last
+		last = c.fresh[i].Index
 		if k := c.freshKeys[i]; k == nil {
 			ids = append(ids, -1) // global
 		} else if c.fresh[i].Index < k.bound {
@@ -1171,7 +1188,7 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 	clear(c.recentKeys[:])
 	c.heldBack = 0
 	c.letGo(stay)
-	c.win, c.winKeys, c.winNames = win, ids, names
+	c.win, c.winKeys, c.winNames, c.winSorted = win, ids, names, sorted
 	c.since = 0
 	c.sweep()
 	return win, counters, deferred

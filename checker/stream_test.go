@@ -582,9 +582,33 @@ func TestTakeLetsGoOfWhatItNoLongerHolds(t *testing.T) {
 			t.Fatalf("event %d of key %q numbered as %q", i, op.Key, c.winNames[c.winKeys[i]])
 		}
 	}
+	if !c.winSorted {
+		t.Fatalf("a window in index order not found so")
+	}
 	cycles(3, false)
 	win, _, _ = c.take()
 	if len(win) != 3*4 || !zero(c.win[len(win):cap(c.win)]) || !zero(c.fresh[:cap(c.fresh)][c.freshUsed:]) {
 		t.Fatalf("took %d events, want 12; events left past them", len(win))
+	}
+}
+
+// TestTakeTellsAWindowOutOfOrder: take says whether its window is in
+// index order (prepare then asks no more), and a window of events out of
+// order (which the reader's cutter never cuts: it cuts no more once one
+// comes) is not.
+func TestTakeTellsAWindowOutOfOrder(t *testing.T) {
+	c := newCutter(nil)
+	b := &hb{}
+	for i, key := range []string{"a", "b"} {
+		t0 := int64(4 * i)
+		b.inv(t0+1, i, history.FAcquire, key, nil).ok(t0+2, i, history.FAcquire, key, lease(t0+2))
+		b.inv(t0+3, i, history.FRelease, key, nil).ok(t0+4, i, history.FRelease, key, nil)
+	}
+	b.ops[5].Index, b.ops[6].Index = 6, 5
+	for i := range b.ops {
+		c.observe(&b.ops[i])
+	}
+	if win, _, _ := c.take(); len(win) != 8 || c.winSorted {
+		t.Fatalf("took %d events, in order: %v", len(win), c.winSorted)
 	}
 }
