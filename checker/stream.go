@@ -1114,7 +1114,10 @@ func (c *cutter) ok(next *history.Op) bool {
 func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred int) {
 	counters = map[string]int64{}
 	clear(c.winNames)
-	before := c.win
+	// The last window's events let go before this one's come: left to be
+	// overwritten, they stayed alive through the copying below, and the
+	// check's peak memory was a tenth larger.
+	clear(c.win)
 	win, ids, names := c.win[:0], c.winKeys[:0], c.winNames[:0]
 	stay, runs := c.stay[:0], c.runs[:0]
 	for key, k := range c.keys {
@@ -1173,11 +1176,8 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 		}
 	}
 	win = append(win, c.fresh[from:]...)
-	// What the arrays hold past the events they hold now is let go (the
-	// events up to there are overwritten by the next ones).
-	if n := len(win); n < len(before) {
-		clear(before[n:])
-	}
+	// What fresh's array holds past the events it holds now is let go
+	// (those are overwritten by the next ones, and held by win meanwhile).
 	if n := len(c.fresh); n < c.freshUsed {
 		clear(c.fresh[n:c.freshUsed])
 	}
