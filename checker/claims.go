@@ -81,7 +81,7 @@ type claimEvent struct {
 // events, which a window of thousands of fresh keys filled at a cost
 // greater than building the claims.
 func buildClaims(p *prepared) map[string][]claim {
-	out := make(map[string][]claim, len(p.keyCalls))
+	out := make(map[string][]claim, len(p.keys))
 	var ke keyEvents
 	// Every key's claims are cut from one array, made at the size of
 	// the grants (a claim begins at a grant; were there more, append
@@ -364,19 +364,46 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 			added = true
 		}
 	}
+	if !added && claimsOf(p, byKey) {
+		// keys are the window's keys with claims, in windowKeys' order,
+		// which is sorted ("" first, then p.keys): each key's claims
+		// and calls are beside it there, where looking them up by key
+		// (twice a key), and asking whether keys are sorted, cost a
+		// window of fresh keys more than the analysis.
+		var rels []*call
+		for _, wk := range windowKeys(p) {
+			if len(wk.claims) > 0 {
+				rels = releasesIn(rels[:0], p, wk.key, wk.calls)
+				f.analyseKey(p, wk.key, wk.claims, open[wk.key], rels, lost[wk.key], rep)
+			}
+		}
+		return f
+	}
 	if added || !slices.IsSorted(keys) {
 		keys = slices.Clone(keys) // not claimKeys' own
 		slices.Sort(keys)
 	}
 	var rels []*call // each key's releases ok, in one array
 	for _, k := range keys {
-		cs := byKey[k]
-		f.findOverlaps(p, k, cs, open[k], rep)
 		rels = releasesOK(rels[:0], p, k)
-		f.findForeignReleases(k, cs, open[k], rels, rep)
-		f.findLostLeases(k, cs, lost[k], rep)
+		f.analyseKey(p, k, byKey[k], open[k], rels, lost[k], rep)
 	}
 	return f
+}
+
+// analyseKey is analyseClaimsCapped's findings of key k: cs are its
+// claims, carried those of the windows before live through this one,
+// rels its releases ok and lost its lost-lease evidence.
+func (f *promiseFindings) analyseKey(p *prepared, k string, cs, carried []claim, rels, lost []*call, rep caps) {
+	f.findOverlaps(p, k, cs, carried, rep)
+	f.findForeignReleases(k, cs, carried, rels, rep)
+	f.findLostLeases(k, cs, lost, rep)
+}
+
+// claimsOf reports whether byKey is the map of claims buildClaims made
+// of p (whose keys' claims windowKeys holds too).
+func claimsOf(p *prepared, byKey map[string][]claim) bool {
+	return p != nil && p.claims != nil && reflect.ValueOf(byKey).UnsafePointer() == reflect.ValueOf(p.claims).UnsafePointer()
 }
 
 // releasesOK is dst with key k's releases ok in p appended, in p.calls'
@@ -386,22 +413,26 @@ func analyseClaimsCapped(p *prepared, byKey map[string][]claim, rep caps, open m
 // looked for in all). A caller going key by key passes the same array
 // for each (a window of fresh keys made a slice for each key).
 func releasesOK(dst []*call, p *prepared, k string) []*call {
-	out := dst
-	add := func(c *call) {
-		if c.f == history.FRelease && c.typ == history.OK && c.key == k {
-			out = append(out, c)
-		}
-	}
-	if is, ok := p.keyCalls[k]; ok || k != "" {
-		for _, i := range is {
-			add(&p.calls[i])
-		}
-		return out
+	if is := p.callsOf(k); is != nil || k != "" {
+		return releasesIn(dst, p, k, is)
 	}
 	for i := range p.calls {
-		add(&p.calls[i])
+		if c := &p.calls[i]; c.f == history.FRelease && c.typ == history.OK && c.key == k {
+			dst = append(dst, c)
+		}
 	}
-	return out
+	return dst
+}
+
+// releasesIn is dst with key k's releases ok among calls (positions in
+// p.calls, in order) appended.
+func releasesIn(dst []*call, p *prepared, k string, calls []int) []*call {
+	for _, i := range calls {
+		if c := &p.calls[i]; c.f == history.FRelease && c.typ == history.OK && c.key == k {
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // findOverlaps finds key k's claims (cs, sorted by start) that began

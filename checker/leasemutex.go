@@ -204,7 +204,7 @@ func describeLeaseState(s LeaseState) string {
 // where that cannot matter (noops, give-ups), to keep the search and the
 // pictures small.
 func leaseOps(p *prepared, key string, noops bool) []porcupine.Operation {
-	return boxLeaseOps(leaseInputs(nil, p, p.keyCalls[key], noops))
+	return boxLeaseOps(leaseInputs(nil, p, p.callsOf(key), noops))
 }
 
 // leaseInput is one operation of leaseOps before porcupine's boxing: its

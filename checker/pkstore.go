@@ -26,6 +26,12 @@ type pkStore struct {
 	// the generic hash, at every lookup, insertion and deletion.
 	m    map[uint64]*pkCarry
 	over map[procKey]*pkCarry
+	// all is every entry in memory (m's and over's), in the order they
+	// came there, which evict goes through: a window's entries, and their
+	// keys' strings, were made one after the other and lie so in memory,
+	// where going through m met each (and each key's bytes, which the
+	// record holds) at random, a cache miss apiece.
+	all  []*pkCarry
 	dir  string
 	hot  int // evict when m holds more than this
 	base int // hot at least (see pkHot)
@@ -181,7 +187,8 @@ func (s *pkStore) mem(k procKey, h uint64) *pkCarry {
 
 // put puts pc in memory as k's entry (k has none there); h is k's hash.
 func (s *pkStore) put(k procKey, h uint64, pc *pkCarry) {
-	pc.k = k
+	pc.k, pc.h = k, h
+	s.all = append(s.all, pc)
 	if s.m[h] == nil {
 		s.m[h] = pc
 		return
@@ -192,7 +199,8 @@ func (s *pkStore) put(k procKey, h uint64, pc *pkCarry) {
 	s.over[k] = pc
 }
 
-// drop takes k's entry out of memory; h is k's hash.
+// drop takes k's entry out of m or over; h is k's hash. (Only release
+// calls it, which makes all anew.)
 func (s *pkStore) drop(k procKey, h uint64) {
 	if pc := s.m[h]; pc != nil && pc.k == k {
 		delete(s.m, h)
@@ -277,13 +285,8 @@ func (s *pkStore) evict(busy func(key string) bool) {
 		moved = append(moved, pkMove{pc.k, pc, h, pc.spilled - 1, s.off + written + int64(start)})
 		return len(s.buf) < spillChunk || s.writeChunk(&written)
 	}
-	for h, pc := range s.m {
-		if !move(h, pc) {
-			return
-		}
-	}
-	for k, pc := range s.over {
-		if !move(s.hash(k), pc) {
+	for _, pc := range s.all {
+		if !move(pc.h, pc) {
 			return
 		}
 	}
@@ -327,16 +330,19 @@ func (s *pkStore) grow() {
 // deleting each moved entry cost a probe of a table too large for the
 // cache.
 func (s *pkStore) release(moved []pkMove, stay []*pkCarry) {
+	clear(s.all)
+	s.all = s.all[:0]
 	if len(moved) < len(stay) {
 		for _, mv := range moved {
 			s.drop(mv.k, mv.h)
 		}
+		s.all = append(s.all, stay...)
 		return
 	}
 	clear(s.m)
 	clear(s.over)
 	for _, pc := range stay {
-		s.put(pc.k, s.hash(pc.k), pc)
+		s.put(pc.k, pc.h, pc)
 	}
 }
 

@@ -246,3 +246,43 @@ func TestSpillIndexSeenTellsMostAbsentTags(t *testing.T) {
 	}
 	t.Logf("%d of 100,000 absent tags passed", passed)
 }
+
+// TestPKStoreAllIsWhatIsInMemory: the list evict goes through (all) holds
+// every entry in memory once, in the order they came there, after
+// evictions that move most entries (the maps emptied, those that stay put
+// back) or few (each moved one dropped), and entries read back.
+func TestPKStoreAllIsWhatIsInMemory(t *testing.T) {
+	s := newPKStore(t.TempDir())
+	defer s.close()
+	s.hot, s.base, s.top = 10, 10, 10
+	check := func(when string) {
+		t.Helper()
+		if len(s.all) != s.inMemory() {
+			t.Fatalf("%s: %d listed, %d in memory", when, len(s.all), s.inMemory())
+		}
+		seen := map[procKey]bool{}
+		for _, pc := range s.all {
+			if seen[pc.k] || s.mem(pc.k, s.hash(pc.k)) != pc || pc.h != s.hash(pc.k) {
+				t.Fatalf("%s: %v listed twice, or not as in memory", when, pc.k)
+			}
+			seen[pc.k] = true
+		}
+	}
+	key := func(i int) procKey { return procKey{i % 3, fmt.Sprintf("key-%d", i)} }
+	for i := range 30 {
+		s.at(key(i)).relDone = int64(i)
+	}
+	check("made")
+	s.evict(func(k string) bool { return k < "key-2" }) // keys 0, 1, 10-19 stay; most move
+	check("after most moved")
+	for i := range 30 {
+		s.at(key(i)) // the moved come back
+	}
+	check("read back")
+	s.evict(func(k string) bool { return k != "key-29" }) // one moves
+	check("after one moved")
+	if pc := s.get(key(29)); pc == nil || pc.relDone != 29 || len(s.all) != 30 {
+		t.Fatalf("key-29 read back as %+v, %d listed", pc, len(s.all))
+	}
+	check("after key-29 read back")
+}

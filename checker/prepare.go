@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/lockharness/lockharness/history"
 )
@@ -71,7 +72,8 @@ type prepared struct {
 	crashedAt map[int]int64    // the crashes in this window (see crashed)
 	crashes   []crashRec       // the same, in order
 	keys      []string         // every key a client operation named, sorted
-	keyCalls  map[string][]int // positions in calls of each key's operations, in order
+	keyLists  [][]int          // positions in calls of the operations of each of keys, in order
+	keyCalls  map[string][]int // keyLists by key, made when first asked for (see callsOf)
 	keyless   bool             // a client operation named no key (it is in no list of keyCalls)
 	wkeys     []windowKey      // keys and their calls, once asked for (see windowKeys)
 	// claims is the map of every key's claims buildClaims made of p, and
@@ -183,11 +185,15 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	var priorToken func(proc int, key string) (string, bool)
 	var prior *crashLog
 	var keyIDs map[string]int32
-	validated := false
+	var winKeys []int32
+	var winNames []string
+	validated, sorted := false, false
 	if c != nil {
 		priorToken, prior, keyIDs, validated = c.priorToken, c.crashes, c.keyIDs, c.validated
+		winKeys, winNames, sorted = c.winKeys, c.winNames, c.winSorted
 	}
-	if !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
+	if !sorted && !slices.IsSortedFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
+		winKeys = nil // of the events in their order
 		ops = slices.Clone(ops)
 		slices.SortStableFunc(ops, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
 	}
@@ -208,8 +214,11 @@ func prepareWith(ops []history.Op, c *carry) (*prepared, error) {
 	}
 	pr.endPriorSessions(math.MaxInt64)
 	p := pr.p
-	indexKeys(p, keyIDs)
-	sort.Strings(p.keys)
+	if id := callKeyIDs(p, ops, winKeys); id != nil {
+		indexKeyIDs(p, id, winNames)
+	} else {
+		indexKeys(p, keyIDs)
+	}
 	markRenewals(p)
 	return p, nil
 }
@@ -528,6 +537,81 @@ func indexKeys(p *prepared, ids map[string]int32) {
 		id[i] = j
 		n[j]++
 	}
+	listKeys(p, id, n)
+}
+
+// indexKeyIDs is indexKeys with each call's key numbered already: id
+// (callKeyIDs') is its place in names, -1 for none. The keys are numbered
+// again, in the order of their first calls, as indexKeys numbers them
+// (names may hold keys no call names), and id is renumbered in place:
+// p.keys, p.keyCalls and p.keyless come out as indexKeys makes them.
+func indexKeyIDs(p *prepared, id []int32, names []string) {
+	local := make([]int32, len(names)) // a name's number plus one, 0 for none yet
+	n := make([]int, 0, len(names))    // at most every name: grown, they cost as much as the numbering
+	p.keys = make([]string, 0, len(names))
+	for i, w := range id {
+		if w < 0 {
+			p.keyless = true
+			continue
+		}
+		j := local[w] - 1
+		if j < 0 {
+			j = int32(len(p.keys))
+			local[w] = j + 1
+			p.keys = append(p.keys, names[w])
+			n = append(n, 0)
+		}
+		id[i] = j
+		n[j]++
+	}
+	listKeys(p, id, n)
+}
+
+// callKeyIDs is the number of each of p's calls' key in the cutter's
+// numbering (winKeys: of each of ops, see cutter.winKeys), -1 for a call
+// that names no key; nil when it cannot tell, and indexKeys numbers them
+// by their strings. Each invocation of a client (neither a nemesis nor a
+// crash) made one call, in order (newPreparer counts them alike), and
+// its key is its event's: the walk pairs them, and checks that it did
+// (each call's invocation index), since a crash also makes calls, for
+// the session leases it ends (endSessions), which no event numbers. An
+// invocation whose key the cutter did not number (a pause's, a global
+// event) and that names one leaves the numbering to indexKeys too.
+func callKeyIDs(p *prepared, ops []history.Op, winKeys []int32) []int32 {
+	if len(winKeys) != len(ops) || len(ops) == 0 {
+		return nil
+	}
+	id := make([]int32, 0, len(p.calls))
+	for i := range ops {
+		op := &ops[i]
+		if op.Type != history.Invoke || op.Process.IsNemesis() || op.F == history.FCrash {
+			continue
+		}
+		j := len(id)
+		if j == len(p.calls) || p.calls[j].inv != op.Index {
+			return nil
+		}
+		w := winKeys[i]
+		switch {
+		case p.calls[j].key == "":
+			w = -1
+		case w < 0:
+			return nil
+		}
+		id = append(id, w)
+	}
+	if len(id) != len(p.calls) {
+		return nil
+	}
+	return id
+}
+
+// listKeys sorts p.keys and fills p.keyLists beside them from id, each
+// call's key's number (-1 for none), and n, the calls of each number (see
+// indexKeys). The map of them by key (p.keyCalls) is made only if asked
+// for (callsOf): the checkers go key by key (windowKeys), and a window
+// of fresh keys made a map of thousands of keys for nothing.
+func listKeys(p *prepared, id []int32, n []int) {
 	// n becomes where each key's list begins, then where it ends.
 	at := 0
 	for j, c := range n {
@@ -540,12 +624,32 @@ func indexKeys(p *prepared, ids map[string]int32) {
 			n[j]++
 		}
 	}
-	p.keyCalls = make(map[string][]int, len(p.keys))
-	begin := 0
-	for j, k := range p.keys {
-		p.keyCalls[k] = lists[begin:n[j]:n[j]]
-		begin = n[j]
+	order := make([]int32, len(p.keys)) // the numbers, by their keys
+	for j := range order {
+		order[j] = int32(j)
 	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.keys[a], p.keys[b]) })
+	keys, byKey := make([]string, len(order)), make([][]int, len(order))
+	for i, j := range order {
+		begin := 0
+		if j > 0 {
+			begin = n[j-1]
+		}
+		keys[i], byKey[i] = p.keys[j], lists[begin:n[j]:n[j]]
+	}
+	p.keys, p.keyLists = keys, byKey
+}
+
+// callsOf is the positions in p.calls of key k's calls, in order (nil
+// for a key no call names, and for "").
+func (p *prepared) callsOf(k string) []int {
+	if p.keyCalls == nil {
+		p.keyCalls = make(map[string][]int, len(p.keys))
+		for i, k := range p.keys {
+			p.keyCalls[k] = p.keyLists[i]
+		}
+	}
+	return p.keyCalls[k]
 }
 
 // markRenewals classifies, once for both lock-promise definitions, the
@@ -581,7 +685,7 @@ func markRenewals(p *prepared) {
 	}
 	// At the window's number of keys, about one process each for a
 	// history of many keys: growing them cost more than filling them.
-	releases, acquires := make(map[pk][]*call, len(p.keyCalls)), make(map[pk][]*call, len(p.keyCalls))
+	releases, acquires := make(map[pk][]*call, len(p.keys)), make(map[pk][]*call, len(p.keys))
 	for i := range p.calls {
 		c := &p.calls[i]
 		k := pk{c.proc, c.key}

@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,5 +55,60 @@ func TestNemesisNoticeWithoutInvocation(t *testing.T) {
 	}
 	if p.heal != 3*ms {
 		t.Errorf("final heal at %d, want the ok notice's %d", p.heal, 3*ms)
+	}
+}
+
+// The windows the cutter takes index their calls by its numbering of
+// their keys (callKeyIDs, indexKeyIDs): p.keys, p.keyLists and p.keyless
+// come out as indexKeys makes them from the keys' strings, on random
+// histories with crashes (whose session leases make calls no event
+// numbers: indexKeys then), renewer threads, pauses and calls that name
+// no key, and numbering by the cutter is what most windows use.
+func TestKeyIDsIndexAsKeyStrings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 27))
+	byIDs, windows := 0, 0
+	for trial := range 60 {
+		ops := genLockHistory(rng, genConfig{procs: 4, keys: 1 + trial%7, opsPerProc: 60, maxLat: 4, maxGap: 30, maxTTL: 40,
+			pInfo: 0.1, crash: trial%2 == 0, renewers: trial%3 == 0, sessions: trial%4 < 2})
+		for i := range ops {
+			switch {
+			case trial%5 == 0 && ops[i].Key == "lock-0":
+				ops[i].Key = "" // a call that names no key
+			case trial%5 == 1 && ops[i].F == history.FCrash:
+				ops[i].F, ops[i].Key = history.FPause, "lock-1" // global, yet it names a key
+			}
+		}
+		cut := newCutter(nil)
+		check := func(win []history.Op) {
+			windows++
+			c := newCarry("", 0)
+			c.winKeys, c.winNames = cut.winKeys, cut.winNames
+			if callKeyIDs(mustPrepare(t, win), win, cut.winKeys) != nil {
+				byIDs++
+			}
+			got, gerr := prepareWith(win, c)
+			want, werr := prepareWith(win, nil)
+			if (gerr == nil) != (werr == nil) {
+				t.Fatalf("trial %d: errors %v and %v", trial, gerr, werr)
+			}
+			if gerr != nil {
+				return
+			}
+			if !slices.Equal(got.keys, want.keys) || got.keyless != want.keyless || !slices.EqualFunc(got.keyLists, want.keyLists, slices.Equal) {
+				t.Fatalf("trial %d: keys %q %v %v, want %q %v %v", trial, got.keys, got.keyless, got.keyLists, want.keys, want.keyless, want.keyLists)
+			}
+		}
+		for i := range ops {
+			if cut.since >= 25 && cut.ok(&ops[i]) {
+				if win, _, _ := cut.take(); len(win) > 0 {
+					check(win)
+				}
+			}
+			cut.observe(&ops[i])
+		}
+	}
+	t.Logf("%d of %d windows numbered by the cutter", byIDs, windows)
+	if byIDs*2 < windows {
+		t.Errorf("%d of %d windows numbered by the cutter", byIDs, windows)
 	}
 }

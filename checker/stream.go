@@ -279,7 +279,9 @@ func (a *accumulator) cut(cut *cutter, st *windowStats) {
 	if len(win) == 0 {
 		return
 	}
+	a.c.winKeys, a.c.winNames, a.c.winSorted = cut.winKeys, cut.winNames, cut.winSorted
 	a.window(win, false, cut.lastTime)
+	a.c.winKeys, a.c.winNames, a.c.winSorted = nil, nil, false
 	commit(a.c, counters)
 	// What the carry keeps of keys at rest (neither held back nor
 	// followed by the cutter) may go to its file.
@@ -322,6 +324,14 @@ type carry struct {
 	// empty between windows: kept so that its table is not grown again
 	// for every window.
 	keyIDs map[string]int32
+	// winKeys and winNames are the cutter's numbering of the window's
+	// keys (see cutter.winKeys), set while a.window checks the window
+	// take made (nil for the last, and for a whole check).
+	winKeys  []int32
+	winNames []string
+	// winSorted: the cutter found the window in index order (see
+	// cutter.winSorted).
+	winSorted bool
 	// validated: the windows' events satisfy Validate (see
 	// preparer.validated).
 	validated bool
@@ -348,8 +358,10 @@ type pkCarry struct {
 	// spilled is the offset plus one of the record the store read it
 	// back from (see pkStore.load), 0 for an entry never in the file.
 	spilled int64
-	// k is whose entry it is, in the store's memory (see pkStore.m).
+	// k is whose entry it is, and h its hash, in the store's memory
+	// (see pkStore.m).
 	k                  procKey
+	h                  uint64
 	hasToken, hasClaim bool
 	hasForever         bool
 	released, held     bool // the cutter's
@@ -702,8 +714,8 @@ func windowKeys(p *prepared) []windowKey {
 		}
 		p.wkeys = append(p.wkeys, windowKey{key: "", calls: calls})
 	}
-	for _, k := range p.keys {
-		p.wkeys = append(p.wkeys, windowKey{key: k, calls: p.keyCalls[k]})
+	for i, k := range p.keys {
+		p.wkeys = append(p.wkeys, windowKey{key: k, calls: p.keyLists[i]})
 	}
 	return p.wkeys
 }
@@ -818,11 +830,22 @@ func sortViolations(vs []Violation) {
 // window took.
 type cutter struct {
 	fresh []history.Op // the events since the last cut, in order
+	// freshUsed is how many events of fresh's array the last take left
+	// there (they are overwritten by the next ones, not cleared).
+	freshUsed int
 	// freshKeys is the state of each of fresh's keys, nil for a global
 	// event: take finds them there rather than by key again (a window
 	// of fresh keys looked a map up for every key).
 	freshKeys []*keyState
-	win       []history.Op     // the last window's events (reused)
+	win       []history.Op // the last window's events (reused)
+	// winKeys is, for each of win's events, its key's number in the
+	// window (keyState.id: its place in winNames, which names them), -1
+	// for a global event: prepare indexes the window's calls by it (see
+	// callKeyIDs) instead of by their keys' strings again.
+	winKeys  []int32
+	winNames []string
+	// winSorted: take found win in index order (see there).
+	winSorted bool
 	gpending  map[pendKey]bool // global invocations not yet completed
 	procs     map[history.Process]*procState
 	keys      map[string]*keyState // keys with events held back or state open
@@ -845,7 +868,7 @@ type cutter struct {
 	// leases, for every key.
 	spare []*keyState
 	stay  []*keyState // take's, kept from one cut to the next
-	runs  [][]history.Op
+	runs  []keyRun
 	// validated: every event satisfies Validate (a file's reader refuses
 	// one that does not), so observe need not ask again.
 	validated bool
@@ -911,6 +934,7 @@ type keyState struct {
 	never         bool         // no split for the rest of the history (the counter could be ambiguous, an orphan lock)
 	lastTime      int64        // time of the key's latest event
 	watched       bool         // a renewer thread (history.Op's Owner) recorded on it
+	id            int32        // its number in the latest window take made (see cutter.winKeys)
 }
 
 // newCutter is a cutter that keeps what it follows of each process and
@@ -1089,10 +1113,16 @@ func (c *cutter) ok(next *history.Op) bool {
 // back. The events are valid until the next take.
 func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred int) {
 	counters = map[string]int64{}
+	clear(c.winNames)
+	// The last window's events let go before this one's come: left to be
+	// overwritten, they stayed alive through the copying below, and the
+	// check's peak memory was a tenth larger.
 	clear(c.win)
-	win := c.win[:0]
+	win, ids, names := c.win[:0], c.winKeys[:0], c.winNames[:0]
 	stay, runs := c.stay[:0], c.runs[:0]
 	for key, k := range c.keys {
+		k.id = int32(len(names))
+		names = append(names, key)
 		if c.quiet(k, c.lastTime) {
 			k.bound = math.MaxInt64
 			if k.top > 0 {
@@ -1111,28 +1141,54 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 		if n == 0 {
 			continue
 		}
-		runs = append(runs, k.held[:n])
+		runs = append(runs, keyRun{k.held[:n], k.id})
 		// A fresh slice, so that the taken events' memory goes.
 		k.held = append([]history.Op(nil), k.held[n:]...)
 	}
-	win = mergeRuns(win, runs)
+	win, ids = mergeKeyRuns(win, ids, runs)
 	clear(runs)
 	c.runs = runs[:0]
-	for i, op := range c.fresh {
-		if k := c.freshKeys[i]; k == nil || op.Index < k.bound {
-			win = append(win, op) // global, or taken
+	// Whether win is in index order is asked here, of the events held
+	// back (few, but for long holds), and of the fresh ones as they go by
+	// below, instead of by prepare of the whole window again (each
+	// event's index read once more, a hundred bytes apart: a twentieth
+	// of checking a window of fresh keys).
+	sorted := slices.IsSortedFunc(win, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) })
+	last := int64(math.MinInt64)
+	if len(win) > 0 {
+		last = win[len(win)-1].Index
+	}
+	// The taken events (global, or of a key before its bound) go in
+	// runs, each copied at once: one by one, each event was a copy of a
+	// hundred bytes with the collector's barriers.
+	from := 0 // the first fresh event not yet in win nor held
+	for i := range c.fresh {
+		sorted = sorted && c.fresh[i].Index > last
+		last = c.fresh[i].Index
+		if k := c.freshKeys[i]; k == nil {
+			ids = append(ids, -1) // global
+		} else if c.fresh[i].Index < k.bound {
+			ids = append(ids, k.id) // taken
 		} else {
-			k.held = append(k.held, op)
+			win = append(win, c.fresh[from:i]...)
+			k.held = append(k.held, c.fresh[i])
+			from = i + 1
 		}
 	}
-	clear(c.fresh)
+	win = append(win, c.fresh[from:]...)
+	// What fresh's array holds past the events it holds now is let go
+	// (those are overwritten by the next ones, and held by win meanwhile).
+	if n := len(c.fresh); n < c.freshUsed {
+		clear(c.fresh[n:c.freshUsed])
+	}
+	c.freshUsed = len(c.fresh)
 	c.fresh = c.fresh[:0]
 	clear(c.freshKeys)
 	c.freshKeys = c.freshKeys[:0]
 	clear(c.recentKeys[:])
 	c.heldBack = 0
 	c.letGo(stay)
-	c.win = win
+	c.win, c.winKeys, c.winNames, c.winSorted = win, ids, names, sorted
 	c.since = 0
 	c.sweep()
 	return win, counters, deferred
@@ -1145,14 +1201,32 @@ func (c *cutter) take() (ops []history.Op, counters map[string]int64, deferred i
 // held back across cuts (long holds) sorted them at every cut, a fifth
 // of its check. runs is reordered and emptied.
 func mergeRuns(dst []history.Op, runs [][]history.Op) []history.Op {
+	krs := make([]keyRun, len(runs))
+	for i, r := range runs {
+		krs[i] = keyRun{r, int32(i)}
+	}
+	dst, _ = mergeKeyRuns(dst, nil, krs)
+	return dst
+}
+
+// keyRun is a run of one key's events, and the key's number (see
+// cutter.winKeys).
+type keyRun struct {
+	ops []history.Op
+	id  int32
+}
+
+// mergeKeyRuns is mergeRuns that also appends to ids the number of the
+// key of each event it appends to dst.
+func mergeKeyRuns(dst []history.Op, ids []int32, runs []keyRun) ([]history.Op, []int32) {
 	total := 0
 	for _, r := range runs {
-		total += len(r)
+		total += len(r.ops)
 	}
-	dst = slices.Grow(dst, total)
+	dst, ids = slices.Grow(dst, total), slices.Grow(ids, total)
 	// h is a min-heap of the runs not empty by their first event's index.
-	h := slices.DeleteFunc(runs, func(r []history.Op) bool { return len(r) == 0 })
-	less := func(i, j int) bool { return h[i][0].Index < h[j][0].Index }
+	h := slices.DeleteFunc(runs, func(r keyRun) bool { return len(r.ops) == 0 })
+	less := func(i, j int) bool { return h[i].ops[0].Index < h[j].ops[0].Index }
 	down := func(i int) {
 		for {
 			m := 2*i + 1
@@ -1173,17 +1247,20 @@ func mergeRuns(dst []history.Op, runs [][]history.Op) []history.Op {
 		down(i)
 	}
 	for len(h) > 1 {
-		dst = append(dst, h[0][0])
-		if h[0] = h[0][1:]; len(h[0]) == 0 {
+		dst, ids = append(dst, h[0].ops[0]), append(ids, h[0].id)
+		if h[0].ops = h[0].ops[1:]; len(h[0].ops) == 0 {
 			h[0] = h[len(h)-1]
 			h = h[:len(h)-1]
 		}
 		down(0)
 	}
 	if len(h) == 1 {
-		dst = append(dst, h[0]...)
+		dst = append(dst, h[0].ops...)
+		for range h[0].ops {
+			ids = append(ids, h[0].id)
+		}
 	}
-	return dst
+	return dst, ids
 }
 
 // letGo drops the keys take found quiet (nothing of them is left to
@@ -1252,6 +1329,7 @@ func (c *cutter) rest() []history.Op {
 		ops = append(ops, c.fresh...)
 	}
 	c.fresh, c.freshKeys, c.win, c.keys = nil, nil, nil, nil
+	c.winKeys, c.winNames = nil, nil
 	clear(c.recentKeys[:])
 	return ops
 }

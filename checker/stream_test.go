@@ -545,3 +545,70 @@ func TestMergeRunsIsSortByIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeLetsGoOfWhatItNoLongerHolds: take leaves its arrays' events in
+// place for the next ones to overwrite (it copies the taken in runs), and
+// lets go of those past what the next window holds: after a long window
+// and a short one, nothing past the events held is left in them. The
+// windows' events and keys' numbers are the fresh ones, in order.
+func TestTakeLetsGoOfWhatItNoLongerHolds(t *testing.T) {
+	c := newCutter(nil)
+	idx := int64(0)
+	cycles := func(n int, held bool) {
+		for i := range n {
+			key := fmt.Sprintf("key-%d-%d", idx, i)
+			b := &hb{}
+			b.inv(1, i%3, history.FAcquire, key, nil).ok(2, i%3, history.FAcquire, key, lease(int64(1)<<40))
+			if !held || i > 0 {
+				b.inv(3, i%3, history.FRelease, key, nil).ok(4, i%3, history.FRelease, key, nil)
+			}
+			for j := range b.ops {
+				b.ops[j].Index, b.ops[j].Time = idx, idx
+				idx++
+				c.observe(&b.ops[j])
+			}
+		}
+	}
+	zero := func(ops []history.Op) bool {
+		return !slices.ContainsFunc(ops, func(op history.Op) bool { return op.Key != "" || op.Value != nil })
+	}
+	cycles(50, true) // the first key stays held
+	win, _, _ := c.take()
+	if len(win) != 50*4-4 || len(c.winKeys) != len(win) || !slices.IsSortedFunc(win, func(a, b history.Op) int { return cmp.Compare(a.Index, b.Index) }) {
+		t.Fatalf("took %d events (%d numbered), want %d in order (the held key's two held back)", len(win), len(c.winKeys), 50*4-4)
+	}
+	for i, op := range win {
+		if c.winNames[c.winKeys[i]] != op.Key {
+			t.Fatalf("event %d of key %q numbered as %q", i, op.Key, c.winNames[c.winKeys[i]])
+		}
+	}
+	if !c.winSorted {
+		t.Fatalf("a window in index order not found so")
+	}
+	cycles(3, false)
+	win, _, _ = c.take()
+	if len(win) != 3*4 || !zero(c.win[len(win):cap(c.win)]) || !zero(c.fresh[:cap(c.fresh)][c.freshUsed:]) {
+		t.Fatalf("took %d events, want 12; events left past them", len(win))
+	}
+}
+
+// TestTakeTellsAWindowOutOfOrder: take says whether its window is in
+// index order (prepare then asks no more), and a window of events out of
+// order (which the reader's cutter never cuts: it cuts no more once one
+// comes) is not.
+func TestTakeTellsAWindowOutOfOrder(t *testing.T) {
+	c := newCutter(nil)
+	b := &hb{}
+	for i, key := range []string{"a", "b"} {
+		t0 := int64(4 * i)
+		b.inv(t0+1, i, history.FAcquire, key, nil).ok(t0+2, i, history.FAcquire, key, lease(t0+2))
+		b.inv(t0+3, i, history.FRelease, key, nil).ok(t0+4, i, history.FRelease, key, nil)
+	}
+	b.ops[5].Index, b.ops[6].Index = 6, 5
+	for i := range b.ops {
+		c.observe(&b.ops[i])
+	}
+	if win, _, _ := c.take(); len(win) != 8 || c.winSorted {
+		t.Fatalf("took %d events, in order: %v", len(win), c.winSorted)
+	}
+}
