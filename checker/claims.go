@@ -632,6 +632,9 @@ func overlapViolation(p *prepared, a, c *claim) Violation {
 		Processes: []int{a.proc, c.proc}, Start: c.start.t, End: shown,
 		Events: []int64{a.grant, c.grant}, Fatal: true,
 	}
+	if shown < end {
+		v.clippedFrom = end // a window's end; compose shows it to the history's
+	}
 	window := fmt.Sprintf("from %s to %s", secs(c.start.t), secs(end))
 	if end == never {
 		window = fmt.Sprintf("from %s on (neither claim ever ended)", secs(c.start.t))

@@ -83,6 +83,12 @@ type Violation struct {
 	// rejected or that lost nothing).
 	Fatal       bool   `json:"fatal"`
 	Description string `json:"description"`
+	// clippedFrom is the end of a finding that outlasts the events of
+	// the window that found it (an overlap of claims that end later or
+	// never), 0 for one shown to its end: its End is clipped at the
+	// window's last event, and compose clips it again at the history's
+	// last, as the whole check does, and clears this.
+	clippedFrom int64
 }
 
 // Hold is one claim of the lock promise: process p was told it holds key

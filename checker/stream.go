@@ -473,6 +473,9 @@ type accumulator struct {
 	covErr   string
 	viewIn   map[string]*viewInput // what each refuted key's view is drawn from (Config.Views)
 	viewsOff bool                  // the history is too long for views
+	// last is the time of the last event of the windows so far: the
+	// history's, once the last is checked (see Violation.clippedFrom).
+	last int64
 }
 
 // newAccumulator starts a check. A windowed one keeps at most holdLimit
@@ -498,6 +501,7 @@ func (a *accumulator) window(ops []history.Op, last bool, until int64) {
 	if !ok {
 		return
 	}
+	a.last = max(a.last, p.last)
 	w := window{c: a.c, last: last}
 	a.judge(ops, p, byKey, w)
 	if a.covErr == "" {
@@ -801,6 +805,11 @@ func (a *accumulator) compose(res *Result) {
 		return a.resource.result(), a.resource.violations(), a.resource.nonlin
 	})
 	pick(Liveness, func() (CheckResult, []Violation, []string) { return a.live, a.liveVs, nil })
+	for i := range res.Violations {
+		if v := &res.Violations[i]; v.clippedFrom != 0 {
+			v.End, v.clippedFrom = min(v.clippedFrom, max(a.last, v.Start)), 0
+		}
+	}
 	sortViolations(res.Violations)
 	sort.Strings(res.NonLinearizableKeys)
 	res.Verdict = Combine(res.Checkers[LockPromise].Verdict, res.Checkers[Resource].Verdict, res.Checkers[Liveness].Verdict)
