@@ -33,20 +33,24 @@ func packLanes(lives []life) [][]int {
 		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.Proc, b.Proc))
 	})
 	var lanes [][]int
-	var busy busyLanes // lanes in use, by end of their last life
-	var free intHeap   // lanes free again, by number
+	// The lanes in use, by the end of their last life (then number), and
+	// those free again, by number.
+	busy := &minHeap[busyLane]{less: func(a, b busyLane) bool {
+		return a.end < b.end || a.end == b.end && a.lane < b.lane
+	}}
+	free := &minHeap[int]{less: func(a, b int) bool { return a < b }}
 	for _, l := range order {
-		for len(busy) > 0 && busy[0].end < l.From {
-			heap.Push(&free, heap.Pop(&busy).(busyLane).lane)
+		for busy.Len() > 0 && busy.xs[0].end < l.From {
+			heap.Push(free, heap.Pop(busy).(busyLane).lane)
 		}
 		lane := len(lanes)
-		if len(free) > 0 {
-			lane = heap.Pop(&free).(int)
+		if free.Len() > 0 {
+			lane = heap.Pop(free).(int)
 		} else {
 			lanes = append(lanes, nil)
 		}
 		lanes[lane] = append(lanes[lane], l.Proc)
-		heap.Push(&busy, busyLane{end: max(l.To, l.From), lane: lane})
+		heap.Push(busy, busyLane{end: max(l.To, l.From), lane: lane})
 	}
 	slices.SortFunc(lanes, func(a, b []int) int { return cmp.Compare(a[0], b[0]) })
 	return lanes
@@ -58,33 +62,20 @@ type busyLane struct {
 	lane int
 }
 
-// busyLanes is a min-heap of lanes in use, by end, then lane.
-type busyLanes []busyLane
-
-func (h busyLanes) Len() int { return len(h) }
-func (h busyLanes) Less(i, j int) bool {
-	return h[i].end < h[j].end || h[i].end == h[j].end && h[i].lane < h[j].lane
-}
-func (h busyLanes) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *busyLanes) Push(x any)   { *h = append(*h, x.(busyLane)) }
-func (h *busyLanes) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// minHeap is a container/heap of T ordered by less: the lanes in use by
+// their end, the free ones by number.
+type minHeap[T any] struct {
+	xs   []T
+	less func(a, b T) bool
 }
 
-// intHeap is a min-heap of lane numbers.
-type intHeap []int
-
-func (h intHeap) Len() int           { return len(h) }
-func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *intHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+func (h *minHeap[T]) Len() int           { return len(h.xs) }
+func (h *minHeap[T]) Less(i, j int) bool { return h.less(h.xs[i], h.xs[j]) }
+func (h *minHeap[T]) Swap(i, j int)      { h.xs[i], h.xs[j] = h.xs[j], h.xs[i] }
+func (h *minHeap[T]) Push(x any)         { h.xs = append(h.xs, x.(T)) }
+func (h *minHeap[T]) Pop() any {
+	x := h.xs[len(h.xs)-1]
+	h.xs = h.xs[:len(h.xs)-1]
 	return x
 }
 
