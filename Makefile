@@ -54,6 +54,7 @@ FUZZTIME ?= 15s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./history/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./checker/
+	$(GO) test -run '^$$' -fuzz '^FuzzWindowedIsWhole$$' -fuzztime $(FUZZTIME) ./checker/
 	$(GO) test -run '^$$' -fuzz '^FuzzExpectations$$' -fuzztime $(FUZZTIME) ./matrix/
 	$(GO) test -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) ./matrix/
 	$(GO) test -run '^$$' -fuzz '^FuzzShard$$' -fuzztime $(FUZZTIME) ./matrix/

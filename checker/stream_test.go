@@ -348,22 +348,6 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 		cfg := simConfig{procs: 3 + int(seed%8), keys: 10 + int(seed%5)*10, events: 1500 + int(seed%4)*500, ttl: int64(2e6 + seed%4*3e6), pInfo: float64(seed%3) * 0.05, heal: true}
 		cases = append(cases, simCases(rng, cfg, true)...)
 	}
-	shapes := []genConfig{
-		{procs: 2, keys: 1, opsPerProc: 6, maxLat: 3, maxGap: 4, maxTTL: 10},
-		{procs: 3, keys: 1, opsPerProc: 8, maxLat: 4, maxGap: 6, maxTTL: 12, pInfo: 0.15},
-		{procs: 4, keys: 2, opsPerProc: 10, maxLat: 2, maxGap: 10, maxTTL: 20, pInfo: 0.1, crash: true},
-		{procs: 5, keys: 1, opsPerProc: 6, maxLat: 5, maxGap: 20, maxTTL: 8, pInfo: 0.1},
-		{procs: 2, keys: 1, opsPerProc: 6, maxLat: 3, maxGap: 4, maxTTL: 12, pInfo: 0.1, renewers: true},
-		{procs: 3, keys: 2, opsPerProc: 8, maxLat: 1, maxGap: 8, maxTTL: 16, renewers: true},
-	}
-	manyShapes := []genConfig{
-		{procs: 6, keys: 10, opsPerProc: 30, maxLat: 3, maxGap: 2, maxTTL: 10, pInfo: 0.1},
-		{procs: 8, keys: 30, opsPerProc: 30, maxLat: 4, maxGap: 3, maxTTL: 12, pInfo: 0.05},
-		{procs: 5, keys: 50, opsPerProc: 40, maxLat: 2, maxGap: 2, maxTTL: 20, pInfo: 0.1, renewers: true},
-		{procs: 6, keys: 20, opsPerProc: 30, maxLat: 3, maxGap: 4, maxTTL: 16, pInfo: 0.1, crash: true},
-		{procs: 6, keys: 20, opsPerProc: 30, maxLat: 3, maxGap: 4, maxTTL: 16, pInfo: 0.1, crash: true, sessions: true},
-		{procs: 8, keys: 5, opsPerProc: 30, maxLat: 2, maxGap: 3, maxTTL: 12, pInfo: 0.05, crash: true, sessions: true, renewers: true},
-	}
 	// The shapes of issue 27, small: client crashes, reads never
 	// followed by their write, many keys, long holds, holders of leases
 	// that never expire dying with them.
@@ -386,14 +370,14 @@ func TestWindowedCheckIsTheWholeCheck(t *testing.T) {
 		}
 		cases = append(cases, brokenCases(rand.New(rand.NewPCG(seed, 11)), "shape crash, in flight", ops, true)...)
 	}
-	for si, shape := range append(shapes, manyShapes...) {
+	for si, shape := range append(append([]genConfig(nil), windowShapes...), windowManyShapes...) {
 		for seed := uint64(0); seed < 150; seed++ {
 			rng := rand.New(rand.NewPCG(seed, uint64(si)+100))
 			ops := genLockHistory(rng, shape)
 			if seed%3 != 0 {
 				ops = withFinalHeal(ops)
 			}
-			cases = append(cases, windowCase{"generated", ops, si >= len(shapes)})
+			cases = append(cases, windowCase{"generated", ops, si >= len(windowShapes)})
 		}
 	}
 	windows, exact, recovery := 0, 0, 0
