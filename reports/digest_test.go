@@ -61,7 +61,7 @@ func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			typ = history.Fail
 		}
-		l.add(history.FAcquire, t0, t0+d, typ)
+		l.add(true, t0, t0+d, typ)
 		if typ == history.OK {
 			all = append(all, lat{t0, math.Max(float64(d)/1e6, 1e-3)})
 		}
@@ -288,7 +288,7 @@ func TestPointGridKeepsAMapsPoints(t *testing.T) {
 			invoke += 2 * end // past the end: off the grid
 		}
 		typ := types[rng.IntN(3)]
-		l.add(history.FAcquire, invoke, invoke+d, typ)
+		l.add(true, invoke, invoke+d, typ)
 		ms := max(float64(d)/1e6, 1e-3)
 		k := newPointCell(outcomeIndex(typ), invoke/cellT, int32(math.Floor(log10(ms)*pointBinsPerDecade)))
 		if _, ok := want[k]; !ok {
