@@ -125,13 +125,6 @@ func (b *procBits) add(p int) bool {
 	return true
 }
 
-// addKey puts key in acqKeys unless keysAdded says it is there.
-func (d *digest) addKey(key string) {
-	if !d.keysAdded.seen(key) {
-		d.acqKeys.add(key)
-	}
-}
-
 // maxGrants bounds the grants the digest keeps the nodes of: the node
 // rows of a longer run show its first grants only, and say so.
 const maxGrants = 200_000
