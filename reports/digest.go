@@ -50,14 +50,17 @@ func each(ctx context.Context, src history.Source, see ...func(*history.Op)) err
 // processes, the keys acquired, the latencies, and the events violations
 // name that the check did not keep.
 type digest struct {
-	rare  []call       // client pauses and crashes, by invocation
-	procs map[int]bool // client processes (renewer threads excluded)
-	// acted are the client processes that invoked anything but a read:
-	// the others only read (the final reader).
-	acted map[int]bool
-	// lives is the first and last event of each client process: the
-	// timeline packs processes whose lives do not overlap in one row.
-	lives   spans
+	rare []call // client pauses and crashes, by invocation
+	// procs are the client processes (renewer threads excluded), and
+	// acted those that invoked anything but a read: the others only read
+	// (the final reader). Both are made from calls once the pass is over
+	// (finish).
+	procs, acted map[int]bool
+	// calls is what the digest follows of each process: its life (the
+	// first and last event of a client process: the timeline packs
+	// processes whose lives do not overlap in one row), its call in
+	// flight.
+	calls   procTable
 	acqKeys *keySet // keys acquired
 	// granted names, by the history index of an acquire's ok, the lock
 	// nodes that granted it (a Redlock-style lock records them), for the
@@ -73,16 +76,13 @@ type digest struct {
 
 	want       map[int64]bool // the event indexes to keep in at
 	lastInvoke map[pf]int64   // latest invocation of each process and function
-	open       openCalls      // client calls in flight
 	// marks, if set, is given the completion of every client write (its
-	// see would follow the calls as open does).
+	// see would follow the calls as calls does).
 	marks *markPass
 
-	// What was put in procs and acted (procBits), and in acqKeys lately
-	// (by slot), so that an event does not hash a map entry that is
-	// there already.
-	procsAdded, actedAdded procBits
-	keysAdded              recentKeys
+	// What was put in acqKeys lately (by slot), so that an acquire does
+	// not hash a key into the set it is in already.
+	keysAdded recentKeys
 }
 
 // recentSlots is the size of digest's caches of what it added lately.
@@ -125,13 +125,6 @@ func (b *procBits) add(p int) bool {
 	return true
 }
 
-// addKey puts key in acqKeys unless keysAdded says it is there.
-func (d *digest) addKey(key string) {
-	if !d.keysAdded.seen(key) {
-		d.acqKeys.add(key)
-	}
-}
-
 // maxGrants bounds the grants the digest keeps the nodes of: the node
 // rows of a longer run show its first grants only, and say so.
 const maxGrants = 200_000
@@ -141,24 +134,51 @@ type pf struct {
 	f string
 }
 
-type pending struct {
-	t    int64
-	f    string
-	key  string
-	rare int // index in d.rare, or -1
-}
-
 // newDigest starts a digest that keeps the events want names, of a
 // history whose last event is at end (0: unknown).
 func newDigest(want map[int64]bool, end int64) *digest {
-	return &digest{procs: map[int]bool{}, acted: map[int]bool{}, granted: map[int64][]string{}, acqKeys: newKeySet(), at: map[int64]history.Op{},
-		invokedAt: map[int64]int64{}, lat: newLatencyDigest(end), want: want, lastInvoke: map[pf]int64{},
-		open: openCalls{more: map[history.Process]pending{}}}
+	return &digest{granted: map[int64][]string{}, acqKeys: newKeySet(), at: map[int64]history.Op{},
+		invokedAt: map[int64]int64{}, lat: newLatencyDigest(end), want: want, lastInvoke: map[pf]int64{}}
 }
 
 // see takes the next event of the history into the digest.
 func (d *digest) see(op *history.Op) {
-	if len(d.want) > 0 && d.want[op.Index] {
+	if len(d.want) > 0 {
+		d.seeWanted(op)
+	}
+	if op.Process.IsNemesis() {
+		return
+	}
+	c := d.calls.of(op.Process)
+	if op.Owner == nil {
+		c.see(op.Time)
+	}
+	if op.Type == history.Invoke {
+		d.invoke(op, c)
+		return
+	}
+	if !c.open {
+		return // a completion without invocation: nothing to draw
+	}
+	c.open = false
+	if c.f == callWrite && d.marks != nil {
+		d.marks.completed(op)
+	}
+	if op.Value != nil && len(op.Value.Nodes) > 0 && op.Type == history.OK && op.F == history.FAcquire {
+		d.grant(op)
+	}
+	if c.rare > 0 {
+		k := keep(op)
+		r := &d.rare[c.rare-1]
+		r.Complete, r.Done = &k, true
+	}
+	d.lat.add(c.f == callAcquire, c.t, op.Time, op.Type)
+}
+
+// seeWanted keeps op if it is one of the events wanted, and when its
+// call was invoked.
+func (d *digest) seeWanted(op *history.Op) {
+	if d.want[op.Index] {
 		d.at[op.Index] = keep(op)
 		t, ok := d.lastInvoke[pf{op.Process, op.F}]
 		if !ok || op.Type == history.Invoke {
@@ -166,109 +186,138 @@ func (d *digest) see(op *history.Op) {
 		}
 		d.invokedAt[op.Index] = t
 	}
-	if op.Type == history.Invoke && len(d.want) > 0 {
+	if op.Type == history.Invoke {
 		// Only the events kept in at need when their call was invoked.
 		d.lastInvoke[pf{op.Process, op.F}] = op.Time
 	}
-	if op.Process.IsNemesis() {
-		return
+}
+
+// grant keeps the lock nodes that granted the acquire whose ok is op.
+func (d *digest) grant(op *history.Op) {
+	if len(d.granted) < maxGrants {
+		d.granted[op.Index] = slices.Clone(op.Value.Nodes)
+	} else {
+		d.grantsCut = true
 	}
-	if op.Owner == nil {
-		addProc(d.procs, &d.procsAdded, int(op.Process))
-		d.lives.see(int(op.Process), op.Time)
-	}
-	if op.Type == history.Invoke {
-		d.invoke(op)
-		return
-	}
-	p, ok := d.open.take(op.Process)
-	if !ok {
-		return // a completion without invocation: nothing to draw
-	}
-	if p.f == history.FWrite && d.marks != nil {
-		d.marks.completed(op)
-	}
-	if op.F == history.FAcquire && op.Type == history.OK && op.Value != nil && len(op.Value.Nodes) > 0 {
-		if len(d.granted) < maxGrants {
-			d.granted[op.Index] = slices.Clone(op.Value.Nodes)
-		} else {
-			d.grantsCut = true
+}
+
+// invoke takes client invocation op of the process whose calls are c
+// into the digest.
+func (d *digest) invoke(op *history.Op, c *procCalls) {
+	c.open, c.t, c.rare = true, op.Time, 0
+	switch op.F {
+	case history.FRead:
+		c.f = callOther
+		return // the one call that does not make its process act
+	case history.FAcquire:
+		c.f = callAcquire
+		if op.Key != "" && !d.keysAdded.seen(op.Key) {
+			d.acqKeys.add(op.Key)
 		}
-	}
-	if p.rare >= 0 {
-		c := keep(op)
-		d.rare[p.rare].Complete, d.rare[p.rare].Done = &c, true
-	}
-	d.lat.add(p.f, p.t, op.Time, op.Type)
-}
-
-// invoke takes a client invocation into the digest.
-func (d *digest) invoke(op *history.Op) {
-	if op.F != history.FRead {
-		addProc(d.acted, &d.actedAdded, int(op.Process))
-	}
-	p := pending{t: op.Time, f: op.F, key: op.Key, rare: -1}
-	if op.F == history.FAcquire && op.Key != "" {
-		d.addKey(op.Key)
-	}
-	if op.F == history.FPause || op.F == history.FCrash {
+	case history.FWrite:
+		c.f = callWrite
+	case history.FPause, history.FCrash:
+		c.f = callOther
 		inv := keep(op)
-		p.rare = len(d.rare)
 		d.rare = append(d.rare, call{Invoke: &inv, Complete: noCompletion})
+		c.rare = int32(len(d.rare))
+	default:
+		c.f = callOther
 	}
-	d.open.put(op.Process, p)
+	c.acted = true
 }
 
-// openCalls is the client calls in flight, by process: in a slot indexed
-// by the process for processes numbered up to maxOpenSlots (a history's
-// processes are numbered from 0, one after another), in a map for the
-// others, so that the calls of a long history cost no hashing, however
-// many processes are at work at once.
-type openCalls struct {
-	slots []openSlot
-	more  map[history.Process]pending
+// finish makes procs and acted from what the digest followed of each
+// process, once the pass over the history is over.
+func (d *digest) finish() {
+	d.procs, d.acted = map[int]bool{}, map[int]bool{}
+	d.calls.each(func(p int, c *procCalls) {
+		if c.life.ok {
+			d.procs[p] = true
+		}
+		if c.acted {
+			d.acted[p] = true
+		}
+	})
 }
 
-type openSlot struct {
-	used bool
-	c    pending
+// procTable is what the digest follows of each process (procCalls): in
+// a slot indexed by the process for processes numbered up to
+// maxOpenSlots (a history's processes are numbered from 0, one after
+// another), in a map for the others, so that following an event costs
+// no hashing, however many processes are at work at once. A process's
+// slot holds all the digest follows of it, with no pointer, so that an
+// event touches one cache line, and the collector none: the calls in
+// flight, the lives and the processes seen were four tables, a tenth of
+// the digest.
+type procTable struct {
+	slots []procCalls
+	more  map[history.Process]*procCalls
 }
 
-// maxOpenSlots bounds the slots of openCalls (a few MB at most).
+// procCalls is what the digest follows of a process.
+type procCalls struct {
+	life  timeSpan // of its events (those of a renewer on its behalf excluded)
+	t     int64    // when its call in flight was invoked
+	rare  int32    // 1 + the index in digest.rare of its call in flight; 0: none
+	f     callFunc // its call in flight's function
+	open  bool     // it has a call in flight
+	acted bool     // it invoked anything but a read
+}
+
+// callFunc is what the digest tells apart of a call's function.
+type callFunc uint8
+
+const (
+	callOther callFunc = iota
+	callAcquire
+	callWrite
+)
+
+// maxOpenSlots bounds the slots of a procTable (a few MB at most).
 const maxOpenSlots = 1 << 16
 
-// slot is process p's slot, nil for a process kept in the map.
-func (o *openCalls) slot(p history.Process) *openSlot {
-	if p < 0 || p >= maxOpenSlots {
-		return nil
+// see notes that the process has an event at time t.
+func (c *procCalls) see(t int64) { c.life = c.life.with(t) }
+
+// of is process p's slot.
+func (o *procTable) of(p history.Process) *procCalls {
+	if p >= 0 && p < maxOpenSlots {
+		if int(p) >= len(o.slots) {
+			o.slots = append(o.slots, make([]procCalls, int(p)+1-len(o.slots))...)
+		}
+		return &o.slots[p]
 	}
-	if int(p) >= len(o.slots) {
-		o.slots = append(o.slots, make([]openSlot, int(p)+1-len(o.slots))...)
+	c := o.more[p]
+	if c == nil {
+		if o.more == nil {
+			o.more = map[history.Process]*procCalls{}
+		}
+		c = &procCalls{}
+		o.more[p] = c
 	}
-	return &o.slots[p]
+	return c
 }
 
-// put makes c process p's call in flight.
-func (o *openCalls) put(p history.Process, c pending) {
-	if s := o.slot(p); s != nil {
-		s.used, s.c = true, c
-		return
+// each calls f with every process that has a slot, and the slot.
+func (o *procTable) each(f func(int, *procCalls)) {
+	for p := range o.slots {
+		f(p, &o.slots[p])
 	}
-	o.more[p] = c
+	for p, c := range o.more {
+		f(int(p), c)
+	}
 }
 
-// take removes and returns process p's call in flight.
-func (o *openCalls) take(p history.Process) (pending, bool) {
-	if s := o.slot(p); s != nil {
-		// The call stays in the slot, unused: clearing its strings cost
-		// a write barrier per event while the collector marks.
-		c, ok := s.c, s.used
-		s.used = false
-		return c, ok
+// life is process p's life: false when nothing of it was seen.
+func (o *procTable) life(p int) (timeSpan, bool) {
+	if p >= 0 && p < len(o.slots) {
+		return o.slots[p].life, o.slots[p].life.ok
 	}
-	c, ok := o.more[p]
-	delete(o.more, p)
-	return c, ok
+	if c := o.more[history.Process(p)]; c != nil {
+		return c.life, c.life.ok
+	}
+	return timeSpan{}, false
 }
 
 // unkept lists the events res's violations name that the check did not
@@ -295,15 +344,23 @@ func unkept(res checker.Result) map[int64]bool {
 type latencyDigest struct {
 	fine    int64 // bucket width, ns
 	buckets []*latBucket
-	lo, hi  float64 // ms, over every done acquire
-	n       int     // done acquires
+	// last is the bucket found last (bucket), of times lastFrom up to
+	// lastTo.
+	last             *latBucket
+	lastFrom, lastTo int64
+	lo, hi           float64 // ms, over every done acquire
+	n                int     // done acquires
 	// points: one per cell of cellT ns × 1/pointBinsPerDecade decade and
 	// outcome; cellT doubles when there are more than maxPoints. Those of
 	// the grid's columns and rows in grid, the others (an invocation past
 	// its columns, a latency past its rows) in offGrid, nil until one.
-	cellT   int64
-	grid    *cellGrid
-	offGrid *cellTable
+	cellT int64
+	// col is the column found last (column), of times colFrom up to
+	// colTo.
+	col, colFrom, colTo int64
+	grid                *cellGrid
+	offGrid             *cellTable
+	classes             *latClasses // the bin and row of a latency (latClassOf)
 }
 
 const (
@@ -371,7 +428,7 @@ type latPoint struct {
 // newLatencyDigest is the latency digest of a history whose last event is
 // at end (0: unknown), its points in cells of startCellT(end).
 func newLatencyDigest(end int64) *latencyDigest {
-	return &latencyDigest{fine: int64(1e9), cellT: startCellT(end), grid: &cellGrid{}, lo: math.Inf(1), hi: math.Inf(-1)}
+	return &latencyDigest{fine: int64(1e9), cellT: startCellT(end), grid: &cellGrid{}, lo: math.Inf(1), hi: math.Inf(-1), classes: sharedLatClasses()}
 }
 
 const time1ms = 1e6
@@ -439,7 +496,13 @@ func binValue(b int) float64 {
 	return math.Pow(10, (float64(b)+0.5)/binsPerDecade-3)
 }
 
+// bucket is the bucket of time t. The last one found answers for the
+// times it covers without a division: an acquire looks up two buckets,
+// mostly the same as the acquire before it.
 func (l *latencyDigest) bucket(t int64) *latBucket {
+	if t >= l.lastFrom && t < l.lastTo {
+		return l.last
+	}
 	i := t / l.fine
 	for i >= maxFine {
 		l.coarsen()
@@ -453,6 +516,9 @@ func (l *latencyDigest) bucket(t int64) *latBucket {
 	}
 	if l.buckets[i] == nil {
 		l.buckets[i] = &latBucket{}
+	}
+	if t >= 0 {
+		l.last, l.lastFrom, l.lastTo = l.buckets[i], i*l.fine, (i+1)*l.fine
 	}
 	return l.buckets[i]
 }
@@ -479,14 +545,17 @@ func (l *latencyDigest) coarsen() {
 		o.acqOK += b.acqOK
 	}
 	l.buckets, l.fine = out, l.fine*2
+	l.last, l.lastFrom, l.lastTo = nil, 0, 0
 }
 
-func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) {
+// add takes a completed call, an acquire or not, invoked and completed
+// at those times with outcome typ.
+func (l *latencyDigest) add(acquire bool, invoke, complete int64, typ history.Type) {
 	o := outcomeIndex(typ)
 	if o < 0 {
 		return
 	}
-	if f != history.FAcquire {
+	if !acquire {
 		l.bucket(complete).done[o]++
 		return
 	}
@@ -496,9 +565,9 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 	if ms < 1e-3 {
 		ms = 1e-3 // log scale: never ≤ 0
 	}
-	lg := log10(ms)
+	c := l.classes.of(complete - invoke)
 	b := l.bucket(invoke)
-	b.hist[o][latBinOf(lg)]++
+	b.hist[o][c.bin]++
 	if ms > b.max[o] {
 		b.max[o] = ms
 	}
@@ -515,7 +584,20 @@ func (l *latencyDigest) add(f string, invoke, complete int64, typ history.Type) 
 		l.hi = ms
 	}
 	l.n++
-	l.addPoint(o, invoke/l.cellT, int32(math.Floor(lg*pointBinsPerDecade)), latPoint{X: seconds(invoke), Y: ms})
+	l.addPoint(o, l.column(invoke), c.row, latPoint{X: seconds(invoke), Y: ms})
+}
+
+// column is the points' column of invocation time t: that of the
+// acquire before if t is in it, without a division.
+func (l *latencyDigest) column(t int64) int64 {
+	if t >= l.colFrom && t < l.colTo {
+		return l.col
+	}
+	col := t / l.cellT
+	if t >= 0 {
+		l.col, l.colFrom, l.colTo = col, col*l.cellT, (col+1)*l.cellT
+	}
+	return col
 }
 
 // addPoint puts p in the cell of outcome o at col and row, unless the
@@ -558,6 +640,7 @@ func (l *latencyDigest) eachPoint(f func(pointCell, latPoint)) {
 // point of each merged cell (the first of those as early).
 func (l *latencyDigest) coarsenPoints() {
 	l.cellT *= 2
+	l.col, l.colFrom, l.colTo = 0, 0, 0
 	all := make([]gridPoint, 0, l.numPoints())
 	l.eachPoint(func(k pointCell, p latPoint) {
 		all = append(all, gridPoint{k.withCol(k.col() / 2), p})

@@ -61,7 +61,7 @@ func TestLatencyDigestIsBoundedAndClose(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			typ = history.Fail
 		}
-		l.add(history.FAcquire, t0, t0+d, typ)
+		l.add(true, t0, t0+d, typ)
 		if typ == history.OK {
 			all = append(all, lat{t0, math.Max(float64(d)/1e6, 1e-3)})
 		}
@@ -288,7 +288,7 @@ func TestPointGridKeepsAMapsPoints(t *testing.T) {
 			invoke += 2 * end // past the end: off the grid
 		}
 		typ := types[rng.IntN(3)]
-		l.add(history.FAcquire, invoke, invoke+d, typ)
+		l.add(true, invoke, invoke+d, typ)
 		ms := max(float64(d)/1e6, 1e-3)
 		k := newPointCell(outcomeIndex(typ), invoke/cellT, int32(math.Floor(log10(ms)*pointBinsPerDecade)))
 		if _, ok := want[k]; !ok {
@@ -326,5 +326,80 @@ func TestLog10IsMathsWithin1e12(t *testing.T) {
 		if got, want := log10(x), math.Log10(x); math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
 			t.Fatalf("log10(%v) = %v, math.Log10 %v", x, got, want)
 		}
+	}
+}
+
+// The digest follows each process as maps of them did (procTable): the
+// client processes, those that acted, their lives, and calls paired by
+// process, for processes numbered in its slots and past them, renewer
+// threads, the nemesis, completions without invocation, times out of
+// order.
+func TestDigestFollowsProcessesAsMaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 32))
+	procs := []history.Process{0, 1, 2, 7, 63, 64, maxOpenSlots - 1, maxOpenSlots, 1 << 21, -5, history.Nemesis}
+	fs := []string{history.FAcquire, history.FRead, history.FWrite, history.FRelease, history.FPause, history.FCrash}
+	types := []history.Type{history.Invoke, history.Invoke, history.OK, history.Fail, history.Info}
+	d := newDigest(nil, 0)
+	wantProcs, wantActed := map[int]bool{}, map[int]bool{}
+	lives := map[int]timeSpan{}
+	open := map[history.Process]string{}
+	acquires, rare, rareDone := 0, 0, 0
+	rareOpen := map[history.Process]bool{}
+	for i := range 20_000 {
+		op := history.Op{Index: int64(i), Time: int64(rng.IntN(1e9)), Process: procs[rng.IntN(len(procs))],
+			Type: types[rng.IntN(len(types))], F: fs[rng.IntN(len(fs))], Key: "lock-1"}
+		if rng.IntN(10) == 0 {
+			owner := history.Process(1)
+			op.Owner = &owner
+		}
+		d.see(&op)
+		if op.Process.IsNemesis() {
+			continue
+		}
+		p := int(op.Process)
+		if op.Owner == nil {
+			wantProcs[p] = true
+			lives[p] = lives[p].with(op.Time)
+		}
+		if op.Type == history.Invoke {
+			if op.F != history.FRead {
+				wantActed[p] = true
+			}
+			open[op.Process] = op.F
+			rareOpen[op.Process] = op.F == history.FPause || op.F == history.FCrash
+			if rareOpen[op.Process] {
+				rare++
+			}
+			continue
+		}
+		f, ok := open[op.Process]
+		if !ok {
+			continue
+		}
+		delete(open, op.Process)
+		if rareOpen[op.Process] {
+			rareDone++
+		}
+		if f == history.FAcquire {
+			acquires++
+		}
+	}
+	d.finish()
+	if !maps.Equal(d.procs, wantProcs) || !maps.Equal(d.acted, wantActed) {
+		t.Errorf("processes %v acted %v, maps %v and %v", d.procs, d.acted, wantProcs, wantActed)
+	}
+	for p, want := range lives {
+		if got, ok := d.calls.life(p); !ok || got != want {
+			t.Errorf("process %d lived %+v, a map %+v", p, got, want)
+		}
+	}
+	done := 0
+	for _, c := range d.rare {
+		if c.Done {
+			done++
+		}
+	}
+	if d.lat.n != acquires || len(d.rare) != rare || done != rareDone {
+		t.Errorf("%d acquires, %d pauses and crashes (%d done); maps %d, %d (%d)", d.lat.n, len(d.rare), done, acquires, rare, rareDone)
 	}
 }

@@ -151,12 +151,12 @@ func (b *barCoverage) add(iv [2]float64) {
 	if b.n == 0 {
 		return
 	}
-	iv[0], iv[1] = math.Max(iv[0], b.xmin), math.Min(iv[1], b.xmax)
+	iv[0], iv[1] = max(iv[0], b.xmin), min(iv[1], b.xmax)
 	if iv[1] < iv[0] {
 		return
 	}
 	if b.open && iv[0] <= b.cur[1] {
-		b.cur[1] = math.Max(b.cur[1], iv[1])
+		b.cur[1] = max(b.cur[1], iv[1])
 		return
 	}
 	b.count()
@@ -171,13 +171,13 @@ func (b *barCoverage) count() {
 	b.open = false
 	lo, hi := (b.cur[0]-b.xmin)/b.res, (b.cur[1]-b.xmin)/b.res
 	for c := int(lo); c <= int(hi) && c < b.n; c++ {
-		l, h := math.Max(lo, float64(c)), math.Min(hi, float64(c+1))
+		l, h := max(lo, float64(c)), min(hi, float64(c+1))
 		if k := len(b.cols) - 1; k >= 0 && b.cols[k] == c {
-			b.cov[k] += math.Max(0, h-l)
+			b.cov[k] += max(0, h-l)
 			continue
 		}
 		b.cols = append(b.cols, c)
-		b.cov = append(b.cov, math.Max(0, h-l))
+		b.cov = append(b.cov, max(0, h-l))
 	}
 }
 
@@ -190,8 +190,8 @@ func (b *barCoverage) runs() []run {
 	b.count()
 	var out []run
 	for i, c := range b.cols {
-		lvl := math.Max(1, math.Round(math.Min(b.cov[i], 1)*8)) / 8
-		from, to := b.xmin+float64(c)*b.res, math.Min(b.xmax, b.xmin+float64(c+1)*b.res)
+		lvl := max(1, math.Round(min(b.cov[i], 1)*8)) / 8
+		from, to := b.xmin+float64(c)*b.res, min(b.xmax, b.xmin+float64(c+1)*b.res)
 		if c == 0 || i == 0 || b.cols[i-1] != c-1 || len(out) == 0 || out[len(out)-1].Level != lvl || out[len(out)-1].To < from {
 			out = append(out, run{From: from, To: to, Level: lvl})
 			continue

@@ -160,7 +160,7 @@ func TestLatencyPointsAsByMap(t *testing.T) {
 		for i := range n {
 			invoke := int64(i) * 100 * int64(time.Microsecond)
 			d := int64(math.Exp(rng.NormFloat64()*2) * 1e6)
-			l.add(history.FAcquire, invoke, invoke+d, types[rng.IntN(3)])
+			l.add(true, invoke, invoke+d, types[rng.IntN(3)])
 		}
 		ymin, ymax := latencyRange(l)
 		for _, xmax := range []float64{seconds(int64(n) * 100 * int64(time.Microsecond)), 0.5 * seconds(int64(n)*100*int64(time.Microsecond))} {

@@ -63,7 +63,7 @@ func TestLatencyPointsCoarsenAsFreshMaps(t *testing.T) {
 	for t0 := int64(0); t0 < 2_000*int64(time.Second); t0 += 3 * int64(time.Millisecond) {
 		d := int64(math.Exp(2*rng.NormFloat64()) * 1e6)
 		typ := []history.Type{history.OK, history.Fail, history.Info}[rng.IntN(3)]
-		l.add(history.FAcquire, t0, t0+d, typ)
+		l.add(true, t0, t0+d, typ)
 		ms := math.Max(float64(d)/1e6, 1e-3)
 		c := newPointCell(outcomeIndex(typ), t0/cellT, int32(math.Floor(log10(ms)*pointBinsPerDecade)))
 		if _, ok := fresh[c]; !ok {

@@ -95,6 +95,7 @@ func (v *runView) scanHold(h checker.Hold) {
 // history: the client processes that get a row, the keys that get a
 // colour.
 func (v *runView) digested(d *digest) {
+	d.finish()
 	v.dig = d
 	extra := slices.Sorted(maps.Keys(v.heldBy))
 	for _, vi := range v.res.Violations {
@@ -120,11 +121,13 @@ func (v *runView) processLives() map[int]life {
 	var sp spans
 	see := func(p int, t int64) { sp.see(p, min(t, v.end)) }
 	for _, p := range v.procs {
-		for _, s := range []*spans{&v.dig.lives, &v.heldSpans} {
-			if x, ok := s.of(p); ok {
-				see(p, x.from)
-				see(p, x.to)
-			}
+		if x, ok := v.dig.calls.life(p); ok {
+			see(p, x.from)
+			see(p, x.to)
+		}
+		if x, ok := v.heldSpans.of(p); ok {
+			see(p, x.from)
+			see(p, x.to)
 		}
 	}
 	for _, c := range v.dig.rare {
