@@ -192,6 +192,25 @@ func benchRead(b *testing.B, n int) {
 	}
 }
 
+// BenchmarkDecode is the decoder alone on the recorder's lines, already
+// split (no reading, no growing of a slice of events): what decodeInto
+// costs a line, as the scanner calls it.
+func BenchmarkDecode(b *testing.B) {
+	data := syntheticJSONL(b, 100_000)
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	d := newDecoder()
+	var op Op
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			if err := d.decodeInto(l, &op); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 func BenchmarkReadStrict100k(b *testing.B) {
 	data := syntheticJSONL(b, 100_000)
 	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
