@@ -107,29 +107,26 @@ func (d *decoder) ordered(b []byte) (Op, bool) {
 // orderedInto is ordered into *op, which must be zero.
 func (d *decoder) orderedInto(b []byte, op *Op) bool {
 	s := scan{b: b}
-	ok := s.prefix(`{"index":`)
+	ok := s.prefix2(`{"index"`, `:`)
 	if ok {
 		op.Index, ok = s.int()
 	}
 	if ok = ok && s.prefix(`,"time":`); ok {
 		op.Time, ok = s.int()
 	}
-	if ok = ok && s.prefix(`,"process":`); ok {
+	if ok = ok && s.prefix2(`,"proces`, `s":`); ok {
 		op.Process, ok = s.process()
 	}
-	if ok && s.prefix(`,"owner":`) {
+	if ok && s.prefix2(`,"owner"`, `:`) {
 		var p Process
 		p, ok = s.process()
 		op.Owner = &p
 	}
-	var t, f []byte
 	if ok = ok && s.prefix(`,"type":`); ok {
-		t, ok = s.str()
-		op.Type = typeOf(t, d)
+		op.Type, ok = s.typ(d)
 	}
 	if ok = ok && s.prefix(`,"f":`); ok {
-		f, ok = s.str()
-		op.F = fOf(f, d)
+		op.F, ok = s.f(d)
 	}
 	return ok && d.orderedRest(&s, op)
 }
@@ -140,24 +137,89 @@ func (d *decoder) orderedRest(s *scan, op *Op) bool {
 	ok := true
 	if s.prefix(`,"key":`) {
 		var k []byte
-		k, ok = s.str()
+		k, ok = s.quoted()
 		op.Key = d.intern(k)
 	}
-	if ok && s.prefix(`,"value":`) {
+	if ok && s.prefix2(`,"value"`, `:`) {
 		op.Value, ok = d.value(s)
 	}
-	if ok && s.prefix(`,"error":`) {
+	if ok && s.prefix2(`,"error"`, `:`) {
 		var e []byte
-		e, ok = s.str()
+		e, ok = s.quoted()
 		op.Error = d.intern(e)
 	}
-	return ok && s.prefix("}") && s.i == len(s.b)
+	return ok && s.i+1 == len(s.b) && s.b[s.i] == '}'
 }
 
-// prefix consumes p if the line goes on with it, exactly.
+// quoted is str for the strings of a recorder's line, which are plain
+// ASCII: when the first byte plainRun stops at closes the string, the
+// string is the bytes before it; anything else is str's to read.
+func (s *scan) quoted() ([]byte, bool) {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '"' {
+		j := plainRun(b, i+1)
+		if j < len(b) && b[j] == '"' {
+			s.i = j + 1
+			return b[i+1 : j], true
+		}
+	}
+	return s.str()
+}
+
+// typ is the type the string at s.i names: the four spelt plainly by a
+// comparison or two of words (see prefix), anything else as str and
+// typeOf read it.
+func (s *scan) typ(d *decoder) (Type, bool) {
+	switch {
+	case s.prefix(`"invoke"`):
+		return Invoke, true
+	case s.prefix(`"ok"`):
+		return OK, true
+	case s.prefix(`"fail"`):
+		return Fail, true
+	case s.prefix(`"info"`):
+		return Info, true
+	}
+	t, ok := s.quoted()
+	return typeOf(t, d), ok
+}
+
+// f is the function the string at s.i names: the clients' own as typ
+// reads the four types, anything else as str and fOf read it.
+func (s *scan) f(d *decoder) (string, bool) {
+	switch {
+	case s.prefix2(`"acquire`, `"`):
+		return FAcquire, true
+	case s.prefix2(`"release`, `"`):
+		return FRelease, true
+	case s.prefix(`"renew"`):
+		return FRenew, true
+	case s.prefix(`"read"`):
+		return FRead, true
+	case s.prefix(`"write"`):
+		return FWrite, true
+	}
+	f, ok := s.quoted()
+	return fOf(f, d), ok
+}
+
+// prefix consumes p if the line goes on with it, exactly. Inlined where p
+// is a constant of at most 8 bytes, the comparison is a load or two and a
+// comparison each; a longer p is a call to compare memory (prefix2).
 func (s *scan) prefix(p string) bool {
 	if len(s.b)-s.i >= len(p) && string(s.b[s.i:s.i+len(p)]) == p {
 		s.i += len(p)
+		return true
+	}
+	return false
+}
+
+// prefix2 is prefix(p+q) for constants p and q of at most 8 bytes each:
+// two comparisons of words instead of a call.
+func (s *scan) prefix2(p, q string) bool {
+	i, j := s.i+len(p), s.i+len(p)+len(q)
+	if j <= len(s.b) && string(s.b[s.i:i]) == p && string(s.b[i:j]) == q {
+		s.i = j
 		return true
 	}
 	return false
@@ -391,33 +453,92 @@ func hex4(b []byte) (rune, bool) {
 // fraction or exponent) that fits in int64 with room to spare.
 func (s *scan) int() (int64, bool) {
 	s.ws()
-	neg := false
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		neg = true
-		s.i++
-	}
-	start := s.i
-	var n int64
 	b, i := s.b, s.i // in registers, as in str
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		n = n*10 + int64(b[i]-'0')
+	neg := i < len(b) && b[i] == '-'
+	if neg {
 		i++
 	}
+	n, i, ok := digits(b, i)
 	s.i = i
-	digits := s.i - start
-	if digits == 0 || digits > 18 || (digits > 1 && s.b[start] == '0') {
-		return 0, false
-	}
-	if s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '.', 'e', 'E':
-			return 0, false
-		}
-	}
 	if neg {
 		n = -n
 	}
-	return n, true
+	return n, ok
+}
+
+// digits parses the digits of b from i on as int does: 1 to 18 of them,
+// no leading zero, no '.', 'e' or 'E' after them. end is past the digits
+// (or wherever it stopped, when not ok). Eight digits at a time where
+// eight bytes are left (digitRun, eightDigits: a history's times have 10
+// to 12 digits, and the byte loop's multiply and compare for each was a
+// ninth of the check of a history of short events); the bytes of a
+// line's last word one at a time.
+func digits(b []byte, i int) (n int64, end int, ok bool) {
+	start := i
+	var u uint64
+	for {
+		if i+8 > len(b) {
+			for i < len(b) && b[i]-'0' < 10 {
+				u = u*10 + uint64(b[i]-'0')
+				i++
+			}
+			break
+		}
+		x := binary.LittleEndian.Uint64(b[i:])
+		k := digitRun(x)
+		u = u*pow10[k] + eightDigits(x, k)
+		i += k
+		if k < 8 || i-start > 18 {
+			break
+		}
+	}
+	d := i - start
+	if d == 0 || d > 18 || (d > 1 && b[start] == '0') {
+		return 0, i, false
+	}
+	if i < len(b) {
+		switch b[i] {
+		case '.', 'e', 'E':
+			return 0, i, false
+		}
+	}
+	return int64(u), i, true
+}
+
+// pow10 is 10 to the power of its index: what a number read so far is
+// multiplied by when k more digits follow.
+var pow10 = [9]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8}
+
+// digitRun is how many of the bytes of x (little-endian: its first byte
+// is the lowest) are ASCII digits before the first that is not, 8 if
+// all are. A byte is a digit when its top bit is clear and its low seven
+// bits are at least '0' and below ':': adding 0x80-'0' (0x80-':') to
+// those seven bits sets the top bit when they are at least '0' (':'),
+// and never carries into the next byte (0x7f+0x50 < 0x100).
+func digitRun(x uint64) int {
+	const highs = 0x8080808080808080
+	low := x &^ highs
+	atLeast0 := low + 0x5050505050505050
+	pastNine := low + 0x4646464646464646
+	notDigit := (^atLeast0 | pastNine | x) & highs
+	return bits.TrailingZeros64(notDigit) >> 3
+}
+
+// eightDigits is the number the first k (0 to 8) bytes of x spell, all
+// of them digits. Moved to the top of the word, the k digits are the
+// last of eight whose first are zeros; then pairs of digits are combined
+// into numbers of two, those into numbers of four, and those into the
+// number of eight, each step a multiplication that adds ten (a hundred,
+// ten thousand) times each lane to its neighbour (the SWAR parse of
+// Lemire, "Faster integer parsing", 2018).
+func eightDigits(x uint64, k int) uint64 {
+	if k == 0 {
+		return 0
+	}
+	v := (x & 0x0f0f0f0f0f0f0f0f) << (uint(8-k) * 8 & 63)
+	v = (v * (10<<8 + 1)) >> 8 & 0x00ff00ff00ff00ff
+	v = (v * (100<<16 + 1)) >> 16 & 0x0000ffff0000ffff
+	return (v * (10000<<32 + 1)) >> 32
 }
 
 func (s *scan) bool() (bool, bool) {

@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"unsafe"
 )
@@ -45,6 +47,20 @@ var decodeSeeds = []string{
 	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","value":{"rejected":tru}}`,
 	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","value":{"nodes":["a",]}}`,
 	`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","value":{"quorum":9999999999}}`,
+	`{"index":12345678,"time":123456789012,"process":1000007,"owner":7,"type":"ok","f":"renew","key":"lock-12345678"}`,
+	`{"index":123456789012345678,"time":1,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":1234567890123456789,"time":1,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":00000000001,"time":1,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":1,"time":12345678.5,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":1,"time":-12345678,"process":0,"type":"invoke","f":"acquire"}`,
+	`{"index":1,"time":2,"process":0,"type":"invokes","f":"acquire"}`,
+	`{"index":1,"time":2,"process":0,"type":"invoke","f":"acquirer"}`,
+	`{"index":1,"time":2,"process":0,"type":"invoke","f":"acquire\u0022"}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"read"}`,
+	`{"index":1,"time":2,"process":0,"type":"fail","f":"write","error":"e"}`,
+	`{"index":1,"time":2,"process":0,"type":"info","f":"renew"}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"release","key":"a\"b"}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"release","value":{"fence":123456789,"deadline":1234567890123}}`,
 	`{}`, `[]`, `null`, `{`, `"x"`,
 }
 
@@ -192,23 +208,45 @@ func benchRead(b *testing.B, n int) {
 	}
 }
 
-// BenchmarkDecode is the decoder alone on the recorder's lines, already
-// split (no reading, no growing of a slice of events): what decodeInto
-// costs a line, as the scanner calls it.
+// BenchmarkDecode is the decoder alone on lines already split (no
+// reading, no growing of a slice of events): what decodeInto costs a
+// line, as the scanner calls it. recorder is synthetic's events, short
+// the crash run's without expiry (acquires that never complete but fail,
+// no values: a history where decoding is two fifths of the check).
 func BenchmarkDecode(b *testing.B) {
-	data := syntheticJSONL(b, 100_000)
-	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
-	d := newDecoder()
-	var op Op
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, l := range lines {
-			if err := d.decodeInto(l, &op); err != nil {
-				b.Fatal(err)
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"recorder", syntheticJSONL(b, 100_000)}, {"short", shortJSONL(100_000)}} {
+		b.Run(c.name, func(b *testing.B) {
+			lines := bytes.Split(bytes.TrimSpace(c.data), []byte("\n"))
+			d := newDecoder()
+			var op Op
+			b.SetBytes(int64(len(c.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, l := range lines {
+					if err := d.decodeInto(l, &op); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-		}
+		})
 	}
+}
+
+// shortJSONL is n events of a crash run without expiry: clients invoking
+// acquires on ten keys, a few failing, at times of ten digits.
+func shortJSONL(n int) []byte {
+	var buf bytes.Buffer
+	for i := range n {
+		if i%50 == 49 {
+			fmt.Fprintf(&buf, `{"index":%d,"time":%d,"process":%d,"type":"fail","f":"acquire","key":"lock-%d","error":"lock not acquired"}`+"\n", i, 1_000_000_000+int64(i)*9913, i%20, i%10)
+			continue
+		}
+		fmt.Fprintf(&buf, `{"index":%d,"time":%d,"process":%d,"type":"invoke","f":"acquire","key":"lock-%d"}`+"\n", i, 1_000_000_000+int64(i)*9913, i%20, i%10)
+	}
+	return buf.Bytes()
 }
 
 func BenchmarkReadStrict100k(b *testing.B) {
@@ -334,6 +372,159 @@ func TestPlainRunAgreesWithTheByteLoop(t *testing.T) {
 		got := plainRun(b, from)
 		if got > want || got < want && want+8 <= len(b) {
 			t.Fatalf("plainRun(%q, %d) = %d, the byte loop stops at %d", b, from, got, want)
+		}
+	}
+}
+
+// intByLoop is scan.int as it was before digits read eight at a time:
+// the byte loop the fast path must agree with, digit for digit.
+func intByLoop(b []byte) (int64, bool) {
+	i, neg := 0, false
+	if i < len(b) && b[i] == '-' {
+		neg = true
+		i++
+	}
+	start := i
+	var n int64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		n = n*10 + int64(b[i]-'0')
+		i++
+	}
+	digits := i - start
+	if digits == 0 || digits > 18 || (digits > 1 && b[start] == '0') {
+		return 0, false
+	}
+	if i < len(b) {
+		switch b[i] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// TestIntAgreesWithTheByteLoop: scan.int reads every number as the byte
+// loop did: 0 to 24 digits, with and without '-', a leading zero, each
+// byte that may follow a number or the line's end right after it, and
+// the number starting at every place in the line's last 16 bytes (so
+// that it meets the end of the words digits loads at every digit).
+func TestIntAgreesWithTheByteLoop(t *testing.T) {
+	r := rand.New(rand.NewPCG(32, 27))
+	after := []string{"", ",", "}", ".5", "e3", "E3", " ", "/", ":", "\x80", "\xff", "a", "\x00"}
+	for nd := range 25 {
+		for _, lead := range []string{"", "0", "-", "-0"} {
+			for _, tail := range after {
+				for pad := range 10 {
+					num := []byte(lead)
+					for k := range nd {
+						c := byte('0' + r.IntN(10))
+						if k == 0 && lead == "" && r.IntN(3) == 0 {
+							c = '9' // the largest of a digit count, often
+						}
+						num = append(num, c)
+					}
+					line := append(append(num, tail...), bytes.Repeat([]byte("x"), pad)...)
+					want, wok := intByLoop(line)
+					s := scan{b: line}
+					got, ok := s.int()
+					if ok != wok || ok && got != want {
+						t.Fatalf("int(%q) = %d, %v; the byte loop: %d, %v", line, got, ok, want, wok)
+					}
+					if ok && s.i != len(num) {
+						t.Fatalf("int(%q) stopped at %d, want %d", line, s.i, len(num))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestIntEdges: the numbers at the edges of what the fast path takes.
+func TestIntEdges(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"-0", 0, true}, {"7", 7, true}, {"-7", -7, true},
+		{"00", 0, false}, {"01", 0, false}, {"-01", 0, false}, {"0123456789", 0, false},
+		{"-", 0, false}, {"", 0, false}, {"--1", 0, false}, {"+1", 0, false},
+		{"12345678", 12345678, true}, {"123456789", 123456789, true},
+		{"1234567890123456", 1234567890123456, true},
+		{"999999999999999999", 999999999999999999, true},
+		{"-999999999999999999", -999999999999999999, true},
+		{"1000000000000000000", 0, false}, {"9223372036854775807", 0, false},
+		{"99999999999999999999999", 0, false},
+		{"12345678.0", 0, false}, {"12345678e1", 0, false}, {"1234567E1", 0, false},
+		{"12345678,", 12345678, true}, {"1234567}", 1234567, true},
+		{" 42", 42, true}, {"\t-42 ", -42, true},
+	} {
+		s := scan{b: []byte(c.in)}
+		got, ok := s.int()
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("int(%q) = %d, %v, want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestDigitRun: digitRun counts the digits before the first byte that is
+// not one, for every byte at every place of a word of digits, and for
+// random words against a byte loop.
+func TestDigitRun(t *testing.T) {
+	for c := range 256 {
+		for at := range 8 {
+			w := []byte("31415926")
+			w[at] = byte(c)
+			want := at
+			if c >= '0' && c <= '9' {
+				want = 8
+			}
+			if got := digitRun(binary.LittleEndian.Uint64(w)); got != want {
+				t.Fatalf("digitRun(%q) = %d, want %d", w, got, want)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(8, 8))
+	for range 100_000 {
+		var w [8]byte
+		for j := range w {
+			w[j] = byte('0' + r.IntN(12) - 1) // '/', digits, ':'
+			if r.IntN(20) == 0 {
+				w[j] = byte(r.IntN(256))
+			}
+		}
+		want := 0
+		for want < 8 && w[want] >= '0' && w[want] <= '9' {
+			want++
+		}
+		if got := digitRun(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("digitRun(%q) = %d, want %d", w, got, want)
+		}
+	}
+}
+
+// TestEightDigits: the first k digits of a word, whatever the bytes after
+// them, are the number strconv reads, for every k.
+func TestEightDigits(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 8))
+	for range 100_000 {
+		var w [8]byte
+		for j := range w {
+			w[j] = byte(r.IntN(256))
+		}
+		k := r.IntN(9)
+		for j := range k {
+			w[j] = byte('0' + r.IntN(10))
+		}
+		want := uint64(0)
+		if k > 0 {
+			want, _ = strconv.ParseUint(string(w[:k]), 10, 64)
+		}
+		if got := eightDigits(binary.LittleEndian.Uint64(w[:]), k); got != want {
+			t.Fatalf("eightDigits(%q, %d) = %d, want %d", w, k, got, want)
 		}
 	}
 }
