@@ -106,8 +106,30 @@ func (d *decoder) ordered(b []byte) (Op, bool) {
 
 // orderedInto is ordered into *op, which must be zero.
 func (d *decoder) orderedInto(b []byte, op *Op) bool {
+	n, ok := d.orderedEvent(b, op)
+	return ok && n == len(b)
+}
+
+// orderedLine is ordered on the lines of b from its start, where they lie
+// in a reader's buffer: n is the length of the first line with its '\n',
+// 0 when that line is not in the recorder's shape or not all in b (its
+// newline not yet read). *op must be zero. No token ordered reads takes
+// a newline (ws passes over none, a string refuses control characters),
+// so the line the event ends is the whole first line of b, and what
+// ordered makes of it on its own.
+func (d *decoder) orderedLine(b []byte, op *Op) (n int) {
+	n, ok := d.orderedEvent(b, op)
+	if !ok || n >= len(b) || b[n] != '\n' {
+		return 0
+	}
+	return n + 1
+}
+
+// orderedEvent is ordered on an event at b's start: end is past its
+// closing brace, whatever follows.
+func (d *decoder) orderedEvent(b []byte, op *Op) (end int, ok bool) {
 	s := scan{b: b}
-	ok := s.prefix2(`{"index"`, `:`)
+	ok = s.prefix2(`{"index"`, `:`)
 	if ok {
 		op.Index, ok = s.int()
 	}
@@ -128,11 +150,12 @@ func (d *decoder) orderedInto(b []byte, op *Op) bool {
 	if ok = ok && s.prefix(`,"f":`); ok {
 		op.F, ok = s.f(d)
 	}
-	return ok && d.orderedRest(&s, op)
+	ok = ok && d.orderedRest(&s, op)
+	return s.i, ok
 }
 
 // orderedRest is ordered's part after f: the optional key, value and
-// error, and the end of the line.
+// error, and the closing brace.
 func (d *decoder) orderedRest(s *scan, op *Op) bool {
 	ok := true
 	if s.prefix(`,"key":`) {
@@ -148,7 +171,7 @@ func (d *decoder) orderedRest(s *scan, op *Op) bool {
 		e, ok = s.quoted()
 		op.Error = d.intern(e)
 	}
-	return ok && s.i+1 == len(s.b) && s.b[s.i] == '}'
+	return ok && s.prefix("}")
 }
 
 // quoted is str for the strings of a recorder's line, which are plain
@@ -248,11 +271,16 @@ type scan struct {
 	scratch []byte // for strings with escapes
 }
 
+// ws passes over whitespace, but for newlines: a line holds none (the
+// reader splits at them), and where lines are parsed in place, in the
+// reader's buffer (orderedLine), a newline must end the line, not be
+// passed over into the next. (A newline in a line given to decode sends
+// it to parseLine.)
 func (s *scan) ws() {
 	b, i := s.b, s.i // in registers, as in str
 	for i < len(b) {
 		switch b[i] {
-		case ' ', '\t', '\n', '\r':
+		case ' ', '\t', '\r':
 			i++
 		default:
 			s.i = i

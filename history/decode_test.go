@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -525,6 +528,139 @@ func TestEightDigits(t *testing.T) {
 		}
 		if got := eightDigits(binary.LittleEndian.Uint64(w[:]), k); got != want {
 			t.Fatalf("eightDigits(%q, %d) = %d, want %d", w, k, got, want)
+		}
+	}
+}
+
+// chunkReader returns a random number of bytes (1 to max) per read, so
+// that lines end, and blocks fill, at every place.
+type chunkReader struct {
+	b   []byte
+	r   *rand.Rand
+	max int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(c.b), 1+c.r.IntN(c.max))
+	copy(p, c.b[:n])
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// linesOneByOne is what the reader must make of data: each line trimmed
+// and, unless empty, decoded by the strict parser on its own.
+func linesOneByOne(t *testing.T, data []byte) []Op {
+	var ops []Op
+	for l := range bytes.Lines(data) {
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		op, err := parseLine(l)
+		if err != nil {
+			t.Fatalf("%.80q: %v", l, err)
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// TestScannerReadsLinesAcrossBlocks: a history of several blocks, with
+// lines far longer than an event (up to most of a block), lines the
+// scanner cannot parse in place (another order, whitespace, "\r\n",
+// empty ones), read whole or in chunks of any size, gives each line's
+// event as decoded on its own, and names the right line of an error after
+// them.
+func TestScannerReadsLinesAcrossBlocks(t *testing.T) {
+	var buf bytes.Buffer
+	r := rand.New(rand.NewPCG(3, 2))
+	for i, op := range synthetic(30_000, 5) {
+		if i%5000 == 17 {
+			op.Key = strings.Repeat("k", r.IntN(MaxLine-200))
+		}
+		line, err := json.Marshal(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch i % 1000 {
+		case 1:
+			line = append([]byte(" "), line...)
+		case 2:
+			line = append(line, '\r')
+		case 3:
+			line = append(line, "\n\n"...)
+		case 4:
+			line = []byte(fmt.Sprintf(`{"time":%d,"index":%d,"process":0,"type":"invoke","f":"acquire","key":"k"}`, op.Time, op.Index))
+		}
+		buf.Write(append(line, '\n'))
+	}
+	data := buf.Bytes()
+	if len(data) < 3*MaxLine {
+		t.Fatalf("%d bytes: not several blocks", len(data))
+	}
+	want := linesOneByOne(t, data)
+	lines := bytes.Count(data, []byte("\n"))
+	bad := append(slices.Clip(data), `{"index":1,"time":-5,"process":0,"type":"invoke","f":"acquire"}`+"\n"...)
+	for _, src := range []struct {
+		name string
+		r    func([]byte) io.Reader
+	}{
+		{"whole", func(b []byte) io.Reader { return bytes.NewReader(b) }},
+		{"chunks", func(b []byte) io.Reader { return &chunkReader{b: b, r: rand.New(rand.NewPCG(5, 5)), max: 100_000} }},
+		{"small chunks", func(b []byte) io.Reader { return &chunkReader{b: b, r: rand.New(rand.NewPCG(6, 6)), max: 100} }},
+	} {
+		res, err := Read(src.r(data))
+		if err != nil || res.Truncated || !reflect.DeepEqual(res.Ops, want) {
+			t.Fatalf("%s: %v, truncated %v, %d events, want %d as decoded line by line", src.name, err, res.Truncated, len(res.Ops), len(want))
+		}
+		_, err = Read(src.r(bad))
+		var le *LineError
+		if !errors.As(err, &le) || le.Line != lines+1 {
+			t.Fatalf("%s: a bad last line: %v, want an error on line %d", src.name, err, lines+1)
+		}
+	}
+}
+
+// TestScannerLineLimit: a line of MaxLine-1 bytes is read, one of MaxLine
+// is an error that says why, wherever the line lies in the history.
+func TestScannerLineLimit(t *testing.T) {
+	ev := func(n int) []byte {
+		b := []byte(`{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":""}`)
+		return append(b[:len(b)-2], strings.Repeat("k", n-len(b))+`"}`...)
+	}
+	short := `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k"}` + "\n"
+	for _, before := range []string{"", short, strings.Repeat(short, 1000)} {
+		for _, n := range []int{MaxLine - 1, MaxLine} {
+			data := append([]byte(before), ev(n)...)
+			data = append(data, "\n"+short...)
+			res, err := Read(bytes.NewReader(data))
+			if n < MaxLine && (err != nil || len(res.Ops) != strings.Count(before, "\n")+2) {
+				t.Fatalf("a line of %d bytes after %d: %v, %d events", n, len(before), err, len(res.Ops))
+			}
+			if n == MaxLine && (err == nil || !strings.Contains(err.Error(), "longer than")) {
+				t.Fatalf("a line of %d bytes after %d: %v", n, len(before), err)
+			}
+		}
+	}
+}
+
+// TestScannerStopsAtNewlines: lines parsed in place never run into the
+// next line (whitespace there is not a newline): an event cut in two by
+// a newline is two bad lines, not one event.
+func TestScannerStopsAtNewlines(t *testing.T) {
+	for _, data := range []string{
+		"{\"index\":\n0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n",
+		"{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\",\"key\":\"a\n\"}\n",
+		"{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\",\"value\":{\n}}\n",
+		"{\"index\":0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"\n}\n",
+	} {
+		_, err := Read(strings.NewReader(data + data))
+		var le *LineError
+		if !errors.As(err, &le) || le.Line != 1 {
+			t.Errorf("%q: %v, want an error on line 1", data, err)
 		}
 	}
 }
