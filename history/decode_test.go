@@ -74,7 +74,11 @@ func FuzzDecoderAgrees(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(decodeSeeds[0] + "\n" + decodeSeeds[1]))
+	f.Add([]byte(decodeSeeds[0] + " \n"))
+	f.Add([]byte("{\"index\":\n0,\"time\":1,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		inPlaceAgrees(t, b)
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			return
@@ -109,6 +113,25 @@ func FuzzDecoderAgrees(f *testing.F) {
 			}
 		}
 	})
+}
+
+// inPlaceAgrees: what orderedLine takes from the head of b, as the
+// scanner's block, is a whole line, with its newline, that ordered takes
+// on its own, and decodes to the same event.
+func inPlaceAgrees(t *testing.T, b []byte) {
+	var op Op
+	n := newDecoder().orderedLine(b, &op)
+	if n == 0 {
+		return
+	}
+	line := b[:n-1]
+	if b[n-1] != '\n' || bytes.IndexByte(line, '\n') >= 0 {
+		t.Fatalf("orderedLine(%q) took %d bytes, not a line", b, n)
+	}
+	want, ok := newDecoder().ordered(line)
+	if !ok || !reflect.DeepEqual(op, want) {
+		t.Fatalf("orderedLine(%q) decodes to\n%+v\n%+v (ordered on the line, %v)", b, op, want, ok)
+	}
 }
 
 // The recorder's own lines all take the fastest path, ordered.
@@ -550,13 +573,16 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// linesOneByOne is what the reader must make of data: each line trimmed
-// and, unless empty, decoded by the strict parser on its own.
-func linesOneByOne(t *testing.T, data []byte) []Op {
+// linesOneByOne is what the reader must make of data, which it read
+// without error: each line trimmed and, unless empty, decoded by the
+// strict parser on its own; a last line without a newline dropped if the
+// reader says it was cut off.
+func linesOneByOne(t *testing.T, data []byte, truncated bool) []Op {
 	var ops []Op
 	for l := range bytes.Lines(data) {
+		last := l[len(l)-1] != '\n'
 		l = bytes.TrimSpace(l)
-		if len(l) == 0 {
+		if len(l) == 0 || last && truncated {
 			continue
 		}
 		op, err := parseLine(l)
@@ -601,7 +627,7 @@ func TestScannerReadsLinesAcrossBlocks(t *testing.T) {
 	if len(data) < 3*MaxLine {
 		t.Fatalf("%d bytes: not several blocks", len(data))
 	}
-	want := linesOneByOne(t, data)
+	want := linesOneByOne(t, data, false)
 	lines := bytes.Count(data, []byte("\n"))
 	bad := append(slices.Clip(data), `{"index":1,"time":-5,"process":0,"type":"invoke","f":"acquire"}`+"\n"...)
 	for _, src := range []struct {
