@@ -130,11 +130,13 @@ func (d *decoder) orderedLine(b []byte, op *Op) (n int) {
 func (d *decoder) orderedEvent(b []byte, op *Op) (end int, ok bool) {
 	s := scan{b: b}
 	ok = s.prefix2(`{"index"`, `:`)
+	// An index and a time are digits alone: whitespace before them, or
+	// a sign (which validate refuses), is fast's to read.
 	if ok {
-		op.Index, ok = s.int()
+		op.Index, s.i, ok = digits(s.b, s.i)
 	}
 	if ok = ok && s.prefix(`,"time":`); ok {
-		op.Time, ok = s.int()
+		op.Time, s.i, ok = digits(s.b, s.i)
 	}
 	if ok = ok && s.prefix2(`,"proces`, `s":`); ok {
 		op.Process, ok = s.process()
@@ -499,9 +501,43 @@ func (s *scan) int() (int64, bool) {
 // (or wherever it stopped, when not ok). Eight digits at a time where
 // eight bytes are left (digitRun, eightDigits: a history's times have 10
 // to 12 digits, and the byte loop's multiply and compare for each was a
-// ninth of the check of a history of short events); the bytes of a
-// line's last word one at a time.
+// ninth of the check of a history of short events); a number that ends
+// within the first word (an index, a process, a fence) without a loop.
 func digits(b []byte, i int) (n int64, end int, ok bool) {
+	if i+8 > len(b) {
+		return digitsLong(b, i)
+	}
+	x := binary.LittleEndian.Uint64(b[i:])
+	k := digitRun(x)
+	var u uint64
+	switch {
+	case k < 8:
+		u = eightDigits(x, k)
+	case i+16 > len(b):
+		return digitsLong(b, i)
+	default: // 8 to 15 digits (a time), the rest in the second word
+		y := binary.LittleEndian.Uint64(b[i+8:])
+		j := digitRun(y)
+		if j == 8 {
+			return digitsLong(b, i)
+		}
+		u = eightDigits(x, 8)*pow10[j] + eightDigits(y, j)
+		x, k = y, 8+j
+	}
+	// x is the word the digits end in, k the count of them.
+	if k == 0 || (k > 1 && b[i] == '0') {
+		return 0, i, false
+	}
+	switch byte(x >> (8 * k & 63)) { // the byte after the digits
+	case '.', 'e', 'E':
+		return 0, i, false
+	}
+	return int64(u), i + k, true
+}
+
+// digitsLong is digits for a number of eight digits or more, or among
+// the line's last 8 bytes.
+func digitsLong(b []byte, i int) (n int64, end int, ok bool) {
 	start := i
 	var u uint64
 	for {
