@@ -508,7 +508,7 @@ func digits(b []byte, i int) (n int64, end int, ok bool) {
 		return digitsLong(b, i)
 	}
 	x := binary.LittleEndian.Uint64(b[i:])
-	k := digitRun(x)
+	k, first := digitRun(x), x
 	var u uint64
 	switch {
 	case k < 8:
@@ -525,7 +525,7 @@ func digits(b []byte, i int) (n int64, end int, ok bool) {
 		x, k = y, 8+j
 	}
 	// x is the word the digits end in, k the count of them.
-	if k == 0 || (k > 1 && b[i] == '0') {
+	if k == 0 || (k > 1 && byte(first) == '0') {
 		return 0, i, false
 	}
 	switch byte(x >> (8 * k & 63)) { // the byte after the digits
