@@ -370,7 +370,7 @@ func (s *scan) str() ([]byte, bool) {
 // no borrow to hide it).
 func plainRun(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i+8 <= len(b) {
+	for uint(i) <= uint(len(b)) && len(b)-i >= 8 { // (so, no bounds checks)
 		x := binary.LittleEndian.Uint64(b[i:])
 		q := x ^ ('"' * ones)
 		bs := x ^ ('\\' * ones)
@@ -504,19 +504,20 @@ func (s *scan) int() (int64, bool) {
 // ninth of the check of a history of short events); a number that ends
 // within the first word (an index, a process, a fence) without a loop.
 func digits(b []byte, i int) (n int64, end int, ok bool) {
-	if i+8 > len(b) {
+	if uint(i) > uint(len(b)) || len(b)-i < 8 { // (so, no bounds checks)
 		return digitsLong(b, i)
 	}
-	x := binary.LittleEndian.Uint64(b[i:])
+	w := b[i:]
+	x := binary.LittleEndian.Uint64(w)
 	k, first := digitRun(x), x
 	var u uint64
 	switch {
 	case k < 8:
 		u = eightDigits(x, k)
-	case i+16 > len(b):
+	case len(w) < 16:
 		return digitsLong(b, i)
 	default: // 8 to 15 digits (a time), the rest in the second word
-		y := binary.LittleEndian.Uint64(b[i+8:])
+		y := binary.LittleEndian.Uint64(w[8:])
 		j := digitRun(y)
 		if j == 8 {
 			return digitsLong(b, i)
