@@ -64,6 +64,12 @@ var decodeSeeds = []string{
 	`{"index":1,"time":2,"process":0,"type":"info","f":"renew"}`,
 	`{"index":1,"time":2,"process":0,"type":"ok","f":"release","key":"a\"b"}`,
 	`{"index":1,"time":2,"process":0,"type":"ok","f":"release","value":{"fence":123456789,"deadline":1234567890123}}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"acquire","value":{"token":"t","fence":1,"deadline":2,"counter":3}}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"write","value":{"fence":1,"counter":-3}}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"write","value":{"deadline":01}}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"write","value":{"token":"a","token":"b"}}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"write","value":{"counter":1,"fence":2}}`,
+	`{"index":1,"time":2,"process":0,"type":"ok","f":"write","value":{}}`,
 	`{}`, `[]`, `null`, `{`, `"x"`,
 }
 
@@ -734,4 +740,33 @@ func TestProcessAgreesWithInt(t *testing.T) {
 		}
 	}
 	try(0)
+}
+
+// TestOrderedValueAgreesWithValue: orderedValue reads each value as value
+// does (the same Value, to the same place, or neither), whether it takes
+// the value itself or leaves it to value.
+func TestOrderedValueAgreesWithValue(t *testing.T) {
+	fields := []string{`"token":"f73b"`, `"token":"a\u0041"`, `"fence":3`, `"fence":-3`, `"fence":03`, `"deadline":1001077582`,
+		`"deadline":1e3`, `"counter":0`, `"counter":-1`, `"counter":12345678901`, `"nodes":["n1"]`, `"quorum":2`, `"rejected":true`, `"x":1`}
+	r := rand.New(rand.NewPCG(4, 4))
+	d1, d2 := newDecoder(), newDecoder()
+	for range 20_000 {
+		var obj []string
+		for range r.IntN(5) {
+			obj = append(obj, fields[r.IntN(len(fields))])
+		}
+		if r.IntN(3) > 0 { // mostly in Value's order, as the recorder writes them
+			slices.SortStableFunc(obj, func(a, b string) int {
+				return slices.IndexFunc(fields, func(f string) bool { return f == a }) - slices.IndexFunc(fields, func(f string) bool { return f == b })
+			})
+		}
+		sep := []string{",", " , "}[r.IntN(2)]
+		b := []byte("{" + strings.Join(obj, sep) + "}" + []string{"}", ",\"error\":\"e\"}", " }"}[r.IntN(3)])
+		s1, s2 := scan{b: b}, scan{b: b}
+		got, ok := d1.orderedValue(&s1)
+		want, wok := d2.value(&s2)
+		if ok != wok || ok && (!reflect.DeepEqual(got, want) || s1.i != s2.i) {
+			t.Fatalf("orderedValue(%s) = %+v, %v at %d; value: %+v, %v at %d", b, got, ok, s1.i, want, wok, s2.i)
+		}
+	}
 }
