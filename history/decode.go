@@ -881,11 +881,10 @@ func (d *decoder) orderedValue(s *scan) (*Value, bool) {
 	at := s.i
 	var v Value
 	var n int64
+	var token []byte // made a string once the value is taken, not before
 	ok, first := s.prefix("{"), true
 	if ok && s.prefix(`"token":`) {
-		var t []byte
-		t, ok = s.quoted()
-		v.Token = string(t) // unique per lease: not worth interning
+		token, ok = s.quoted()
 		first = false
 	}
 	if ok && (first && s.prefix(`"fence":`) || !first && s.prefix2(`,"fence"`, `:`)) {
@@ -907,6 +906,9 @@ func (d *decoder) orderedValue(s *scan) (*Value, bool) {
 	}
 	if counter {
 		v.Counter = d.newInt(n)
+	}
+	if token != nil {
+		v.Token = string(token) // unique per lease: not worth interning
 	}
 	p := d.newValue()
 	*p = v
