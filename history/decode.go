@@ -106,58 +106,145 @@ func (d *decoder) ordered(b []byte) (Op, bool) {
 
 // orderedInto is ordered into *op, which must be zero.
 func (d *decoder) orderedInto(b []byte, op *Op) bool {
+	n, ok := d.orderedEvent(b, op)
+	return ok && n == len(b)
+}
+
+// orderedLine is ordered on the lines of b from its start, where they lie
+// in a reader's buffer: n is the length of the first line with its '\n',
+// 0 when that line is not in the recorder's shape or not all in b (its
+// newline not yet read). *op must be zero. No token ordered reads takes
+// a newline (ws passes over none, a string refuses control characters),
+// so the line the event ends is the whole first line of b, and what
+// ordered makes of it on its own.
+func (d *decoder) orderedLine(b []byte, op *Op) (n int) {
+	n, ok := d.orderedEvent(b, op)
+	if !ok || n >= len(b) || b[n] != '\n' {
+		return 0
+	}
+	return n + 1
+}
+
+// orderedEvent is ordered on an event at b's start: end is past its
+// closing brace, whatever follows.
+func (d *decoder) orderedEvent(b []byte, op *Op) (end int, ok bool) {
 	s := scan{b: b}
-	ok := s.prefix(`{"index":`)
+	ok = s.prefix2(`{"index"`, `:`)
+	// An index and a time are digits alone: whitespace before them, or
+	// a sign (which validate refuses), is fast's to read.
 	if ok {
-		op.Index, ok = s.int()
+		op.Index, s.i, ok = digits(s.b, s.i)
 	}
 	if ok = ok && s.prefix(`,"time":`); ok {
-		op.Time, ok = s.int()
+		op.Time, s.i, ok = digits(s.b, s.i)
 	}
-	if ok = ok && s.prefix(`,"process":`); ok {
+	if ok = ok && s.prefix2(`,"proces`, `s":`); ok {
 		op.Process, ok = s.process()
 	}
-	if ok && s.prefix(`,"owner":`) {
+	if ok && s.prefix2(`,"owner"`, `:`) {
 		var p Process
 		p, ok = s.process()
 		op.Owner = &p
 	}
-	var t, f []byte
 	if ok = ok && s.prefix(`,"type":`); ok {
-		t, ok = s.str()
-		op.Type = typeOf(t, d)
+		op.Type, ok = s.typ(d)
 	}
 	if ok = ok && s.prefix(`,"f":`); ok {
-		f, ok = s.str()
-		op.F = fOf(f, d)
+		op.F, ok = s.f(d)
 	}
-	return ok && d.orderedRest(&s, op)
+	ok = ok && d.orderedRest(&s, op)
+	return s.i, ok
 }
 
 // orderedRest is ordered's part after f: the optional key, value and
-// error, and the end of the line.
+// error, and the closing brace.
 func (d *decoder) orderedRest(s *scan, op *Op) bool {
 	ok := true
 	if s.prefix(`,"key":`) {
 		var k []byte
-		k, ok = s.str()
+		k, ok = s.quoted()
 		op.Key = d.intern(k)
 	}
-	if ok && s.prefix(`,"value":`) {
-		op.Value, ok = d.value(s)
+	if ok && s.prefix2(`,"value"`, `:`) {
+		op.Value, ok = d.orderedValue(s)
 	}
-	if ok && s.prefix(`,"error":`) {
+	if ok && s.prefix2(`,"error"`, `:`) {
 		var e []byte
-		e, ok = s.str()
+		e, ok = s.quoted()
 		op.Error = d.intern(e)
 	}
-	return ok && s.prefix("}") && s.i == len(s.b)
+	return ok && s.prefix("}")
 }
 
-// prefix consumes p if the line goes on with it, exactly.
+// quoted is str for the strings of a recorder's line, which are plain
+// ASCII: when the first byte plainRun stops at closes the string, the
+// string is the bytes before it; anything else is str's to read.
+func (s *scan) quoted() ([]byte, bool) {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '"' {
+		j := plainRun(b, i+1)
+		if j < len(b) && b[j] == '"' {
+			s.i = j + 1
+			return b[i+1 : j], true
+		}
+	}
+	return s.str()
+}
+
+// typ is the type the string at s.i names: the four spelt plainly by a
+// comparison or two of words (see prefix), anything else as str and
+// typeOf read it.
+func (s *scan) typ(d *decoder) (Type, bool) {
+	switch {
+	case s.prefix(`"invoke"`):
+		return Invoke, true
+	case s.prefix(`"ok"`):
+		return OK, true
+	case s.prefix(`"fail"`):
+		return Fail, true
+	case s.prefix(`"info"`):
+		return Info, true
+	}
+	t, ok := s.quoted()
+	return typeOf(t, d), ok
+}
+
+// f is the function the string at s.i names: the clients' own as typ
+// reads the four types, anything else as str and fOf read it.
+func (s *scan) f(d *decoder) (string, bool) {
+	switch {
+	case s.prefix2(`"acquire`, `"`):
+		return FAcquire, true
+	case s.prefix2(`"release`, `"`):
+		return FRelease, true
+	case s.prefix(`"renew"`):
+		return FRenew, true
+	case s.prefix(`"read"`):
+		return FRead, true
+	case s.prefix(`"write"`):
+		return FWrite, true
+	}
+	f, ok := s.quoted()
+	return fOf(f, d), ok
+}
+
+// prefix consumes p if the line goes on with it, exactly. Inlined where p
+// is a constant of at most 8 bytes, the comparison is a load or two and a
+// comparison each; a longer p is a call to compare memory (prefix2).
 func (s *scan) prefix(p string) bool {
 	if len(s.b)-s.i >= len(p) && string(s.b[s.i:s.i+len(p)]) == p {
 		s.i += len(p)
+		return true
+	}
+	return false
+}
+
+// prefix2 is prefix(p+q) for constants p and q of at most 8 bytes each:
+// two comparisons of words instead of a call.
+func (s *scan) prefix2(p, q string) bool {
+	i, j := s.i+len(p), s.i+len(p)+len(q)
+	if j <= len(s.b) && string(s.b[s.i:i]) == p && string(s.b[i:j]) == q {
+		s.i = j
 		return true
 	}
 	return false
@@ -186,11 +273,16 @@ type scan struct {
 	scratch []byte // for strings with escapes
 }
 
+// ws passes over whitespace, but for newlines: a line holds none (the
+// reader splits at them), and where lines are parsed in place, in the
+// reader's buffer (orderedLine), a newline must end the line, not be
+// passed over into the next. (A newline in a line given to decode sends
+// it to parseLine.)
 func (s *scan) ws() {
 	b, i := s.b, s.i // in registers, as in str
 	for i < len(b) {
 		switch b[i] {
-		case ' ', '\t', '\n', '\r':
+		case ' ', '\t', '\r':
 			i++
 		default:
 			s.i = i
@@ -278,7 +370,7 @@ func (s *scan) str() ([]byte, bool) {
 // no borrow to hide it).
 func plainRun(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i+8 <= len(b) {
+	for uint(i) <= uint(len(b)) && len(b)-i >= 8 { // (so, no bounds checks)
 		x := binary.LittleEndian.Uint64(b[i:])
 		q := x ^ ('"' * ones)
 		bs := x ^ ('\\' * ones)
@@ -391,33 +483,127 @@ func hex4(b []byte) (rune, bool) {
 // fraction or exponent) that fits in int64 with room to spare.
 func (s *scan) int() (int64, bool) {
 	s.ws()
-	neg := false
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		neg = true
-		s.i++
-	}
-	start := s.i
-	var n int64
 	b, i := s.b, s.i // in registers, as in str
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		n = n*10 + int64(b[i]-'0')
+	neg := i < len(b) && b[i] == '-'
+	if neg {
 		i++
 	}
+	n, i, ok := digits(b, i)
 	s.i = i
-	digits := s.i - start
-	if digits == 0 || digits > 18 || (digits > 1 && s.b[start] == '0') {
-		return 0, false
-	}
-	if s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '.', 'e', 'E':
-			return 0, false
-		}
-	}
 	if neg {
 		n = -n
 	}
-	return n, true
+	return n, ok
+}
+
+// digits parses the digits of b from i on as int does: 1 to 18 of them,
+// no leading zero, no '.', 'e' or 'E' after them. end is past the digits
+// (or wherever it stopped, when not ok). Eight digits at a time where
+// eight bytes are left (digitRun, eightDigits: a history's times have 10
+// to 12 digits, and the byte loop's multiply and compare for each was a
+// ninth of the check of a history of short events); a number that ends
+// within the first word (an index, a process, a fence) without a loop.
+func digits(b []byte, i int) (n int64, end int, ok bool) {
+	if uint(i) > uint(len(b)) || len(b)-i < 8 { // (so, no bounds checks)
+		return digitsLong(b, i)
+	}
+	w := b[i:]
+	x := binary.LittleEndian.Uint64(w)
+	k, first := digitRun(x), x
+	var u uint64
+	switch {
+	case k < 8:
+		u = eightDigits(x, k)
+	case len(w) < 16:
+		return digitsLong(b, i)
+	default: // 8 to 15 digits (a time), the rest in the second word
+		y := binary.LittleEndian.Uint64(w[8:])
+		j := digitRun(y)
+		if j == 8 {
+			return digitsLong(b, i)
+		}
+		u = eightDigits(x, 8)*pow10[j] + eightDigits(y, j)
+		x, k = y, 8+j
+	}
+	// x is the word the digits end in, k the count of them.
+	if k == 0 || (k > 1 && byte(first) == '0') {
+		return 0, i, false
+	}
+	switch byte(x >> (8 * k & 63)) { // the byte after the digits
+	case '.', 'e', 'E':
+		return 0, i, false
+	}
+	return int64(u), i + k, true
+}
+
+// digitsLong is digits for a number of eight digits or more, or among
+// the line's last 8 bytes.
+func digitsLong(b []byte, i int) (n int64, end int, ok bool) {
+	start := i
+	var u uint64
+	for {
+		if i+8 > len(b) {
+			for i < len(b) && b[i]-'0' < 10 {
+				u = u*10 + uint64(b[i]-'0')
+				i++
+			}
+			break
+		}
+		x := binary.LittleEndian.Uint64(b[i:])
+		k := digitRun(x)
+		u = u*pow10[k] + eightDigits(x, k)
+		i += k
+		if k < 8 || i-start > 18 {
+			break
+		}
+	}
+	d := i - start
+	if d == 0 || d > 18 || (d > 1 && b[start] == '0') {
+		return 0, i, false
+	}
+	if i < len(b) {
+		switch b[i] {
+		case '.', 'e', 'E':
+			return 0, i, false
+		}
+	}
+	return int64(u), i, true
+}
+
+// pow10 is 10 to the power of its index: what a number read so far is
+// multiplied by when k more digits follow.
+var pow10 = [9]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8}
+
+// digitRun is how many of the bytes of x (little-endian: its first byte
+// is the lowest) are ASCII digits before the first that is not, 8 if
+// all are. A byte is a digit when its top bit is clear and its low seven
+// bits are at least '0' and below ':': adding 0x80-'0' (0x80-':') to
+// those seven bits sets the top bit when they are at least '0' (':'),
+// and never carries into the next byte (0x7f+0x50 < 0x100).
+func digitRun(x uint64) int {
+	const highs = 0x8080808080808080
+	low := x &^ highs
+	atLeast0 := low + 0x5050505050505050
+	pastNine := low + 0x4646464646464646
+	notDigit := (^atLeast0 | pastNine | x) & highs
+	return bits.TrailingZeros64(notDigit) >> 3
+}
+
+// eightDigits is the number the first k (0 to 8) bytes of x spell, all
+// of them digits. Moved to the top of the word, the k digits are the
+// last of eight whose first are zeros; then pairs of digits are combined
+// into numbers of two, those into numbers of four, and those into the
+// number of eight, each step a multiplication that adds ten (a hundred,
+// ten thousand) times each lane to its neighbour (the SWAR parse of
+// Lemire, "Faster integer parsing", 2018).
+func eightDigits(x uint64, k int) uint64 {
+	if k == 0 {
+		return 0
+	}
+	v := (x & 0x0f0f0f0f0f0f0f0f) << (uint(8-k) * 8 & 63)
+	v = (v * (10<<8 + 1)) >> 8 & 0x00ff00ff00ff00ff
+	v = (v * (100<<16 + 1)) >> 16 & 0x0000ffff0000ffff
+	return (v * (10000<<32 + 1)) >> 32
 }
 
 func (s *scan) bool() (bool, bool) {
@@ -646,6 +832,9 @@ func (d *decoder) opField(s *scan, op *Op, k []byte) (bit int, ok bool) {
 
 // process parses a client number or "nemesis" (as Process.UnmarshalJSON).
 func (s *scan) process() (Process, bool) {
+	if p, ok := s.client(); ok {
+		return p, true
+	}
 	if s.peek() == '"' {
 		b, ok := s.str()
 		if !ok || string(b) != "nemesis" {
@@ -658,6 +847,72 @@ func (s *scan) process() (Process, bool) {
 		return 0, false
 	}
 	return Process(n), true
+}
+
+// client is a client's number of one or two digits followed by a comma,
+// as process reads it (and as a run of ten or twenty clients writes
+// nearly every event's), without int's whitespace, sign, words and
+// checks; false, having read nothing, for anything else.
+func (s *scan) client() (Process, bool) {
+	b, i := s.b, s.i
+	if uint(i) >= uint(len(b)) || len(b)-i < 3 {
+		return 0, false
+	}
+	c0, c1 := b[i]-'0', b[i+1]
+	switch {
+	case c0 < 10 && c1 == ',':
+		s.i = i + 1
+		return Process(c0), true
+	case c0-1 < 9 && c1-'0' < 10 && b[i+2] == ',': // no leading zero
+		s.i = i + 2
+		return Process(c0)*10 + Process(c1-'0'), true
+	}
+	return 0, false
+}
+
+// orderedValue is value for the values of a lock's events, read as
+// ordered reads an event: their fields (token, fence, deadline, counter)
+// in Value's order, as encoding/json writes them, each name compared
+// where that order puts it; any other value is value's to read, from
+// the same place. (A lock's token alone went through object's closure,
+// a switch on the name and str: a tenth of reading a history of a
+// fresh key per cycle, where half the events carry one.)
+func (d *decoder) orderedValue(s *scan) (*Value, bool) {
+	at := s.i
+	var v Value
+	var n int64
+	var token []byte // made a string once the value is taken, not before
+	ok, first := s.prefix("{"), true
+	if ok && s.prefix(`"token":`) {
+		token, ok = s.quoted()
+		first = false
+	}
+	if ok && (first && s.prefix(`"fence":`) || !first && s.prefix2(`,"fence"`, `:`)) {
+		v.Fence, s.i, ok = digits(s.b, s.i)
+		first = false
+	}
+	if ok && (first && s.prefix2(`"deadlin`, `e":`) || !first && s.prefix2(`,"deadli`, `ne":`)) {
+		v.Deadline, s.i, ok = digits(s.b, s.i)
+		first = false
+	}
+	counter := ok && (first && s.prefix2(`"counter`, `":`) || !first && s.prefix2(`,"counte`, `r":`))
+	if counter {
+		n, s.i, ok = digits(s.b, s.i)
+		first = false
+	}
+	if !ok || first || !s.prefix("}") {
+		s.i = at
+		return d.value(s)
+	}
+	if counter {
+		v.Counter = d.newInt(n)
+	}
+	if token != nil {
+		v.Token = string(token) // unique per lease: not worth interning
+	}
+	p := d.newValue()
+	*p = v
+	return p, true
 }
 
 // value parses an event's value object, as the recorder writes it.

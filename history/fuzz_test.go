@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -44,6 +45,9 @@ func FuzzReader(f *testing.F) {
 				}
 			}
 			return
+		}
+		if want := linesOneByOne(t, data, res.Truncated); !reflect.DeepEqual(res.Ops, want) {
+			t.Fatalf("read %d events, %d line by line:\n%v\n%v", len(res.Ops), len(want), res.Ops, want)
 		}
 		longest := 0
 		for _, l := range bytes.Split(data, []byte("\n")) {

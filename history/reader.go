@@ -69,9 +69,21 @@ func readContext(ctx context.Context, r io.Reader, sizeHint int) (ReadResult, er
 // Read (a cut-off last line is dropped and reported by Truncated), so that
 // a reader that needs only a window of the history at once (the checker
 // of a long run) never holds the rest.
+//
+// It reads the history in blocks of MaxLine bytes and parses the
+// recorder's lines where they lie in its block (decoder.orderedLine),
+// finding each line's end as it parses it: looking for the newline first
+// (bufio.Reader.ReadSlice) was another pass over every byte, a tenth of
+// reading a history of short events. Any other line, and the line a
+// block ends in, is found as ReadSlice finds it (readLine) and decoded
+// whole.
 type Scanner struct {
 	d         *decoder
-	br        *bufio.Reader
+	r         io.Reader
+	buf       []byte // MaxLine bytes: the bound on a line
+	head      int    // buf[head:tail] is read and not yet scanned
+	tail      int
+	rerr      error // the reader's, once buf[head:tail] is scanned
 	line      int
 	op        Op
 	err       error
@@ -81,52 +93,124 @@ type Scanner struct {
 
 // NewScanner reads a history from r.
 func NewScanner(r io.Reader) *Scanner {
-	// The buffer is the bound: ReadSlice fails with ErrBufferFull on a
-	// longer line instead of growing.
-	return &Scanner{d: newDecoder(), br: bufio.NewReaderSize(r, MaxLine)}
+	return &Scanner{d: newDecoder(), r: r, buf: make([]byte, MaxLine)}
 }
 
 // Scan reads the next event; false at the end of the history, on an
 // error (see Err) or when ctx is done.
 func (s *Scanner) Scan(ctx context.Context) bool {
 	for !s.done {
-		b, err := s.br.ReadSlice('\n')
-		if len(b) == 0 && err == io.EOF {
-			s.done = true
-			return false
-		}
-		s.line++
-		if s.line%4096 == 0 && ctx.Err() != nil {
-			return s.fail(fmt.Errorf("read history: stopped at line %d: %w", s.line, context.Cause(ctx)))
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return s.fail(&LineError{Line: s.line, Err: fmt.Errorf("longer than %d bytes: not a history (an event the harness writes is a few hundred bytes)", MaxLine)})
-		}
-		if err != nil && err != io.EOF {
-			return s.fail(fmt.Errorf("read history: %w", err))
-		}
-		complete := err == nil
-		if !complete {
-			s.done = true
-		}
-		b = bytes.TrimSpace(b)
-		if len(b) == 0 {
-			if !complete {
-				return false
+		s.op = Op{}
+		if n := s.d.orderedLine(s.buf[s.head:s.tail], &s.op); n > 0 {
+			s.line++
+			if s.line%4096 == 0 && ctx.Err() != nil {
+				return s.stopped(ctx)
 			}
-			continue
-		}
-		perr := s.d.decodeInto(b, &s.op)
-		if perr != nil {
-			if !complete {
-				s.truncated = true
-				return false
+			s.head += n
+			if err := s.op.validate(); err != nil {
+				return s.fail(&LineError{Line: s.line, Err: err})
 			}
-			return s.fail(&LineError{Line: s.line, Err: perr})
+			return true
 		}
-		return true
+		if ok, event := s.scanLine(ctx); event || s.done {
+			return ok
+		}
 	}
 	return false
+}
+
+// scanLine reads and decodes the next line as a whole: event is true
+// when Scan is to return ok (an event, or the end of the scan), false
+// for an empty line (Scan goes on).
+func (s *Scanner) scanLine(ctx context.Context) (ok, event bool) {
+	b, err := s.readLine()
+	if len(b) == 0 && err == io.EOF {
+		s.done = true
+		return false, true
+	}
+	s.line++
+	if s.line%4096 == 0 && ctx.Err() != nil {
+		return s.stopped(ctx), true
+	}
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return s.fail(&LineError{Line: s.line, Err: fmt.Errorf("longer than %d bytes: not a history (an event the harness writes is a few hundred bytes)", MaxLine)}), true
+	}
+	if err != nil && err != io.EOF {
+		return s.fail(fmt.Errorf("read history: %w", err)), true
+	}
+	complete := err == nil
+	if !complete {
+		s.done = true
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return false, !complete
+	}
+	if perr := s.d.decodeInto(b, &s.op); perr != nil {
+		if !complete {
+			s.truncated = true
+			return false, true
+		}
+		return s.fail(&LineError{Line: s.line, Err: perr}), true
+	}
+	return true, true
+}
+
+func (s *Scanner) stopped(ctx context.Context) bool {
+	return s.fail(fmt.Errorf("read history: stopped at line %d: %w", s.line, context.Cause(ctx)))
+}
+
+// readLine is bufio.Reader.ReadSlice('\n') on the scanner's block, with
+// its errors: the next line with its newline; at the reader's end or
+// error, what is left of the history with that error; bufio.ErrBufferFull
+// for a line that does not fit in the block.
+func (s *Scanner) readLine() ([]byte, error) {
+	searched := 0 // of buf[head:tail], bytes known to hold no newline
+	for {
+		if i := bytes.IndexByte(s.buf[s.head+searched:s.tail], '\n'); i >= 0 {
+			end := s.head + searched + i + 1
+			b := s.buf[s.head:end]
+			s.head = end
+			return b, nil
+		}
+		searched = s.tail - s.head
+		b := s.buf[s.head:s.tail]
+		switch {
+		case s.rerr != nil:
+			s.head = s.tail
+			return b, s.rerr
+		case searched >= len(s.buf):
+			s.head = s.tail
+			return b, bufio.ErrBufferFull
+		}
+		s.fill()
+	}
+}
+
+// fill moves what is left of the block to its start and reads after it,
+// as bufio.Reader.fill: one read that returns bytes or an error, or
+// io.ErrNoProgress after a hundred that return neither.
+func (s *Scanner) fill() {
+	if s.head > 0 {
+		s.tail = copy(s.buf, s.buf[s.head:s.tail])
+		s.head = 0
+	}
+	for range 100 {
+		n, err := s.r.Read(s.buf[s.tail:])
+		if n < 0 || n > len(s.buf)-s.tail {
+			s.rerr = errors.New("the reader returned a count out of range")
+			return
+		}
+		s.tail += n
+		if err != nil {
+			s.rerr = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	s.rerr = io.ErrNoProgress
 }
 
 func (s *Scanner) fail(err error) bool {
