@@ -178,10 +178,11 @@ import (
 // core's cache (2 MB here) far better: measured ABBA against 16,384 (8
 // rounds, on a shared machine), the check of a million keys took 0.88
 // of its CPU, the crash shapes 0.81 and 0.88, unmatched 0.92, valid 0.97,
-// long holds (keys held back across cuts, merged again at each) 1.02 and
-// 1.05, within the noise, and every shape less memory; 4,096 was no
-// better on a million keys and cost long holds 1.08. The windows' fixed
-// costs do not show at this size.
+// and every shape less memory; long holds (keys held back across cuts,
+// gone through again at each) took 1.02 to 1.09, which the wait for the
+// events held back makes up (see checkWindows); 4,096 was no better on a
+// million keys and cost long holds 1.08. The windows' fixed costs do not
+// show at this size.
 const windowTarget = 1 << 13
 
 // checkSource is Check of a history file, read in windows of at least
