@@ -64,7 +64,6 @@ type pkStore struct {
 	made  []pkRecent
 	next  int
 	moved []pkMove // evict's, kept from one eviction to the next
-	fresh []uint64 // evict's index slots of entries new to the file (see spillIndex.putAll)
 	stay  []*pkCarry
 	// spare is entries an eviction moved to the file, for new ones: a
 	// history of a fresh key per cycle made one, and an array of its
@@ -299,19 +298,12 @@ func (s *pkStore) evict(busy func(key string) bool) {
 	s.release(moved, stay)
 	clear(stay)
 	s.stay = stay[:0]
-	fresh := s.fresh[:0]
 	for _, mv := range moved {
-		if mv.old >= 0 {
-			s.index.put(spillTag(mv.h), mv.old, mv.off)
-		} else {
-			fresh = append(fresh, spillSlot(spillTag(mv.h), mv.off))
-		}
+		s.index.put(spillTag(mv.h), mv.old, mv.off)
 		if len(s.spare) < pkHot {
 			s.spare = append(s.spare, mv.pc)
 		}
 	}
-	s.index.putAll(fresh)
-	s.fresh = fresh[:0]
 	clear(moved) // let go of the keys
 	s.moved = moved[:0]
 	s.grow()

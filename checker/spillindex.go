@@ -1,9 +1,6 @@
 package checker
 
-import (
-	"math/bits"
-	"slices"
-)
+import "math/bits"
 
 // spillIndex is where the pkStore's file holds the record of each process
 // and key it moved there: an open-addressing table of packed slots, each
@@ -76,37 +73,23 @@ func (x *spillIndex) next(i int) int {
 // that said it lay at old (-1: a new entry).
 // (off and old are multiples of spillAlign, below spillLimit.)
 func (x *spillIndex) put(tag uint64, old, off int64) {
+	slot := func(off int64) uint64 { return tag<<spillOffBits | uint64(off/spillAlign+1) }
 	if old >= 0 {
-		want := spillSlot(tag, old)
+		want := slot(old)
 		for i := x.home(tag); x.slots[i] != 0; i = x.next(i) {
 			if x.slots[i] == want {
-				x.slots[i] = spillSlot(tag, off)
+				x.slots[i] = slot(off)
 				return
 			}
 		}
 		panic("spill index: an entry read from the file is not in its index")
 	}
-	x.putAll([]uint64{spillSlot(tag, off)})
-}
-
-// spillSlot is the slot that says the entry of tag lies at off.
-func spillSlot(tag uint64, off int64) uint64 { return tag<<spillOffBits | uint64(off/spillAlign+1) }
-
-// putAll records new entries, each slot the place of one (spillSlot), in
-// the order of their tags, which is that of their places in the table
-// (home): an eviction of a window of fresh keys puts thousands at once,
-// and put one by one at their tags' places each was a cache miss (and a
-// miss of the TLB) in a table of megabytes. slots is sorted.
-func (x *spillIndex) putAll(slots []uint64) {
-	for (x.n+len(slots))*20 > len(x.slots)*17 {
+	if (x.n+1)*20 > len(x.slots)*17 {
 		x.grow()
 	}
-	slices.Sort(slots)
-	for _, s := range slots {
-		x.insert(s)
-		x.mark(s >> spillOffBits)
-	}
-	x.n += len(slots)
+	x.insert(slot(off))
+	x.mark(tag)
+	x.n++
 }
 
 // seenBit is tag's bit in seen.
