@@ -52,6 +52,10 @@ type Config struct {
 	// carryInMemory is pkHot for tests, fixed (0: pkHot, which may grow
 	// to pkHotMax: see pkStore.grow).
 	carryInMemory int
+	// cutAtTarget cuts a history file's windows at the target's events
+	// whatever the cut before held back (see checkWindows): a test's
+	// target of 1 cuts at every point allowed.
+	cutAtTarget bool
 }
 
 // holdLimit is how many holds a check keeps in memory before it writes

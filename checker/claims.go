@@ -245,8 +245,8 @@ func holds(p *prepared, byKey map[string][]claim) []Hold {
 		n += len(cs)
 	}
 	out := make([]Hold, 0, n) // at its size: a window of many keys grew it a dozen times
-	for _, k := range claimKeys(p, byKey) {
-		for _, c := range byKey[k] {
+	eachClaims(p, byKey, func(cs []claim) {
+		for _, c := range cs {
 			h := Hold{Process: c.proc, Key: c.key, Start: c.start.t, End: c.end.t, Fence: c.fence, Acquire: c.grant}
 			if c.deadline != never {
 				h.Deadline = c.deadline
@@ -256,9 +256,28 @@ func holds(p *prepared, byKey map[string][]claim) []Hold {
 			}
 			out = append(out, h)
 		}
-	}
+	})
 	slices.SortStableFunc(out, func(a, b Hold) int { return cmp.Compare(a.Start, b.Start) })
 	return out
+}
+
+// eachClaims calls f with the claims of each key of byKey that has some,
+// in claimKeys' order. For the map buildClaims made of p they are taken
+// from windowKeys, beside each key, rather than looked up by key again (a
+// window of fresh keys hashed thousands of them for each step that goes
+// through its claims).
+func eachClaims(p *prepared, byKey map[string][]claim, f func(cs []claim)) {
+	if claimsOf(p, byKey) {
+		for _, wk := range windowKeys(p) {
+			if len(wk.claims) > 0 {
+				f(wk.claims)
+			}
+		}
+		return
+	}
+	for _, k := range claimKeys(p, byKey) {
+		f(byKey[k])
+	}
 }
 
 // claimKeys is sortedKeys(byKey) for a map by key of what p's calls

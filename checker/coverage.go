@@ -147,15 +147,15 @@ type coverageClaims struct {
 // thousands of keys a map entry per claim.
 func newCoverageClaims(p *prepared, byKey map[string][]claim, crashes bool) coverageClaims {
 	cc := coverageClaims{byProc: map[int][]*claim{}}
-	for _, k := range claimKeys(p, byKey) {
-		for i := range byKey[k] {
-			c := &byKey[k][i]
+	eachClaims(p, byKey, func(cs []claim) {
+		for i := range cs {
+			c := &cs[i]
 			cc.all = append(cc.all, c)
 			if crashes {
 				cc.byProc[c.proc] = append(cc.byProc[c.proc], c)
 			}
 		}
-	}
+	})
 	sort.Slice(cc.all, func(i, j int) bool { return cc.all[i].start.t < cc.all[j].start.t })
 	return cc
 }

@@ -43,7 +43,7 @@ type orphan struct {
 // and release of the windows before stand in front of its own (prior):
 // a cut may fall between a release and the renewal that orphans it.
 func findOrphans(p *prepared, byKey map[string][]claim, prior *orphanCarry) map[string][]orphan {
-	if !renewedByWatchdog(byKey) {
+	if !renewedByWatchdog(p, byKey) {
 		// No claim a watchdog began: no orphan (the common case, a lock
 		// without one), and nothing to look up.
 		return map[string][]orphan{}
@@ -211,15 +211,14 @@ func (ix *lettingGo) newEpisode(k procKey, c *claim, rel *call) *orphan {
 
 // renewedByWatchdog reports whether a renewer thread's renew began one of
 // the claims, the only ones findOrphans can find orphaned.
-func renewedByWatchdog(byKey map[string][]claim) bool {
-	for _, cs := range byKey {
+func renewedByWatchdog(p *prepared, byKey map[string][]claim) bool {
+	found := false
+	eachClaims(p, byKey, func(cs []claim) {
 		for i := range cs {
-			if cs[i].renewer >= 0 && cs[i].byRenew {
-				return true
-			}
+			found = found || cs[i].renewer >= 0 && cs[i].byRenew
 		}
-	}
-	return false
+	})
+	return found
 }
 
 // orphanCarry is what findOrphans keeps of the windows before the current

@@ -82,3 +82,34 @@ func TestCrashedProcessRecordingAgainInWindows(t *testing.T) {
 	}
 	sameResult(t, "recorded after its crash", whole, win)
 }
+
+// TestWindowsWaitForHeldBack: where cuts hold events back, a window
+// waits for more fresh events (checkWindows): a history is cut no more
+// often than at the target alone (less often where events were held
+// back), and still gives the whole check's result.
+func TestWindowsWaitForHeldBack(t *testing.T) {
+	fewer := false
+	for _, shape := range []synth.Shape{synth.LongHolds, synth.Crash, synth.Valid} {
+		n := 20_000
+		if shape == synth.LongHolds {
+			n = 100_000
+		}
+		ops := shapeOps(t, shape, n, 1)
+		whole := checkOps(ctx, ops, Config{Timeout: time.Minute})
+		_, fixed, _ := windowed(ops, 300)
+		cfg := Config{Timeout: time.Minute, carryInMemory: 8}
+		w := checkWindows(ctx, history.Events(ops), cfg, 300, false)
+		if !w.exact || w.noHeal {
+			t.Fatalf("%s: not checked in windows: exact %v, no heal %v", shape, w.exact, w.noHeal)
+		}
+		sameResult(t, string(shape), whole, w.res)
+		if w.st.cuts > fixed.cuts || w.st.cuts < 2 {
+			t.Fatalf("%s: %d cuts waiting (%+v), %d at the target (%+v)", shape, w.st.cuts, w.st, fixed.cuts, fixed)
+		}
+		fewer = fewer || w.st.cuts < fixed.cuts
+		t.Logf("%s: %d cuts waiting, %d at the target (%d events held back at most)", shape, w.st.cuts, fixed.cuts, fixed.maxHeld)
+	}
+	if !fewer {
+		t.Fatal("no history was cut less often for the events held back")
+	}
+}

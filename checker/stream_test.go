@@ -23,7 +23,7 @@ import (
 // What the windows carry of each process and key goes to a file past 8
 // entries (pkStore), and comes back when a window asks for it.
 func windowed(ops []history.Op, target int) (Result, windowStats, bool) {
-	cfg := Config{Timeout: time.Minute, carryInMemory: 8}
+	cfg := Config{Timeout: time.Minute, carryInMemory: 8, cutAtTarget: true}
 	w := checkWindows(ctx, history.Events(ops), cfg, target, false)
 	if w.noHeal {
 		w = checkWindows(ctx, history.Events(ops), cfg, target, true)
