@@ -835,6 +835,12 @@ func (s *scan) process() (Process, bool) {
 	if p, ok := s.client(); ok {
 		return p, true
 	}
+	return s.processByInt()
+}
+
+// processByInt is process without client's shortcut: every number through
+// int (TestProcessAgreesWithInt holds the shortcut to it).
+func (s *scan) processByInt() (Process, bool) {
 	if s.peek() == '"' {
 		b, ok := s.str()
 		if !ok || string(b) != "nemesis" {

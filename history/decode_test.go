@@ -697,22 +697,6 @@ func TestScannerStopsAtNewlines(t *testing.T) {
 	}
 }
 
-// processByInt is scan.process before client: every number through int.
-func processByInt(s *scan) (Process, bool) {
-	if s.peek() == '"' {
-		b, ok := s.str()
-		if !ok || string(b) != "nemesis" {
-			return 0, false
-		}
-		return Nemesis, true
-	}
-	n, ok := s.int()
-	if !ok || n < 0 || n > 1<<31-1 {
-		return 0, false
-	}
-	return Process(n), true
-}
-
 // TestProcessAgreesWithInt: a process read by client's shortcut is the
 // one int reads, at the same place, for every arrangement of up to four
 // bytes that matter to it, at the line's end or not.
@@ -725,7 +709,7 @@ func TestProcessAgreesWithInt(t *testing.T) {
 			b := append(slices.Clip(line), tail...)
 			a, r := scan{b: b}, scan{b: b}
 			got, ok := a.process()
-			want, wok := processByInt(&r)
+			want, wok := r.processByInt()
 			if ok != wok || ok && (got != want || a.i != r.i) {
 				t.Fatalf("process(%q) = %d, %v at %d; by int: %d, %v at %d", b, got, ok, a.i, want, wok, r.i)
 			}
