@@ -3,8 +3,9 @@
 
 GO       ?= go
 BIN      := bin/harness
-# The whole suite took 9 min 57 s on a quiet 2-core machine (2026-11-28,
-# 12:37-12:47 UTC; the run package's 3.8 min the longest); the bound is a backstop
+# The whole suite took 9 min 57 s on a quiet 2-core AMD machine (2026-11-28,
+# 12:37-12:47 UTC) and 11 min 11 s on a 2-core Intel one (15:52-16:03 UTC; the
+# scenarios' 4.2 min the longest); the bound is a backstop
 # against a hang, not a target. -count=1: the integration tests
 # depend on redis-server and friends, which Go's test cache cannot see.
 TESTFLAGS ?= -count=1 -timeout 25m
