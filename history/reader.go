@@ -70,20 +70,15 @@ func readContext(ctx context.Context, r io.Reader, sizeHint int) (ReadResult, er
 // a reader that needs only a window of the history at once (the checker
 // of a long run) never holds the rest.
 //
-// It reads the history in blocks of MaxLine bytes and parses the
-// recorder's lines where they lie in its block (decoder.orderedLine),
-// finding each line's end as it parses it: looking for the newline first
-// (bufio.Reader.ReadSlice) was another pass over every byte, a tenth of
-// reading a history of short events. Any other line, and the line a
-// block ends in, is found as ReadSlice finds it (readLine) and decoded
-// whole.
+// It parses the recorder's lines where they lie in the reader's buffer
+// (decoder.orderedLine on bufio.Reader.Peek), finding each line's end as
+// it parses it: looking for the newline first (ReadSlice) was another
+// pass over every byte, a tenth of reading a history of short events.
+// Any other line, and the line the buffer ends in, is read by ReadSlice
+// and decoded whole.
 type Scanner struct {
 	d         *decoder
-	r         io.Reader
-	buf       []byte // MaxLine bytes: the bound on a line
-	head      int    // buf[head:tail] is read and not yet scanned
-	tail      int
-	rerr      error // the reader's, once buf[head:tail] is scanned
+	br        *bufio.Reader
 	line      int
 	op        Op
 	err       error
@@ -93,7 +88,9 @@ type Scanner struct {
 
 // NewScanner reads a history from r.
 func NewScanner(r io.Reader) *Scanner {
-	return &Scanner{d: newDecoder(), r: r, buf: make([]byte, MaxLine)}
+	// The buffer is the bound: ReadSlice fails with ErrBufferFull on a
+	// longer line instead of growing.
+	return &Scanner{d: newDecoder(), br: bufio.NewReaderSize(r, MaxLine)}
 }
 
 // Scan reads the next event; false at the end of the history, on an
@@ -101,12 +98,13 @@ func NewScanner(r io.Reader) *Scanner {
 func (s *Scanner) Scan(ctx context.Context) bool {
 	for !s.done {
 		s.op = Op{}
-		if n := s.d.orderedLine(s.buf[s.head:s.tail], &s.op); n > 0 {
+		buf, _ := s.br.Peek(s.br.Buffered()) // what is read; never reads
+		if n := s.d.orderedLine(buf, &s.op); n > 0 {
 			s.line++
 			if s.line%4096 == 0 && ctx.Err() != nil {
 				return s.stopped(ctx)
 			}
-			s.head += n
+			_, _ = s.br.Discard(n) // buffered: no error
 			if err := s.op.validate(); err != nil {
 				return s.fail(&LineError{Line: s.line, Err: err})
 			}
@@ -123,7 +121,7 @@ func (s *Scanner) Scan(ctx context.Context) bool {
 // when Scan is to return ok (an event, or the end of the scan), false
 // for an empty line (Scan goes on).
 func (s *Scanner) scanLine(ctx context.Context) (ok, event bool) {
-	b, err := s.readLine()
+	b, err := s.br.ReadSlice('\n')
 	if len(b) == 0 && err == io.EOF {
 		s.done = true
 		return false, true
@@ -158,59 +156,6 @@ func (s *Scanner) scanLine(ctx context.Context) (ok, event bool) {
 
 func (s *Scanner) stopped(ctx context.Context) bool {
 	return s.fail(fmt.Errorf("read history: stopped at line %d: %w", s.line, context.Cause(ctx)))
-}
-
-// readLine is bufio.Reader.ReadSlice('\n') on the scanner's block, with
-// its errors: the next line with its newline; at the reader's end or
-// error, what is left of the history with that error; bufio.ErrBufferFull
-// for a line that does not fit in the block.
-func (s *Scanner) readLine() ([]byte, error) {
-	searched := 0 // of buf[head:tail], bytes known to hold no newline
-	for {
-		if i := bytes.IndexByte(s.buf[s.head+searched:s.tail], '\n'); i >= 0 {
-			end := s.head + searched + i + 1
-			b := s.buf[s.head:end]
-			s.head = end
-			return b, nil
-		}
-		searched = s.tail - s.head
-		b := s.buf[s.head:s.tail]
-		switch {
-		case s.rerr != nil:
-			s.head = s.tail
-			return b, s.rerr
-		case searched >= len(s.buf):
-			s.head = s.tail
-			return b, bufio.ErrBufferFull
-		}
-		s.fill()
-	}
-}
-
-// fill moves what is left of the block to its start and reads after it,
-// as bufio.Reader.fill: one read that returns bytes or an error, or
-// io.ErrNoProgress after a hundred that return neither.
-func (s *Scanner) fill() {
-	if s.head > 0 {
-		s.tail = copy(s.buf, s.buf[s.head:s.tail])
-		s.head = 0
-	}
-	for range 100 {
-		n, err := s.r.Read(s.buf[s.tail:])
-		if n < 0 || n > len(s.buf)-s.tail {
-			s.rerr = errors.New("the reader returned a count out of range")
-			return
-		}
-		s.tail += n
-		if err != nil {
-			s.rerr = err
-			return
-		}
-		if n > 0 {
-			return
-		}
-	}
-	s.rerr = io.ErrNoProgress
 }
 
 func (s *Scanner) fail(err error) bool {
